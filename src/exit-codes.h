@@ -1,0 +1,19 @@
+/* exit-codes.h - every exit code sbx itself chooses, in one place.
+ * The man pages (sbx.1, sbx-run.1) repeat this table; keep them in step.
+ * `sbx run` otherwise passes the job's own exit code through.
+ */
+#pragma once
+
+enum {
+        EXIT_OK = 0,
+        EXIT_FAILURE_GENERIC = 1, /* a history verb failed (no such run, …) */
+        EXIT_USAGE = 2,           /* bad command line */
+        EXIT_TIMEOUT = 124,       /* wall-clock or cpu-time limit hit */
+        EXIT_SETUP = 125,         /* sandbox could not be built, bad profile, store unusable */
+        EXIT_NOT_EXECUTABLE = 126,/* command found but could not be executed */
+        EXIT_NOT_FOUND = 127,     /* command not found */
+        EXIT_SIGNAL_BASE = 128,   /* job killed by signal N exits 128+N */
+        EXIT_OOM = 137,           /* memory limit hit (128+SIGKILL) */
+        EXIT_CANCELLED_INT = 130, /* cancelled by Ctrl-C (128+SIGINT) */
+        EXIT_CANCELLED_TERM = 143,/* cancelled by SIGTERM to sbx (128+SIGTERM) */
+};

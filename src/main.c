@@ -1,0 +1,69 @@
+/* main.c - sbx's entry point: global options, the verb table, and the
+ * final check that everything printed on stdout really got out (a full
+ * disk or a closed pipe must not turn into a silent success). */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exit-codes.h"
+#include "log.h"
+
+static const struct verb verbs[] = {
+        { "run",    verb_run,    "run a command in a fresh sandbox" },
+        { "doctor", verb_doctor, "check what this host supports" },
+};
+
+int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what)
+{
+        log_error("%s: --%s: %s, got \"%s\"", verb, opt, what, value);
+        return EXIT_USAGE;
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: sbx [--version] [--help] VERB [ARGS...]\n"
+                "\n"
+                "Run untrusted jobs in a rootless throwaway sandbox.\n"
+                "\n"
+                "Verbs:\n");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+        fprintf(f,
+                "\n"
+                "`sbx VERB --help` describes each verb; man sbx(1) has the exit codes.\n");
+}
+
+static int flush_stdout(int code)
+{
+        /* like git: a verb that "succeeded" but whose output was lost did not */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                log_error("write error on standard output: %s", strerror(errno));
+                return code == EXIT_OK ? EXIT_FAILURE_GENERIC : code;
+        }
+        return code;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
+                usage(stdout);
+                return flush_stdout(EXIT_OK);
+        }
+        if (streq(argv[1], "--version") || streq(argv[1], "version")) {
+                printf("sbx %s\n", PACKAGE_VERSION);
+                return flush_stdout(EXIT_OK);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[1], verbs[i].name))
+                        return flush_stdout(verbs[i].run(argc - 1, argv + 1));
+
+        log_error("unknown verb '%s' (see sbx --help)", argv[1]);
+        return EXIT_USAGE;
+}

@@ -1,3 +1,283 @@
+/* cli_doctor.c - `sbx doctor`: what this host supports, and how to fix
+ * what it does not. Each check runs the real kernel operation in a
+ * throwaway child rather than reading sysctls alone, because container
+ * runtimes, LSMs and seccomp filters can refuse what the sysctls allow;
+ * the sysctls are read afterwards to explain a failure. */
 #include "config.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
+#include <linux/seccomp.h>
+
 #include "cli.h"
-int verb_doctor(int argc, char **argv) { return 0; }
+#include "exit-codes.h"
+#include "log.h"
+#include "ns.h"
+#include "run-config.h"
+#include "sandbox.h"
+#include "supervise.h"
+
+enum check_result { CHECK_OK, CHECK_MISSING, CHECK_WARN };
+
+static void report(enum check_result r, const char *what, const char *detail, const char *fix)
+{
+        static const char *const tag[] = { "OK     ", "MISSING", "WARN   " };
+        printf("%s %s%s%s\n", tag[r], what, detail && *detail ? ": " : "", detail ? detail : "");
+        if (fix && *fix && r != CHECK_OK)
+                printf("        fix: %s\n", fix);
+}
+
+static int read_sysctl(const char *path, long *ret)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = read_file(path, &text, NULL);
+        if (r < 0)
+                return r;
+        *ret = strtol(text, NULL, 10);
+        return 0;
+}
+
+/* Run fn in a child that first enters new namespaces (flags); returns the
+ * child's exit code, or -errno if the clone itself failed. */
+static int in_child(unsigned long flags, int (*fn)(void *), void *arg)
+{
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                uid_t uid = geteuid();
+                gid_t gid = getegid();
+                if (unshare((int)flags) < 0)
+                        _exit(100 + (errno & 0x1f));
+                if (flags & CLONE_NEWUSER) {
+                        char map[64];
+                        int fd;
+                        snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+                        if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+                                (void)!write(fd, "deny", 4);
+                                close(fd);
+                        }
+                        if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 ||
+                            write(fd, map, strlen(map)) < 0)
+                                _exit(99);
+                        close(fd);
+                        snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+                        if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 ||
+                            write(fd, map, strlen(map)) < 0)
+                                _exit(99);
+                        close(fd);
+                }
+                _exit(fn ? fn(arg) : 0);
+        }
+        int status;
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 98;
+}
+
+static int try_overlay(void *arg)
+{
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return 1;
+        if (mount("none", "/tmp", "tmpfs", 0, NULL) < 0)
+                return 2;
+        if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/u", 0755) < 0 ||
+            mkdir("/tmp/w", 0755) < 0 || mkdir("/tmp/m", 0755) < 0)
+                return 3;
+        if (mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") < 0)
+                return 4;
+        return 0;
+}
+
+static int try_proc(void *arg)
+{
+        /* a fresh /proc needs a pid namespace of our own: fork into it */
+        pid_t pid = fork();
+        if (pid < 0)
+                return 1;
+        if (pid == 0) {
+                if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0 ||
+                    mount("none", "/tmp", "tmpfs", 0, NULL) < 0 ||
+                    mkdir("/tmp/p", 0755) < 0)
+                        _exit(2);
+                _exit(mount("proc", "/tmp/p", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? 3 : 0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+}
+
+static bool check_userns(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
+        if (r == 0) {
+                report(CHECK_OK, "unprivileged user namespaces", NULL, NULL);
+                return true;
+        }
+        long v;
+        if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
+                report(CHECK_MISSING, "unprivileged user namespaces", "kernel.unprivileged_userns_clone = 0",
+                       "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)");
+        else if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
+                report(CHECK_MISSING, "unprivileged user namespaces",
+                       "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
+                       "add an AppArmor profile allowing 'userns' for the sbx binary, or "
+                       "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
+        else if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
+                report(CHECK_MISSING, "unprivileged user namespaces", "user.max_user_namespaces = 0",
+                       "sysctl -w user.max_user_namespaces=15000");
+        else
+                report(CHECK_MISSING, "unprivileged user namespaces",
+                       "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",
+                       "run sbx on the host, or start the container with user namespaces allowed "
+                       "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
+        return false;
+}
+
+static bool check_proc(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID, try_proc, NULL);
+        if (r == 0) {
+                report(CHECK_OK, "fresh /proc in a pid namespace", NULL, NULL);
+                return true;
+        }
+        report(CHECK_MISSING, "fresh /proc in a pid namespace",
+               "mounting proc is refused (a container that masks parts of /proc does this)",
+               "run sbx on the host, or give the container an unmasked /proc (e.g. --security-opt systempaths=unconfined)");
+        return false;
+}
+
+static void check_overlay(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS, try_overlay, NULL);
+        if (r == 0)
+                report(CHECK_OK, "overlayfs in a user namespace", NULL, NULL);
+        else
+                report(CHECK_MISSING, "overlayfs in a user namespace",
+                       "needed for --workdir, sessions and image roots (Linux >= 5.11)",
+                       "use a kernel >= 5.11 with CONFIG_OVERLAY_FS");
+}
+
+static void check_seccomp(void)
+{
+        if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+                report(CHECK_MISSING, "seccomp filters", strerror(errno), "use a kernel with CONFIG_SECCOMP_FILTER");
+                return;
+        }
+        _cleanup_free_ char *actions = NULL;
+        if (read_file("/proc/sys/kernel/seccomp/actions_avail", &actions, NULL) < 0) {
+                report(CHECK_WARN, "seccomp filters", "actions_avail not readable", NULL);
+                return;
+        }
+        actions[strcspn(actions, "\n")] = '\0';
+        report(CHECK_OK, "seccomp filters", actions, NULL);
+}
+
+static void check_cgroup(void)
+{
+        struct statfs sfs;
+        if (statfs("/sys/fs/cgroup", &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+                bool hybrid = statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+                report(CHECK_MISSING, "cgroup v2 delegation",
+                       hybrid ? "cgroups are a v1/v2 hybrid; v2 has no controllers here"
+                              : "cgroup v2 is not mounted at /sys/fs/cgroup",
+                       "boot with systemd.unified_cgroup_hierarchy=1; until then memory, cpus and pids "
+                       "are enforced by fallbacks or not at all (sbx show lists which)");
+                return;
+        }
+        _cleanup_free_ char *own = NULL;
+        if (read_file("/proc/self/cgroup", &own, NULL) < 0 || !startswith(own, "0::")) {
+                report(CHECK_MISSING, "cgroup v2 delegation", "cannot read /proc/self/cgroup", NULL);
+                return;
+        }
+        own[strcspn(own, "\n")] = '\0';
+        _cleanup_free_ char *dir = xasprintf("/sys/fs/cgroup%s", own + 3);
+        if (access(dir, W_OK) == 0)
+                report(CHECK_OK, "cgroup v2 delegation", dir, NULL);
+        else
+                report(CHECK_MISSING, "cgroup v2 delegation", "own cgroup is not writable",
+                       "run under a systemd user session with Delegate=yes, or set SBX_CGROUP to a "
+                       "delegated cgroup v2 directory");
+}
+
+static bool check_sandbox(void)
+{
+        struct run_config cfg;
+        struct sandbox sb;
+        struct run_outcome out = { 0 };
+        sigset_t set, old;
+        int saved_stdout = dup(STDOUT_FILENO);
+        bool ok = false;
+
+        run_config_init(&cfg);
+        cfg.argv = strv_append(cfg.argv, "true");
+        cfg.timeout_ms = 10000;
+        sandbox_signal_set(&set);
+        sigprocmask(SIG_BLOCK, &set, &old);
+        int r = sandbox_spawn(&cfg, NULL, &sb);
+        if (r >= 0) {
+                r = supervise(&cfg, &sb, NULL, &out);
+                sandbox_close(&sb);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (saved_stdout >= 0)
+                close(saved_stdout);
+        if (r < 0)
+                report(CHECK_MISSING, "a real sandbox runs `true`", strerror(-r), "see the lines above");
+        else if (out.status != RUN_SUCCESS)
+                report(CHECK_MISSING, "a real sandbox runs `true`", out.message, "see the lines above");
+        else {
+                report(CHECK_OK, "a real sandbox runs `true`", NULL, NULL);
+                ok = true;
+        }
+        run_config_done(&cfg);
+        return ok;
+}
+
+int verb_doctor(int argc, char **argv)
+{
+        static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, {} };
+        int c;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        printf("Usage: sbx doctor\n\n"
+                               "Check what this host supports (user namespaces, /proc in a pid\n"
+                               "namespace, overlayfs in a user namespace, seccomp, cgroup v2\n"
+                               "delegation) and say how to fix what is missing. Exits 0 when\n"
+                               "`sbx run` can work, 1 when it cannot.\n");
+                        return EXIT_OK;
+                }
+                fprintf(stderr, "Try 'sbx doctor --help'.\n");
+                return EXIT_USAGE;
+        }
+
+        printf("sbx %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),
+               geteuid() == 0 ? " (the sandbox user maps to unprivileged uid 65534)" : "");
+        bool userns = check_userns();
+        bool proc = userns && check_proc();
+        if (userns)
+                check_overlay();
+        check_seccomp();
+        check_cgroup();
+        bool sandbox = userns && proc && check_sandbox();
+        fflush(stdout);
+        if (!sandbox) {
+                printf("sbx run cannot work on this host until the MISSING items above are fixed.\n");
+                return EXIT_FAILURE_GENERIC;
+        }
+        printf("sbx run works on this host.\n");
+        return EXIT_OK;
+}

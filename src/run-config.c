@@ -56,6 +56,7 @@ void run_config_done(struct run_config *cfg)
         free(cfg->home);
         free(cfg->workdir_inside);
         strv_free(cfg->ro_binds);
+        strv_free(cfg->ro_extra);
         strv_free(cfg->masks);
         memset(cfg, 0, sizeof(*cfg));
 }

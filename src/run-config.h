@@ -44,6 +44,7 @@ struct run_config {
         double cpus;            /* 0 = none */
 
         char **ro_binds;        /* host paths bound read-only at the same place */
+        char **ro_extra;        /* user's read-only binds, "SRC" or "SRC:DEST"; must exist */
         char **masks;           /* paths hidden behind an empty file or dir */
 };
 

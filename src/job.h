@@ -1,0 +1,11 @@
+/* job.h - the last steps before the job's execve, in the forked job
+ * process: new session, stdio, working dir, rlimits, environment, no
+ * capabilities, no_new_privs, then exec. */
+#pragma once
+
+#include "init.h"
+#include "run-config.h"
+
+/* Never returns: execs the job, or reports SYNC_EXEC_ERROR on sync_fd and
+ * exits 127 (not found) / 126 (not executable). */
+_Noreturn void job_exec(const struct run_config *cfg, int sync_fd, const struct init_stdio *stdio);

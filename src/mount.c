@@ -1,0 +1,528 @@
+/* mount.c - the sandbox's filesystem view (see mount.h).
+ *
+ * Layout while building (inside our own mount namespace, so none of this
+ * is visible on the host):
+ *
+ *   /tmp            the run's scratch tmpfs (size = disk limit); it hides
+ *                   the host /tmp for this namespace only
+ *   /tmp/root       the new root (bound onto itself so it can be pivoted to)
+ *   /tmp/rw/{tmp,home,workspace,shm}
+ *                   the writable areas, bound into the root; living on the
+ *                   scratch is what makes the disk limit cover them all
+ *   /tmp/rw/empty-file, empty-dir
+ *                   mode 0000 objects bound over masked paths
+ *
+ * After pivot_root the old root is detached, so the job can reach the
+ * scratch only through those binds.
+ *
+ * Safety argument, mount by mount:
+ *  - host system dirs are cloned recursively (open_tree) and made
+ *    read-only, nosuid and nodev recursively (mount_setattr) *before*
+ *    they are attached, so there is no moment where a writable or
+ *    suid-honouring view exists, and submounts are covered too;
+ *  - masks are read-only binds of empty mode-0000 objects: even a uid 0
+ *    job has no capabilities (caps.c) and so cannot read them;
+ *  - /proc is a fresh instance for our pid namespace: it shows only the
+ *    sandbox's processes; files that reveal or poke host kernel state are
+ *    masked and /proc/sys & co. are read-only;
+ *  - /dev holds only bind mounts of six harmless character devices, a
+ *    private devpts instance, and symlinks; the tmpfs itself is made
+ *    read-only so no device node can be added (mknod is denied in a user
+ *    namespace anyway);
+ *  - everything writable is nosuid,nodev and size-capped by the scratch.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <linux/mount.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "mount.h"
+#include "util.h"
+
+#define SCRATCH "/tmp"
+#define NEWROOT SCRATCH "/root"
+#define RW SCRATCH "/rw"
+#define EMPTY_FILE RW "/empty-file"
+#define EMPTY_DIR RW "/empty-dir"
+
+static int fail_with(struct setup_failure *fail, int r, const char *step, const char *path)
+{
+        fail->step = step;
+        snprintf(fail->path, sizeof(fail->path), "%s", path ? path : "");
+        return r;
+}
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+        return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+        return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
+{
+        return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+/* Attach a copy of host `src` at `dst` with attributes `attrs` applied to
+ * the whole copied tree before it becomes visible. */
+static int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t attrs)
+{
+        unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+        _cleanup_close_ int fd = sys_open_tree(AT_FDCWD, src, flags);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = attrs };
+        if (attrs && sys_mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
+                return -errno;
+        if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+        if (dir) {
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                return 0;
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        close(fd);
+        return 0;
+}
+
+/* A host file or tree to appear in the new root. Host paths are resolved
+ * and cloned *before* the scratch tmpfs goes over /tmp, so host paths
+ * under /tmp stay reachable; the clone is detached and already read-only
+ * until it is attached at `inside`. */
+struct pending {
+        char *inside;
+        int fd;                 /* detached mount from open_tree, or -1 */
+        char *link_target;      /* a symlink to recreate instead, or NULL */
+        bool dir;
+};
+
+struct pending_list {
+        struct pending *items;
+        size_t n;
+};
+
+static void pending_list_free(struct pending_list *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].inside);
+                free(l->items[i].link_target);
+                if (l->items[i].fd >= 0)
+                        close(l->items[i].fd);
+        }
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+}
+
+/* Clone host path `host` for later attachment at `inside`. A missing
+ * system dir is skipped (not every host has /lib32); a path the user
+ * asked for must exist. Symlinks among the system dirs (merged /usr) are
+ * kept as symlinks so /bin -> usr/bin keeps meaning the same thing. */
+static int clone_host(struct pending_list *l, const char *host, const char *inside,
+                      bool required, bool recursive, uint64_t attrs, struct setup_failure *fail)
+{
+        struct stat st;
+        struct pending p = { .fd = -1 };
+
+        if ((required ? stat(host, &st) : lstat(host, &st)) < 0)
+                return errno == ENOENT && !required ? 0 : fail_with(fail, -errno, "bind", host);
+        if (inside[0] != '/')
+                return fail_with(fail, -EINVAL, "bind (destination must be absolute)", inside);
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlink(host, target, sizeof(target) - 1);
+                if (n < 0)
+                        return fail_with(fail, -errno, "readlink", host);
+                target[n] = '\0';
+                p.link_target = xstrdup(target);
+        } else {
+                unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+                p.fd = sys_open_tree(AT_FDCWD, host, flags);
+                if (p.fd < 0)
+                        return fail_with(fail, -errno, "bind", host);
+                struct mount_attr attr = { .attr_set = attrs };
+                if (sys_mount_setattr(p.fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0) {
+                        int e = -errno;
+                        close(p.fd);
+                        return fail_with(fail, e, "bind", host);
+                }
+                p.dir = S_ISDIR(st.st_mode);
+        }
+        p.inside = xstrdup(inside);
+        l->items = xrealloc(l->items, (l->n + 1) * sizeof(*l->items));
+        l->items[l->n++] = p;
+        return 0;
+}
+
+/* "SRC" or "SRC:DEST" from --ro and the profile's ro list. */
+static int clone_user_ro(struct pending_list *l, const char *spec, struct setup_failure *fail)
+{
+        _cleanup_free_ char *src = xstrdup(spec);
+        char *colon = strchr(src, ':');
+        const char *dest = src;
+        if (colon) {
+                *colon = '\0';
+                dest = colon + 1;
+        }
+        return clone_host(l, src, dest, true, true,
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+}
+
+/* Attach everything cloned by clone_host() under the new root. */
+static int attach_pending(struct pending_list *l, struct setup_failure *fail)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                struct pending *p = &l->items[i];
+                char dst[PATH_MAX];
+                snprintf(dst, sizeof(dst), NEWROOT "%s", p->inside);
+                _cleanup_free_ char *parent = xstrdup(dst);
+                *strrchr(parent, '/') = '\0';
+                int r = mkdir_p(parent, 0755);
+                if (r < 0)
+                        return fail_with(fail, r, "mkdir", p->inside);
+                if (p->link_target) {
+                        if (symlink(p->link_target, dst) < 0 && errno != EEXIST)
+                                return fail_with(fail, -errno, "symlink", p->inside);
+                        continue;
+                }
+                r = make_mountpoint(dst, p->dir);
+                if (r < 0)
+                        return fail_with(fail, r, "mkdir", p->inside);
+                if (sys_move_mount(p->fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return fail_with(fail, -errno, "bind", p->inside);
+        }
+        return 0;
+}
+
+/* Hide `path` (inside the new root, without the NEWROOT prefix) behind an
+ * empty mode-0000 object of the same kind. */
+static int mask_one(const char *inside, struct setup_failure *fail)
+{
+        char dst[PATH_MAX];
+        struct stat st;
+
+        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
+        if (lstat(dst, &st) < 0 || S_ISLNK(st.st_mode))
+                return 0;       /* absent, or a link whose target is masked on its own */
+        const char *src = S_ISDIR(st.st_mode) ? EMPTY_DIR : EMPTY_FILE;
+        int r = bind_with_attrs(src, dst, false,
+                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        if (r < 0)
+                return fail_with(fail, r, "mask", inside);
+        return 0;
+}
+
+static int mask_pattern(const char *pattern, struct setup_failure *fail)
+{
+        if (!strpbrk(pattern, "*?["))
+                return mask_one(pattern, fail);
+
+        char full[PATH_MAX];
+        glob_t g;
+        snprintf(full, sizeof(full), NEWROOT "%s", pattern);
+        int gr = glob(full, GLOB_NOSORT, NULL, &g);
+        if (gr == GLOB_NOMATCH)
+                return 0;
+        if (gr != 0)
+                return fail_with(fail, -EIO, "mask", pattern);
+        int r = 0;
+        for (size_t i = 0; i < g.gl_pathc && r == 0; i++)
+                r = mask_one(g.gl_pathv[i] + strlen(NEWROOT), fail);
+        globfree(&g);
+        return r;
+}
+
+static int bind_rw(const char *backing, const char *inside, struct setup_failure *fail)
+{
+        char dst[PATH_MAX];
+        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
+        int r = mkdir_p(dst, 0755);
+        if (r < 0)
+                return fail_with(fail, r, "mkdir", inside);
+        r = bind_with_attrs(backing, dst, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (r < 0)
+                return fail_with(fail, r, "bind", inside);
+        return 0;
+}
+
+/* /proc entries that expose host kernel state or let a process poke it.
+ * A fresh proc instance still shows these system-wide files. */
+static const char *const proc_masked[] = {
+        "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+        "/proc/timer_stats", "/proc/latency_stats", "/proc/sched_debug",
+        "/proc/sysrq-trigger", "/proc/kallsyms", "/proc/kpagecount",
+        "/proc/kpageflags", "/proc/kpagecgroup", "/proc/vmallocinfo",
+        "/proc/acpi", "/proc/scsi", "/proc/asound",
+};
+static const char *const proc_readonly[] = {
+        "/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
+};
+
+static int setup_proc(struct setup_failure *fail)
+{
+        const char *dst = NEWROOT "/proc";
+        if (mkdir(dst, 0555) < 0 && errno != EEXIST)
+                return fail_with(fail, -errno, "mkdir", "/proc");
+        if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return fail_with(fail, -errno, "mount proc", "/proc");
+        for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), NEWROOT "%s", proc_readonly[i]);
+                if (access(p, F_OK) < 0)
+                        continue;
+                int r = bind_with_attrs(p, p, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                if (r < 0)
+                        return fail_with(fail, r, "read-only", proc_readonly[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
+                int r = mask_one(proc_masked[i], fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+static const struct { const char *name, *target; } dev_links[] = {
+        { "fd", "/proc/self/fd" },
+        { "stdin", "/proc/self/fd/0" },
+        { "stdout", "/proc/self/fd/1" },
+        { "stderr", "/proc/self/fd/2" },
+        { "ptmx", "pts/ptmx" },
+};
+
+static int clone_dev_nodes(struct pending_list *l, struct setup_failure *fail)
+{
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+                char host[64], inside[64];
+                snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+                snprintf(inside, sizeof(inside), "/dev/%s", dev_nodes[i]);
+                int r = clone_host(l, host, inside, false, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failure *fail)
+{
+        const char *dev = NEWROOT "/dev";
+        char p[PATH_MAX];
+        int r;
+
+        if (mkdir(dev, 0755) < 0 && errno != EEXIST)
+                return fail_with(fail, -errno, "mkdir", "/dev");
+        if (mount("sbx-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+                return fail_with(fail, -errno, "mount tmpfs", "/dev");
+        r = attach_pending(dev_nodes_pending, fail);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(dev_links); i++) {
+                snprintf(p, sizeof(p), "%s/%s", dev, dev_links[i].name);
+                if (symlink(dev_links[i].target, p) < 0)
+                        return fail_with(fail, -errno, "symlink", p + strlen(NEWROOT));
+        }
+        snprintf(p, sizeof(p), "%s/pts", dev);
+        if (mkdir(p, 0755) < 0)
+                return fail_with(fail, -errno, "mkdir", "/dev/pts");
+        /* newinstance: the job's ptys are its own; it cannot open the host's */
+        if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=0620") < 0)
+                return fail_with(fail, -errno, "mount devpts", "/dev/pts");
+        r = bind_rw(RW "/shm", "/dev/shm", fail);
+        if (r < 0)
+                return r;
+        if (mount(NULL, dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+                return fail_with(fail, -errno, "read-only", "/dev");
+        return 0;
+}
+
+/* A passwd and group that name the sandbox user, so `id`, `whoami` and
+ * shells behave, without showing the host's account list. */
+static int setup_identity(const struct run_config *cfg, struct setup_failure *fail)
+{
+        char text[1024];
+        int r;
+
+        if (access(NEWROOT "/etc/passwd", F_OK) < 0)
+                return 0;
+        if (cfg->uid == 0)
+                snprintf(text, sizeof(text),
+                         "root:x:0:0:root:%s:/bin/sh\n"
+                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", cfg->home);
+        else
+                snprintf(text, sizeof(text),
+                         "root:x:0:0:root:/root:/bin/sh\n"
+                         "sandbox:x:%u:%u:sandbox:%s:/bin/sh\n"
+                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                         (unsigned)cfg->uid, (unsigned)cfg->gid, cfg->home);
+        r = write_file(RW "/passwd", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/passwd");
+        if (cfg->gid == 0)
+                snprintf(text, sizeof(text), "root:x:0:\nnobody:x:65534:\n");
+        else
+                snprintf(text, sizeof(text), "root:x:0:\nsandbox:x:%u:\nnobody:x:65534:\n",
+                         (unsigned)cfg->gid);
+        r = write_file(RW "/group", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/group");
+        snprintf(text, sizeof(text),
+                 "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                 cfg->hostname);
+        r = write_file(RW "/hosts", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/hosts");
+        snprintf(text, sizeof(text), "%s\n", cfg->hostname);
+        r = write_file(RW "/hostname", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/hostname");
+
+        static const char *const files[] = { "passwd", "group", "hosts", "hostname" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char src[PATH_MAX], dst[PATH_MAX];
+                snprintf(src, sizeof(src), RW "/%s", files[i]);
+                snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", files[i]);
+                if (access(dst, F_OK) < 0)
+                        continue;
+                r = bind_with_attrs(src, dst, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                if (r < 0)
+                        return fail_with(fail, r, "bind", dst + strlen(NEWROOT));
+        }
+        return 0;
+}
+
+static int setup_scratch(const struct run_config *cfg, struct setup_failure *fail)
+{
+        char opts[64];
+        snprintf(opts, sizeof(opts), "mode=0755,size=%llu", (unsigned long long)cfg->disk_bytes);
+        if (mount("sbx-scratch", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return fail_with(fail, -errno, "mount scratch tmpfs", SCRATCH);
+
+        static const struct { const char *path; mode_t mode; } dirs[] = {
+                { NEWROOT, 0755 }, { RW, 0755 }, { RW "/tmp", 01777 }, { RW "/shm", 01777 },
+                { RW "/home", 0755 }, { RW "/workspace", 0755 }, { EMPTY_DIR, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                if (mkdir(dirs[i].path, dirs[i].mode) < 0)
+                        return fail_with(fail, -errno, "mkdir", dirs[i].path);
+                /* mkdir obeys the umask; sticky and 0777 bits must be exact */
+                if (chmod(dirs[i].path, dirs[i].mode) < 0)
+                        return fail_with(fail, -errno, "chmod", dirs[i].path);
+        }
+        int fd = open(EMPTY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (fd < 0)
+                return fail_with(fail, -errno, "create", EMPTY_FILE);
+        close(fd);
+        if (mount(NEWROOT, NEWROOT, NULL, MS_BIND, NULL) < 0)
+                return fail_with(fail, -errno, "bind", NEWROOT);
+        return 0;
+}
+
+int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
+{
+        struct pending_list binds = { 0 }, dev_clones = { 0 };
+        int r;
+
+        /* Our mounts must not propagate back to the host, and the host's
+         * later mounts need not reach us. */
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return fail_with(fail, -errno, "make private", "/");
+
+        const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        for (char **p = cfg->ro_binds; p && *p; p++) {
+                r = clone_host(&binds, *p, *p, false, true, ro, fail);
+                if (r < 0)
+                        goto out;
+        }
+        for (char **p = cfg->ro_extra; p && *p; p++) {
+                r = clone_user_ro(&binds, *p, fail);
+                if (r < 0)
+                        goto out;
+        }
+        r = clone_dev_nodes(&dev_clones, fail);
+        if (r < 0)
+                goto out;
+
+        r = setup_scratch(cfg, fail);
+        if (r < 0)
+                goto out;
+        r = attach_pending(&binds, fail);
+        if (r < 0)
+                goto out;
+        r = setup_identity(cfg, fail);
+        if (r < 0)
+                goto out;
+        for (char **p = cfg->masks; p && *p; p++) {
+                r = mask_pattern(*p, fail);
+                if (r < 0)
+                        goto out;
+        }
+        r = setup_proc(fail);
+        if (r < 0)
+                goto out;
+        r = setup_dev(&dev_clones, fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/tmp", "/tmp", fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/home", cfg->home, fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
+        if (r < 0)
+                goto out;
+
+        if (chdir(NEWROOT) < 0) {
+                r = fail_with(fail, -errno, "chdir", NEWROOT);
+                goto out;
+        }
+        /* pivot_root(".", ".") stacks the old root on top of the new one;
+         * detaching it leaves nothing of the host but the binds above. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0) {
+                r = fail_with(fail, -errno, "pivot_root", NEWROOT);
+                goto out;
+        }
+        if (umount2(".", MNT_DETACH) < 0) {
+                r = fail_with(fail, -errno, "detach old root", "/");
+                goto out;
+        }
+        if (chdir("/") < 0) {
+                r = fail_with(fail, -errno, "chdir", "/");
+                goto out;
+        }
+        /* The root itself holds only mountpoints: nothing to write there. */
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+                r = fail_with(fail, -errno, "read-only", "/");
+                goto out;
+        }
+        if (chdir(cfg->workdir_inside) < 0) {
+                r = fail_with(fail, -errno, "chdir", cfg->workdir_inside);
+                goto out;
+        }
+        r = 0;
+out:
+        pending_list_free(&binds);
+        pending_list_free(&dev_clones);
+        return r;
+}

@@ -1,0 +1,21 @@
+/* ns.h - namespace plumbing around the sandbox: the uid/gid maps the
+ * supervisor writes for it, and the bits of namespace state the sandbox
+ * sets up for itself (hostname, loopback). */
+#pragma once
+
+#include <sys/types.h>
+
+/* The host uid/gid the sandbox user maps to. For an ordinary user that is
+ * the user itself; for real root it is an unprivileged id (65534), so no
+ * process in the sandbox is ever host root. */
+uid_t ns_host_uid(void);
+gid_t ns_host_gid(void);
+
+/* Write a one-id map "inside -> host" for process pid, denying setgroups
+ * first (required for an unprivileged gid map, and it keeps the job from
+ * dropping supplementary groups to dodge group-deny permissions). */
+int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_uid, gid_t host_gid);
+
+/* Inside the new uts and net namespaces. */
+int ns_set_hostname(const char *name);
+int ns_loopback_up(void);

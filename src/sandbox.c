@@ -1,0 +1,251 @@
+/* sandbox.c - clone the sandbox and take it from "new namespaces" to
+ * "init is running" (see sandbox.h).
+ *
+ * Order, and why:
+ *  1. supervisor: pipes and the sync socketpair, then clone3() with
+ *     every namespace flag at once and CLONE_PIDFD, so the child exists
+ *     only inside its namespaces and we hold a race-free handle on it;
+ *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
+ *     (it must be the supervisor: when sbx runs as root, only a process
+ *     in the parent namespace may map the sandbox to an unprivileged id);
+ *  3. supervisor: sends "go" (with the terminal size);
+ *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
+ *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
+ *     which would clear it), builds the root (mount.c), sets hostname and
+ *     loopback, opens the pty, and becomes init.
+ * Any failure in 4 goes back as (errno, step, path) and the child exits.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <pty.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <sys/syscall.h>
+
+#include "caps.h"
+#include "exit-codes.h"
+#include "init.h"
+#include "mount.h"
+#include "ns.h"
+#include "sandbox.h"
+#include "sync.h"
+#include "util.h"
+
+void sandbox_signal_set(sigset_t *set)
+{
+        sigemptyset(set);
+        sigaddset(set, SIGINT);
+        sigaddset(set, SIGTERM);
+        sigaddset(set, SIGHUP);
+        sigaddset(set, SIGQUIT);
+        sigaddset(set, SIGUSR1);
+        sigaddset(set, SIGUSR2);
+        sigaddset(set, SIGWINCH);
+        sigaddset(set, SIGCHLD);
+        sigaddset(set, SIGPIPE);
+}
+
+struct go_msg {
+        struct winsize ws;
+        int has_ws;
+};
+
+static _Noreturn void setup_failed(int sync_fd, int r, const char *step, const char *path)
+{
+        init_report(sync_fd, SYNC_SETUP_ERROR, -r, 0, 0, step, path);
+        _exit(EXIT_SETUP);
+}
+
+static int open_pty(const struct winsize *ws, int *ret_master, int *ret_slave)
+{
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return -errno;
+        if (unlockpt(master) < 0) {
+                int e = -errno;
+                close(master);
+                return e;
+        }
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0) {
+                int e = -errno;
+                close(master);
+                return e;
+        }
+        if (ws)
+                (void)ioctl(slave, TIOCSWINSZ, ws);
+        *ret_master = master;
+        *ret_slave = slave;
+        return 0;
+}
+
+static _Noreturn void child_main(const struct run_config *cfg, int sync_fd, int stdout_w, int stderr_w)
+{
+        struct setup_failure fail = { 0 };
+        struct go_msg go;
+        int r;
+
+        /* If the supervisor is gone before we even start, so are we. */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
+        if (n != (ssize_t)sizeof(go))
+                _exit(EXIT_SETUP);
+
+        /* Become the sandbox user. KEEPCAPS keeps the permitted set across
+         * the uid change; the effective set is raised again below. These
+         * capabilities are only good inside our own user namespace. */
+        if (prctl(PR_SET_KEEPCAPS, 1) < 0)
+                setup_failed(sync_fd, -errno, "keepcaps", "");
+        if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
+                setup_failed(sync_fd, -errno, "setgid", "");
+        if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
+                setup_failed(sync_fd, -errno, "setuid", "");
+        r = caps_raise_effective();
+        if (r < 0)
+                setup_failed(sync_fd, r, "capabilities", "");
+        (void)prctl(PR_SET_KEEPCAPS, 0);
+        /* a credential change clears the parent-death signal: arm it again */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                setup_failed(sync_fd, -errno, "pdeathsig", "");
+        (void)prctl(PR_SET_NAME, "sbx-init");
+
+        r = mount_build_root(cfg, &fail);
+        if (r < 0)
+                setup_failed(sync_fd, r, fail.step, fail.path);
+        r = ns_set_hostname(cfg->hostname);
+        if (r < 0)
+                setup_failed(sync_fd, r, "hostname", cfg->hostname);
+        if (cfg->net == NET_NONE) {
+                r = ns_loopback_up();
+                if (r < 0)
+                        setup_failed(sync_fd, r, "loopback up", "lo");
+        }
+
+        struct init_stdio stdio = { .stdout_fd = stdout_w, .stderr_fd = stderr_w, .tty_slave = -1 };
+        if (cfg->tty) {
+                int master = -1;
+                r = open_pty(go.has_ws ? &go.ws : NULL, &master, &stdio.tty_slave);
+                if (r < 0)
+                        setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
+                /* hand the master to the supervisor, which relays it */
+                struct sync_msg msg = { .kind = SYNC_READY };
+                char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+                struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                                     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &master, sizeof(int));
+                if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
+                        _exit(EXIT_SETUP);
+                close(master);
+        }
+        init_main(cfg, sync_fd, &stdio);
+}
+
+static int sys_clone3(struct clone_args *args)
+{
+        return (int)syscall(SYS_clone3, args, sizeof(*args));
+}
+
+int sandbox_spawn(const struct run_config *cfg, const struct winsize *winsize, struct sandbox *ret)
+{
+        int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
+        int pidfd = -1, r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
+                return -errno;
+        if (!cfg->tty) {
+                if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                /* a larger pipe means fewer wakeups for chatty jobs */
+                (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+        }
+
+        /* Root on the host keeps no supplementary groups into the sandbox:
+         * setgroups is denied inside, so they could never be shed there. */
+        if (geteuid() == 0 && setgroups(0, NULL) < 0) {
+                r = -errno;
+                goto fail;
+        }
+
+        struct clone_args args = {
+                .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+                         CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
+                         (cfg->net == NET_NONE ? CLONE_NEWNET : 0),
+                .pidfd = (uint64_t)(uintptr_t)&pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        pid_t pid = sys_clone3(&args);
+        if (pid < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (pid == 0) {
+                close(sync_pair[0]);
+                if (!cfg->tty) {
+                        close(out[0]);
+                        close(err[0]);
+                }
+                child_main(cfg, sync_pair[1], out[1], err[1]);
+        }
+
+        close(sync_pair[1]);
+        sync_pair[1] = -1;
+        if (!cfg->tty) {
+                close(out[1]);
+                close(err[1]);
+                out[1] = err[1] = -1;
+        }
+
+        r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
+        if (r < 0) {
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
+        }
+        struct go_msg go = { .has_ws = winsize != NULL };
+        if (winsize)
+                go.ws = *winsize;
+        if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
+                r = -errno;
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
+        }
+
+        *ret = (struct sandbox) {
+                .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
+                .stdout_fd = out[0], .stderr_fd = err[0],
+        };
+        return 0;
+
+fail:
+        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd, -2 };
+             *fd != -2; fd++)
+                if (*fd >= 0)
+                        close(*fd);
+        return r;
+}
+
+void sandbox_close(struct sandbox *sb)
+{
+        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdout_fd, &sb->stderr_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+}

@@ -1,0 +1,32 @@
+/* sandbox.h - creating the sandbox: clone into fresh namespaces, map the
+ * sandbox user, and hand the child to init (init.c). The supervisor
+ * (supervise.c) then owns the returned handles. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "run-config.h"
+
+struct sandbox {
+        pid_t pid;              /* init's pid on the host */
+        int pidfd;              /* pidfd of init */
+        int sync_fd;            /* supervisor's end of the sync channel */
+        int stdout_fd;          /* read ends of the job's stdout/stderr; */
+        int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+};
+
+/* The signals sbx handles itself (through a signalfd) and forwards;
+ * they must be blocked before sandbox_spawn() so the child inherits the
+ * mask and its init can read them from a signalfd too. */
+void sandbox_signal_set(sigset_t *set);
+
+/* Clone the sandbox, write its uid/gid maps and let it build itself.
+ * Setup errors arrive later on sync_fd. `winsize` may be NULL (no tty).
+ * 0 or -errno (then nothing was started). */
+struct winsize;
+int sandbox_spawn(const struct run_config *cfg, const struct winsize *winsize, struct sandbox *ret);
+
+/* Close the handles (does not kill anything). */
+void sandbox_close(struct sandbox *sb);

@@ -1,0 +1,37 @@
+/* supervise.h - the supervisor's loop: relay the job's output, forward
+ * signals, enforce the wall-clock deadline, and decide how the run ended. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run-config.h"
+#include "sandbox.h"
+#include "status.h"
+
+enum output_stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
+
+struct supervise_hooks {
+        /* every chunk of job output, after it was passed through */
+        void (*on_output)(void *userdata, enum output_stream stream, const void *buf, size_t n);
+        void *userdata;
+};
+
+struct run_outcome {
+        enum run_status status;
+        int exit_code;          /* what `sbx run` exits with */
+        int job_exit_code;      /* -1 when the job did not exit normally */
+        int signal;             /* signal that ended the job, or 0 */
+        int error;              /* errno of a setup or exec failure */
+        char message[600];      /* human explanation, "" on success */
+        uint64_t wall_ms;
+        uint64_t cpu_user_ms, cpu_sys_ms;
+        uint64_t peak_rss_bytes;/* largest RSS of any process of the job */
+};
+
+/* Run the loop until the sandbox is gone and its output drained. The
+ * signals in sandbox_signal_set() must already be blocked. Fills *out.
+ * Returns 0, or -errno if the supervisor itself failed (the sandbox is
+ * killed in that case). */
+int supervise(const struct run_config *cfg, struct sandbox *sb,
+              const struct supervise_hooks *hooks, struct run_outcome *out);

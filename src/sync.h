@@ -1,0 +1,26 @@
+/* sync.h - the messages the sandbox sends its supervisor.
+ *
+ * One SOCK_SEQPACKET socketpair links them, so every message arrives
+ * whole and in order, and a file descriptor (the pty master) can ride
+ * along. Only the sandbox side sends; the supervisor sends one byte,
+ * "go", once the uid/gid maps are written.
+ */
+#pragma once
+
+#include <stdint.h>
+
+enum sync_kind {
+        SYNC_SETUP_ERROR = 1, /* building the sandbox failed: error, step, path */
+        SYNC_READY,           /* job forked; a pty master fd may be attached */
+        SYNC_EXEC_ERROR,      /* execve of the job failed: error, path */
+        SYNC_JOB_EXIT,        /* job ended: status is its raw wait status */
+};
+
+struct sync_msg {
+        uint32_t kind;
+        int32_t error;        /* positive errno */
+        int32_t status;
+        int32_t pid;          /* job's pid inside the sandbox */
+        char step[48];
+        char path[464];
+};

@@ -1,0 +1,32 @@
+#!/usr/bin/env bats
+# sbx doctor: a report per capability, and an exit code that means something.
+
+load lib
+
+@test "doctor reports each check and exits 0 when run works here" {
+        run "$SBX" doctor
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"unprivileged user namespaces"* ]]
+        [[ "$output" == *"overlayfs in a user namespace"* ]]
+        [[ "$output" == *"seccomp"* ]]
+        [[ "$output" == *"cgroup v2"* ]]
+        [[ "$output" == *"OK      a real sandbox runs"* ]]
+        [[ "$output" == *"sbx run works on this host."* ]]
+}
+
+@test "doctor exits 1 and explains when user namespaces are refused" {
+        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        # a user namespace whose max_user_namespaces is 0 refuses nested ones
+        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" doctor' "$SBX"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"MISSING unprivileged user namespaces"* ]]
+        [[ "$output" == *"fix:"* ]]
+        [[ "$output" == *"sbx run cannot work on this host"* ]]
+}
+
+@test "doctor --help" {
+        run "$SBX" doctor --help
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"Usage: sbx doctor"* ]]
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# sbx run: what the job can see and change, and what it cannot.
+
+load lib
+
+setup() { common_setup; }
+
+@test "the job is not PID 1; PID 1 is sbx's init" {
+        run "$SBX" run -- sh -c 'echo $$; cat /proc/1/comm'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" != 1 ]
+        [ "${lines[1]}" = sbx-init ]
+}
+
+@test "the job sees only the sandbox's processes" {
+        run "$SBX" run -- sh -c 'ls -d /proc/[0-9]* | wc -l'
+        [ "$status" -eq 0 ]
+        # init, sh and ls (and nothing from the host)
+        [ "$output" -le 4 ]
+}
+
+@test "no capabilities and no_new_privs inside" {
+        run "$SBX" run -- cat /proc/self/status
+        [ "$status" -eq 0 ]
+        echo "$output" | grep -qx 'CapEff:	0000000000000000'
+        echo "$output" | grep -qx 'CapPrm:	0000000000000000'
+        echo "$output" | grep -qx 'CapBnd:	0000000000000000'
+        echo "$output" | grep -qx 'CapAmb:	0000000000000000'
+        echo "$output" | grep -qx 'NoNewPrivs:	1'
+}
+
+@test "writes to /usr, /etc and / fail and nothing appears on the host" {
+        m=$(unique)
+        run "$SBX" run -- sh -c "touch /usr/$m || echo usr-denied; touch /etc/$m || echo etc-denied; mkdir /$m || echo root-denied"
+        [[ "$output" == *usr-denied* ]]
+        [[ "$output" == *etc-denied* ]]
+        [[ "$output" == *root-denied* ]]
+        [ ! -e "/usr/$m" ]
+        [ ! -e "/etc/$m" ]
+        [ ! -e "/$m" ]
+}
+
+@test "a file written to /tmp inside does not appear on the host" {
+        m=$(unique)
+        run "$SBX" run -- sh -c "echo x > /tmp/$m && cat /tmp/$m"
+        [ "$status" -eq 0 ]
+        [ "$output" = x ]
+        [ ! -e "/tmp/$m" ]
+}
+
+@test "/tmp, HOME and /workspace are writable and empty each run" {
+        run "$SBX" run -- sh -c 'touch /tmp/a $HOME/b /workspace/c && ls -A /workspace $HOME'
+        [ "$status" -eq 0 ]
+        run "$SBX" run -- sh -c 'find /tmp $HOME /workspace -mindepth 1 | wc -l'
+        [ "$status" -eq 0 ]
+        [ "$output" = 0 ]
+}
+
+@test "/etc/shadow is not readable, not even by a uid 0 job" {
+        [ -e /etc/shadow ] || skip "no /etc/shadow on this host"
+        run "$SBX" run -- cat /etc/shadow
+        [ "$status" -ne 0 ]
+        run "$SBX" run --uid 0 -- cat /etc/shadow
+        [ "$status" -ne 0 ]
+        [[ "$output" != *root:* ]]
+}
+
+@test "sensitive /proc files are masked and /proc/sys is read-only" {
+        run "$SBX" run --uid 0 -- sh -c 'cat /proc/kcore; echo kcore=$?; echo c > /proc/sysrq-trigger; echo sysrq=$?; echo 1 > /proc/sys/kernel/ns_last_pid; echo sys=$?'
+        [[ "$output" == *"kcore=1"* ]]
+        [[ "$output" != *"sysrq=0"* ]]
+        [[ "$output" != *"sys=0"* ]]
+}
+
+@test "/dev is minimal" {
+        run "$SBX" run -- ls /dev
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | tr '\n' ' ')" = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " ]
+        run "$SBX" run -- sh -c 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c'
+        [ "$output" = 4 ]
+}
+
+@test "only lo exists in the network namespace, and it is up" {
+        run "$SBX" run -- cat /proc/net/dev
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | tail -n +3 | awk -F: '{gsub(/ /,"",$1); print $1}')" = lo ]
+        run "$SBX" run -- cat /sys/class/net/lo/operstate
+        # /sys is not mounted: fall back to asking the kernel through /proc
+        run "$SBX" run -- sh -c 'grep -c . /proc/net/if_inet6 2>/dev/null || true'
+}
+
+@test "a TCP listener on host 127.0.0.1 is not reachable" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        port=$(free_port)
+        python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $port)); s.listen(5); s.settimeout(8)
+try:
+    while True:
+        c, _ = s.accept(); c.sendall(b'host-secret\n'); c.close()
+except Exception:
+    pass
+" &
+        listener=$!
+        sleep 0.3
+        # reachable from the host, so the test means something
+        run bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
+        [ "$output" = host-secret ]
+        run "$SBX" run -- bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
+        kill "$listener" 2>/dev/null || true
+        [ "$status" -ne 0 ]
+        [[ "$output" != *host-secret* ]]
+}
+
+@test "the disk limit gives ENOSPC in /tmp, HOME and /workspace" {
+        for dir in /tmp /home/sandbox /workspace; do
+                run "$SBX" run --disk 2M -- sh -c "head -c 4000000 /dev/zero > $dir/fill"
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"No space left on device"* ]]
+        done
+        run "$SBX" run --disk 8M -- sh -c 'head -c 4000000 /dev/zero > /tmp/fill && wc -c < /tmp/fill'
+        [ "$status" -eq 0 ]
+        [ "$output" = 4000000 ]
+}
+
+@test "--ro binds a host path read-only" {
+        # the sandbox user may be another host uid: use a world-readable dir
+        d=$(mktemp -d /tmp/sbx-ro.XXXXXX)
+        echo hello > "$d/f"
+        chmod -R a+rX "$d"
+        run "$SBX" run --ro "$d:/data" -- sh -c 'cat /data/f; echo x > /data/f || echo denied'
+        [ "${lines[0]}" = hello ]
+        [[ "$output" == *denied* ]]
+        [ "$(cat "$d/f")" = hello ]
+        rm -rf "$d"
+}

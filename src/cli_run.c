@@ -32,6 +32,10 @@ static void run_help(FILE *f)
 "      --grace DURATION    time between SIGTERM and SIGKILL (default 2s)\n"
 "      --disk SIZE         size of the writable scratch space (default 1G)\n"
 "      --nofile N          open-file limit of the job (default 1024)\n"
+"      --memory SIZE       memory limit of the whole job (default 512M)\n"
+"      --cpu-time DURATION cpu time limit of the whole job (default none)\n"
+"      --pids N            process limit of the sandbox (default 256)\n"
+"      --max-file-size SIZE  largest file the job may write (default none)\n"
 "      --ro PATH[:DEST]    bind a host file or dir read-only (repeatable); it\n"
 "                          must exist\n"
 "      --uid N             uid (and gid) of the job inside (default 1000;\n"
@@ -48,6 +52,7 @@ static void run_help(FILE *f)
 
 enum {
         OPT_TIMEOUT = 0x100, OPT_GRACE, OPT_DISK, OPT_UID, OPT_NOFILE, OPT_RO,
+        OPT_MEMORY, OPT_CPU_TIME, OPT_PIDS, OPT_MAX_FILE_SIZE,
 };
 
 static const struct option run_options[] = {
@@ -59,6 +64,10 @@ static const struct option run_options[] = {
         { "nofile",  required_argument, NULL, OPT_NOFILE },
         { "uid",     required_argument, NULL, OPT_UID },
         { "ro",      required_argument, NULL, OPT_RO },
+        { "memory",  required_argument, NULL, OPT_MEMORY },
+        { "cpu-time", required_argument, NULL, OPT_CPU_TIME },
+        { "pids",    required_argument, NULL, OPT_PIDS },
+        { "max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE },
         { "verbose", no_argument,       NULL, 'v' },
         { "quiet",   no_argument,       NULL, 'q' },
         { "help",    no_argument,       NULL, 'h' },
@@ -105,6 +114,22 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg)
                                 return cli_bad_value("run", "uid", optarg, "expected a number from 0 to 65533");
                         cfg->uid = (uid_t)v;
                         cfg->gid = (gid_t)v;
+                        break;
+                case OPT_MEMORY:
+                        if (parse_size(optarg, &cfg->memory_bytes) < 0)
+                                return cli_bad_value("run", "memory", optarg, "expected a size like 512M (0 = none)");
+                        break;
+                case OPT_CPU_TIME:
+                        if (parse_duration_ms(optarg, &cfg->cpu_time_ms) < 0)
+                                return cli_bad_value("run", "cpu-time", optarg, "expected a duration like 10s (0 = none)");
+                        break;
+                case OPT_PIDS:
+                        if (parse_size(optarg, &cfg->pids) < 0 || strpbrk(optarg, "KMGTBkmgtb."))
+                                return cli_bad_value("run", "pids", optarg, "expected a count like 256 (0 = none)");
+                        break;
+                case OPT_MAX_FILE_SIZE:
+                        if (parse_size(optarg, &cfg->max_file_size) < 0)
+                                return cli_bad_value("run", "max-file-size", optarg, "expected a size like 100M (0 = none)");
                         break;
                 case OPT_RO:
                         if (optarg[0] != '/')

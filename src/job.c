@@ -147,6 +147,29 @@ _Noreturn void job_exec(const struct run_config *cfg, int sync_fd, const struct 
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NOFILE");
         }
 
+        /* Limits without cgroups (DESIGN §3). RLIMIT_NPROC counts the
+         * processes of our uid in *this* user namespace (ucounts, Linux
+         * >= 5.14), so it bounds the sandbox alone, whatever the same host
+         * uid runs elsewhere; init counts as one of them. RLIMIT_CPU is
+         * per process and only a backstop: the supervisor's watchdog sums
+         * cpu time over the whole tree. */
+        if (cfg->pids) {
+                struct rlimit rl = { cfg->pids, cfg->pids };
+                if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");
+        }
+        if (cfg->cpu_time_ms) {
+                rlim_t secs = (cfg->cpu_time_ms + 999) / 1000;
+                struct rlimit rl = { secs, secs + 1 };
+                if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CPU");
+        }
+        if (cfg->max_file_size) {
+                struct rlimit rl = { cfg->max_file_size, cfg->max_file_size };
+                if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_FSIZE");
+        }
+
         char **env = build_env(cfg);
 
         r = caps_drop_all();

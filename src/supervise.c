@@ -34,9 +34,15 @@
 #include "supervise.h"
 #include "sync.h"
 #include "util.h"
+#include "watchdog.h"
 
 enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
-enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM };
+enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_OOM, STOP_CPU };
+
+/* How often the watchdog samples the tree when no cgroup holds memory or
+ * cpu time: often enough that a hog cannot outrun it by much, rarely
+ * enough to cost nothing noticeable (one /proc walk per tick). */
+#define WATCHDOG_INTERVAL_MS 50
 
 struct loop {
         const struct run_config *cfg;
@@ -45,7 +51,9 @@ struct loop {
         enum phase phase;
         enum stop_reason reason;
         int sigints;
-        int timer_fd, signal_fd, tty_master;
+        int timer_fd, signal_fd, tty_master, watchdog_fd;
+        struct tree_sample worst;       /* what the watchdog saw when it acted */
+        uint64_t peak_memory;           /* largest tree memory the watchdog saw */
         bool init_exited, stdin_open, stdout_broken;
         int init_status;
         struct rusage rusage;
@@ -102,6 +110,24 @@ static void on_timer(struct loop *l)
                 begin_termination(l, STOP_TIMEOUT);
         else if (l->phase == PHASE_TERMINATING)
                 kill_now(l, l->reason);
+}
+
+static void on_watchdog(struct loop *l)
+{
+        uint64_t ticks;
+        struct tree_sample s;
+
+        (void)!read(l->watchdog_fd, &ticks, sizeof(ticks));
+        if (l->phase == PHASE_KILLED || watchdog_sample(l->sb->pid, &s) < 0)
+                return;
+        l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
+        if (l->cfg->memory_bytes && s.memory_bytes > l->cfg->memory_bytes) {
+                l->worst = s;
+                kill_now(l, STOP_OOM);
+        } else if (l->cfg->cpu_time_ms && s.cpu_ms >= l->cfg->cpu_time_ms) {
+                l->worst = s;
+                kill_now(l, STOP_CPU);
+        }
 }
 
 static void on_signal(struct loop *l)
@@ -250,7 +276,21 @@ static void decide(struct loop *l, struct run_outcome *out)
         if (l->have_job_exit && WIFSIGNALED(l->job_exit.status))
                 out->signal = WTERMSIG(l->job_exit.status);
 
-        if (l->reason == STOP_TIMEOUT) {
+        if (l->reason == STOP_OOM) {
+                char lim[32], used[32];
+                out->status = RUN_OOM;
+                out->exit_code = EXIT_OOM;
+                snprintf(out->message, sizeof(out->message),
+                         "memory limit %s exceeded: the watchdog measured %s in use and killed the sandbox",
+                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
+                         format_size((l->worst.memory_bytes >> 20) << 20, used, sizeof(used)));
+        } else if (l->reason == STOP_CPU ||
+                   (l->reason == STOP_NONE && out->signal == SIGXCPU && l->cfg->cpu_time_ms)) {
+                out->status = RUN_CPU_TIMEOUT;
+                out->exit_code = EXIT_TIMEOUT;
+                snprintf(out->message, sizeof(out->message), "cpu time limit %s exceeded",
+                         format_duration_ms(l->cfg->cpu_time_ms, tmp, sizeof(tmp)));
+        } else if (l->reason == STOP_TIMEOUT) {
                 out->status = RUN_TIMEOUT;
                 out->exit_code = EXIT_TIMEOUT;
                 snprintf(out->message, sizeof(out->message), "timed out after %s",
@@ -316,7 +356,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         int r = 0;
 
         *l = (struct loop) {
-                .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1,
+                .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
                 .stdin_open = cfg->tty, .started_ms = now_monotonic_ms(),
         };
         sandbox_signal_set(&set);
@@ -330,16 +370,25 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         }
         if (cfg->timeout_ms)
                 arm_timer(l, cfg->timeout_ms);
+        if (cfg->memory_bytes || cfg->cpu_time_ms) {
+                struct itimerspec its = {
+                        .it_value = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
+                        .it_interval = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
+                };
+                l->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (l->watchdog_fd >= 0)
+                        (void)timerfd_settime(l->watchdog_fd, 0, &its, NULL);
+        }
 
         bool sync_open = true, out_open = sb->stdout_fd >= 0, err_open = sb->stderr_fd >= 0;
         bool master_open = cfg->tty;
         uint64_t drain_deadline = 0;
 
         for (;;) {
-                struct pollfd p[8];
-                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_PIDFD };
-                int idx[8], n = 0;
-                for (int i = 0; i < 8; i++)
+                struct pollfd p[9];
+                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_WATCHDOG, P_PIDFD };
+                int idx[9], n = 0;
+                for (int i = 0; i < 9; i++)
                         idx[i] = -1;
 #define WATCH(slot, fdv, cond) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = POLLIN }; } } while (0)
                 WATCH(P_SYNC, sb->sync_fd, sync_open);
@@ -349,6 +398,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 WATCH(P_STDIN, STDIN_FILENO, l->stdin_open && l->tty_master >= 0);
                 WATCH(P_SIG, l->signal_fd, true);
                 WATCH(P_TIMER, l->timer_fd, !l->init_exited);
+                WATCH(P_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0);
 #undef WATCH
                 struct pollfd pidp = { .fd = sb->pidfd, .events = POLLIN };
                 bool watch_pid = !l->init_exited;
@@ -405,6 +455,8 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                         on_signal(l);
                 if (READY(P_TIMER))
                         on_timer(l);
+                if (READY(P_WATCHDOG))
+                        on_watchdog(l);
                 if (READY(P_PIDFD))
                         on_init_exit(l);
 #undef READY
@@ -425,6 +477,7 @@ finish:
         out->cpu_user_ms = (uint64_t)l->rusage.ru_utime.tv_sec * 1000 + (uint64_t)l->rusage.ru_utime.tv_usec / 1000;
         out->cpu_sys_ms = (uint64_t)l->rusage.ru_stime.tv_sec * 1000 + (uint64_t)l->rusage.ru_stime.tv_usec / 1000;
         out->peak_rss_bytes = (uint64_t)l->rusage.ru_maxrss * 1024;
+        out->peak_tree_memory_bytes = l->peak_memory;
         decide(l, out);
 
         if (l->tty_master >= 0)
@@ -433,6 +486,8 @@ finish:
                 close(l->signal_fd);
         if (l->timer_fd >= 0)
                 close(l->timer_fd);
+        if (l->watchdog_fd >= 0)
+                close(l->watchdog_fd);
         free(l);
         return r;
 }

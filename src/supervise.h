@@ -27,6 +27,7 @@ struct run_outcome {
         uint64_t wall_ms;
         uint64_t cpu_user_ms, cpu_sys_ms;
         uint64_t peak_rss_bytes;/* largest RSS of any process of the job */
+        uint64_t peak_tree_memory_bytes; /* largest sum the watchdog saw, 0 if it never ran */
 };
 
 /* Run the loop until the sandbox is gone and its output drained. The

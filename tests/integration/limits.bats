@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# Limits without cgroups (this is how they hold on a host with no
+# delegated cgroup v2): the memory and cpu watchdog, RLIMIT_NPROC,
+# RLIMIT_FSIZE. tests/vm/ covers the cgroup v2 mechanisms.
+
+load lib
+
+setup() { common_setup; }
+
+@test "a memory hog is killed by the watchdog: oom, exit 137" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        run "$SBX" run --memory 64M -- python3 -c 'x = bytearray(400 * 1024 * 1024); print("survived")'
+        [ "$status" -eq 137 ]
+        [[ "$output" != *survived* ]]
+        [[ "$output" == *"memory limit 64M exceeded"*watchdog* ]]
+}
+
+@test "memory shared copy-on-write after fork is not counted twice" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        # 60M in the parent, 4 children sharing it: RSS sums to 300M, PSS to ~60M
+        run "$SBX" run --memory 150M -- python3 -c '
+import os, time
+x = bytearray(60 * 1024 * 1024)
+pids = [os.fork() or (time.sleep(1), os._exit(0)) for _ in range(4)]
+for p in pids: os.waitpid(p, 0)
+print("ok")'
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+}
+
+@test "a job under its memory limit is left alone" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        run "$SBX" run --memory 200M -- python3 -c 'x = bytearray(50 * 1024 * 1024); print("ok")'
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+}
+
+@test "cpu time is summed over the tree: cpu_timeout, exit 124" {
+        run "$SBX" run --cpu-time 1s --timeout 20s -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
+        [ "$status" -eq 124 ]
+        [[ "$output" == *"cpu time limit 1s exceeded"* ]]
+}
+
+@test "a fork bomb is contained by the pids limit" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        run "$SBX" run --pids 32 --timeout 20s -- python3 -c '
+import os, time
+n = 0
+try:
+    while n < 1000:
+        if os.fork() == 0:
+            time.sleep(5); os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped", n, e.errno)'
+        [ "$status" -eq 0 ]
+        read -r word n errno <<<"$output"
+        [ "$word" = stopped ]
+        # init and python count too
+        [ "$n" -le 30 ]
+        [ "$errno" -eq 11 ]
+}
+
+@test "the pids limit counts this sandbox only, not the host uid's other processes" {
+        # 40 processes of ours outside (same host uid when unprivileged)
+        for i in $(seq 40); do sleep 10 & done
+        run "$SBX" run --pids 16 -- sh -c 'sleep 0.1 & sleep 0.1 & wait; echo ok'
+        kill $(jobs -p) 2>/dev/null || true
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+}
+
+@test "max-file-size stops a file at the limit with SIGXFSZ" {
+        run "$SBX" run --max-file-size 1M -- sh -c 'head -c 2M /dev/zero > /tmp/big'
+        [ "$status" -eq $((128 + 25)) ]
+}
+
+@test "bad limit values are rejected with the option named" {
+        run "$SBX" run --memory lots -- true
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--memory"*lots* ]]
+        run "$SBX" run --pids 1.5 -- true
+        [ "$status" -eq 2 ]
+}

@@ -1,0 +1,105 @@
+/* test-watchdog.c - the watchdog finds a real process tree and measures
+ * its memory and cpu time. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "util.h"
+#include "watchdog.h"
+
+/* A child that forks `n` grandchildren, each touching `mib` MiB, then
+ * signals readiness on `ready_fd` and sleeps. */
+static pid_t spawn_tree(int n, size_t mib, int ready_fd)
+{
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        /* own process group, so the test can kill the whole tree */
+        setpgid(0, 0);
+        for (int i = 0; i < n; i++) {
+                if (fork() == 0) {
+                        /* volatile: the compiler must not drop an unused buffer */
+                        volatile char *p = malloc(mib << 20);
+                        for (size_t off = 0; off < (mib << 20); off += 4096)
+                                p[off] = 1;
+                        (void)!write(ready_fd, "x", 1);
+                        pause();
+                        _exit(0);
+                }
+        }
+        pause();
+        _exit(0);
+}
+
+static void counts_processes_and_memory(void **state)
+{
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t root = spawn_tree(3, 40, fds[1]);
+        char buf[3];
+        assert_int_equal(read_full(fds[0], buf, 3), 3);
+
+        struct tree_sample s;
+        assert_int_equal(watchdog_sample(root, &s), 0);
+        assert_int_equal(s.processes, 4);
+        /* 3 x 40 MiB of private anonymous memory, give or take the heap */
+        assert_true(s.memory_bytes >= (uint64_t)115 << 20);
+        assert_true(s.memory_bytes < (uint64_t)200 << 20);
+
+        kill(-root, SIGKILL);
+        kill(root, SIGKILL);
+        waitpid(root, NULL, 0);
+        close(fds[0]);
+        close(fds[1]);
+}
+
+static void counts_cpu_of_reaped_children(void **state)
+{
+        pid_t root = fork();
+        if (root == 0) {
+                pid_t burner = fork();
+                if (burner == 0) {
+                        uint64_t end = now_monotonic_ms() + 300;
+                        while (now_monotonic_ms() < end)
+                                ;
+                        _exit(0);
+                }
+                waitpid(burner, NULL, 0);       /* its cpu moves to our cutime */
+                pause();
+                _exit(0);
+        }
+        usleep(600 * 1000);
+        struct tree_sample s;
+        assert_int_equal(watchdog_sample(root, &s), 0);
+        assert_int_equal(s.processes, 1);
+        assert_true(s.cpu_ms >= 200);
+        kill(root, SIGKILL);
+        waitpid(root, NULL, 0);
+}
+
+static void missing_root(void **state)
+{
+        struct tree_sample s;
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(0);
+        waitpid(pid, NULL, 0);
+        assert_int_equal(watchdog_sample(pid, &s), -ENOENT);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(counts_processes_and_memory),
+                cmocka_unit_test(counts_cpu_of_reaped_children),
+                cmocka_unit_test(missing_root),
+        };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

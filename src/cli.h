@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct verb {
         const char *name;
@@ -14,6 +15,29 @@ struct verb {
 /* Verb entry points. */
 int verb_run(int argc, char **argv);
 int verb_doctor(int argc, char **argv);
+int verb_profile(int argc, char **argv);   /* cli_profile.c */
+int verb_ls(int argc, char **argv);
+int verb_show(int argc, char **argv);
+int verb_logs(int argc, char **argv);
+int verb_gc(int argc, char **argv);
+
+/* Shared by the verbs that use the run history (cli_history.c). */
+struct store;
+struct run_record;
+/* Open the user's store (store_default_path()). On failure prints
+ * "sbx: <verb>: run store: <path>: <why>" and returns EXIT_SETUP;
+ * otherwise EXIT_OK and *ret. */
+int cli_open_store(const char *verb, struct store **ret);
+/* Find the run named by id (a full id or a unique prefix). On failure
+ * prints one line ("sbx: <verb>: no run matches 'abcd'", "... is
+ * ambiguous: ...") and returns EXIT_FAILURE_GENERIC, or EXIT_SETUP when
+ * the store failed; otherwise EXIT_OK and *ret. A running row whose
+ * supervisor is gone comes back with status RUN_ORPHANED. */
+int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret);
+/* argv as one line for people: words joined by spaces, quoted when they
+ * need it, control characters shown as '?', cut to max_width columns
+ * with "…" (0: no limit). Caller frees. */
+char *cli_format_argv(char *const *argv, size_t max_width);
 
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "sbx: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */

@@ -225,7 +225,8 @@ static bool check_sandbox(void)
         cfg.timeout_ms = 10000;
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
-        int r = sandbox_spawn(&cfg, NULL, &sb);
+        struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv };
+        int r = sandbox_spawn(&cfg, &in, NULL, &sb);
         if (r >= 0) {
                 r = supervise(&cfg, &sb, NULL, &out);
                 sandbox_close(&sb);

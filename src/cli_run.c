@@ -1,164 +1,211 @@
-/* cli_run.c - `sbx run`: command line -> run_config -> sandbox -> exit
- * code. This is the one place that logs what went wrong with a run. */
+/* cli_run.c - `sbx run`: command line -> run_config -> record -> sandbox
+ * -> record -> exit code. This is the one place that logs what went
+ * wrong with a run.
+ *
+ * Order matters for "never lose a run": the profile is resolved and the
+ * syscall policy built first (a bad profile runs nothing and records
+ * nothing, like a bad command line); then the run's row is written with
+ * status running *before* the sandbox exists, and completed in one
+ * transaction at the end. If the row cannot be written, the job does not
+ * run.
+ */
 #include "config.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <termios.h>
 
+#include "capture.h"
 #include "cli.h"
+#include "enforce.h"
 #include "exit-codes.h"
+#include "lang.h"
 #include "log.h"
+#include "ns.h"
+#include "profile.h"
 #include "run-config.h"
 #include "sandbox.h"
+#include "seccomp.h"
+#include "store.h"
 #include "supervise.h"
+
+#define HEARTBEAT_MS 5000
 
 static void run_help(FILE *f)
 {
         fprintf(f,
 "Usage: sbx run [OPTIONS] [--] COMMAND [ARG...]\n"
+"       sbx run [OPTIONS] --lang LANG (-c CODE | --file FILE | -) [-- ARG...]\n"
 "\n"
 "Run COMMAND in a fresh rootless sandbox: new user, mount, pid, net, ipc,\n"
 "uts and cgroup namespaces, a read-only view of the host's system dirs,\n"
-"and a throwaway writable /tmp, $HOME and /workspace.\n"
+"and a throwaway writable /tmp, $HOME and /workspace. Every run is\n"
+"recorded (see sbx ls, sbx show).\n"
 "\n"
 "Options:\n"
-"  -t, --tty               give the job a pseudo-terminal (interactive use)\n"
-"  -e, --env KEY=VALUE     set an environment variable (repeatable)\n"
-"      --timeout DURATION  wall-clock limit, e.g. 500ms, 30s, 5m (default 30s;\n"
-"                          0 = none); then SIGTERM, and SIGKILL after --grace\n"
-"      --grace DURATION    time between SIGTERM and SIGKILL (default 2s)\n"
-"      --disk SIZE         size of the writable scratch space (default 1G)\n"
-"      --nofile N          open-file limit of the job (default 1024)\n"
-"      --memory SIZE       memory limit of the whole job (default 512M)\n"
-"      --cpu-time DURATION cpu time limit of the whole job (default none)\n"
-"      --pids N            process limit of the sandbox (default 256)\n"
-"      --max-file-size SIZE  largest file the job may write (default none)\n"
-"      --ro PATH[:DEST]    bind a host file or dir read-only (repeatable); it\n"
-"                          must exist\n"
-"      --uid N             uid (and gid) of the job inside (default 1000;\n"
-"                          0 gives a root-looking job with no capabilities)\n"
-"  -v, --verbose           say what sbx is doing\n"
-"  -q, --quiet             print nothing but errors\n"
-"  -h, --help              show this help\n"
+"  -p, --profile NAME|PATH  settings to start from (default: default)\n"
+"  -t, --tty                give the job a pseudo-terminal (interactive use)\n"
+"  -e, --env KEY=VALUE      set an environment variable (repeatable)\n"
+"      --lang LANG          run code in LANG (share/languages.ini: python,\n"
+"                           node, bash, sh, perl, c, ...), given by\n"
+"  -c, --code CODE          ... this argument,\n"
+"      --file FILE          ... this host file, or\n"
+"  -                        ... standard input\n"
+"      --json               print one JSON object (sbx.result/1) at the end\n"
+"                           instead of passing the job's output through\n"
+"      --net MODE           none (default: only loopback) or host\n"
+"  -v, --verbose            say what sbx is doing (the run id, ...)\n"
+"  -q, --quiet              print nothing but errors\n"
+"  -h, --help               show this help\n"
+"\n"
+"Every profile key is an option too (sbx-profile(5)), e.g.:\n"
+"      --timeout DURATION   wall-clock limit (default 30s), then SIGTERM and\n"
+"                           SIGKILL after --grace (default 2s)\n"
+"      --memory SIZE        memory limit (default 512M)\n"
+"      --cpu-time DURATION  cpu time limit of the whole job (default none)\n"
+"      --pids N             process limit (default 256)\n"
+"      --disk SIZE          writable scratch space (default 1G)\n"
+"      --max-file-size SIZE, --nofile N, --cpus N, --memory-high SIZE\n"
+"      --capture SIZE       head and tail of each stream kept (default 64K)\n"
+"      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
+"      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
+"      --uid N, --gid N, --hostname NAME, --workdir DIR (inside)\n"
+"      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
+"      --allow-ptrace yes|no, --require LIMITS\n"
 "\n"
 "Exit status: the job's own exit code; 128+N if it was killed by signal N;\n"
-"124 timed out; 125 the sandbox could not be set up; 126 the command is not\n"
-"executable; 127 the command was not found; 130/143 cancelled (Ctrl-C twice,\n"
-"or SIGTERM to sbx). See sbx-run(1).\n");
+"124 timed out (wall or cpu); 125 the sandbox could not be set up (or the\n"
+"profile or the run store is unusable); 126 the command is not executable;\n"
+"127 the command was not found; 130/143 cancelled (Ctrl-C twice, or SIGTERM\n"
+"to sbx); 137 memory limit. See sbx-run(1).\n");
 }
 
 enum {
-        OPT_TIMEOUT = 0x100, OPT_GRACE, OPT_DISK, OPT_UID, OPT_NOFILE, OPT_RO,
-        OPT_MEMORY, OPT_CPU_TIME, OPT_PIDS, OPT_MAX_FILE_SIZE,
+        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE,
+        OPT_KEY_BASE = 0x200,
 };
 
-static const struct option run_options[] = {
-        { "tty",     no_argument,       NULL, 't' },
-        { "env",     required_argument, NULL, 'e' },
-        { "timeout", required_argument, NULL, OPT_TIMEOUT },
-        { "grace",   required_argument, NULL, OPT_GRACE },
-        { "disk",    required_argument, NULL, OPT_DISK },
-        { "nofile",  required_argument, NULL, OPT_NOFILE },
-        { "uid",     required_argument, NULL, OPT_UID },
-        { "ro",      required_argument, NULL, OPT_RO },
-        { "memory",  required_argument, NULL, OPT_MEMORY },
-        { "cpu-time", required_argument, NULL, OPT_CPU_TIME },
-        { "pids",    required_argument, NULL, OPT_PIDS },
-        { "max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE },
-        { "verbose", no_argument,       NULL, 'v' },
-        { "quiet",   no_argument,       NULL, 'q' },
-        { "help",    no_argument,       NULL, 'h' },
-        {}
+struct run_args {
+        const char *profile;
+        char **overrides;       /* key, value, key, value, ... */
+        bool json;
+        const char *lang;
+        const char *code;
+        const char *code_file;
+        bool code_stdin;
+        int verbosity;
 };
 
-static int parse_run_args(int argc, char **argv, struct run_config *cfg)
+static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
 {
-        int c, verbosity = LOG_NORMAL;
-        uint64_t v;
+        static const struct option own[] = {
+                { "profile", required_argument, NULL, 'p' },
+                { "tty",     no_argument,       NULL, 't' },
+                { "env",     required_argument, NULL, 'e' },
+                { "code",    required_argument, NULL, 'c' },
+                { "lang",    required_argument, NULL, OPT_LANG },
+                { "file",    required_argument, NULL, OPT_FILE },
+                { "json",    no_argument,       NULL, OPT_JSON },
+                { "net",     required_argument, NULL, OPT_NET },
+                { "verbose", no_argument,       NULL, 'v' },
+                { "quiet",   no_argument,       NULL, 'q' },
+                { "help",    no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_free_ struct option *opts = profile_cli_options(own, OPT_KEY_BASE);
+        int c;
 
         optind = 1;
+        opterr = 0;
+        a->verbosity = LOG_NORMAL;
         /* '+': options end at the first non-option, the job's command */
-        while ((c = getopt_long(argc, argv, "+te:vqh", run_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:p:te:c:vqh", opts, NULL)) != -1) {
                 switch (c) {
+                case 'p':
+                        a->profile = optarg;
+                        break;
                 case 't':
                         cfg->tty = true;
                         break;
                 case 'e':
                         if (!strchr(optarg, '=') || optarg[0] == '=')
                                 return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
-                        cfg->env = strv_append(cfg->env, optarg);
+                        a->overrides = strv_append(a->overrides, "env");
+                        a->overrides = strv_append(a->overrides, optarg);
                         break;
-                case OPT_TIMEOUT:
-                        if (parse_duration_ms(optarg, &cfg->timeout_ms) < 0)
-                                return cli_bad_value("run", "timeout", optarg, "expected a duration like 30s");
+                case 'c':
+                        a->code = optarg;
                         break;
-                case OPT_GRACE:
-                        if (parse_duration_ms(optarg, &cfg->grace_ms) < 0)
-                                return cli_bad_value("run", "grace", optarg, "expected a duration like 2s");
+                case OPT_LANG:
+                        a->lang = optarg;
                         break;
-                case OPT_DISK:
-                        if (parse_size(optarg, &v) < 0 || v < 64 * 1024)
-                                return cli_bad_value("run", "disk", optarg, "expected a size of at least 64K like 1G");
-                        cfg->disk_bytes = v;
+                case OPT_FILE:
+                        a->code_file = optarg;
                         break;
-                case OPT_NOFILE:
-                        if (parse_size(optarg, &v) < 0 || v < 3 || v > (1 << 20))
-                                return cli_bad_value("run", "nofile", optarg, "expected a count from 3 to 1048576");
-                        cfg->nofile = v;
+                case OPT_JSON:
+                        a->json = true;
                         break;
-                case OPT_UID:
-                        if (parse_size(optarg, &v) < 0 || v > 65533 || strpbrk(optarg, "KMGTBkmgtb."))
-                                return cli_bad_value("run", "uid", optarg, "expected a number from 0 to 65533");
-                        cfg->uid = (uid_t)v;
-                        cfg->gid = (gid_t)v;
-                        break;
-                case OPT_MEMORY:
-                        if (parse_size(optarg, &cfg->memory_bytes) < 0)
-                                return cli_bad_value("run", "memory", optarg, "expected a size like 512M (0 = none)");
-                        break;
-                case OPT_CPU_TIME:
-                        if (parse_duration_ms(optarg, &cfg->cpu_time_ms) < 0)
-                                return cli_bad_value("run", "cpu-time", optarg, "expected a duration like 10s (0 = none)");
-                        break;
-                case OPT_PIDS:
-                        if (parse_size(optarg, &cfg->pids) < 0 || strpbrk(optarg, "KMGTBkmgtb."))
-                                return cli_bad_value("run", "pids", optarg, "expected a count like 256 (0 = none)");
-                        break;
-                case OPT_MAX_FILE_SIZE:
-                        if (parse_size(optarg, &cfg->max_file_size) < 0)
-                                return cli_bad_value("run", "max-file-size", optarg, "expected a size like 100M (0 = none)");
-                        break;
-                case OPT_RO:
-                        if (optarg[0] != '/')
-                                return cli_bad_value("run", "ro", optarg, "expected an absolute path");
-                        cfg->ro_extra = strv_append(cfg->ro_extra, optarg);
+                case OPT_NET:
+                        a->overrides = strv_append(a->overrides, "network");
+                        a->overrides = strv_append(a->overrides, optarg);
                         break;
                 case 'v':
-                        verbosity = verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
+                        a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
                         break;
                 case 'q':
-                        verbosity = LOG_QUIET;
+                        a->verbosity = LOG_QUIET;
                         break;
                 case 'h':
                         run_help(stdout);
                         return -1;
+                case ':':
+                        log_error("run: option '%s' needs a value (see sbx run --help)", argv[optind - 1]);
+                        return EXIT_USAGE;
+                case '?':
+                        log_error("run: unknown option '%s' (see sbx run --help)", argv[optind - 1]);
+                        return EXIT_USAGE;
                 default:
-                        fprintf(stderr, "Try 'sbx run --help'.\n");
+                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
+                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
+                                                          ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
+                                a->overrides = strv_append(a->overrides, key);
+                                a->overrides = strv_append(a->overrides, optarg);
+                                break;
+                        }
                         return EXIT_USAGE;
                 }
         }
-        log_set_level((enum log_level)verbosity);
+        log_set_level((enum log_level)a->verbosity);
+
+        if (a->lang) {
+                if (optind < argc && streq(argv[optind], "-")) {
+                        a->code_stdin = true;
+                        optind++;
+                }
+                if (optind < argc && streq(argv[optind], "--"))
+                        optind++;
+                if (!!a->code + !!a->code_file + a->code_stdin != 1) {
+                        log_error("run: --lang needs exactly one of -c CODE, --file FILE or - (stdin)");
+                        return EXIT_USAGE;
+                }
+                for (int i = optind; i < argc; i++)
+                        cfg->argv = strv_append(cfg->argv, argv[i]);
+                return 0;
+        }
+        if (a->code || a->code_file) {
+                log_error("run: -c and --file need --lang (e.g. sbx run --lang python -c 'print(42)')");
+                return EXIT_USAGE;
+        }
         if (optind >= argc) {
                 log_error("run: no command given (try: sbx run -- sh -c 'echo hi')");
                 return EXIT_USAGE;
         }
         for (int i = optind; i < argc; i++)
                 cfg->argv = strv_append(cfg->argv, argv[i]);
-        if (cfg->uid == 0)
-                cfg->home = (free(cfg->home), xstrdup("/root"));
         return 0;
 }
 
@@ -188,22 +235,242 @@ static void tty_restore(struct tty_state *t)
         t->saved = false;
 }
 
+/* The syscall policy the profile asks for. */
+static int build_seccomp(const struct run_config *cfg, struct seccomp_policy **ret,
+                         struct seccomp_report *report, char **ret_error)
+{
+        struct seccomp_settings s = { 0 };
+        int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(&s)
+                                                        : seccomp_settings_default(&s);
+        if (r < 0)
+                return r;
+        free(s.name);
+        s.name = xstrdup(cfg->profile_name ? cfg->profile_name : "default");
+        if (cfg->seccomp_default_action) {
+                free(s.default_action);
+                s.default_action = xstrdup(streq(cfg->seccomp_default_action, "eperm")
+                                           ? "errno" : cfg->seccomp_default_action);
+        }
+        for (char **p = cfg->seccomp_deny; p && *p; p++)
+                s.deny = strv_append(s.deny, *p);
+        for (char **p = cfg->seccomp_allow; p && *p; p++)
+                s.allow = strv_append(s.allow, *p);
+        s.allow_ptrace = cfg->seccomp_allow_ptrace;
+        s.allow_io_uring = cfg->seccomp_allow_io_uring;
+        r = seccomp_policy_build(&s, ret, report, ret_error);
+        seccomp_settings_done(&s);
+        return r;
+}
+
+/* --lang: where the code comes from, what runs it. */
+struct lang_job {
+        struct lang_plan plan;
+        int code_fd;
+        const char *profile;    /* the language's profile, unless -p */
+        struct lang_table *table;
+};
+
+static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct lang_job *lj,
+                        char **ret_error)
+{
+        const struct lang *l;
+        int r;
+
+        r = lang_table_load(NULL, &lj->table, ret_error);
+        if (r < 0)
+                return r;
+        r = lang_lookup(lj->table, a->lang, &l, ret_error);
+        if (r < 0)
+                return r;
+        r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ret_error);
+        if (r < 0)
+                return r;
+        r = lang_plan_make(l, cfg->workdir_inside ? cfg->workdir_inside : "/workspace", &lj->plan, ret_error);
+        if (r < 0)
+                return r;
+        lj->profile = l->profile;
+
+        /* The code travels into the sandbox as an anonymous file: nothing
+         * is written on the host. */
+        lj->code_fd = memfd_create("sbx-code", MFD_CLOEXEC);
+        if (lj->code_fd < 0)
+                return -errno;
+        if (a->code)
+                r = write_all(lj->code_fd, a->code, strlen(a->code));
+        else {
+                _cleanup_close_ int in = a->code_stdin ? dup(STDIN_FILENO) : open(a->code_file, O_RDONLY | O_CLOEXEC);
+                char buf[65536];
+                ssize_t n;
+                if (in < 0) {
+                        *ret_error = xasprintf("--file %s: %s", a->code_file, strerror(errno));
+                        return -errno;
+                }
+                r = 0;
+                while (r == 0 && (n = read(in, buf, sizeof(buf))) != 0) {
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                r = -errno;
+                                break;
+                        }
+                        r = write_all(lj->code_fd, buf, (size_t)n);
+                }
+        }
+        if (r < 0 && !*ret_error)
+                *ret_error = xasprintf("reading the code: %s", strerror(-r));
+        return r;
+}
+
+struct run_ctx {
+        struct store *store;
+        struct run_record *rec;
+        struct capture *out, *err;
+};
+
+static void on_output(void *userdata, enum output_stream stream, const void *buf, size_t n)
+{
+        struct run_ctx *ctx = userdata;
+        capture_append(stream == STREAM_STDERR ? ctx->err : ctx->out, buf, n);
+}
+
+static void on_heartbeat(void *userdata)
+{
+        struct run_ctx *ctx = userdata;
+        /* best effort: a busy store must not disturb the job */
+        (void)store_run_heartbeat(ctx->store, ctx->rec->id, now_realtime_ms());
+}
+
+static char *json_dump_new(json_t *j)
+{
+        char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(j);
+        return s;
+}
+
 int verb_run(int argc, char **argv)
 {
         struct run_config cfg;
+        struct run_args a = { 0 };
+        struct lang_job lj = { .code_fd = -1 };
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
         struct run_outcome out = { 0 };
         struct tty_state tty = { 0 };
         struct winsize ws, *wsp = NULL;
+        struct seccomp_report sc_report = { 0 };
+        _cleanup_seccomp_policy_ struct seccomp_policy *policy = NULL;
+        _cleanup_store_ struct store *store = NULL;
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
+        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL;
+        char sha[DIGEST_HEX_SIZE];
         sigset_t set, old;
-        int r;
+        int r, code = EXIT_SETUP;
+        json_t *enforcement = NULL;
 
         run_config_init(&cfg);
-        r = parse_run_args(argc, argv, &cfg);
+        r = parse_run_args(argc, argv, &cfg, &a);
         if (r != 0) {
-                run_config_done(&cfg);
-                return r < 0 ? EXIT_OK : r;
+                code = r < 0 ? EXIT_OK : r;
+                goto out;
         }
+
+        if (a.lang) {
+                r = prepare_lang(&a, &cfg, &lj, &err);
+                if (r < 0) {
+                        log_error("run: %s", err ? err : strerror(-r));
+                        goto out;
+                }
+                /* the program's own arguments follow the run command */
+                char **job_argv = NULL;
+                for (char **p = lj.plan.run_argv; *p; p++)
+                        job_argv = strv_append(job_argv, *p);
+                for (char **p = cfg.argv; p && *p; p++)
+                        job_argv = strv_append(job_argv, *p);
+                strv_free(cfg.argv);
+                cfg.argv = job_argv;
+        }
+
+        r = profile_load(&cfg, a.profile ? a.profile : lj.profile, &err);
+        if (r < 0) {
+                log_error("%s", err);
+                goto out;
+        }
+        /* a bad value on the command line is a usage error, not a bad profile */
+        r = profile_apply_cli(&cfg, a.overrides, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                code = EXIT_USAGE;
+                goto out;
+        }
+        r = profile_validate(&cfg, &err);
+        if (r < 0) {
+                log_error("%s", err);
+                goto out;
+        }
+        if (cfg.root_layers) {
+                /* never run on the host root when an image was asked for */
+                log_error("run: root = %s: image roots are not supported by this version of sbx", cfg.root);
+                goto out;
+        }
+        if (cfg.uid == 0 && streq(cfg.home, "/home/sandbox"))
+                cfg.home = (free(cfg.home), xstrdup("/root"));
+        profile_text = profile_canonical_text(&cfg);
+        profile_sha256_hex(profile_text, sha);
+
+        r = build_seccomp(&cfg, &policy, &sc_report, &err);
+        if (r < 0) {
+                log_error("%s", err ? err : strerror(-r));
+                goto out;
+        }
+        enforcement = enforcement_build(&cfg, &sc_report, ns_host_uid(), ns_host_gid());
+        r = enforcement_check_required(&cfg, enforcement, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                goto out;
+        }
+
+        /* The record comes first: no row, no run. */
+        code = cli_open_store("run", &store);
+        if (code != EXIT_OK)
+                goto out;
+        code = EXIT_SETUP;
+        rec = run_record_new();
+        cwd = getcwd(NULL, 0);
+        r = run_record_begin(rec, a.lang ? (char *[]){ "--lang", (char *)a.lang, NULL } : cfg.argv,
+                             cwd ? cwd : "", cfg.profile_name);
+        if (r < 0) {
+                log_error_errno(r, "run: cannot start a run record: %m");
+                goto out;
+        }
+        if (a.lang) {
+                /* record what really runs */
+                strv_free(rec->argv);
+                rec->argv = NULL;
+                for (char **p = cfg.argv; *p; p++)
+                        rec->argv = strv_append(rec->argv, *p);
+        }
+        rec->limits_json = json_dump_new(limits_build(&cfg));
+        rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
+        rec->profile_text = xstrdup(profile_text);
+        rec->profile_sha256 = xstrdup(sha);
+        r = store_run_insert(store, rec);
+        if (r < 0) {
+                log_error("run: run store %s: %s", store_path(store), store_error(store));
+                goto out;
+        }
+        log_info("run %s", rec->id);
+
+        cap_out = capture_new(cfg.capture_bytes);
+        cap_err = capture_new(cfg.capture_bytes);
+        struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
+        struct supervise_hooks hooks = {
+                .on_output = on_output, .on_heartbeat = on_heartbeat, .heartbeat_ms = HEARTBEAT_MS,
+                .userdata = &ctx, .quiet_output = a.json,
+        };
+        struct sandbox_inputs inputs = {
+                .code_fd = lj.code_fd, .code_path = lj.plan.source,
+                .compile_argv = lj.plan.compile_argv, .argv = cfg.argv, .seccomp = policy,
+        };
 
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -222,33 +489,53 @@ int verb_run(int argc, char **argv)
 
         if (cfg.tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
                 wsp = &ws;
-        r = sandbox_spawn(&cfg, wsp, &sb);
+        r = sandbox_spawn(&cfg, &inputs, wsp, &sb);
         if (r < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
-                log_error_errno(r, "setup: clone sandbox: %m%s",
-                                r == -EPERM || r == -ENOSPC || r == -EINVAL
-                                ? " (are unprivileged user namespaces enabled? see: sbx doctor)" : "");
-                run_config_done(&cfg);
-                return EXIT_SETUP;
+                out.status = RUN_SETUP_ERROR;
+                out.exit_code = EXIT_SETUP;
+                out.error = -r;
+                snprintf(out.message, sizeof(out.message), "setup: clone sandbox: %s%s", strerror(-r),
+                         r == -EPERM || r == -ENOSPC || r == -EINVAL || r == -EACCES
+                         ? " (are unprivileged user namespaces enabled? see: sbx doctor)" : "");
+        } else {
+                log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
+                if (cfg.tty)
+                        tty_raw(&tty);
+                r = supervise(&cfg, &sb, &hooks, &out);
+                tty_restore(&tty);
+                sandbox_close(&sb);
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                if (r < 0) {
+                        out.status = RUN_SETUP_ERROR;
+                        out.exit_code = EXIT_SETUP;
+                        snprintf(out.message, sizeof(out.message), "supervisor failed: %s", strerror(-r));
+                }
         }
-        log_info("sandbox started (init pid %d on the host)", (int)sb.pid);
-        if (cfg.tty)
-                tty_raw(&tty);
 
-        r = supervise(&cfg, &sb, NULL, &out);
-        tty_restore(&tty);
-        sandbox_close(&sb);
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        rec->status = out.status;
+        rec->exit_code = out.exit_code;
+        rec->signal = out.signal;
+        rec->message = out.message[0] ? xstrdup(out.message) : NULL;
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = out.wall_ms;
+        rec->cpu_user_ms = out.cpu_user_ms;
+        rec->cpu_sys_ms = out.cpu_sys_ms;
+        rec->peak_memory_bytes = MAX(out.peak_rss_bytes, out.peak_tree_memory_bytes);
+        (void)run_output_from_capture(&rec->out, cap_out);
+        (void)run_output_from_capture(&rec->err, cap_err);
+        r = store_run_finish(store, rec);
+        if (r < 0)
+                /* the job ran; its exit code still stands, but say loudly
+                 * that the record is incomplete (gc will mark it) */
+                log_error("run: cannot complete the record of run %s in %s: %s",
+                          rec->id, store_path(store), store_error(store));
 
-        if (r < 0) {
-                log_error_errno(r, "supervisor failed: %m");
-                run_config_done(&cfg);
-                return EXIT_SETUP;
-        }
         switch (out.status) {
         case RUN_SUCCESS:
         case RUN_FAILED:
         case RUN_SIGNALED:
+        case RUN_COMPILE_ERROR:
                 if (out.message[0])
                         log_info("%s", out.message);
                 break;
@@ -256,6 +543,20 @@ int verb_run(int argc, char **argv)
                 log_error("%s", out.message);
                 break;
         }
+        if (a.json) {
+                _cleanup_free_ char *j = run_record_to_json_string(rec, true);
+                if (j)
+                        printf("%s\n", j);
+        }
+        code = out.exit_code;
+out:
+        if (enforcement)
+                json_decref(enforcement);
+        if (lj.code_fd >= 0)
+                close(lj.code_fd);
+        lang_plan_done(&lj.plan);
+        lang_table_free(lj.table);
+        strv_free(a.overrides);
         run_config_done(&cfg);
-        return out.exit_code;
+        return code;
 }

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -44,7 +45,43 @@ static int exit_code_for(int status)
         return EXIT_SETUP;
 }
 
-_Noreturn void init_main(const struct run_config *cfg, int sync_fd, const struct init_stdio *stdio)
+/* Write the --lang code into the workspace, as the sandbox user. */
+static int place_code(int code_fd, const char *path)
+{
+        char buf[65536];
+        ssize_t n;
+        _cleanup_close_ int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (out < 0)
+                return -errno;
+        if (lseek(code_fd, 0, SEEK_SET) < 0)
+                return -errno;
+        while ((n = read(code_fd, buf, sizeof(buf))) > 0) {
+                int r = write_all(out, buf, (size_t)n);
+                if (r < 0)
+                        return r;
+        }
+        return n < 0 ? -errno : 0;
+}
+
+/* Run the compile step to completion; its output is the job's stderr and
+ * stdout. Returns its wait status, or -errno. */
+static int run_compile(const struct run_config *cfg, const struct sandbox_inputs *in,
+                       int sync_fd, const struct init_stdio *stdio)
+{
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                job_exec(cfg, in->compile_argv, in->seccomp, sync_fd, stdio);
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return status;
+}
+
+_Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inputs *in,
+                         int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t set;
         sandbox_signal_set(&set);
@@ -54,6 +91,27 @@ _Noreturn void init_main(const struct run_config *cfg, int sync_fd, const struct
                 _exit(EXIT_SETUP);
         }
 
+        if (in->code_fd >= 0) {
+                int r = place_code(in->code_fd, in->code_path);
+                if (r < 0) {
+                        init_report(sync_fd, SYNC_SETUP_ERROR, -r, 0, 0, "write code", in->code_path);
+                        _exit(EXIT_SETUP);
+                }
+                close(in->code_fd);
+        }
+        if (in->compile_argv) {
+                int status = run_compile(cfg, in, sync_fd, stdio);
+                if (status < 0) {
+                        init_report(sync_fd, SYNC_SETUP_ERROR, -status, 0, 0, "compile", in->compile_argv[0]);
+                        _exit(EXIT_SETUP);
+                }
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                        /* an exec failure of the compiler was reported already */
+                        init_report(sync_fd, SYNC_COMPILE_FAILED, 0, status, 0, "compile", in->compile_argv[0]);
+                        _exit(exit_code_for(status));
+                }
+        }
+
         pid_t job = fork();
         if (job < 0) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
@@ -61,7 +119,7 @@ _Noreturn void init_main(const struct run_config *cfg, int sync_fd, const struct
         }
         if (job == 0) {
                 close(sfd);
-                job_exec(cfg, sync_fd, stdio);
+                job_exec(cfg, in->argv, in->seccomp, sync_fd, stdio);
         }
 
         /* The job holds the only copies of its stdio now: EOF on the

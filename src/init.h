@@ -16,8 +16,11 @@ struct init_stdio {
         int tty_slave;          /* pty slave, or -1 */
 };
 
+struct sandbox_inputs;
+
 /* Never returns. sync_fd is the sandbox's end of the sync channel. */
-_Noreturn void init_main(const struct run_config *cfg, int sync_fd, const struct init_stdio *stdio);
+_Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inputs *in,
+                         int sync_fd, const struct init_stdio *stdio);
 
 /* Report a setup failure to the supervisor (also used before init runs). */
 void init_report(int sync_fd, int kind, int error, int status, int pid,

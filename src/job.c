@@ -19,6 +19,7 @@
 #include "caps.h"
 #include "exit-codes.h"
 #include "job.h"
+#include "seccomp.h"
 #include "sync.h"
 #include "util.h"
 
@@ -106,7 +107,8 @@ static int exec_search(char **argv, char **env)
         return best;
 }
 
-_Noreturn void job_exec(const struct run_config *cfg, int sync_fd, const struct init_stdio *stdio)
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct seccomp_policy *seccomp,
+                        int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t none;
         int r;
@@ -176,6 +178,16 @@ _Noreturn void job_exec(const struct run_config *cfg, int sync_fd, const struct 
         if (r < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
 
-        r = exec_search(cfg->argv, env);
-        fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", cfg->argv[0]);
+        /* The syscall filter goes on last: everything above may need calls
+         * it denies, and after it only exec (and, if that fails, one
+         * message and _exit) remain. A policy that fails to load must
+         * not leave a half-filtered job running. */
+        if (seccomp) {
+                r = seccomp_policy_load(seccomp);
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
+        }
+
+        r = exec_search(argv, env);
+        fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
 }

@@ -11,8 +11,13 @@
 #include "log.h"
 
 static const struct verb verbs[] = {
-        { "run",    verb_run,    "run a command in a fresh sandbox" },
-        { "doctor", verb_doctor, "check what this host supports" },
+        { "run",     verb_run,     "run a command in a fresh sandbox" },
+        { "ls",      verb_ls,      "list recorded runs, newest first" },
+        { "show",    verb_show,    "show one run: outcome, metrics, output" },
+        { "logs",    verb_logs,    "print a run's stored output" },
+        { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
+        { "profile", verb_profile, "list profiles, show one fully resolved" },
+        { "doctor",  verb_doctor,  "check what this host supports" },
 };
 
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what)

@@ -171,8 +171,10 @@ static int clone_host(struct pending_list *l, const char *host, const char *insi
         return 0;
 }
 
-/* "SRC" or "SRC:DEST" from --ro and the profile's ro list. */
-static int clone_user_ro(struct pending_list *l, const char *spec, struct setup_failure *fail)
+/* "SRC" or "SRC:DEST" from --ro/--rw and the profile's ro/rw lists. A
+ * writable bind is still nosuid and nodev: the job may change the files,
+ * never gain privilege through them. */
+static int clone_user(struct pending_list *l, const char *spec, bool writable, struct setup_failure *fail)
 {
         _cleanup_free_ char *src = xstrdup(spec);
         char *colon = strchr(src, ':');
@@ -182,7 +184,7 @@ static int clone_user_ro(struct pending_list *l, const char *spec, struct setup_
                 dest = colon + 1;
         }
         return clone_host(l, src, dest, true, true,
-                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                          (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
 }
 
 /* Attach everything cloned by clone_host() under the new root. */
@@ -440,7 +442,7 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
 
 int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
 {
-        struct pending_list binds = { 0 }, dev_clones = { 0 };
+        struct pending_list system = { 0 }, binds = { 0 }, dev_clones = { 0 };
         int r;
 
         /* Our mounts must not propagate back to the host, and the host's
@@ -450,12 +452,17 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
 
         const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         for (char **p = cfg->ro_binds; p && *p; p++) {
-                r = clone_host(&binds, *p, *p, false, true, ro, fail);
+                r = clone_host(&system, *p, *p, false, true, ro, fail);
                 if (r < 0)
                         goto out;
         }
-        for (char **p = cfg->ro_extra; p && *p; p++) {
-                r = clone_user_ro(&binds, *p, fail);
+        for (char **p = cfg->ro_paths; p && *p; p++) {
+                r = clone_user(&binds, *p, false, fail);
+                if (r < 0)
+                        goto out;
+        }
+        for (char **p = cfg->rw_paths; p && *p; p++) {
+                r = clone_user(&binds, *p, true, fail);
                 if (r < 0)
                         goto out;
         }
@@ -466,17 +473,12 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = setup_scratch(cfg, fail);
         if (r < 0)
                 goto out;
-        r = attach_pending(&binds, fail);
+        r = attach_pending(&system, fail);
         if (r < 0)
                 goto out;
         r = setup_identity(cfg, fail);
         if (r < 0)
                 goto out;
-        for (char **p = cfg->masks; p && *p; p++) {
-                r = mask_pattern(*p, fail);
-                if (r < 0)
-                        goto out;
-        }
         r = setup_proc(fail);
         if (r < 0)
                 goto out;
@@ -492,6 +494,30 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
         if (r < 0)
                 goto out;
+        /* Extra empty tmpfs dirs live on the scratch too, so they count
+         * against the disk limit like every other writable path. */
+        for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
+                char backing[64];
+                snprintf(backing, sizeof(backing), RW "/tmpfs-%zu", i);
+                if (mkdir(backing, 0755) < 0) {
+                        r = fail_with(fail, -errno, "mkdir", backing);
+                        goto out;
+                }
+                r = bind_rw(backing, cfg->tmpfs_paths[i], fail);
+                if (r < 0)
+                        goto out;
+        }
+        /* The user's binds go on top of the writable areas (a path under
+         * /tmp must not vanish under the sandbox's own /tmp), and the
+         * masks on top of everything, so no bind can uncover a secret. */
+        r = attach_pending(&binds, fail);
+        if (r < 0)
+                goto out;
+        for (char **p = cfg->masks; p && *p; p++) {
+                r = mask_pattern(*p, fail);
+                if (r < 0)
+                        goto out;
+        }
 
         if (chdir(NEWROOT) < 0) {
                 r = fail_with(fail, -errno, "chdir", NEWROOT);
@@ -522,6 +548,7 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         }
         r = 0;
 out:
+        pending_list_free(&system);
         pending_list_free(&binds);
         pending_list_free(&dev_clones);
         return r;

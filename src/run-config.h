@@ -1,13 +1,19 @@
 /* run-config.h - the resolved settings of one run.
  *
- * Built once, in order: built-in defaults, then the profile, then the
- * command line; after that it is passed around as `const struct
- * run_config *` and never changed. It is the only global state sbx has
- * besides the log level.
+ * Built once, in order: built-in defaults, then the profile (and the
+ * profiles it extends), then the command line; after that it is passed
+ * around as `const struct run_config *` and never changed. It is the only
+ * global state sbx has besides the log level.
+ *
+ * Every field a profile can set is named after its key (profile.c holds
+ * the one table of keys, their types, defaults and docs; sbx-profile(5)
+ * describes them). The comment on each field gives "[section] key".
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,39 +21,107 @@ enum net_mode {
         NET_NONE,       /* private namespace with only lo (default) */
         NET_HOST,       /* share the host's network namespace */
         _NET_MODE_MAX,
-        _NET_MODE_INVALID = -22,
+        _NET_MODE_INVALID = -EINVAL,
+};
+
+enum seccomp_mode {
+        SECCOMP_MODE_DENY,      /* deny the listed syscalls, allow the rest */
+        SECCOMP_MODE_ALLOW,     /* allow the listed syscalls, deny the rest */
+        _SECCOMP_MODE_MAX,
+        _SECCOMP_MODE_INVALID = -EINVAL,
+};
+
+/* Where a setting came from, for `sbx profile show` and for trust. */
+enum origin {
+        ORIGIN_DEFAULT,         /* built-in default from the key table */
+        ORIGIN_FILE,            /* a profile in a trusted directory */
+        ORIGIN_FILE_UNTRUSTED,  /* a profile named by a path outside them */
+        ORIGIN_CLI,             /* the command line (or an API caller) */
+        _ORIGIN_MAX,
+        _ORIGIN_INVALID = -EINVAL,
+};
+
+struct key_origin {
+        char *key;              /* "limits.memory", "env.PATH", "description" */
+        enum origin origin;
+        char *file;             /* profile file as shown to users; NULL unless from a file */
+        unsigned line;          /* 0 unless from a file */
 };
 
 struct run_config {
         char *profile_name;     /* "default" unless -p */
+        char *profile_path;     /* file the profile was read from; NULL = built-in defaults only */
+        char **profile_files;   /* every file read: the profile, then what it extends, in order */
+        char *description;      /* description (top level) */
         char **argv;            /* the job's command line (NULL-terminated) */
-        char **env;             /* extra KEY=VALUE from -e and [env] */
+        char **env;             /* [env] KEY = VALUE and -e, as "KEY=VALUE", one per KEY */
 
-        uid_t uid;              /* job's uid inside (default 1000) */
-        gid_t gid;
-        char *hostname;         /* default "sandbox" */
-        char *home;             /* default /home/sandbox */
-        char *workdir_inside;   /* default /workspace */
-        enum net_mode net;
-        bool tty;               /* -t: job gets a pty */
+        /* [sandbox] */
+        uid_t uid;              /* uid: job's uid inside (default 1000) */
+        gid_t gid;              /* gid */
+        char *hostname;         /* hostname: default "sandbox" */
+        char *home;             /* $HOME inside: /home/sandbox (not a profile key) */
+        char *workdir_inside;   /* workdir: working directory inside, default /workspace */
+        bool tty;               /* -t: job gets a pty (not a profile key) */
 
-        uint64_t timeout_ms;    /* wall clock; 0 = none */
-        uint64_t grace_ms;      /* SIGTERM -> SIGKILL delay */
-        uint64_t disk_bytes;    /* size of the scratch tmpfs */
-        uint64_t capture_bytes; /* head and tail kept per stream */
-        uint64_t nofile;        /* RLIMIT_NOFILE */
-        uint64_t cpu_time_ms;   /* 0 = none */
-        uint64_t memory_bytes;  /* 0 = none */
-        uint64_t memory_high_bytes;
-        uint64_t pids;          /* 0 = none */
-        uint64_t max_file_size; /* RLIMIT_FSIZE; 0 = none */
-        double cpus;            /* 0 = none */
+        /* [network] */
+        enum net_mode net;      /* mode = none | host */
 
-        char **ro_binds;        /* host paths bound read-only at the same place */
-        char **ro_extra;        /* user's read-only binds, "SRC" or "SRC:DEST"; must exist */
-        char **masks;           /* paths hidden behind an empty file or dir */
+        /* [limits]; 0 means "none" except where noted */
+        uint64_t timeout_ms;    /* timeout: wall clock */
+        uint64_t grace_ms;      /* grace: SIGTERM -> SIGKILL delay (0 = kill at once) */
+        uint64_t disk_bytes;    /* disk: size of the scratch tmpfs (never 0) */
+        uint64_t capture_bytes; /* capture: head and tail kept per stream (0 = keep none) */
+        uint64_t nofile;        /* nofile: RLIMIT_NOFILE (never 0) */
+        uint64_t cpu_time_ms;   /* cpu_time */
+        uint64_t memory_bytes;  /* memory: memory.max */
+        uint64_t memory_high_bytes; /* memory_high: memory.high; 0 = auto, 80% of memory */
+        uint64_t pids;          /* pids */
+        uint64_t max_file_size; /* max_file_size: RLIMIT_FSIZE */
+        double cpus;            /* cpus: cpu.max in cpus, 3 decimals at most */
+        char **require;         /* require: limit names that must be enforced, else setup error */
+
+        /* [filesystem] */
+        char **ro_binds;        /* system_dirs: host dirs bound read-only at the same
+                                 * place when they exist (missing ones are skipped) */
+        char **ro_paths;        /* ro: more host paths bound read-only; must exist */
+        char **rw_paths;        /* rw: host paths bound read-write; must exist; only
+                                 * from trusted profile dirs or the command line */
+        char **tmpfs_paths;     /* tmpfs: extra tmpfs mount points (on the scratch limit) */
+        char **masks;           /* mask: paths hidden behind an empty file or dir (globs) */
+        char *root;             /* root: "host" or "DIR[:DIR...]" as written */
+        char **root_layers;     /* root split into layers, top first; NULL for "host" */
+
+        /* [seccomp]: stored for the seccomp module, checked only for shape */
+        char *seccomp_default_action; /* default_action: "eperm" or "kill" */
+        char **seccomp_deny;    /* deny: names and @groups denied on top of the baseline */
+        char **seccomp_allow;   /* allow: names and @groups let through */
+        int seccomp_mode;       /* mode: SECCOMP_MODE_DENY (deny list) or _ALLOW (allow list) */
+        bool seccomp_allow_ptrace;    /* allow_ptrace */
+        bool seccomp_allow_io_uring;  /* allow_io_uring */
+
+        /* [artifacts] */
+        char *artifacts_dir;    /* dir: inside path collected after the run */
+        uint64_t artifacts_max_files; /* max_files */
+        uint64_t artifacts_max_bytes; /* max_bytes */
+
+        /* provenance of every key set so far; see run_config_origin() */
+        struct key_origin *origins;
+        size_t n_origins;
 };
 
-/* Fill cfg with the built-in defaults (DESIGN §3). */
+/* Fill cfg with the built-in defaults (DESIGN §3): every key of the
+ * profile table at its default, with origin ORIGIN_DEFAULT. */
 void run_config_init(struct run_config *cfg);
+/* Free everything cfg owns and zero it. NULL-safe on fields. */
 void run_config_done(struct run_config *cfg);
+
+/* Record where key ("section.name", "env.NAME" or "description") got its
+ * value; replaces an earlier record. file is copied. */
+void run_config_set_origin(struct run_config *cfg, const char *key, enum origin origin,
+                           const char *file, unsigned line);
+/* Where key got its value, or NULL if it was never set. */
+const struct key_origin *run_config_origin(const struct run_config *cfg, const char *key);
+
+/* "default", "file", "untrusted file", "cli". */
+const char *origin_to_string(enum origin o);

@@ -87,7 +87,8 @@ static int open_pty(const struct winsize *ws, int *ret_master, int *ret_slave)
         return 0;
 }
 
-static _Noreturn void child_main(const struct run_config *cfg, int sync_fd, int stdout_w, int stderr_w)
+static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
+                                 int sync_fd, int stdout_w, int stderr_w)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
@@ -150,7 +151,7 @@ static _Noreturn void child_main(const struct run_config *cfg, int sync_fd, int 
                         _exit(EXIT_SETUP);
                 close(master);
         }
-        init_main(cfg, sync_fd, &stdio);
+        init_main(cfg, in, sync_fd, &stdio);
 }
 
 static int sys_clone3(struct clone_args *args)
@@ -158,7 +159,8 @@ static int sys_clone3(struct clone_args *args)
         return (int)syscall(SYS_clone3, args, sizeof(*args));
 }
 
-int sandbox_spawn(const struct run_config *cfg, const struct winsize *winsize, struct sandbox *ret)
+int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
+                  const struct winsize *winsize, struct sandbox *ret)
 {
         int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
         int pidfd = -1, r;
@@ -199,7 +201,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct winsize *winsize, s
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, sync_pair[1], out[1], err[1]);
+                child_main(cfg, in, sync_pair[1], out[1], err[1]);
         }
 
         close(sync_pair[1]);

@@ -22,11 +22,22 @@ struct sandbox {
  * mask and its init can read them from a signalfd too. */
 void sandbox_signal_set(sigset_t *set);
 
+/* What a run brings into the sandbox besides its configuration. */
+struct seccomp_policy;
+struct sandbox_inputs {
+        int code_fd;            /* --lang code to write at code_path, or -1 */
+        const char *code_path;  /* inside path, under the workspace */
+        char **compile_argv;    /* run before the job; failing = compile_error */
+        char **argv;            /* the job's command */
+        const struct seccomp_policy *seccomp; /* loaded last before exec; may be NULL */
+};
+
 /* Clone the sandbox, write its uid/gid maps and let it build itself.
  * Setup errors arrive later on sync_fd. `winsize` may be NULL (no tty).
  * 0 or -errno (then nothing was started). */
 struct winsize;
-int sandbox_spawn(const struct run_config *cfg, const struct winsize *winsize, struct sandbox *ret);
+int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
+                  const struct winsize *winsize, struct sandbox *ret);
 
 /* Close the handles (does not kill anything). */
 void sandbox_close(struct sandbox *sb);

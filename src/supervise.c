@@ -57,8 +57,9 @@ struct loop {
         bool init_exited, stdin_open, stdout_broken;
         int init_status;
         struct rusage rusage;
-        struct sync_msg setup_error, exec_error, job_exit;
-        bool have_setup_error, have_exec_error, have_job_exit;
+        struct sync_msg setup_error, exec_error, job_exit, compile_failed;
+        bool have_setup_error, have_exec_error, have_job_exit, have_compile_failed;
+        int heartbeat_fd;
         uint64_t started_ms;
         char buf[128 * 1024];
 };
@@ -203,6 +204,10 @@ static bool on_sync(struct loop *l)
                 l->job_exit = msg;
                 l->have_job_exit = true;
                 break;
+        case SYNC_COMPILE_FAILED:
+                l->compile_failed = msg;
+                l->have_compile_failed = true;
+                break;
         default:
                 break;
         }
@@ -228,7 +233,7 @@ static bool relay(struct loop *l, int fd, enum output_stream stream)
         if (n <= 0)
                 return false;   /* EOF, or EIO from a pty whose slave closed */
         int out = stream == STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO;
-        if (!(stream == STREAM_STDOUT && l->stdout_broken)) {
+        if (!(l->hooks && l->hooks->quiet_output) && !(stream == STREAM_STDOUT && l->stdout_broken)) {
                 /* A reader that went away must not stop the job or the
                  * record: keep draining, stop passing through. */
                 if (write_all(out, l->buf, (size_t)n) < 0 && stream == STREAM_STDOUT)
@@ -322,6 +327,14 @@ static void decide(struct loop *l, struct run_outcome *out)
                         snprintf(out->message, sizeof(out->message), "cannot execute %s: %s",
                                  l->exec_error.path, strerror(e));
                 }
+        } else if (l->have_compile_failed) {
+                int st = l->compile_failed.status;
+                out->status = RUN_COMPILE_ERROR;
+                out->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_SIGNAL_BASE + WTERMSIG(st);
+                out->job_exit_code = -1;
+                snprintf(out->message, sizeof(out->message), "compile step failed: %s %s %d",
+                         l->compile_failed.path, WIFEXITED(st) ? "exited with code" : "killed by signal",
+                         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         } else if (l->have_job_exit && WIFEXITED(l->job_exit.status)) {
                 int code = WEXITSTATUS(l->job_exit.status);
                 out->status = code == 0 ? RUN_SUCCESS : RUN_FAILED;
@@ -357,6 +370,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
 
         *l = (struct loop) {
                 .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
+                .heartbeat_fd = -1,
                 .stdin_open = cfg->tty, .started_ms = now_monotonic_ms(),
         };
         sandbox_signal_set(&set);
@@ -370,6 +384,15 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         }
         if (cfg->timeout_ms)
                 arm_timer(l, cfg->timeout_ms);
+        if (hooks && hooks->on_heartbeat && hooks->heartbeat_ms) {
+                struct itimerspec its = {
+                        .it_value = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
+                        .it_interval = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
+                };
+                l->heartbeat_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (l->heartbeat_fd >= 0)
+                        (void)timerfd_settime(l->heartbeat_fd, 0, &its, NULL);
+        }
         if (cfg->memory_bytes || cfg->cpu_time_ms) {
                 struct itimerspec its = {
                         .it_value = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
@@ -385,10 +408,10 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         uint64_t drain_deadline = 0;
 
         for (;;) {
-                struct pollfd p[9];
-                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_WATCHDOG, P_PIDFD };
-                int idx[9], n = 0;
-                for (int i = 0; i < 9; i++)
+                struct pollfd p[10];
+                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_WATCHDOG, P_HEARTBEAT, P_PIDFD };
+                int idx[10], n = 0;
+                for (int i = 0; i < 10; i++)
                         idx[i] = -1;
 #define WATCH(slot, fdv, cond) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = POLLIN }; } } while (0)
                 WATCH(P_SYNC, sb->sync_fd, sync_open);
@@ -399,6 +422,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 WATCH(P_SIG, l->signal_fd, true);
                 WATCH(P_TIMER, l->timer_fd, !l->init_exited);
                 WATCH(P_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0);
+                WATCH(P_HEARTBEAT, l->heartbeat_fd, !l->init_exited && l->heartbeat_fd >= 0);
 #undef WATCH
                 struct pollfd pidp = { .fd = sb->pidfd, .events = POLLIN };
                 bool watch_pid = !l->init_exited;
@@ -457,6 +481,11 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                         on_timer(l);
                 if (READY(P_WATCHDOG))
                         on_watchdog(l);
+                if (READY(P_HEARTBEAT)) {
+                        uint64_t ticks;
+                        (void)!read(l->heartbeat_fd, &ticks, sizeof(ticks));
+                        hooks->on_heartbeat(hooks->userdata);
+                }
                 if (READY(P_PIDFD))
                         on_init_exit(l);
 #undef READY
@@ -488,6 +517,8 @@ finish:
                 close(l->timer_fd);
         if (l->watchdog_fd >= 0)
                 close(l->watchdog_fd);
+        if (l->heartbeat_fd >= 0)
+                close(l->heartbeat_fd);
         free(l);
         return r;
 }

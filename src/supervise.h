@@ -2,6 +2,7 @@
  * signals, enforce the wall-clock deadline, and decide how the run ended. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,7 +15,11 @@ enum output_stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 struct supervise_hooks {
         /* every chunk of job output, after it was passed through */
         void (*on_output)(void *userdata, enum output_stream stream, const void *buf, size_t n);
+        /* called about every heartbeat_ms while the job runs (0: never) */
+        void (*on_heartbeat)(void *userdata);
+        uint64_t heartbeat_ms;
         void *userdata;
+        bool quiet_output;      /* capture only, do not pass output through (--json) */
 };
 
 struct run_outcome {

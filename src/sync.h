@@ -14,6 +14,7 @@ enum sync_kind {
         SYNC_READY,           /* job forked; a pty master fd may be attached */
         SYNC_EXEC_ERROR,      /* execve of the job failed: error, path */
         SYNC_JOB_EXIT,        /* job ended: status is its raw wait status */
+        SYNC_COMPILE_FAILED,  /* the --lang compile step failed: status, path = compiler */
 };
 
 struct sync_msg {

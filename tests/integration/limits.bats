@@ -78,7 +78,7 @@ except OSError as e:
 @test "bad limit values are rejected with the option named" {
         run "$SBX" run --memory lots -- true
         [ "$status" -eq 2 ]
-        [[ "$output" == *"--memory"*lots* ]]
+        [[ "$output" == *"memory"*lots* ]]
         run "$SBX" run --pids 1.5 -- true
         [ "$status" -eq 2 ]
 }

@@ -44,7 +44,7 @@ setup() { common_setup; }
 @test "bad command-line values exit 2 and name the option" {
         run "$SBX" run --timeout soon -- true
         [ "$status" -eq 2 ]
-        [[ "$output" == *"--timeout"*"soon"* ]]
+        [[ "$output" == *"timeout"*"soon"* ]]
         run "$SBX" run
         [ "$status" -eq 2 ]
         run "$SBX" frobnicate

@@ -1,0 +1,46 @@
+#!/bin/sh
+# bench/output.sh - what recording a run's output costs.
+#
+# Runs a job that writes BYTES (default 1 GiB) to stdout, with stdout sent
+# to /dev/null, ROUNDS times each way:
+#   bare:  sh -c "$JOB" > /dev/null
+#   sbx:   sbx run -- sh -c "$JOB" > /dev/null
+# and prints both medians and their ratio (target: <= 1.3). Through sbx
+# every byte crosses a pipe to the supervisor, is counted (bytes, lines)
+# and kept as head + tail, and is written on to /dev/null.
+#
+# Usage: bench/output.sh [ROUNDS]    SBX=path/to/sbx  BYTES=N  JOB='...'
+# Needs a `sbx run` that works on this host (user namespaces).
+set -eu
+
+ROUNDS=${1:-5}
+SBX=${SBX:-$(dirname "$0")/../src/sbx}
+BYTES=${BYTES:-1073741824}
+JOB=${JOB:-"head -c $BYTES /dev/zero | tr '\\\\0' x"}
+
+SBX_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sbx-bench-output.XXXXXX")
+export SBX_STATE_DIR
+trap 'rm -rf "$SBX_STATE_DIR"' EXIT INT TERM
+
+ms_of() {
+        s=$(date +%s%N)
+        "$@" >/dev/null
+        e=$(date +%s%N)
+        echo $(( (e - s) / 1000000 ))
+}
+median() {
+        sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
+"$SBX" run -- true >/dev/null || { echo "bench/output.sh: sbx run does not work here" >&2; exit 1; }
+
+bare=$(i=0; while [ $i -lt "$ROUNDS" ]; do ms_of sh -c "$JOB"; i=$((i + 1)); done | median)
+boxed=$(i=0; while [ $i -lt "$ROUNDS" ]; do ms_of "$SBX" run -- sh -c "$JOB"; i=$((i + 1)); done | median)
+
+echo "job:        $JOB"
+echo "bare:       median $bare ms"
+echo "sbx run:    median $boxed ms"
+awk -v a="$boxed" -v b="$bare" 'BEGIN { r = b > 0 ? a / b : 0; printf "ratio:      %.2f (target <= 1.30)%s\n", r, r <= 1.3 ? "" : "  OVER TARGET" }'
+# the run was recorded with exact counts
+"$SBX" ls --limit 1 --json | grep -q "\"stdout_bytes\":$BYTES," ||
+        echo "warning: the last run did not record stdout_bytes=$BYTES" >&2

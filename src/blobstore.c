@@ -1,0 +1,238 @@
+/* blobstore.c - content-addressed blobs under one directory (blobstore.h).
+ *
+ * Data shape: a few hundred to a few hundred thousand blobs, written once
+ * after each run (artifacts, changed files), read by `sbx cp`/`apply`,
+ * removed only by gc. Writes dominate; a put is one streaming pass
+ * (read, hash, write) so pipes work too.
+ *
+ * Why the host filesystem cannot be tricked here: the store directory is
+ * opened once (O_DIRECTORY) and everything else is an *at() call on a
+ * name we built from hex digits: two hex digits, then 62; no '/', no '..'.
+ * Temporaries are created with O_EXCL | O_NOFOLLOW, so a pre-planted name
+ * or symlink is never written through; blobs are opened O_NOFOLLOW, and
+ * fan-out directories with O_NOFOLLOW | O_DIRECTORY. The store directory
+ * is the user's own ($STATE is 0700), so nobody else races us in it.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "blobstore.h"
+#include "fsutil.h"
+#include "util.h"
+
+#define TMP_PREFIX ".tmp-"
+
+struct blobstore {
+        int dirfd;
+};
+
+int blobstore_open_fd(int dirfd, struct blobstore **ret)
+{
+        struct blobstore *bs;
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+
+        if (fd < 0)
+                return -errno;
+        bs = xcalloc(1, sizeof(*bs));
+        bs->dirfd = fd;
+        *ret = bs;
+        return 0;
+}
+
+int blobstore_open(const char *dir, struct blobstore **ret)
+{
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return r;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return blobstore_open_fd(fd, ret);
+}
+
+struct blobstore *blobstore_free(struct blobstore *bs)
+{
+        if (bs) {
+                closep(&bs->dirfd);
+                free(bs);
+        }
+        return NULL;
+}
+
+int blobstore_dirfd(const struct blobstore *bs)
+{
+        return bs->dirfd;
+}
+
+char *blobstore_relpath(const char *hex)
+{
+        if (!digest_hex_valid(hex))
+                return NULL;
+        return xasprintf("%.2s/%s", hex, hex + 2);
+}
+
+int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
+                     char ret_hex[DIGEST_HEX_SIZE], uint64_t *ret_size)
+{
+        char tmp[64], hex[DIGEST_HEX_SIZE], fan[3];
+        _cleanup_close_ int out = -1;
+        struct digest d;
+        int64_t n;
+        int r;
+
+        out = fs_create_unique(bs->dirfd, TMP_PREFIX, 'f', 0600, NULL, tmp, sizeof(tmp));
+        if (out < 0)
+                return out;
+
+        digest_init(&d);
+        n = fs_copy_digest(fd, out, &d, max_bytes);
+        if (n < 0) {
+                r = (int)n;
+                goto fail;
+        }
+        digest_final_hex(&d, hex);
+
+        /* data on disk before the name points at it */
+        if (fchmod(out, 0444) < 0 || fsync(out) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        memcpy(fan, hex, 2);
+        fan[2] = '\0';
+        if (mkdirat(bs->dirfd, fan, 0700) == 0)
+                (void)fsync(bs->dirfd);         /* the new fan-out dir's name */
+        else if (errno != EEXIST) {
+                r = -errno;
+                goto fail;
+        }
+        {
+                _cleanup_close_ int fanfd =
+                        openat(bs->dirfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fanfd < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                r = renameat2(bs->dirfd, tmp, fanfd, hex + 2, RENAME_NOREPLACE);
+                if (r < 0 && errno == EINVAL) {
+                        /* no RENAME_NOREPLACE (NFS, old kernels): a hard
+                         * link never replaces either; then drop the tmp */
+                        r = linkat(bs->dirfd, tmp, fanfd, hex + 2, 0);
+                        if (r == 0)
+                                (void)unlinkat(bs->dirfd, tmp, 0);
+                }
+                if (r == 0) {
+                        (void)fsync(fanfd);
+                        r = 1;
+                } else if (errno == EEXIST) {
+                        (void)unlinkat(bs->dirfd, tmp, 0);   /* dedup: keep the old one */
+                        r = 0;
+                } else {
+                        r = -errno;
+                        goto fail;
+                }
+        }
+        memcpy(ret_hex, hex, DIGEST_HEX_SIZE);
+        if (ret_size)
+                *ret_size = (uint64_t)n;
+        return r;
+
+fail:
+        (void)unlinkat(bs->dirfd, tmp, 0);
+        return r;
+}
+
+int blobstore_open_blob(struct blobstore *bs, const char *hex)
+{
+        _cleanup_free_ char *rel = blobstore_relpath(hex);
+        int fd;
+
+        if (!rel)
+                return -EINVAL;
+        fd = fs_open_beneath(bs->dirfd, rel, O_RDONLY, 0);
+        if (fd < 0)
+                return fd;
+        return fd;
+}
+
+bool blobstore_has(struct blobstore *bs, const char *hex)
+{
+        _cleanup_close_ int fd = blobstore_open_blob(bs, hex);
+        return fd >= 0;
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return s[n] == '\0';
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int blobstore_gc(struct blobstore *bs, const char *const *keep, size_t n_keep)
+{
+        _cleanup_free_ const char **sorted = NULL;
+        _cleanup_strv_ char **fans = NULL;
+        int removed = 0, r;
+        time_t now = time(NULL);
+
+        sorted = xcalloc(n_keep ? n_keep : 1, sizeof(char *));
+        if (n_keep > 0) {
+                memcpy(sorted, keep, n_keep * sizeof(char *));
+                qsort(sorted, n_keep, sizeof(char *), cmp_str);
+        }
+
+        r = fs_list_dir(bs->dirfd, &fans);
+        if (r < 0)
+                return r;
+        for (char **f = fans; *f; f++) {
+                _cleanup_strv_ char **blobs = NULL;
+                _cleanup_close_ int fanfd = -1;
+                struct stat st;
+
+                if (startswith(*f, TMP_PREFIX)) {
+                        if (fstatat(bs->dirfd, *f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISREG(st.st_mode) && st.st_mtime + 3600 < now)
+                                (void)unlinkat(bs->dirfd, *f, 0);
+                        continue;
+                }
+                if (!is_hex(*f, 2))
+                        continue;
+                fanfd = openat(bs->dirfd, *f, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fanfd < 0)
+                        continue;
+                r = fs_list_dir(fanfd, &blobs);
+                if (r < 0)
+                        return r;
+                for (char **b = blobs; *b; b++) {
+                        char hex[DIGEST_HEX_SIZE];
+                        const char *key = hex;
+
+                        if (!is_hex(*b, 62))
+                                continue;
+                        snprintf(hex, sizeof(hex), "%s%s", *f, *b);
+                        if (bsearch(&key, sorted, n_keep, sizeof(char *), cmp_str))
+                                continue;
+                        if (unlinkat(fanfd, *b, 0) < 0) {
+                                if (errno == ENOENT)
+                                        continue;
+                                return -errno;
+                        }
+                        removed++;
+                }
+                (void)unlinkat(bs->dirfd, *f, AT_REMOVEDIR);   /* only if empty */
+        }
+        return removed;
+}

@@ -1,0 +1,89 @@
+/* cli_gc.c - `sbx gc`: the history's retention policy. It first records
+ * runs whose supervisor died (a running row with a dead supervisor pid
+ * becomes status orphaned, finished_at unknown), then deletes finished
+ * runs that started longer ago than --older-than (default 30 days).
+ * Rows still running are never deleted. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exit-codes.h"
+#include "log.h"
+#include "store.h"
+
+#define DEFAULT_RETENTION "30d"
+
+static void help(void)
+{
+        printf("Usage: sbx gc [--dry-run] [--older-than DURATION]\n"
+               "\n"
+               "Mark runs whose supervisor died as orphaned, then delete finished runs\n"
+               "started more than DURATION ago (default " DEFAULT_RETENTION ").\n"
+               "\n"
+               "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
+               "  --dry-run              say what would be done, change nothing\n"
+               "  -h, --help             this text\n");
+}
+
+int verb_gc(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "dry-run",    no_argument,       NULL, 'n' },
+                { "older-than", required_argument, NULL, 'o' },
+                { "help",       no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_strv_ char **orphans = NULL;
+        const char *older_than = DEFAULT_RETENTION;
+        bool dry_run = false;
+        uint64_t retention_ms, now, cutoff;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'n':
+                        dry_run = true;
+                        break;
+                case 'o':
+                        older_than = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (optind < argc) {
+                log_error("gc: unexpected argument '%s' (see sbx gc --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (parse_duration_ms(older_than, &retention_ms) < 0)
+                return cli_bad_value("gc", "older-than", older_than,
+                                     "expected a duration like 12h or 30d");
+
+        r = cli_open_store("gc", &s);
+        if (r != EXIT_OK)
+                return r;
+
+        r = store_mark_orphans(s, dry_run, &orphans);
+        if (r < 0) {
+                log_error("gc: run store: %s", store_error(s));
+                return EXIT_SETUP;
+        }
+        for (char **id = orphans; id && *id; id++)
+                printf("%s %s: supervisor died\n", dry_run ? "would mark orphaned" : "marked orphaned", *id);
+
+        now = now_realtime_ms();
+        cutoff = retention_ms < now ? now - retention_ms : 0;
+        r = store_delete_older_than(s, cutoff, dry_run);
+        if (r < 0) {
+                log_error("gc: run store: %s", store_error(s));
+                return EXIT_SETUP;
+        }
+        printf("%s %d run%s older than %s\n", dry_run ? "would delete" : "deleted",
+               r, r == 1 ? "" : "s", older_than);
+        return EXIT_OK;
+}

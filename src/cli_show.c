@@ -1,0 +1,177 @@
+/* cli_show.c - `sbx show ID`: everything recorded about one run (outcome,
+ * command, times, metrics, limits and their enforcement, output), laid
+ * out for people, or as one sbx.result/1 JSON object with --json. The
+ * output text is sanitised (escape sequences removed, invalid UTF-8
+ * replaced) in both forms; `sbx logs` gives the exact bytes. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exit-codes.h"
+#include "log.h"
+#include "sanitize.h"
+#include "store.h"
+
+static void help(void)
+{
+        printf("Usage: sbx show [--json] ID\n"
+               "\n"
+               "Show one recorded run. ID is a run id or a unique prefix of at\n"
+               "least 4 characters.\n"
+               "\n"
+               "  --json      one JSON object (schema sbx.result/1), output included\n"
+               "  -h, --help  this text\n");
+}
+
+static void field(const char *name, const char *value)
+{
+        printf("%-13s%s\n", name, value && *value ? value : "-");
+}
+
+static void field_time(const char *name, uint64_t ms)
+{
+        char buf[64];
+        field(name, ms == RUN_UNSET ? NULL : format_iso8601_ms(ms, buf, sizeof(buf)));
+}
+
+static void field_duration(const char *name, uint64_t ms)
+{
+        char buf[64];
+        field(name, ms == RUN_UNSET ? NULL : format_duration_ms(ms, buf, sizeof(buf)));
+}
+
+static void field_output(const char *name, const struct run_output *o)
+{
+        _cleanup_free_ char *v = xasprintf("%llu byte%s, %llu line%s%s",
+                                           (unsigned long long)o->total_bytes,
+                                           o->total_bytes == 1 ? "" : "s",
+                                           (unsigned long long)o->lines,
+                                           o->lines == 1 ? "" : "s",
+                                           o->truncated ? ", truncated (head and tail kept)" : "");
+        field(name, v);
+}
+
+static void print_output(const char *name, const struct run_output *o)
+{
+        _cleanup_free_ char *clean = NULL;
+        size_t len;
+
+        if (!o->data || o->len == 0)
+                return;
+        clean = sanitize_text(o->data, o->len, &len);
+        printf("\n--- %s ---\n", name);
+        fwrite(clean, 1, len, stdout);
+        if (len > 0 && clean[len - 1] != '\n')
+                printf("\n[no newline at end]\n");
+}
+
+static void print_human(const struct run_record *rec)
+{
+        _cleanup_free_ char *cmd = cli_format_argv(rec->argv, 0);
+        _cleanup_free_ char *message = rec->message ? sanitize_text(rec->message, strlen(rec->message), NULL) : NULL;
+        const char *status = run_status_to_string(rec->status);
+        char buf[128];
+
+        field("id:", rec->id);
+        field("status:", status);
+        if (rec->exit_code >= 0) {
+                snprintf(buf, sizeof(buf), "%d", rec->exit_code);
+                field("exit code:", buf);
+        }
+        if (rec->signal > 0) {
+                snprintf(buf, sizeof(buf), "%d (%s)", rec->signal, strsignal(rec->signal));
+                field("signal:", buf);
+        }
+        if (message)
+                field("message:", message);
+        field("command:", cmd);
+        field("cwd:", rec->cwd);
+        if (rec->profile_sha256) {
+                snprintf(buf, sizeof(buf), "%s (sha256 %.16s)", rec->profile ? rec->profile : "-",
+                         rec->profile_sha256);
+                field("profile:", buf);
+        } else
+                field("profile:", rec->profile);
+        if (rec->session)
+                field("session:", rec->session);
+        if (rec->rerun_of)
+                field("rerun of:", rec->rerun_of);
+        if (rec->idempotency_key)
+                field("key:", rec->idempotency_key);
+        field_time("started:", rec->started_at_ms);
+        field_time("finished:", rec->finished_at_ms);
+        field_duration("duration:", rec->duration_ms);
+        if (rec->cpu_user_ms != RUN_UNSET || rec->cpu_sys_ms != RUN_UNSET) {
+                char u[32] = "-", sy[32] = "-";
+                if (rec->cpu_user_ms != RUN_UNSET)
+                        format_duration_ms(rec->cpu_user_ms, u, sizeof(u));
+                if (rec->cpu_sys_ms != RUN_UNSET)
+                        format_duration_ms(rec->cpu_sys_ms, sy, sizeof(sy));
+                snprintf(buf, sizeof(buf), "%s user, %s sys", u, sy);
+                field("cpu:", buf);
+        } else
+                field("cpu:", NULL);
+        if (rec->peak_memory_bytes != RUN_UNSET) {
+                snprintf(buf, sizeof(buf), "%.1f MiB", (double)rec->peak_memory_bytes / 1048576.0);
+                field("peak memory:", buf);
+        } else
+                field("peak memory:", NULL);
+        field("limits:", rec->limits_json);
+        field("enforcement:", rec->enforcement_json);
+        if (rec->supervisor_pid > 0) {
+                char hb[64] = "-";
+                if (rec->heartbeat_at_ms != RUN_UNSET)
+                        format_iso8601_ms(rec->heartbeat_at_ms, hb, sizeof(hb));
+                snprintf(buf, sizeof(buf), "pid %d, last heartbeat %s", (int)rec->supervisor_pid, hb);
+                field("supervisor:", buf);
+        }
+        field_output("stdout:", &rec->out);
+        field_output("stderr:", &rec->err);
+        print_output("stdout", &rec->out);
+        print_output("stderr", &rec->err);
+}
+
+int verb_show(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        bool json = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'j':
+                        json = true;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (argc - optind != 1) {
+                log_error("show: expected one run id (see sbx show --help)");
+                return EXIT_USAGE;
+        }
+
+        r = cli_open_store("show", &s);
+        if (r != EXIT_OK)
+                return r;
+        r = cli_find_run("show", s, argv[optind], &rec);
+        if (r != EXIT_OK)
+                return r;
+
+        if (json) {
+                _cleanup_free_ char *text = run_record_to_json_string(rec, true);
+                puts(text);
+        } else
+                print_human(rec);
+        return EXIT_OK;
+}

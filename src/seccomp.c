@@ -1,0 +1,725 @@
+/* seccomp.c - builds the job's syscall policy (see seccomp.h) from a
+ * seccomp_settings and the groups in $SBX_DATADIR/seccomp.ini.
+ *
+ * Shape of the work: this runs once per `sbx run`, in the supervisor.
+ * The groups file is ~450 short lines; parsing it, expanding the lists
+ * into a bitmap of native syscall numbers (a few hundred bits) and adding
+ * one libseccomp rule per set bit costs well under a millisecond; loading
+ * (BPF generation plus two prctl calls) about as much again. Nothing is
+ * cached between runs: the file is the single source of truth.
+ *
+ * Safety arguments. Every deny rule that comes from a name is argued in
+ * seccomp.ini next to the name. The rules that cannot be written as names
+ * are here, each with its argument next to the code that adds it:
+ * CLONE_NEW* flags, clone3, TIOCSTI/TIOCLINUX, personality, syscalls
+ * newer than libseccomp, and foreign architectures.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+
+#include "seccomp.h"
+#include "util.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+/* Groups may include groups; deeper than this is a cycle or a mistake. */
+#define GROUP_DEPTH_MAX 8
+
+/* How many syscall numbers past the last one libseccomp can name get
+ * ENOSYS. The kernel adds 10-15 a year; 64 covers several years of
+ * kernels newer than the libseccomp sbx was built with. */
+#define FUTURE_SYSCALLS 64
+
+/* New syscalls share one numbering on all current architectures from
+ * 424 (pidfd_send_signal) on; the future range is searched from there. */
+#define UNIFIED_SYSCALL_BASE 424
+
+struct group {
+        char *name;             /* "@mount" */
+        char *description;
+        char **members;         /* syscall names, "?name" or "@group" */
+};
+
+struct group_table {
+        struct group *groups;
+        size_t n;
+        char *path;
+        char *current;          /* section of the previous key, to spot reopened sections */
+        char *error;            /* first parse error (without location) */
+};
+
+struct seccomp_policy {
+        scmp_filter_ctx names;  /* deny-list or allow-list by syscall number */
+        scmp_filter_ctx args;   /* argument rules only; default allow */
+};
+
+/* A set of native syscall numbers. Native numbers are small and dense
+ * (x86_64: < 512); a bitmap grows to the largest member. */
+struct sysset {
+        uint64_t *words;
+        size_t n;
+};
+
+static void sysset_done(struct sysset *s)
+{
+        free(s->words);
+        s->words = NULL;
+        s->n = 0;
+}
+
+static void sysset_add(struct sysset *s, int nr)
+{
+        size_t w = (size_t)nr / 64;
+        if (w >= s->n) {
+                size_t n = MAX(w + 1, 8);
+                s->words = xrealloc(s->words, n * sizeof(uint64_t));
+                memset(s->words + s->n, 0, (n - s->n) * sizeof(uint64_t));
+                s->n = n;
+        }
+        s->words[w] |= UINT64_C(1) << (nr % 64);
+}
+
+static bool sysset_has(const struct sysset *s, int nr)
+{
+        size_t w = (size_t)nr / 64;
+        return nr >= 0 && w < s->n && (s->words[w] & (UINT64_C(1) << (nr % 64)));
+}
+
+static void sysset_del(struct sysset *s, int nr)
+{
+        size_t w = (size_t)nr / 64;
+        if (nr >= 0 && w < s->n)
+                s->words[w] &= ~(UINT64_C(1) << (nr % 64));
+}
+
+static void sysset_subtract(struct sysset *s, const struct sysset *t)
+{
+        for (size_t i = 0; i < MIN(s->n, t->n); i++)
+                s->words[i] &= ~t->words[i];
+}
+
+static void sysset_union(struct sysset *s, const struct sysset *t)
+{
+        for (size_t i = 0; i < t->n; i++)
+                for (int b = 0; b < 64; b++)
+                        if (t->words[i] & (UINT64_C(1) << b))
+                                sysset_add(s, (int)(i * 64 + b));
+}
+
+static unsigned sysset_count(const struct sysset *s)
+{
+        unsigned c = 0;
+        for (size_t i = 0; i < s->n; i++)
+                c += (unsigned)__builtin_popcountll(s->words[i]);
+        return c;
+}
+
+/* Set *ret_error (if wanted) to "seccomp: " + message, return error. */
+static int fail(char **ret_error, int error, const char *fmt, ...) _printf_(3, 4);
+static int fail(char **ret_error, int error, const char *fmt, ...)
+{
+        va_list ap;
+        char *msg;
+
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(&msg, fmt, ap) < 0)
+                        msg = NULL;
+                va_end(ap);
+                *ret_error = xasprintf("seccomp: %s", msg ? msg : "out of memory");
+                free(msg);
+        }
+        return error;
+}
+
+static void group_table_done(struct group_table *t)
+{
+        for (size_t i = 0; i < t->n; i++) {
+                free(t->groups[i].name);
+                free(t->groups[i].description);
+                strv_free(t->groups[i].members);
+        }
+        free(t->groups);
+        free(t->path);
+        free(t->current);
+        free(t->error);
+        memset(t, 0, sizeof(*t));
+}
+
+static struct group *group_find(const struct group_table *t, const char *name)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (streq(t->groups[i].name, name))
+                        return &t->groups[i];
+        return NULL;
+}
+
+/* inih callback: one `member = reason` or `description = text` line.
+ * Returns 0 (inih's "error on this line") with t->error set. */
+static int groups_handler(void *user, const char *section, const char *name, const char *value)
+{
+        struct group_table *t = user;
+        struct group *g;
+
+        if (t->error)
+                return 1;       /* report only the first error */
+        if (section[0] != '@' || section[1] == '\0') {
+                t->error = xasprintf("group names start with @, not \"%s\"", section);
+                return 0;
+        }
+        g = group_find(t, section);
+        if (!t->current || !streq(t->current, section)) {
+                if (g) {
+                        t->error = xasprintf("group %s is defined twice", section);
+                        return 0;
+                }
+                free(t->current);
+                t->current = xstrdup(section);
+        }
+        if (!g) {
+                t->groups = xrealloc(t->groups, (t->n + 1) * sizeof(*t->groups));
+                g = &t->groups[t->n++];
+                *g = (struct group) { .name = xstrdup(section) };
+        }
+        if (streq(name, "description")) {
+                free(g->description);
+                g->description = xstrdup(value);
+                return 1;
+        }
+        if (name[0] == '\0' || strpbrk(name, " \t")) {
+                t->error = xasprintf("bad member \"%s\" in %s", name, section);
+                return 0;
+        }
+        g->members = strv_append(g->members, name);
+        return 1;
+}
+
+static char *groups_path(void)
+{
+        const char *dir = getenv("SBX_DATADIR");
+        if (!dir || !*dir)
+                dir = SBX_DATADIR;
+        return xasprintf("%s/seccomp.ini", dir);
+}
+
+static int group_table_load(struct group_table *t, char **ret_error)
+{
+        _cleanup_fclose_ FILE *f = NULL;
+        int line;
+
+        memset(t, 0, sizeof(*t));
+        t->path = groups_path();
+        f = fopen(t->path, "re");
+        if (!f) {
+                int r = fail(ret_error, -errno, "%s: %s", t->path, strerror(errno));
+                group_table_done(t);
+                return r;
+        }
+        line = ini_parse_file(f, groups_handler, t);
+        if (line != 0) {
+                int r;
+                if (line > 0)
+                        r = fail(ret_error, -EINVAL, "%s:%d: %s", t->path, line,
+                                 t->error ? t->error : "syntax error");
+                else
+                        r = fail(ret_error, -ENOMEM, "%s: cannot parse", t->path);
+                group_table_done(t);
+                return r;
+        }
+        return 0;
+}
+
+/* Resolve one token (syscall name, "?name" or "@group") into set.
+ * `where` names the group the token came from, for messages. */
+static int expand(const struct group_table *t, const char *token, struct sysset *set,
+                  const char *where, int depth, char **ret_error)
+{
+        bool optional = false;
+        int nr;
+
+        if (token[0] == '@') {
+                const struct group *g = group_find(t, token);
+                if (!g) {
+                        if (where)
+                                return fail(ret_error, -EINVAL, "%s: %s: unknown group \"%s\"",
+                                            t->path, where, token);
+                        return fail(ret_error, -EINVAL, "unknown syscall or group \"%s\"", token);
+                }
+                if (depth >= GROUP_DEPTH_MAX)
+                        return fail(ret_error, -ELOOP, "%s: group %s nests too deep (a cycle?)",
+                                    t->path, token);
+                for (char **m = g->members; m && *m; m++) {
+                        int r = expand(t, *m, set, g->name, depth + 1, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+
+        /* "?" is for the groups file only: a user's own list names
+         * what this sbx knows, and a typo there must be an error. */
+        if (token[0] == '?' && where) {
+                optional = true;
+                token++;
+        }
+        nr = seccomp_syscall_resolve_name(token);
+        if (nr == __NR_SCMP_ERROR) {
+                if (optional)
+                        return 0;       /* newer than this libseccomp: the future rule covers it */
+                if (where)
+                        return fail(ret_error, -EINVAL, "%s: %s: unknown syscall \"%s\"",
+                                    t->path, where, token);
+                return fail(ret_error, -EINVAL, "unknown syscall or group \"%s\"", token);
+        }
+        if (nr < 0)
+                return 0;               /* exists on other architectures only */
+        sysset_add(set, nr);
+        return 0;
+}
+
+static int expand_list(const struct group_table *t, char *const *list, struct sysset *set,
+                       char **ret_error)
+{
+        for (char *const *p = list; p && *p; p++) {
+                int r = expand(t, *p, set, NULL, 0, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_action(const char *s, uint32_t *ret, const char **ret_name)
+{
+        if (!s || streq(s, "errno")) {
+                *ret = SCMP_ACT_ERRNO(EPERM);
+                *ret_name = "errno";
+        } else if (streq(s, "kill")) {
+                /* The whole process, not one thread: a half-killed
+                 * multithreaded job would be a confusing failure. */
+                *ret = SCMP_ACT_KILL_PROCESS;
+                *ret_name = "kill";
+        } else if (streq(s, "log")) {
+                *ret = SCMP_ACT_LOG;
+                *ret_name = "log";
+        } else {
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* A filter for the native architecture only. Every syscall made under
+ * another architecture's convention takes `deny`: on x86_64 that is an
+ * i386 `int 0x80` (audit arch I386, checked by the arch test at the top
+ * of the filter) and an x32 call (arch X86_64 with nr >= 0x40000000,
+ * which libseccomp sends to the bad-arch action when, as here, x32 is
+ * not among the filter's architectures). Without this an i386 or x32
+ * call would reach syscalls by numbers the native rules never mention.
+ * The arch list is the native one only: we never seccomp_arch_add(). */
+static scmp_filter_ctx filter_new(uint32_t default_action, uint32_t deny)
+{
+        scmp_filter_ctx ctx = seccomp_init(default_action);
+        if (!ctx)
+                return NULL;
+        if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny) < 0 ||
+            seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) < 0) {
+                seccomp_release(ctx);
+                return NULL;
+        }
+        /* Optional niceties: a binary tree of syscall numbers (faster
+         * for long lists) and real kernel errnos from seccomp_load().
+         * Older kernels or libseccomps without them are fine. */
+        (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+        (void)seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+        return ctx;
+}
+
+struct builder {
+        scmp_filter_ctx ctx;
+        uint32_t default_action;
+        unsigned rules;
+};
+
+/* Add one rule; a rule whose action equals the filter's default is
+ * redundant (libseccomp refuses it with EACCES) and is skipped. */
+static int rule(struct builder *b, uint32_t action, int nr, unsigned n_args,
+                const struct scmp_arg_cmp *args)
+{
+        int r;
+
+        if (action == b->default_action)
+                return 0;
+        r = seccomp_rule_add_array(b->ctx, action, nr, n_args, args);
+        if (r < 0)
+                return r;
+        b->rules++;
+        return 0;
+}
+
+/* The CLONE_NEW* flags that clone() can carry. CLONE_NEWTIME (0x80)
+ * sits in clone()'s exit-signal byte and is only meaningful to unshare()
+ * and clone3(); it is listed separately for unshare. */
+static const uint64_t clone_new_flags[] = {
+        CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+        CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+};
+
+/* The argument filter: default allow, and deny only on arguments. */
+static int build_args_filter(struct builder *b, const struct seccomp_settings *s, uint32_t deny)
+{
+        struct scmp_arg_cmp cmp;
+        int r;
+
+        if (!s->allow_namespaces) {
+                /* Nested namespaces. A new user namespace hands its
+                 * creator a full capability set over fresh namespaces,
+                 * which re-opens every kernel path (mount, netfilter,
+                 * overlayfs...) that capabilities were dropped to close;
+                 * the other CLONE_NEW* need a user namespace anyway but
+                 * are denied the same way for one clear rule. A job that
+                 * only uses clone() for threads and fork never sets
+                 * these bits. One rule per bit: libseccomp ORs rules and
+                 * allows only one comparison per argument in a rule.
+                 * clone's flags are a full unsigned long, compared as
+                 * 64-bit masks: no upper-bit trick can hide a set bit. */
+                for (size_t i = 0; i < ELEMENTSOF(clone_new_flags); i++) {
+                        cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, clone_new_flags[i], clone_new_flags[i]);
+                        r = rule(b, deny, SCMP_SYS(clone), 1, &cmp);
+                        if (r < 0)
+                                return r;
+                }
+                /* unshare: same flags plus CLONE_NEWTIME. unshare without
+                 * them (CLONE_FILES, CLONE_FS, CLONE_SYSVSEM) only
+                 * unshares the caller's own state and stays allowed. */
+                for (size_t i = 0; i <= ELEMENTSOF(clone_new_flags); i++) {
+                        uint64_t flag = i < ELEMENTSOF(clone_new_flags) ? clone_new_flags[i] : CLONE_NEWTIME;
+                        cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag);
+                        r = rule(b, deny, SCMP_SYS(unshare), 1, &cmp);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        /* Terminal injection. TIOCSTI pushes bytes into a terminal's
+         * input queue: a job sharing the user's tty (sbx run -t, or an
+         * inherited one) could type commands into the shell that runs
+         * after it exits. TIOCLINUX can do the same on a virtual console
+         * (selection paste) and read its screen. The kernel takes the
+         * request as unsigned int, so only the low 32 bits are compared:
+         * a request of 0x100005412 is TIOCSTI to the kernel and must be
+         * denied too (a plain 64-bit == would let it through). */
+        cmp = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI);
+        r = rule(b, deny, SCMP_SYS(ioctl), 1, &cmp);
+        if (r < 0)
+                return r;
+        cmp = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX);
+        r = rule(b, deny, SCMP_SYS(ioctl), 1, &cmp);
+        if (r < 0)
+                return r;
+
+        /* Personality. Only the default persona (PER_LINUX, 0) and the
+         * query (0xffffffff) are allowed. Other personas and flags turn
+         * off ASLR (ADDR_NO_RANDOMIZE), make readable memory executable
+         * (READ_IMPLIES_EXEC), map page zero (MMAP_PAGE_ZERO: NULL-
+         * dereference exploits) or switch to emulated ABIs. The kernel
+         * takes an unsigned int, so only the low 32 bits count. "Neither
+         * all zeros nor all ones" cannot be one libseccomp rule (one
+         * comparison per argument), so it is said bit by bit: x is
+         * neither iff some bit i (1..31) differs from bit 0, i.e. the
+         * pair (bit i, bit 0) reads 10 or 01. 62 masked comparisons, all
+         * under the personality branch: no cost for other syscalls. */
+        for (int i = 1; i < 32; i++) {
+                uint64_t mask = (UINT64_C(1) << i) | 1;
+                cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, mask, UINT64_C(1) << i);
+                r = rule(b, deny, SCMP_SYS(personality), 1, &cmp);
+                if (r < 0)
+                        return r;
+                cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, mask, 1);
+                r = rule(b, deny, SCMP_SYS(personality), 1, &cmp);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* First native syscall number past everything libseccomp can name, or
+ * -1 when the architecture does not use the unified numbering. */
+static int first_future_syscall(void)
+{
+        uint32_t arch = seccomp_arch_native();
+        int nr = UNIFIED_SYSCALL_BASE;
+        char *name;
+
+        name = seccomp_syscall_resolve_num_arch(arch, nr);
+        if (!name)
+                return -1;
+        do {
+                free(name);
+                name = seccomp_syscall_resolve_num_arch(arch, ++nr);
+        } while (name);
+        return nr;
+}
+
+static int build_names_filter(struct builder *b, const struct seccomp_settings *s,
+                              const struct sysset *base, uint32_t deny, uint32_t enosys)
+{
+        int clone3_nr = SCMP_SYS(clone3);
+        int future;
+        int r;
+
+        for (size_t i = 0; i < base->n; i++) {
+                for (int bit = 0; bit < 64; bit++) {
+                        int nr = (int)(i * 64 + bit);
+                        if (!sysset_has(base, nr))
+                                continue;
+                        if (s->allow_list_mode && nr == clone3_nr && !s->allow_namespaces)
+                                continue;       /* answered below */
+                        /* Deny-list: `deny` for each listed syscall, the
+                         * reason is in seccomp.ini. Allow-list: the
+                         * listed syscall is allowed, reason likewise. */
+                        r = rule(b, s->allow_list_mode ? SCMP_ACT_ALLOW : deny, nr, 0, NULL);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        /* clone3 passes its flags in a struct in memory, which seccomp
+         * cannot read, so CLONE_NEW* cannot be filtered there. ENOSYS
+         * (not EPERM) is what makes glibc and musl fall back to clone(),
+         * where the argument filter sees the flags. This holds under the
+         * kill action too: killing every thread start would be absurd.
+         * Skipped when the user denied clone3 by name (deny-list) or when
+         * namespaces are allowed. */
+        if (!s->allow_namespaces && !(!s->allow_list_mode && sysset_has(base, clone3_nr))) {
+                r = rule(b, enosys, clone3_nr, 0, NULL);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Syscalls newer than this libseccomp. A deny-list can only name
+         * what it knows; a new kernel's new syscalls (another mount API
+         * call, say) would otherwise be allowed by default. ENOSYS is
+         * what the job would see on an older kernel, so libc falls back
+         * to the old calls. */
+        future = first_future_syscall();
+        for (int nr = future; future >= 0 && nr < future + FUTURE_SYSCALLS; nr++) {
+                if (sysset_has(base, nr))
+                        continue;
+                r = rule(b, enosys, nr, 0, NULL);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+struct seccomp_policy *seccomp_policy_free(struct seccomp_policy *p)
+{
+        if (!p)
+                return NULL;
+        if (p->names)
+                seccomp_release(p->names);
+        if (p->args)
+                seccomp_release(p->args);
+        free(p);
+        return NULL;
+}
+
+int seccomp_policy_build(const struct seccomp_settings *s, struct seccomp_policy **ret,
+                         struct seccomp_report *ret_report, char **ret_error)
+{
+        _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+        struct group_table t = {};
+        struct sysset deny = {}, allow = {}, extra = {};
+        struct builder names = {}, args = {};
+        const char *action_name;
+        const char *arch_name;
+        uint32_t action, enosys;
+        int r;
+
+        if (parse_action(s->default_action, &action, &action_name) < 0)
+                return fail(ret_error, -EINVAL, "unknown action \"%s\" (use errno, kill or log)",
+                            s->default_action);
+        /* In log mode nothing is enforced, ENOSYS answers included. */
+        enosys = action == SCMP_ACT_LOG ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(ENOSYS);
+
+        r = group_table_load(&t, ret_error);
+        if (r < 0)
+                return r;
+        r = expand_list(&t, s->deny, &deny, ret_error);
+        if (r < 0)
+                goto out;
+        r = expand_list(&t, s->allow, &allow, ret_error);
+        if (r < 0)
+                goto out;
+        /* The switches lift whole groups, in either mode. */
+        if (s->allow_ptrace && (r = expand(&t, "@ptrace", &extra, NULL, 0, ret_error)) < 0)
+                goto out;
+        if (s->allow_io_uring && (r = expand(&t, "@io_uring", &extra, NULL, 0, ret_error)) < 0)
+                goto out;
+        if (s->allow_namespaces && (r = expand(&t, "@namespaces", &extra, NULL, 0, ret_error)) < 0)
+                goto out;
+
+        /* The mode's own list is the base; the other list carves
+         * exceptions out of it; the switches act last. */
+        if (s->allow_list_mode) {
+                sysset_subtract(&allow, &deny);
+                sysset_union(&allow, &extra);
+                if (s->allow_namespaces)
+                        sysset_add(&allow, SCMP_SYS(clone3));
+        } else {
+                sysset_subtract(&deny, &allow);
+                sysset_subtract(&deny, &extra);
+                if (s->allow_namespaces)
+                        sysset_del(&deny, SCMP_SYS(clone3));
+        }
+
+        p = xcalloc(1, sizeof(*p));
+        names.default_action = s->allow_list_mode ? action : SCMP_ACT_ALLOW;
+        names.ctx = p->names = filter_new(names.default_action, action);
+        args.default_action = SCMP_ACT_ALLOW;
+        args.ctx = p->args = filter_new(args.default_action, action);
+        if (!p->names || !p->args) {
+                r = fail(ret_error, -ENOMEM, "cannot create a filter");
+                goto out;
+        }
+        r = build_names_filter(&names, s, s->allow_list_mode ? &allow : &deny, action, enosys);
+        if (r >= 0)
+                r = build_args_filter(&args, s, action);
+        if (r < 0) {
+                r = fail(ret_error, r, "cannot add a rule: %s", strerror(-r));
+                goto out;
+        }
+
+        if (ret_report) {
+                memset(ret_report, 0, sizeof(*ret_report));
+                snprintf(ret_report->policy, sizeof(ret_report->policy), "%s",
+                         s->name ? s->name : "custom");
+                ret_report->action = action_name;
+                ret_report->mode = s->allow_list_mode ? "allow-list" : "deny-list";
+                arch_name = "native";
+                switch (seccomp_arch_native()) {
+                case SCMP_ARCH_X86_64: arch_name = "x86_64"; break;
+                case SCMP_ARCH_AARCH64: arch_name = "aarch64"; break;
+                case SCMP_ARCH_X86: arch_name = "x86"; break;
+                case SCMP_ARCH_ARM: arch_name = "arm"; break;
+                case SCMP_ARCH_PPC64LE: arch_name = "ppc64le"; break;
+                case SCMP_ARCH_S390X: arch_name = "s390x"; break;
+                case SCMP_ARCH_RISCV64: arch_name = "riscv64"; break;
+                }
+                ret_report->arch = arch_name;
+                ret_report->syscalls = sysset_count(s->allow_list_mode ? &allow : &deny);
+                ret_report->rules = names.rules + args.rules;
+        }
+        *ret = TAKE_PTR(p);
+        r = 0;
+out:
+        sysset_done(&deny);
+        sysset_done(&allow);
+        sysset_done(&extra);
+        group_table_done(&t);
+        return r;
+}
+
+int seccomp_policy_load(const struct seccomp_policy *p)
+{
+        int r;
+
+        if (!p || !p->names || !p->args)
+                return -EINVAL;
+        /* Argument filter first: if the second load fails the job is
+         * not exec'ed anyway, and the first one only ever denies. */
+        r = seccomp_load(p->args);
+        if (r < 0)
+                return r;
+        return seccomp_load(p->names);
+}
+
+int seccomp_policy_dump(const struct seccomp_policy *p, int fd)
+{
+        static const char names_hdr[] = "# filter 1 of 2: by syscall name\n";
+        static const char args_hdr[] = "# filter 2 of 2: by argument\n";
+        int r;
+
+        if (!p)
+                return -EINVAL;
+        r = write_all(fd, names_hdr, sizeof(names_hdr) - 1);
+        if (r < 0)
+                return r;
+        r = seccomp_export_pfc(p->names, fd);
+        if (r < 0)
+                return r;
+        r = write_all(fd, args_hdr, sizeof(args_hdr) - 1);
+        if (r < 0)
+                return r;
+        return seccomp_export_pfc(p->args, fd);
+}
+
+int seccomp_groups_check(char **ret_error)
+{
+        struct group_table t = {};
+        struct sysset set = {};
+        int r;
+
+        r = group_table_load(&t, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < t.n; i++) {
+                if (!t.groups[i].description || !*t.groups[i].description) {
+                        r = fail(ret_error, -EINVAL, "%s: group %s has no description",
+                                 t.path, t.groups[i].name);
+                        goto out;
+                }
+                r = expand(&t, t.groups[i].name, &set, NULL, 0, ret_error);
+                if (r < 0)
+                        goto out;
+        }
+        r = (int)t.n;
+out:
+        sysset_done(&set);
+        group_table_done(&t);
+        return r;
+}
+
+int seccomp_settings_default(struct seccomp_settings *s)
+{
+        *s = (struct seccomp_settings) {
+                .name = xstrdup("default"),
+                .default_action = xstrdup("errno"),
+                .deny = strv_append(NULL, "@sbx-deny"),
+        };
+        return 0;
+}
+
+int seccomp_settings_strict(struct seccomp_settings *s)
+{
+        *s = (struct seccomp_settings) {
+                .name = xstrdup("strict"),
+                .default_action = xstrdup("errno"),
+                .allow = strv_append(NULL, "@sbx-strict"),
+                .deny = strv_append(NULL, "@sbx-deny"),
+                .allow_list_mode = true,
+        };
+        return 0;
+}
+
+void seccomp_settings_done(struct seccomp_settings *s)
+{
+        free(s->name);
+        free(s->default_action);
+        strv_free(s->deny);
+        strv_free(s->allow);
+        memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,108 @@
+# 30-sbx-limits.sh - `sbx run`'s limits and metering end to end on a
+# real kernel, as uid 1000 with SBX_CGROUP set to a delegated cgroup.
+# Written against the contract of the finished `sbx run`:
+#   sbx run [--json] --memory 64M --cpus 0.5 --pids N --cpu-time 1s
+#           --timeout 3s --disk 16M --workdir DIR -- CMD...
+#   sbx show --json ID   with fields status, exit_code, peak_memory_mb,
+#                        cpu_ms, duration_ms, enforcement
+# Until `sbx run` works these skip with the reason (VM_REQUIRE_SBX=1
+# turns that into failures).
+. /tests/lib.sh
+
+A=$CG_AREA
+export SBX_STATE_DIR=/tmp/sbx-state-$(id -u)
+mkdir -p "$SBX_STATE_DIR"
+cg_enable_area
+mkdir "$A/runs"
+export SBX_CGROUP=$A/runs
+
+if ! sbx_ready; then
+        sbx_skip_all \
+                "sbx: memory hog -> status oom, exit 137" \
+                "sbx: fork bomb contained by --pids, nothing outlives the run" \
+                "sbx: --cpus 0.5 busy loop gets about half of wall time" \
+                "sbx: --cpu-time 1s -> status cpu_timeout, exit 124" \
+                "sbx: disk fill stops at --disk with ENOSPC" \
+                "sbx: page-cache-heavy job under --memory is not OOM-killed" \
+                "sbx: cpu_ms and peak_memory_mb agree with cpu.stat and memory.peak within 5%"
+        t_done
+fi
+
+no_leftovers() { [ -z "$(ls -d "$A"/runs/*/ 2>/dev/null)" ]; }
+
+# ---- memory hog ----
+# (--timeout 60s: the default memory.high of 80 % throttles a hog for
+# seconds before it reaches memory.max; dd's one big read() is charged
+# inside the kernel, where that throttling does not apply)
+out=$("$SBX" run --json --timeout 60s --memory 64M -- dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null)
+rc=$?
+id=$(echo "$out" | json_get id)
+check "sbx: memory hog under --memory 64M exits 137 (got $rc)" [ $rc -eq 137 ]
+check "sbx: its result says status oom" [ "$(echo "$out" | json_get status)" = oom ]
+show=$("$SBX" show --json "$id" 2>&1)
+check "sbx show --json $id: status oom, exit_code 137" \
+        [ "$(echo "$show" | json_get status)" = oom -a "$(echo "$show" | json_get exit_code)" = 137 ]
+names_memory() { echo "$show" | tr -d '\n' | grep -q '"enforcement".*memory'; }
+check "sbx show: enforcement names the memory cgroup" names_memory
+check "sbx: the run cgroup is gone" no_leftovers
+
+# ---- fork bomb ----
+t0=$(now_cs)
+out=$("$SBX" run --json --pids 32 --timeout 5s -- sh -c 'while :; do sleep 100 & done' 2>/dev/null)
+rc=$?
+t1=$(now_cs)
+check "sbx: fork bomb under --pids 32 ends at the 5s timeout (status $(echo "$out" | json_get status), exit $rc, $(((t1 - t0) * 10)) ms)" \
+        [ $rc -eq 124 -a $(((t1 - t0) * 10)) -lt 15000 ]
+check "sbx: no 'sleep 100' outlives the run" sh -c '! ps -o args | grep -q "^sleep 100"'
+check "sbx: fork bomb's run cgroup is gone" no_leftovers
+
+# ---- --cpus 0.5 ----
+out=$("$SBX" run --json --cpus 0.5 --timeout 3s -- sh -c 'while :; do :; done' 2>/dev/null)
+cpu=$(echo "$out" | json_get cpu_ms)
+wall=$(echo "$out" | json_get duration_ms)
+pct=$((${cpu:-0} * 100 / ${wall:-1}))
+check "sbx: --cpus 0.5 busy loop used $cpu ms cpu in $wall ms wall ($pct%)" in_range $pct 35 65
+
+# ---- --cpu-time ----
+out=$("$SBX" run --json --cpu-time 1s --timeout 20s -- sh -c 'while :; do :; done' 2>/dev/null)
+rc=$?
+cpu=$(echo "$out" | json_get cpu_ms)
+check "sbx: --cpu-time 1s -> exit 124 (got $rc)" [ $rc -eq 124 ]
+check "sbx: status cpu_timeout after $cpu ms cpu" \
+        [ "$(echo "$out" | json_get status)" = cpu_timeout -a "${cpu:-0}" -ge 1000 -a "${cpu:-0}" -lt 3000 ]
+
+# ---- disk ----
+out=$("$SBX" run --disk 16M -- sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64; ls -l /tmp/fill' 2>&1)
+rc=$?
+enospc() { [ $rc -ne 0 ] && echo "$out" | grep -q 'No space left on device'; }
+check "sbx: writing 64M under --disk 16M fails with ENOSPC (exit $rc)" enospc
+
+# ---- page cache under memory.high ----
+if have_disk; then
+        mkdir -p /mnt/data/pc && dd if=/dev/zero of=/mnt/data/pc/big bs=1M count=160 2>/dev/null
+        out=$("$SBX" run --json --memory 64M --workdir /mnt/data/pc -- \
+                sh -c 'cat big > /dev/null && cat big > /dev/null' 2>/dev/null)
+        rc=$?
+        check "sbx: reading a 160M file twice under --memory 64M succeeds (status $(echo "$out" | json_get status), exit $rc)" \
+                [ $rc -eq 0 ]
+        rm -rf /mnt/data/pc
+else
+        t_skip "sbx: page-cache-heavy job under --memory is not OOM-killed" "no scratch disk"
+fi
+
+# ---- metering vs the kernel's own counters ----
+# A fresh SBX_CGROUP holding this one run: its cpu.stat and memory.peak
+# are the run's, hierarchically, after the run cgroup is gone.
+mkdir "$A/meter"
+out=$(SBX_CGROUP=$A/meter "$SBX" run --json --memory 256M -- sh -c \
+        'dd if=/dev/zero of=/dev/null bs=48M count=1; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' 2>/dev/null)
+cpu=$(echo "$out" | json_get cpu_ms)
+mem=$(echo "$out" | json_get peak_memory_mb)
+kcpu=$(($(cg_key "$A/meter/cpu.stat" usage_usec) / 1000))
+kmem=$(($(cat "$A/meter/memory.peak" 2>/dev/null || echo 0) / 1048576))
+within5() { d=$(($1 - $2)); [ $d -lt 0 ] && d=$((-d)); [ $((d * 100)) -le $((5 * $2 + 100)) ]; }
+check "sbx: cpu_ms $cpu vs cpu.stat $kcpu ms within 5%" within5 "${cpu:-0}" "$kcpu"
+check "sbx: peak_memory_mb $mem vs memory.peak $kmem MiB within 5%" within5 "${mem:-0}" "$kmem"
+rmdir "$A/meter" "$A/runs" 2>/dev/null
+
+t_done

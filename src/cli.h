@@ -14,6 +14,7 @@ struct verb {
 
 /* Verb entry points. */
 int verb_run(int argc, char **argv);
+int verb_rerun(int argc, char **argv);  /* cli_run.c */
 int verb_doctor(int argc, char **argv);
 int verb_profile(int argc, char **argv);   /* cli_profile.c */
 int verb_ls(int argc, char **argv);

@@ -340,18 +340,39 @@ static void on_heartbeat(void *userdata)
         (void)store_run_heartbeat(ctx->store, ctx->rec->id, now_realtime_ms());
 }
 
-static char *json_dump_new(json_t *j)
+static char *json_dumps_new(json_t *j)
 {
         char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(j);
         return s;
 }
 
-int verb_run(int argc, char **argv)
+/* Read an anonymous code file back, for the run's record. */
+static char *slurp_fd(int fd, size_t *ret_len)
 {
-        struct run_config cfg;
-        struct run_args a = { 0 };
-        struct lang_job lj = { .code_fd = -1 };
+        size_t cap = 4096, len = 0;
+        char *buf = xmalloc(cap);
+        ssize_t n;
+
+        if (lseek(fd, 0, SEEK_SET) < 0) {
+                free(buf);
+                return NULL;
+        }
+        while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+                len += (size_t)n;
+                if (len + 1 >= cap)
+                        buf = xrealloc(buf, cap *= 2);
+        }
+        buf[len] = '\0';
+        *ret_len = len;
+        return buf;
+}
+
+/* Everything after the configuration is resolved: policy, record,
+ * sandbox, record again. Returns sbx's exit code. */
+static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang, bool json,
+                   const char *rerun_of)
+{
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
         struct run_outcome out = { 0 };
         struct tty_state tty = { 0 };
@@ -367,63 +388,23 @@ int verb_run(int argc, char **argv)
         int r, code = EXIT_SETUP;
         json_t *enforcement = NULL;
 
-        run_config_init(&cfg);
-        r = parse_run_args(argc, argv, &cfg, &a);
-        if (r != 0) {
-                code = r < 0 ? EXIT_OK : r;
-                goto out;
-        }
-
-        if (a.lang) {
-                r = prepare_lang(&a, &cfg, &lj, &err);
-                if (r < 0) {
-                        log_error("run: %s", err ? err : strerror(-r));
-                        goto out;
-                }
-                /* the program's own arguments follow the run command */
-                char **job_argv = NULL;
-                for (char **p = lj.plan.run_argv; *p; p++)
-                        job_argv = strv_append(job_argv, *p);
-                for (char **p = cfg.argv; p && *p; p++)
-                        job_argv = strv_append(job_argv, *p);
-                strv_free(cfg.argv);
-                cfg.argv = job_argv;
-        }
-
-        r = profile_load(&cfg, a.profile ? a.profile : lj.profile, &err);
-        if (r < 0) {
-                log_error("%s", err);
-                goto out;
-        }
-        /* a bad value on the command line is a usage error, not a bad profile */
-        r = profile_apply_cli(&cfg, a.overrides, &err);
-        if (r < 0) {
-                log_error("run: %s", err);
-                code = EXIT_USAGE;
-                goto out;
-        }
-        r = profile_validate(&cfg, &err);
-        if (r < 0) {
-                log_error("%s", err);
-                goto out;
-        }
-        if (cfg.root_layers) {
+        if (cfg->root_layers) {
                 /* never run on the host root when an image was asked for */
-                log_error("run: root = %s: image roots are not supported by this version of sbx", cfg.root);
-                goto out;
+                log_error("run: root = %s: image roots are not supported by this version of sbx", cfg->root);
+                return EXIT_SETUP;
         }
-        if (cfg.uid == 0 && streq(cfg.home, "/home/sandbox"))
-                cfg.home = (free(cfg.home), xstrdup("/root"));
-        profile_text = profile_canonical_text(&cfg);
+        if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
+                cfg->home = (free(cfg->home), xstrdup("/root"));
+        profile_text = profile_canonical_text(cfg);
         profile_sha256_hex(profile_text, sha);
 
-        r = build_seccomp(&cfg, &policy, &sc_report, &err);
+        r = build_seccomp(cfg, &policy, &sc_report, &err);
         if (r < 0) {
                 log_error("%s", err ? err : strerror(-r));
-                goto out;
+                return EXIT_SETUP;
         }
-        enforcement = enforcement_build(&cfg, &sc_report, ns_host_uid(), ns_host_gid());
-        r = enforcement_check_required(&cfg, enforcement, &err);
+        enforcement = enforcement_build(cfg, &sc_report, ns_host_uid(), ns_host_gid());
+        r = enforcement_check_required(cfg, enforcement, &err);
         if (r < 0) {
                 log_error("run: %s", err);
                 goto out;
@@ -436,23 +417,21 @@ int verb_run(int argc, char **argv)
         code = EXIT_SETUP;
         rec = run_record_new();
         cwd = getcwd(NULL, 0);
-        r = run_record_begin(rec, a.lang ? (char *[]){ "--lang", (char *)a.lang, NULL } : cfg.argv,
-                             cwd ? cwd : "", cfg.profile_name);
+        r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
         if (r < 0) {
                 log_error_errno(r, "run: cannot start a run record: %m");
                 goto out;
         }
-        if (a.lang) {
-                /* record what really runs */
-                strv_free(rec->argv);
-                rec->argv = NULL;
-                for (char **p = cfg.argv; *p; p++)
-                        rec->argv = strv_append(rec->argv, *p);
-        }
-        rec->limits_json = json_dump_new(limits_build(&cfg));
+        rec->limits_json = json_dumps_new(limits_build(cfg));
         rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
         rec->profile_text = xstrdup(profile_text);
         rec->profile_sha256 = xstrdup(sha);
+        if (rerun_of)
+                rec->rerun_of = xstrdup(rerun_of);
+        if (lang && lj->code_fd >= 0) {
+                rec->lang = xstrdup(lang);
+                rec->code = slurp_fd(lj->code_fd, &rec->code_len);
+        }
         r = store_run_insert(store, rec);
         if (r < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
@@ -460,16 +439,16 @@ int verb_run(int argc, char **argv)
         }
         log_info("run %s", rec->id);
 
-        cap_out = capture_new(cfg.capture_bytes);
-        cap_err = capture_new(cfg.capture_bytes);
+        cap_out = capture_new(cfg->capture_bytes);
+        cap_err = capture_new(cfg->capture_bytes);
         struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
         struct supervise_hooks hooks = {
                 .on_output = on_output, .on_heartbeat = on_heartbeat, .heartbeat_ms = HEARTBEAT_MS,
-                .userdata = &ctx, .quiet_output = a.json,
+                .userdata = &ctx, .quiet_output = json,
         };
         struct sandbox_inputs inputs = {
-                .code_fd = lj.code_fd, .code_path = lj.plan.source,
-                .compile_argv = lj.plan.compile_argv, .argv = cfg.argv, .seccomp = policy,
+                .code_fd = lj->code_fd, .code_path = lj->plan.source,
+                .compile_argv = lj->plan.compile_argv, .argv = cfg->argv, .seccomp = policy,
         };
 
         sandbox_signal_set(&set);
@@ -487,9 +466,9 @@ int verb_run(int argc, char **argv)
                         signal(s, SIG_DFL);
         }
 
-        if (cfg.tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+        if (cfg->tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
                 wsp = &ws;
-        r = sandbox_spawn(&cfg, &inputs, wsp, &sb);
+        r = sandbox_spawn(cfg, &inputs, wsp, &sb);
         if (r < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 out.status = RUN_SETUP_ERROR;
@@ -500,9 +479,9 @@ int verb_run(int argc, char **argv)
                          ? " (are unprivileged user namespaces enabled? see: sbx doctor)" : "");
         } else {
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
-                if (cfg.tty)
+                if (cfg->tty)
                         tty_raw(&tty);
-                r = supervise(&cfg, &sb, &hooks, &out);
+                r = supervise(cfg, &sb, &hooks, &out);
                 tty_restore(&tty);
                 sandbox_close(&sb);
                 sigprocmask(SIG_SETMASK, &old, NULL);
@@ -543,7 +522,7 @@ int verb_run(int argc, char **argv)
                 log_error("%s", out.message);
                 break;
         }
-        if (a.json) {
+        if (json) {
                 _cleanup_free_ char *j = run_record_to_json_string(rec, true);
                 if (j)
                         printf("%s\n", j);
@@ -552,11 +531,178 @@ int verb_run(int argc, char **argv)
 out:
         if (enforcement)
                 json_decref(enforcement);
-        if (lj.code_fd >= 0)
-                close(lj.code_fd);
-        lang_plan_done(&lj.plan);
-        lang_table_free(lj.table);
+        return code;
+}
+
+/* The job's argv for a --lang run: the language's run command, then the
+ * program's own arguments. */
+static void lang_argv(struct run_config *cfg, const struct lang_job *lj)
+{
+        char **job_argv = NULL;
+        for (char **p = lj->plan.run_argv; *p; p++)
+                job_argv = strv_append(job_argv, *p);
+        for (char **p = cfg->argv; p && *p; p++)
+                job_argv = strv_append(job_argv, *p);
+        strv_free(cfg->argv);
+        cfg->argv = job_argv;
+}
+
+static void lang_job_done(struct lang_job *lj)
+{
+        if (lj->code_fd >= 0)
+                close(lj->code_fd);
+        lang_plan_done(&lj->plan);
+        lang_table_free(lj->table);
+}
+
+int verb_run(int argc, char **argv)
+{
+        struct run_config cfg;
+        struct run_args a = { 0 };
+        struct lang_job lj = { .code_fd = -1 };
+        _cleanup_free_ char *err = NULL;
+        int r, code = EXIT_SETUP;
+
+        run_config_init(&cfg);
+        r = parse_run_args(argc, argv, &cfg, &a);
+        if (r != 0) {
+                code = r < 0 ? EXIT_OK : r;
+                goto out;
+        }
+        if (a.lang) {
+                r = prepare_lang(&a, &cfg, &lj, &err);
+                if (r < 0) {
+                        log_error("run: %s", err ? err : strerror(-r));
+                        goto out;
+                }
+                lang_argv(&cfg, &lj);
+        }
+
+        r = profile_load(&cfg, a.profile ? a.profile : lj.profile, &err);
+        if (r < 0) {
+                log_error("%s", err);
+                goto out;
+        }
+        /* a bad value on the command line is a usage error, not a bad profile */
+        r = profile_apply_cli(&cfg, a.overrides, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                code = EXIT_USAGE;
+                goto out;
+        }
+        r = profile_validate(&cfg, &err);
+        if (r < 0) {
+                log_error("%s", err);
+                goto out;
+        }
+        code = execute(&cfg, &lj, a.lang, a.json, NULL);
+out:
+        lang_job_done(&lj);
         strv_free(a.overrides);
+        run_config_done(&cfg);
+        return code;
+}
+
+static void rerun_help(FILE *f)
+{
+        fprintf(f,
+"Usage: sbx rerun [--json] [-v|-q] ID\n"
+"\n"
+"Run again what run ID ran (its command, or its --lang code) with the very\n"
+"same resolved profile, as recorded with it, and record a new run that\n"
+"points back to ID (rerun_of). ID may be any unique prefix of 4 or more\n"
+"characters. Exit status as for sbx run.\n");
+}
+
+int verb_rerun(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "json",    no_argument, NULL, OPT_JSON },
+                { "verbose", no_argument, NULL, 'v' },
+                { "quiet",   no_argument, NULL, 'q' },
+                { "help",    no_argument, NULL, 'h' },
+                {}
+        };
+        _cleanup_store_ struct store *store = NULL;
+        _cleanup_run_record_ struct run_record *orig = NULL;
+        _cleanup_free_ char *err = NULL, *display = NULL;
+        struct lang_job lj = { .code_fd = -1 };
+        struct run_config cfg;
+        bool json = false;
+        int c, r, code, verbosity = LOG_NORMAL;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_JSON:
+                        json = true;
+                        break;
+                case 'v':
+                        verbosity = verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
+                        break;
+                case 'q':
+                        verbosity = LOG_QUIET;
+                        break;
+                case 'h':
+                        rerun_help(stdout);
+                        return EXIT_OK;
+                default:
+                        fprintf(stderr, "Try 'sbx rerun --help'.\n");
+                        return EXIT_USAGE;
+                }
+        }
+        log_set_level((enum log_level)verbosity);
+        if (argc - optind != 1) {
+                log_error("rerun: expected one run id");
+                return EXIT_USAGE;
+        }
+        code = cli_open_store("rerun", &store);
+        if (code != EXIT_OK)
+                return code;
+        code = cli_find_run("rerun", store, argv[optind], &orig);
+        if (code != EXIT_OK)
+                return code;
+        store = store_close(TAKE_PTR(store));
+        if (!orig->profile_text) {
+                log_error("rerun: run %s has no recorded profile (recorded by an older sbx)", orig->id);
+                return EXIT_FAILURE_GENERIC;
+        }
+
+        run_config_init(&cfg);
+        code = EXIT_SETUP;
+        display = xasprintf("run %s", orig->id);
+        /* the text is sbx's own resolution of a profile it accepted then */
+        r = profile_load_text(&cfg, orig->profile_text, display, true, &err);
+        if (r >= 0)
+                r = profile_validate(&cfg, &err);
+        if (r < 0) {
+                log_error("rerun: %s", err);
+                goto out;
+        }
+        free(cfg.profile_name);
+        cfg.profile_name = xstrdup(orig->profile ? orig->profile : "default");
+        for (char **p = orig->argv; p && *p; p++)
+                cfg.argv = strv_append(cfg.argv, *p);
+        if (orig->lang) {
+                const struct lang *l;
+                r = lang_table_load(NULL, &lj.table, &err);
+                if (r >= 0)
+                        r = lang_lookup(lj.table, orig->lang, &l, &err);
+                if (r >= 0)
+                        r = lang_plan_make(l, cfg.workdir_inside, &lj.plan, &err);
+                if (r < 0) {
+                        log_error("rerun: %s", err);
+                        goto out;
+                }
+                lj.code_fd = memfd_create("sbx-code", MFD_CLOEXEC);
+                if (lj.code_fd < 0 || write_all(lj.code_fd, orig->code ? orig->code : "", orig->code_len) < 0) {
+                        log_error("rerun: cannot stage the code: %s", strerror(errno));
+                        goto out;
+                }
+        }
+        code = execute(&cfg, &lj, orig->lang, json, orig->id);
+out:
+        lang_job_done(&lj);
         run_config_done(&cfg);
         return code;
 }

@@ -67,6 +67,60 @@ static void print_output(const char *name, const struct run_output *o)
                 printf("\n[no newline at end]\n");
 }
 
+/* The enforcement report (enforce.c) laid out for people: what was in
+ * force, and for each limit the mechanism that held it, or why none did. */
+static void print_enforcement(const char *text)
+{
+        json_error_t jerr;
+        json_t *e = text ? json_loads(text, 0, &jerr) : NULL;
+        if (!e) {
+                field("enforcement:", text);
+                return;
+        }
+        printf("enforcement:\n");
+        json_t *ns = json_object_get(e, "namespaces");
+        if (json_is_array(ns)) {
+                size_t i;
+                json_t *v;
+                printf("  namespaces:   ");
+                json_array_foreach(ns, i, v)
+                        printf("%s%s", i ? " " : "", json_string_value(v));
+                printf("\n");
+        }
+        printf("  uid/gid map:  %s / %s (inside host count)\n",
+               json_string_value(json_object_get(e, "uid_map")) ?: "-",
+               json_string_value(json_object_get(e, "gid_map")) ?: "-");
+        printf("  network:      %s\n", json_string_value(json_object_get(e, "network")) ?: "-");
+        printf("  capabilities: %s; no_new_privs %s\n",
+               json_string_value(json_object_get(e, "capabilities")) ?: "-",
+               json_is_true(json_object_get(e, "no_new_privs")) ? "set" : "NOT set");
+        json_t *sc = json_object_get(e, "seccomp");
+        if (json_is_object(sc))
+                printf("  seccomp:      policy %s, %s, action %s, %lld syscalls, %lld rules, %s\n",
+                       json_string_value(json_object_get(sc, "policy")) ?: "-",
+                       json_string_value(json_object_get(sc, "mode")) ?: "-",
+                       json_string_value(json_object_get(sc, "action")) ?: "-",
+                       (long long)json_integer_value(json_object_get(sc, "syscalls")),
+                       (long long)json_integer_value(json_object_get(sc, "rules")),
+                       json_string_value(json_object_get(sc, "arch")) ?: "-");
+        else
+                printf("  seccomp:      none\n");
+        json_t *limits = json_object_get(e, "limits");
+        if (json_is_object(limits)) {
+                const char *name;
+                json_t *l;
+                printf("  limits:\n");
+                json_object_foreach(limits, name, l) {
+                        const char *reason = json_string_value(json_object_get(l, "reason"));
+                        printf("    %-14s %-10s %s%s%s%s\n", name,
+                               json_string_value(json_object_get(l, "value")) ?: "-",
+                               json_string_value(json_object_get(l, "mechanism")) ?: "-",
+                               reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
+                }
+        }
+        json_decref(e);
+}
+
 static void print_human(const struct run_record *rec)
 {
         _cleanup_free_ char *cmd = cli_format_argv(rec->argv, 0);
@@ -118,8 +172,7 @@ static void print_human(const struct run_record *rec)
                 field("peak memory:", buf);
         } else
                 field("peak memory:", NULL);
-        field("limits:", rec->limits_json);
-        field("enforcement:", rec->enforcement_json);
+        print_enforcement(rec->enforcement_json);
         if (rec->supervisor_pid > 0) {
                 char hb[64] = "-";
                 if (rec->heartbeat_at_ms != RUN_UNSET)
@@ -131,6 +184,9 @@ static void print_human(const struct run_record *rec)
         field_output("stderr:", &rec->err);
         print_output("stdout", &rec->out);
         print_output("stderr", &rec->err);
+        if (rec->profile_text)
+                printf("\n--- resolved profile (sha256 %s) ---\n%s", rec->profile_sha256 ? rec->profile_sha256 : "-",
+                       rec->profile_text);
 }
 
 int verb_show(int argc, char **argv)

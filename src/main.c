@@ -13,6 +13,7 @@
 static const struct verb verbs[] = {
         { "run",     verb_run,     "run a command in a fresh sandbox" },
         { "ls",      verb_ls,      "list recorded runs, newest first" },
+        { "rerun",   verb_rerun,   "run a recorded run again, same command and profile" },
         { "show",    verb_show,    "show one run: outcome, metrics, output" },
         { "logs",    verb_logs,    "print a run's stored output" },
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },

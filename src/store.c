@@ -79,6 +79,10 @@ static const char *const migrations[] = {
         "        WHERE idempotency_key IS NOT NULL;\n"
         "CREATE INDEX runs_session ON runs(session, started_at) WHERE session IS NOT NULL;\n"
         "CREATE INDEX runs_status ON runs(status, started_at);\n",
+
+        /* 2 -> 3: the code of a --lang run, so `sbx rerun` can repeat it */
+        "ALTER TABLE runs ADD COLUMN lang TEXT;\n"
+        "ALTER TABLE runs ADD COLUMN code BLOB;\n",
 };
 
 struct store {
@@ -122,6 +126,8 @@ struct run_record *run_record_free(struct run_record *rec)
         free(rec->rerun_of);
         free(rec->profile_text);
         free(rec->profile_sha256);
+        free(rec->lang);
+        free(rec->code);
         free(rec);
         return NULL;
 }
@@ -331,6 +337,9 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "limits", json_embedded(rec->limits_json));
         json_object_set_new(o, "enforcement", json_embedded(rec->enforcement_json));
         json_object_set_new(o, "profile", json_text(rec->profile));
+        json_object_set_new(o, "profile_sha256", json_text(rec->profile_sha256));
+        json_object_set_new(o, "rerun_of", json_text(rec->rerun_of));
+        json_object_set_new(o, "session", json_text(rec->session));
         return o;
 }
 
@@ -711,7 +720,7 @@ struct store *store_close(struct store *s)
         "enforcement, supervisor_pid, supervisor_start, heartbeat_at, " \
         "session, idempotency_key, rerun_of, profile_sha256"
 /* ... and a full read adds these. */
-#define DETAIL_COLUMNS ", stdout, stderr, profile_text"
+#define DETAIL_COLUMNS ", stdout, stderr, profile_text, lang, code"
 
 static void read_output(sqlite3_stmt *st, int i, struct run_output *o)
 {
@@ -772,6 +781,14 @@ static struct run_record *read_row(sqlite3_stmt *st, bool detail)
                 read_output(st, i++, &rec->out);
                 read_output(st, i++, &rec->err);
                 rec->profile_text = column_text(st, i++);
+                rec->lang = column_text(st, i++);
+                if (sqlite3_column_type(st, i) != SQLITE_NULL) {
+                        struct run_output code = { 0 };
+                        read_output(st, i, &code);
+                        rec->code = code.data;
+                        rec->code_len = code.len;
+                }
+                i++;
         }
         return rec;
 }
@@ -789,7 +806,7 @@ int store_run_insert(struct store *s, const struct run_record *rec)
                     "INSERT INTO runs (" RUN_COLUMNS DETAIL_COLUMNS ") VALUES ("
                     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                     "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
-                    "?31, ?32)", &st);
+                    "?31, ?32, ?33, ?34)", &st);
         if (r < 0)
                 goto out;
         bind_text(st, 1, rec->id);
@@ -824,6 +841,11 @@ int store_run_insert(struct store *s, const struct run_record *rec)
         bind_blob(st, 30, &rec->out);
         bind_blob(st, 31, &rec->err);
         bind_text(st, 32, rec->profile_text);
+        bind_text(st, 33, rec->lang);
+        if (rec->code)
+                sqlite3_bind_blob64(st, 34, rec->code, rec->code_len, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(st, 34);
         rc = sqlite3_step(st);
         if (rc != SQLITE_DONE) {
                 r = fail(s, rc);

@@ -73,6 +73,10 @@ struct run_record {
         char *rerun_of;         /* id of the run this one repeats */
         char *profile_text;     /* the resolved profile, as INI text */
         char *profile_sha256;   /* hex sha256 of profile_text */
+        /* schema version 3 */
+        char *lang;             /* --lang of the run, or NULL */
+        char *code;             /* its code (bytes, NUL-terminated for convenience) */
+        size_t code_len;
 };
 
 /* A new empty record: status running, every number RUN_UNSET (exit_code

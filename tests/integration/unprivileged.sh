@@ -42,5 +42,5 @@ exec runuser -u "$user" -- env -i \
         HOME="$work/home" TMPDIR="$work/tmp" LANG=C.UTF-8 \
         SBX="$work/bin/sbx" PROBE="$work/bin/probe" \
         SBX_DATADIR="$work/share" SBX_PROFILE_PATH="$work/profiles" \
-        TESTS_DIR="$work/tests" \
+        TESTS_DIR="$work/tests" SBX_STATE_DIR="$work/tmp/state" \
         "$BATS" --tap $files

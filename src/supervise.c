@@ -61,7 +61,7 @@ struct loop {
         bool have_setup_error, have_exec_error, have_job_exit, have_compile_failed;
         int heartbeat_fd;
         uint64_t started_ms;
-        char buf[128 * 1024];
+        char buf[512 * 1024];
 };
 
 static int send_init(struct loop *l, int sig)

@@ -139,3 +139,26 @@ setup() { common_setup; }
         [ "$status" -eq 0 ]
         [[ "$output" == *run* ]]
 }
+
+@test "sbx's memory does not grow with output: 2 GiB leave its peak RSS under 8 MiB" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        # VmHWM is sbx's own high-water mark; sample it until sbx exits
+        run python3 -c '
+import subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "run", "--", "head", "-c", "2147483648", "/dev/zero"], stdout=subprocess.DEVNULL)
+hwm = 0
+while p.poll() is None:
+    try:
+        for line in open("/proc/%d/status" % p.pid):
+            if line.startswith("VmHWM:"):
+                hwm = max(hwm, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.02)
+print(p.returncode, hwm)' "$SBX"
+        [ "$status" -eq 0 ]
+        read -r code kb <<<"$output"
+        [ "$code" -eq 0 ]
+        [ "$kb" -gt 0 ]
+        [ "$kb" -lt 8192 ]
+}

@@ -227,6 +227,8 @@ static bool check_sandbox(void)
         sigprocmask(SIG_BLOCK, &set, &old);
         struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv };
         int r = sandbox_spawn(&cfg, &in, NULL, &sb);
+        if (r >= 0)
+                r = sandbox_start(&sb);
         if (r >= 0) {
                 r = supervise(&cfg, &sb, NULL, &out);
                 sandbox_close(&sb);

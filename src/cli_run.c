@@ -410,47 +410,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 goto out;
         }
 
-        /* The record comes first: no row, no run. */
-        code = cli_open_store("run", &store);
-        if (code != EXIT_OK)
-                goto out;
-        code = EXIT_SETUP;
-        rec = run_record_new();
-        cwd = getcwd(NULL, 0);
-        r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
-        if (r < 0) {
-                log_error_errno(r, "run: cannot start a run record: %m");
-                goto out;
-        }
-        rec->limits_json = json_dumps_new(limits_build(cfg));
-        rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
-        rec->profile_text = xstrdup(profile_text);
-        rec->profile_sha256 = xstrdup(sha);
-        if (rerun_of)
-                rec->rerun_of = xstrdup(rerun_of);
-        if (lang && lj->code_fd >= 0) {
-                rec->lang = xstrdup(lang);
-                rec->code = slurp_fd(lj->code_fd, &rec->code_len);
-        }
-        r = store_run_insert(store, rec);
-        if (r < 0) {
-                log_error("run: run store %s: %s", store_path(store), store_error(store));
-                goto out;
-        }
-        log_info("run %s", rec->id);
-
-        cap_out = capture_new(cfg->capture_bytes);
-        cap_err = capture_new(cfg->capture_bytes);
-        struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
-        struct supervise_hooks hooks = {
-                .on_output = on_output, .on_heartbeat = on_heartbeat, .heartbeat_ms = HEARTBEAT_MS,
-                .userdata = &ctx, .quiet_output = json,
-        };
         struct sandbox_inputs inputs = {
                 .code_fd = lj->code_fd, .code_path = lj->plan.source,
                 .compile_argv = lj->plan.compile_argv, .argv = cfg->argv, .seccomp = policy,
         };
-
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
         /* A shell starts background jobs with SIGINT and SIGQUIT ignored;
@@ -465,17 +428,65 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 if (sa.sa_handler == SIG_IGN)
                         signal(s, SIG_DFL);
         }
-
         if (cfg->tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
                 wsp = &ws;
-        r = sandbox_spawn(cfg, &inputs, wsp, &sb);
+
+        /* The sandbox builds itself while we record the run; it starts the
+         * job only after sandbox_start(), so the record still comes first:
+         * no row, no job. Cloning before the store is open also keeps the
+         * child's copy of our memory small. */
+        int spawn_r = sandbox_spawn(cfg, &inputs, wsp, &sb);
+        bool spawned = spawn_r >= 0;
+
+        code = cli_open_store("run", &store);
+        if (code != EXIT_OK)
+                goto abort;
+        code = EXIT_SETUP;
+        rec = run_record_new();
+        cwd = getcwd(NULL, 0);
+        r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
         if (r < 0) {
+                log_error_errno(r, "run: cannot start a run record: %m");
+                goto abort;
+        }
+        rec->limits_json = json_dumps_new(limits_build(cfg));
+        rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
+        rec->profile_text = xstrdup(profile_text);
+        rec->profile_sha256 = xstrdup(sha);
+        if (rerun_of)
+                rec->rerun_of = xstrdup(rerun_of);
+        if (lang && lj->code_fd >= 0) {
+                rec->lang = xstrdup(lang);
+                rec->code = slurp_fd(lj->code_fd, &rec->code_len);
+        }
+        r = store_run_insert(store, rec);
+        if (r < 0) {
+                log_error("run: run store %s: %s", store_path(store), store_error(store));
+                goto abort;
+        }
+        log_info("run %s", rec->id);
+
+        cap_out = capture_new(cfg->capture_bytes);
+        cap_err = capture_new(cfg->capture_bytes);
+        struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
+        struct supervise_hooks hooks = {
+                .on_output = on_output, .on_heartbeat = on_heartbeat, .heartbeat_ms = HEARTBEAT_MS,
+                .userdata = &ctx, .quiet_output = json,
+        };
+
+        if (spawned)
+                spawn_r = sandbox_start(&sb);
+        if (spawn_r < 0) {
+                if (spawned) {
+                        sandbox_abort(&sb);
+                        sandbox_close(&sb);
+                }
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 out.status = RUN_SETUP_ERROR;
                 out.exit_code = EXIT_SETUP;
-                out.error = -r;
-                snprintf(out.message, sizeof(out.message), "setup: clone sandbox: %s%s", strerror(-r),
-                         r == -EPERM || r == -ENOSPC || r == -EINVAL || r == -EACCES
+                out.error = -spawn_r;
+                snprintf(out.message, sizeof(out.message), "setup: clone sandbox: %s%s", strerror(-spawn_r),
+                         spawn_r == -EPERM || spawn_r == -ENOSPC || spawn_r == -EINVAL || spawn_r == -EACCES
                          ? " (are unprivileged user namespaces enabled? see: sbx doctor)" : "");
         } else {
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
@@ -528,6 +539,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                         printf("%s\n", j);
         }
         code = out.exit_code;
+        goto out;
+abort:
+        /* nothing of the job ran: take the half-built sandbox down */
+        if (spawned) {
+                sandbox_abort(&sb);
+                sandbox_close(&sb);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
 out:
         if (enforcement)
                 json_decref(enforcement);

@@ -1,5 +1,6 @@
 /* sandbox.c - clone the sandbox and take it from "new namespaces" to
- * "init is running" (see sandbox.h).
+ * "init is running" (see sandbox.h). The child builds itself while the
+ * supervisor records the run, and starts the job only on "start".
  *
  * Order, and why:
  *  1. supervisor: pipes and the sync socketpair, then clone3() with
@@ -151,6 +152,11 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                         _exit(EXIT_SETUP);
                 close(master);
         }
+        /* Built. The job may start once the supervisor has recorded the
+         * run; EOF means it gave up (or died): then nothing runs. */
+        char start;
+        if (recv(sync_fd, &start, 1, 0) != 1)
+                _exit(EXIT_SETUP);
         init_main(cfg, in, sync_fd, &stdio);
 }
 
@@ -240,6 +246,22 @@ fail:
                 if (*fd >= 0)
                         close(*fd);
         return r;
+}
+
+int sandbox_start(struct sandbox *sb)
+{
+        static const char start = 1;
+        /* a sandbox that already failed its setup has closed its end; its
+         * report is waiting in the socket for the supervisor either way */
+        if (send(sb->sync_fd, &start, 1, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
+                return -errno;
+        return 0;
+}
+
+void sandbox_abort(struct sandbox *sb)
+{
+        (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        (void)waitpid(sb->pid, NULL, 0);
 }
 
 void sandbox_close(struct sandbox *sb)

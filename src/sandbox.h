@@ -39,5 +39,13 @@ struct winsize;
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret);
 
+/* Let the sandbox start the job. Until then it builds itself but runs
+ * nothing of the job's, so the supervisor can record the run in parallel
+ * with the setup and still before the job exists. 0 or -errno. */
+int sandbox_start(struct sandbox *sb);
+
+/* Kill a sandbox that will not be started, and reap it. */
+void sandbox_abort(struct sandbox *sb);
+
 /* Close the handles (does not kill anything). */
 void sandbox_close(struct sandbox *sb);

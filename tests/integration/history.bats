@@ -265,6 +265,30 @@ newest_id() {
         done
 }
 
+@test "a full disk or a read-only state dir: run exits 125 without running the job" {
+        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        unshare -rm true 2>/dev/null || skip "cannot create a user namespace to test in"
+        marker=$BATS_TEST_TMPDIR/ran
+        chmod 777 "$BATS_TEST_TMPDIR"
+        # a 64K tmpfs, filled up, as the state dir
+        mkdir -p "$BATS_TEST_TMPDIR/full"
+        run unshare -rm sh -c '
+                mount -t tmpfs -o size=64k none "$1" && { head -c 1M /dev/zero > "$1/fill" 2>/dev/null; true; }
+                SBX_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$SBX" "$BATS_TEST_TMPDIR/full" "$marker"
+        [ "$status" -eq 125 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "sbx: "*"$BATS_TEST_TMPDIR/full/state"* ]]
+        [ ! -e "$marker" ]
+        # a read-only state dir, even for root
+        mkdir -p "$BATS_TEST_TMPDIR/ro/state"
+        run unshare -rm sh -c '
+                mount --bind -o ro "$1" "$1" 2>/dev/null || mount -o bind,remount,ro "$1" "$1"
+                SBX_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$SBX" "$BATS_TEST_TMPDIR/ro" "$marker"
+        [ "$status" -eq 125 ]
+        [[ "$output" == "sbx: "*"$BATS_TEST_TMPDIR/ro/state"* ]]
+        [ ! -e "$marker" ]
+}
+
 @test "forty runs, eight at a time, are all recorded" {
         for ((i = 0; i < 40; i++)); do
                 echo "$i"

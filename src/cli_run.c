@@ -485,9 +485,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 out.status = RUN_SETUP_ERROR;
                 out.exit_code = EXIT_SETUP;
                 out.error = -spawn_r;
-                snprintf(out.message, sizeof(out.message), "setup: clone sandbox: %s%s", strerror(-spawn_r),
+                snprintf(out.message, sizeof(out.message), "setup: %s: %s%s",
+                         sb.failed_step ? sb.failed_step : "start the sandbox", strerror(-spawn_r),
                          spawn_r == -EPERM || spawn_r == -ENOSPC || spawn_r == -EINVAL || spawn_r == -EACCES
-                         ? " (are unprivileged user namespaces enabled? see: sbx doctor)" : "");
+                         ? " (see: sbx doctor)" : "");
         } else {
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg->tty)

@@ -12,14 +12,38 @@
 
 #define OVERFLOW_ID 65534
 
+/* Could this process be host root? uid 0 whose id, one level up, is
+ * also 0. That holds for real root and for root of a user namespace that
+ * real root created with itself mapped in (unshare -r): either way, the
+ * sandbox must not be mapped to it. Root of a rootless container (uid 0
+ * mapped to an ordinary uid) is an ordinary user and maps to itself. */
+bool ns_real_root(void)
+{
+        static int cached = -1;
+        if (cached < 0) {
+                _cleanup_free_ char *map = NULL;
+                cached = 0;
+                if (geteuid() == 0 && read_file("/proc/self/uid_map", &map, NULL) == 0) {
+                        char *save = NULL;
+                        for (char *line = strtok_r(map, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                                unsigned long inside, outside, count;
+                                if (sscanf(line, "%lu %lu %lu", &inside, &outside, &count) == 3 &&
+                                    inside == 0 && outside == 0)
+                                        cached = 1;
+                        }
+                }
+        }
+        return cached;
+}
+
 uid_t ns_host_uid(void)
 {
-        return geteuid() == 0 ? OVERFLOW_ID : geteuid();
+        return ns_real_root() ? OVERFLOW_ID : geteuid();
 }
 
 gid_t ns_host_gid(void)
 {
-        return geteuid() == 0 ? OVERFLOW_ID : getegid();
+        return ns_real_root() ? OVERFLOW_ID : getegid();
 }
 
 static int write_proc(pid_t pid, const char *file, const char *text)

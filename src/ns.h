@@ -3,12 +3,15 @@
  * sets up for itself (hostname, loopback). */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The host uid/gid the sandbox user maps to. For an ordinary user that is
  * the user itself; for real root it is an unprivileged id (65534), so no
  * process in the sandbox is ever host root. */
 uid_t ns_host_uid(void);
+/* uid 0 of the initial user namespace (not root of a user namespace). */
+bool ns_real_root(void);
 gid_t ns_host_gid(void);
 
 /* Write a one-id map "inside -> host" for process pid, denying setgroups

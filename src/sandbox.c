@@ -171,8 +171,10 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
         int pidfd = -1, r;
 
+        ret->failed_step = "sync socket";
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
                 return -errno;
+        ret->failed_step = "pipes";
         if (!cfg->tty) {
                 if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                         r = -errno;
@@ -184,7 +186,8 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
 
         /* Root on the host keeps no supplementary groups into the sandbox:
          * setgroups is denied inside, so they could never be shed there. */
-        if (geteuid() == 0 && setgroups(0, NULL) < 0) {
+        ret->failed_step = "drop supplementary groups";
+        if (ns_real_root() && setgroups(0, NULL) < 0) {
                 r = -errno;
                 goto fail;
         }
@@ -196,6 +199,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 .pidfd = (uint64_t)(uintptr_t)&pidfd,
                 .exit_signal = SIGCHLD,
         };
+        ret->failed_step = "clone namespaces";
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
                 r = -errno;
@@ -218,12 +222,14 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 out[1] = err[1] = -1;
         }
 
+        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
         r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
         if (r < 0) {
                 (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                 (void)waitpid(pid, NULL, 0);
                 goto fail;
         }
+        ret->failed_step = "start the sandbox";
         struct go_msg go = { .has_ws = winsize != NULL };
         if (winsize)
                 go.ws = *winsize;

@@ -15,6 +15,7 @@ struct sandbox {
         int sync_fd;            /* supervisor's end of the sync channel */
         int stdout_fd;          /* read ends of the job's stdout/stderr; */
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+        const char *failed_step;/* set when sandbox_spawn() fails: what failed */
 };
 
 /* The signals sbx handles itself (through a signalfd) and forwards;

@@ -228,7 +228,7 @@ static bool check_sandbox(void)
         struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv };
         int r = sandbox_spawn(&cfg, &in, NULL, &sb);
         if (r >= 0)
-                r = sandbox_start(&sb);
+                r = sandbox_start(&sb, NULL, 0);
         if (r >= 0) {
                 r = supervise(&cfg, &sb, NULL, &out);
                 sandbox_close(&sb);

@@ -383,6 +383,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
         _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL;
+        _cleanup_free_ void *bpf = NULL;
+        size_t bpf_len = 0;
         char sha[DIGEST_HEX_SIZE];
         sigset_t set, old;
         int r, code = EXIT_SETUP;
@@ -398,21 +400,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         profile_text = profile_canonical_text(cfg);
         profile_sha256_hex(profile_text, sha);
 
-        r = build_seccomp(cfg, &policy, &sc_report, &err);
-        if (r < 0) {
-                log_error("%s", err ? err : strerror(-r));
-                return EXIT_SETUP;
-        }
-        enforcement = enforcement_build(cfg, &sc_report, ns_host_uid(), ns_host_gid());
-        r = enforcement_check_required(cfg, enforcement, &err);
-        if (r < 0) {
-                log_error("run: %s", err);
-                goto out;
-        }
-
         struct sandbox_inputs inputs = {
                 .code_fd = lj->code_fd, .code_path = lj->plan.source,
-                .compile_argv = lj->plan.compile_argv, .argv = cfg->argv, .seccomp = policy,
+                .compile_argv = lj->plan.compile_argv, .argv = cfg->argv,
+                .seccomp_required = true,
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -437,6 +428,22 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
          * child's copy of our memory small. */
         int spawn_r = sandbox_spawn(cfg, &inputs, wsp, &sb);
         bool spawned = spawn_r >= 0;
+
+        /* The syscall filter is compiled here, in parallel with the
+         * sandbox's own setup, and travels with the start message. */
+        r = build_seccomp(cfg, &policy, &sc_report, &err);
+        if (r >= 0)
+                r = seccomp_policy_export(policy, &bpf, &bpf_len);
+        if (r < 0) {
+                log_error("%s", err ? err : strerror(-r));
+                goto abort;
+        }
+        enforcement = enforcement_build(cfg, &sc_report, ns_host_uid(), ns_host_gid());
+        r = enforcement_check_required(cfg, enforcement, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                goto abort;
+        }
 
         code = cli_open_store("run", &store);
         if (code != EXIT_OK)
@@ -475,7 +482,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         };
 
         if (spawned)
-                spawn_r = sandbox_start(&sb);
+                spawn_r = sandbox_start(&sb, bpf, bpf_len);
         if (spawn_r < 0) {
                 if (spawned) {
                         sandbox_abort(&sb);

@@ -19,6 +19,7 @@
 #include "caps.h"
 #include "exit-codes.h"
 #include "job.h"
+#include "sandbox.h"
 #include "seccomp.h"
 #include "sync.h"
 #include "util.h"
@@ -107,7 +108,7 @@ static int exec_search(char **argv, char **env)
         return best;
 }
 
-_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct seccomp_policy *seccomp,
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
                         int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t none;
@@ -182,8 +183,8 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * it denies, and after it only exec (and, if that fails, one
          * message and _exit) remain. A policy that fails to load must
          * not leave a half-filtered job running. */
-        if (seccomp) {
-                r = seccomp_policy_load(seccomp);
+        if (in->seccomp_blob) {
+                r = seccomp_blob_load(in->seccomp_blob, in->seccomp_blob_len);
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
         }

@@ -8,6 +8,6 @@
 
 /* Never returns: execs the job, or reports SYNC_EXEC_ERROR on sync_fd and
  * exits 127 (not found) / 126 (not executable). */
-struct seccomp_policy;
-_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct seccomp_policy *seccomp,
+struct sandbox_inputs;
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
                         int sync_fd, const struct init_stdio *stdio);

@@ -154,10 +154,21 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         }
         /* Built. The job may start once the supervisor has recorded the
          * run; EOF means it gave up (or died): then nothing runs. */
-        char start;
-        if (recv(sync_fd, &start, 1, 0) != 1)
+        struct sandbox_inputs started = *in;
+        size_t max = 1 << 16;
+        char *start = xmalloc(max);
+        n = recv(sync_fd, start, max, 0);
+        if (n < 1)
                 _exit(EXIT_SETUP);
-        init_main(cfg, in, sync_fd, &stdio);
+        if (n > 1) {
+                started.seccomp_blob = start + 1;
+                started.seccomp_blob_len = (size_t)n - 1;
+        } else if (in->seccomp_required) {
+                /* never run a job without the filter it was promised */
+                init_report(sync_fd, SYNC_SETUP_ERROR, EINVAL, 0, 0, "seccomp", "no filter received");
+                _exit(EXIT_SETUP);
+        }
+        init_main(cfg, &started, sync_fd, &stdio);
 }
 
 static int sys_clone3(struct clone_args *args)
@@ -254,12 +265,18 @@ fail:
         return r;
 }
 
-int sandbox_start(struct sandbox *sb)
+int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len)
 {
-        static const char start = 1;
+        /* one message: a start byte, then the filter */
+        char mark = 1;
+        struct iovec iov[2] = {
+                { .iov_base = &mark, .iov_len = 1 },
+                { .iov_base = (void *)seccomp_blob, .iov_len = seccomp_blob ? len : 0 },
+        };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
         /* a sandbox that already failed its setup has closed its end; its
          * report is waiting in the socket for the supervisor either way */
-        if (send(sb->sync_fd, &start, 1, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
+        if (sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
                 return -errno;
         return 0;
 }

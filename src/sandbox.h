@@ -24,13 +24,17 @@ struct sandbox {
 void sandbox_signal_set(sigset_t *set);
 
 /* What a run brings into the sandbox besides its configuration. */
-struct seccomp_policy;
 struct sandbox_inputs {
         int code_fd;            /* --lang code to write at code_path, or -1 */
         const char *code_path;  /* inside path, under the workspace */
         char **compile_argv;    /* run before the job; failing = compile_error */
         char **argv;            /* the job's command */
-        const struct seccomp_policy *seccomp; /* loaded last before exec; may be NULL */
+        /* The syscall filter (seccomp_policy_export()) arrives with the
+         * "start" message: the supervisor builds it while the sandbox
+         * builds its root. Set inside the sandbox only. */
+        const void *seccomp_blob;
+        size_t seccomp_blob_len;
+        bool seccomp_required;  /* no filter in the start message: refuse to run */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.
@@ -43,7 +47,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
 /* Let the sandbox start the job. Until then it builds itself but runs
  * nothing of the job's, so the supervisor can record the run in parallel
  * with the setup and still before the job exists. 0 or -errno. */
-int sandbox_start(struct sandbox *sb);
+int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 
 /* Kill a sandbox that will not be started, and reap it. */
 void sandbox_abort(struct sandbox *sb);

@@ -24,7 +24,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "seccomp.h"
 #include "util.h"
@@ -645,6 +649,92 @@ int seccomp_policy_load(const struct seccomp_policy *p)
         if (r < 0)
                 return r;
         return seccomp_load(p->names);
+}
+
+/* Blob layout: magic, instruction counts of the argument filter and the
+ * name filter, then both programs back to back (argument filter first,
+ * the order seccomp_policy_load() installs them in). */
+#define BLOB_MAGIC 0x73627862u  /* "sbxb" */
+struct blob_header {
+        uint32_t magic;
+        uint32_t n_args;
+        uint32_t n_names;
+};
+
+static int export_one(scmp_filter_ctx ctx, int memfd, size_t *ret_insns)
+{
+        off_t start = lseek(memfd, 0, SEEK_END);
+        if (start < 0)
+                return -errno;
+        int r = seccomp_export_bpf(ctx, memfd);
+        if (r < 0)
+                return r;
+        off_t end = lseek(memfd, 0, SEEK_END);
+        if (end < 0)
+                return -errno;
+        if ((end - start) % (off_t)sizeof(struct sock_filter))
+                return -EIO;
+        *ret_insns = (size_t)(end - start) / sizeof(struct sock_filter);
+        return 0;
+}
+
+int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *ret_len)
+{
+        size_t n_args, n_names;
+        int r;
+
+        if (!p || !p->names || !p->args)
+                return -EINVAL;
+        _cleanup_close_ int fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct blob_header h = { .magic = BLOB_MAGIC };
+        r = write_all(fd, &h, sizeof(h));
+        if (r < 0)
+                return r;
+        r = export_one(p->args, fd, &n_args);
+        if (r < 0)
+                return r;
+        r = export_one(p->names, fd, &n_names);
+        if (r < 0)
+                return r;
+        size_t len = sizeof(h) + (n_args + n_names) * sizeof(struct sock_filter);
+        char *buf = xmalloc(len);
+        if (pread(fd, buf, len, 0) != (ssize_t)len) {
+                free(buf);
+                return -EIO;
+        }
+        h.n_args = (uint32_t)n_args;
+        h.n_names = (uint32_t)n_names;
+        memcpy(buf, &h, sizeof(h));
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+int seccomp_blob_load(const void *blob, size_t len)
+{
+        struct blob_header h;
+
+        if (!blob || len < sizeof(h))
+                return -EINVAL;
+        memcpy(&h, blob, sizeof(h));
+        /* BPF_MAXINSNS bounds each program; the kernel checks the rest */
+        if (h.magic != BLOB_MAGIC || h.n_args == 0 || h.n_names == 0 ||
+            h.n_args > BPF_MAXINSNS || h.n_names > BPF_MAXINSNS ||
+            len != sizeof(h) + ((size_t)h.n_args + h.n_names) * sizeof(struct sock_filter))
+                return -EINVAL;
+        /* the programs start 12 bytes in: copy them to aligned memory */
+        size_t n = (size_t)h.n_args + h.n_names;
+        _cleanup_free_ struct sock_filter *insns = xmalloc(n * sizeof(*insns));
+        memcpy(insns, (const char *)blob + sizeof(h), n * sizeof(*insns));
+        struct sock_fprog args = { .len = (unsigned short)h.n_args, .filter = insns };
+        struct sock_fprog names = { .len = (unsigned short)h.n_names, .filter = insns + h.n_args };
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &args) < 0)
+                return -errno;
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &names) < 0)
+                return -errno;
+        return 0;
 }
 
 int seccomp_policy_dump(const struct seccomp_policy *p, int fd)

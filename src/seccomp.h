@@ -105,6 +105,17 @@ int seccomp_policy_build(const struct seccomp_settings *s, struct seccomp_policy
  * caller must not exec the job. */
 int seccomp_policy_load(const struct seccomp_policy *p);
 
+/* The policy as a self-contained blob of classic BPF (both filters), so
+ * the sandbox can install it with two seccomp(2) calls and no libseccomp
+ * work on its critical path. *ret is malloc'd. 0 or -errno. */
+int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *ret_len);
+
+/* Install a blob from seccomp_policy_export() in the calling thread.
+ * no_new_privs must already be set (caps_drop_all() does). Like
+ * seccomp_policy_load(): the last step before execve. 0 or -errno
+ * (-EINVAL for a malformed blob). */
+int seccomp_blob_load(const void *blob, size_t len);
+
 /* Free a policy; NULL-tolerant; returns NULL. */
 struct seccomp_policy *seccomp_policy_free(struct seccomp_policy *p);
 static inline void seccomp_policy_freep(struct seccomp_policy **p) { seccomp_policy_free(*p); }

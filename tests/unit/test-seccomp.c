@@ -72,7 +72,12 @@ static int run_child(const struct seccomp_settings *s, void (*fn)(void))
         int status;
         pid_t pid;
 
+        _cleanup_free_ void *blob = NULL;
+        size_t len;
+
         assert_int_equal(seccomp_policy_build(s, &p, NULL, &err), 0);
+        /* the form sbx run installs: exported BPF, loaded with seccomp(2) */
+        assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
         fflush(stdout);
         fflush(stderr);
         pid = fork();
@@ -80,7 +85,7 @@ static int run_child(const struct seccomp_settings *s, void (*fn)(void))
         if (pid == 0) {
                 if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                         _exit(100);
-                if (seccomp_policy_load(p) < 0)
+                if (seccomp_blob_load(blob, len) < 0)
                         _exit(101);
                 fn();
                 _exit(0);
@@ -643,10 +648,35 @@ static void log_behaviour(void **state)
         seccomp_settings_done(&s);
 }
 
+/* A blob that is not what seccomp_policy_export() made is refused
+ * before anything is installed. */
+static void blob_malformed(void **state)
+{
+        struct seccomp_settings s = { 0 };
+        _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ void *blob = NULL;
+        size_t len;
+
+        assert_int_equal(seccomp_settings_default(&s), 0);
+        assert_int_equal(seccomp_policy_build(&s, &p, NULL, &err), 0);
+        assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
+        assert_true(len > 12 && (len - 12) % 8 == 0);
+        assert_int_equal(seccomp_blob_load(NULL, 0), -EINVAL);
+        assert_int_equal(seccomp_blob_load(blob, len - 8), -EINVAL);
+        assert_int_equal(seccomp_blob_load(blob, 11), -EINVAL);
+        ((unsigned char *)blob)[0] ^= 0xff;
+        assert_int_equal(seccomp_blob_load(blob, len), -EINVAL);
+        /* nothing was installed in this process */
+        assert_int_equal(prctl(PR_GET_SECCOMP, 0, 0, 0, 0), 0);
+        seccomp_settings_done(&s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(build_default),
+                cmocka_unit_test(blob_malformed),
                 cmocka_unit_test(build_strict),
                 cmocka_unit_test(build_custom),
                 cmocka_unit_test(build_errors),

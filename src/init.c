@@ -72,7 +72,7 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                job_exec(cfg, in->compile_argv, in->seccomp, sync_fd, stdio);
+                job_exec(cfg, in->compile_argv, in->seccomp, !in->pids_in_cgroup, sync_fd, stdio);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
@@ -119,7 +119,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
         }
         if (job == 0) {
                 close(sfd);
-                job_exec(cfg, in->argv, in->seccomp, sync_fd, stdio);
+                job_exec(cfg, in->argv, in->seccomp, !in->pids_in_cgroup, sync_fd, stdio);
         }
 
         /* The job holds the only copies of its stdio now: EOF on the

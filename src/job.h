@@ -3,11 +3,15 @@
  * capabilities, no_new_privs, then exec. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "init.h"
 #include "run-config.h"
 
 /* Never returns: execs the job, or reports SYNC_EXEC_ERROR on sync_fd and
- * exits 127 (not found) / 126 (not executable). */
+ * exits 127 (not found) / 126 (not executable). nproc_rlimit: set
+ * RLIMIT_NPROC from cfg->pids (false when a cgroup's pids.max holds the
+ * limit instead). */
 struct seccomp_policy;
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct seccomp_policy *seccomp,
-                        int sync_fd, const struct init_stdio *stdio);
+                        bool nproc_rlimit, int sync_fd, const struct init_stdio *stdio);

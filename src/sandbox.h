@@ -9,12 +9,15 @@
 
 #include "run-config.h"
 
+struct cgroup_run;
+
 struct sandbox {
         pid_t pid;              /* init's pid on the host */
         int pidfd;              /* pidfd of init */
         int sync_fd;            /* supervisor's end of the sync channel */
         int stdout_fd;          /* read ends of the job's stdout/stderr; */
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+        struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */
 };
 
 /* The signals sbx handles itself (through a signalfd) and forwards;
@@ -24,12 +27,17 @@ void sandbox_signal_set(sigset_t *set);
 
 /* What a run brings into the sandbox besides its configuration. */
 struct seccomp_policy;
+struct cgroup_run;
 struct sandbox_inputs {
         int code_fd;            /* --lang code to write at code_path, or -1 */
         const char *code_path;  /* inside path, under the workspace */
         char **compile_argv;    /* run before the job; failing = compile_error */
         char **argv;            /* the job's command */
         const struct seccomp_policy *seccomp; /* loaded last before exec; may be NULL */
+        struct cgroup_run *cgroup; /* clone init straight into this run cgroup
+                                    * (CLONE_INTO_CGROUP); NULL = no cgroup.
+                                    * Not owned. */
+        bool pids_in_cgroup;    /* pids.max holds cfg->pids: no RLIMIT_NPROC */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

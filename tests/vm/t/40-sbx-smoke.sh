@@ -26,6 +26,22 @@ rc_is() {
         [ $_rc -eq "$_want" ] || { echo "exit $_rc, want $_want"; return 1; }
 }
 
+# ---- doctor ----
+out=$("$SBX" doctor 2>&1)
+doctor_ok() { echo "$out" | grep -q "^OK      cgroup v2 delegation: $A/runs (\$SBX_CGROUP), controllers: memory cpu pids"; }
+check "sbx doctor: the delegated cgroup and its controllers" doctor_ok
+[ $T_FAILED = 0 ] || echo "$out" | sed 's/^/#   /'
+out=$(env -u SBX_CGROUP "$SBX" doctor 2>&1)
+doctor_missing() {
+        echo "$out" | grep -q "^MISSING cgroup v2 delegation: .*not writable" &&
+                echo "$out" | grep -q "fix: .*SBX_CGROUP.*systemd-run --user --scope -p Delegate=yes"
+}
+check "sbx doctor without SBX_CGROUP (own cgroup not delegated): why, and how to fix it" doctor_missing
+out=$(env -u SBX_CGROUP "$SBX" run --json -- true 2>/dev/null)
+fell_back() { echo "$out" | tr -d '\n' | grep -q '"memory": *{[^}]*"mechanism": *"watchdog"'; }
+check "sbx run without a usable cgroup falls back to the watchdog" fell_back
+check "and refuses --require cpus with 125" rc_is 125 env -u SBX_CGROUP "$SBX" run --require cpus -- true
+
 # ---- exit codes ----
 check "exit code 0 passes through" rc_is 0 "$SBX" run -- sh -c 'exit 0'
 check "exit code 3 passes through" rc_is 3 "$SBX" run -- sh -c 'exit 3'

@@ -197,7 +197,13 @@ static void check_cgroup(void)
         };
         struct cgroup_probe p;
         struct statfs sfs;
+        const char *env = getenv("SBX_CGROUP");
 
+        if (env && streq(env, "none")) {
+                report(CHECK_WARN, "cgroup v2 delegation", "turned off by SBX_CGROUP=none",
+                       "unset SBX_CGROUP to let sbx run use a delegated cgroup");
+                return;
+        }
         (void)cgroup_probe(&p);
         unsigned usable = p.usable & (CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS);
         if (!usable) {

@@ -327,14 +327,19 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
  * sandbox exists, so init is cloned straight into it. Only limits the
  * profile sets are written. Without one, *ret stays NULL, *ret_reason
  * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
- * the limits instead. */
+ * the limits instead. SBX_CGROUP=none asks for the fallbacks. */
 static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
                            struct cgroup_run **ret, char **ret_reason)
 {
         _cleanup_free_ char *base = NULL, *name = NULL;
+        const char *env = getenv("SBX_CGROUP");
         unsigned usable = 0;
         int r;
 
+        if (env && streq(env, "none")) {
+                *ret_reason = xstrdup("cgroups turned off by SBX_CGROUP=none");
+                return;
+        }
         r = cgroup_base_prepare(CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS, &base, &usable, ret_reason);
         if (r < 0) {
                 if (!*ret_reason)
@@ -482,6 +487,10 @@ int verb_run(int argc, char **argv)
         prepare_cgroup(&cfg, rec->id, &cgroup, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
+        else if (getenv("SBX_CGROUP") && *getenv("SBX_CGROUP") && !streq(getenv("SBX_CGROUP"), "none"))
+                /* asked for by name: say so, but still run as the fallbacks allow
+                 * (--require makes a missing limit an error) */
+                log_warning("run: SBX_CGROUP: %s; limits fall back to the watchdog and rlimits", cg_reason);
         else
                 log_debug("no run cgroup (%s): falling back to the watchdog and rlimits", cg_reason);
         struct enforce_cgroup cg_report = {

@@ -104,6 +104,12 @@ out=$("$SBX" run --disk 16M -- dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1)
 rc=$?
 enospc() { [ $rc -ne 0 ] && echo "$out" | grep -q 'No space left on device'; }
 check "sbx: writing 64M under --disk 16M fails with ENOSPC (exit $rc)" enospc
+# the scratch is tmpfs: its pages are memory charged to the run cgroup,
+# so a disk larger than memory fills up to memory.max and no further
+out=$("$SBX" run --json --memory 64M --disk 128M -- dd if=/dev/zero of=/tmp/fill bs=1M count=96 2>/dev/null)
+rc=$?
+check "sbx: 96M written to scratch under --memory 64M --disk 128M counts as memory: oom (exit $rc)" \
+        [ $rc -eq 137 -a "$(echo "$out" | json_get status)" = oom ]
 
 # ---- page cache under memory.high ----
 if have_disk; then

@@ -19,6 +19,7 @@
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 
+#include "cgroup.h"
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
@@ -184,31 +185,63 @@ static void check_seccomp(void)
         report(CHECK_OK, "seccomp filters", actions, NULL);
 }
 
+/* What cgroup_probe() finds, without changing anything: the base sbx
+ * run would use and which of the controllers it uses (cpu, memory,
+ * pids) runs would get, or why not and how to get them. */
 static void check_cgroup(void)
 {
+        static const struct { unsigned bit; const char *limits; } used[] = {
+                { CGROUP_MEMORY, "memory (memory.max; else the watchdog) and memory_high (else not enforced)" },
+                { CGROUP_CPU, "cpus (cpu.max; else not enforced)" },
+                { CGROUP_PIDS, "pids (pids.max; else RLIMIT_NPROC)" },
+        };
+        struct cgroup_probe p;
         struct statfs sfs;
-        if (statfs("/sys/fs/cgroup", &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
-                bool hybrid = statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
-                report(CHECK_MISSING, "cgroup v2 delegation",
-                       hybrid ? "cgroups are a v1/v2 hybrid; v2 has no controllers here"
-                              : "cgroup v2 is not mounted at /sys/fs/cgroup",
-                       "boot with systemd.unified_cgroup_hierarchy=1; until then memory, cpus and pids "
-                       "are enforced by fallbacks or not at all (sbx show lists which)");
+        const char *env = getenv("SBX_CGROUP");
+
+        if (env && streq(env, "none")) {
+                report(CHECK_WARN, "cgroup v2 delegation", "turned off by SBX_CGROUP=none",
+                       "unset SBX_CGROUP to let sbx run use a delegated cgroup");
                 return;
         }
-        _cleanup_free_ char *own = NULL;
-        if (read_file("/proc/self/cgroup", &own, NULL) < 0 || !startswith(own, "0::")) {
-                report(CHECK_MISSING, "cgroup v2 delegation", "cannot read /proc/self/cgroup", NULL);
+        (void)cgroup_probe(&p);
+        unsigned usable = p.usable & (CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS);
+        if (!usable) {
+                bool hybrid = statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type != CGROUP2_SUPER_MAGIC;
+                report(CHECK_MISSING, "cgroup v2 delegation", p.reason ? p.reason : "no controller usable",
+                       hybrid ? "boot with systemd.unified_cgroup_hierarchy=1 (cgroups are a v1/v2 "
+                                "hybrid here); until then memory and cpu_time are held by the watchdog, "
+                                "pids by RLIMIT_NPROC, and cpus and memory_high are not enforced "
+                                "(sbx show lists which)"
+                              : "set SBX_CGROUP to a delegated cgroup v2 directory that holds no "
+                                "processes, or start sbx in its own delegated scope: "
+                                "systemd-run --user --scope -p Delegate=yes sbx run ...; until then "
+                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
+                                "and cpus and memory_high are not enforced");
+                cgroup_probe_done(&p);
                 return;
         }
-        own[strcspn(own, "\n")] = '\0';
-        _cleanup_free_ char *dir = xasprintf("/sys/fs/cgroup%s", own + 3);
-        if (access(dir, W_OK) == 0)
-                report(CHECK_OK, "cgroup v2 delegation", dir, NULL);
-        else
-                report(CHECK_MISSING, "cgroup v2 delegation", "own cgroup is not writable",
-                       "run under a systemd user session with Delegate=yes, or set SBX_CGROUP to a "
-                       "delegated cgroup v2 directory");
+        _cleanup_free_ char *detail = NULL;
+        detail = xasprintf("%s%s, controllers:", p.base, getenv("SBX_CGROUP") ? " ($SBX_CGROUP)" : "");
+        for (size_t i = 0; i < ELEMENTSOF(used); i++)
+                if (usable & used[i].bit) {
+                        char *d = xasprintf("%s %s", detail, cgroup_controller_name(used[i].bit));
+                        free(detail);
+                        detail = d;
+                }
+        report(CHECK_OK, "cgroup v2 delegation", detail, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(used); i++) {
+                if (usable & used[i].bit)
+                        continue;
+                _cleanup_free_ char *what = xasprintf("cgroup v2 controller %s", cgroup_controller_name(used[i].bit));
+                _cleanup_free_ char *fix = xasprintf("enable it in the parent's cgroup.subtree_control "
+                                                     "(systemd: Delegate=yes); until then %s", used[i].limits);
+                unsigned idx = 0;
+                while ((1U << idx) != used[i].bit)
+                        idx++;
+                report(CHECK_WARN, what, p.why_not[idx] ? p.why_not[idx] : "not usable", fix);
+        }
+        cgroup_probe_done(&p);
 }
 
 static bool check_sandbox(void)

@@ -20,6 +20,7 @@
 #include <termios.h>
 
 #include "capture.h"
+#include "cgroup.h"
 #include "cli.h"
 #include "enforce.h"
 #include "exit-codes.h"
@@ -321,6 +322,48 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         return r;
 }
 
+/* The run's own cgroup, when a delegated cgroup v2 subtree is usable
+ * (cgroup.h: $SBX_CGROUP, else sbx's own cgroup): made before the
+ * sandbox exists, so init is cloned straight into it. Only limits the
+ * profile sets are written. Without one, *ret stays NULL, *ret_reason
+ * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
+ * the limits instead. SBX_CGROUP=none asks for the fallbacks. */
+static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
+                           struct cgroup_run **ret, char **ret_reason)
+{
+        _cleanup_free_ char *base = NULL, *name = NULL;
+        const char *env = getenv("SBX_CGROUP");
+        unsigned usable = 0;
+        int r;
+
+        if (env && streq(env, "none")) {
+                *ret_reason = xstrdup("cgroups turned off by SBX_CGROUP=none");
+                return;
+        }
+        r = cgroup_base_prepare(CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS, &base, &usable, ret_reason);
+        if (r < 0) {
+                if (!*ret_reason)
+                        *ret_reason = xstrdup(strerror(-r));
+                return;
+        }
+        struct cgroup_limits lim = {
+                .memory_max = cfg->memory_bytes,
+                /* memory.high only when the profile asks for it: the
+                 * throttling it adds before memory.max can hold a hog
+                 * for seconds before the OOM verdict (see sbx-run(1));
+                 * high >= max means "not set" to cgroup_run_new() */
+                .memory_high = cfg->memory_high_bytes ? cfg->memory_high_bytes : cfg->memory_bytes,
+                .cpus = cfg->cpus,
+                .pids_max = cfg->pids,
+                /* an OOM kill ends the whole run, never half of it */
+                .oom_group = true,
+        };
+        name = xasprintf("run-%s", run_id);
+        r = cgroup_run_new(base, name, usable, &lim, ret);
+        if (r < 0)
+                *ret_reason = xasprintf("cannot create the run cgroup %s/%s: %s", base, name, strerror(-r));
+}
+
 struct run_ctx {
         struct store *store;
         struct run_record *rec;
@@ -382,7 +425,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         _cleanup_store_ struct store *store = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
-        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL;
+        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL;
+        _cleanup_cgroup_run_ struct cgroup_run *cgroup = NULL;
         _cleanup_free_ void *bpf = NULL;
         size_t bpf_len = 0;
         char sha[DIGEST_HEX_SIZE];
@@ -400,10 +444,32 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         profile_text = profile_canonical_text(cfg);
         profile_sha256_hex(profile_text, sha);
 
+        rec = run_record_new();
+        cwd = getcwd(NULL, 0);
+        r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
+        if (r < 0) {
+                log_error_errno(r, "run: cannot start a run record: %m");
+                return EXIT_SETUP;
+        }
+        /* The run's cgroup (or the reason there is none) comes before the
+         * sandbox, which is cloned straight into it, and before the report,
+         * which names what really holds each limit. */
+        prepare_cgroup(cfg, rec->id, &cgroup, &cg_reason);
+        if (cgroup)
+                log_debug("run cgroup %s", cgroup_run_path(cgroup));
+        else if (getenv("SBX_CGROUP") && *getenv("SBX_CGROUP") && !streq(getenv("SBX_CGROUP"), "none"))
+                /* asked for by name: say so, but still run as the fallbacks allow
+                 * (--require makes a missing limit an error) */
+                log_warning("run: SBX_CGROUP: %s; limits fall back to the watchdog and rlimits", cg_reason);
+        else
+                log_debug("no run cgroup (%s): falling back to the watchdog and rlimits", cg_reason);
+
         struct sandbox_inputs inputs = {
                 .code_fd = lj->code_fd, .code_path = lj->plan.source,
                 .compile_argv = lj->plan.compile_argv, .argv = cfg->argv,
                 .seccomp_required = true,
+                .cgroup = cgroup,
+                .pids_in_cgroup = cgroup && (cgroup_run_enforced(cgroup) & CGROUP_LIMIT_PIDS),
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -438,7 +504,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 log_error("%s", err ? err : strerror(-r));
                 goto abort;
         }
-        enforcement = enforcement_build(cfg, &sc_report, ns_host_uid(), ns_host_gid());
+        struct enforce_cgroup cg_report = {
+                .path = cgroup ? cgroup_run_path(cgroup) : NULL,
+                .enforced = cgroup ? cgroup_run_enforced(cgroup) : 0,
+                .reason = cg_reason,
+        };
+        enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
         r = enforcement_check_required(cfg, enforcement, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -449,13 +520,6 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         if (code != EXIT_OK)
                 goto abort;
         code = EXIT_SETUP;
-        rec = run_record_new();
-        cwd = getcwd(NULL, 0);
-        r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
-        if (r < 0) {
-                log_error_errno(r, "run: cannot start a run record: %m");
-                goto abort;
-        }
         rec->limits_json = json_dumps_new(limits_build(cfg));
         rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
         rec->profile_text = xstrdup(profile_text);
@@ -511,6 +575,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 }
         }
 
+        if (cgroup) {
+                /* init is reaped; nothing of the run may stay behind */
+                r = cgroup_run_remove(cgroup, 2000);
+                if (r < 0)
+                        log_warning("run: cannot remove the run cgroup %s: %s", cgroup_run_path(cgroup),
+                                    strerror(-r));
+        }
         rec->status = out.status;
         rec->exit_code = out.exit_code;
         rec->signal = out.signal;
@@ -519,7 +590,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         rec->duration_ms = out.wall_ms;
         rec->cpu_user_ms = out.cpu_user_ms;
         rec->cpu_sys_ms = out.cpu_sys_ms;
-        rec->peak_memory_bytes = MAX(out.peak_rss_bytes, out.peak_tree_memory_bytes);
+        rec->peak_memory_bytes = out.cgroup_memory_peak_bytes ? out.cgroup_memory_peak_bytes
+                                                              : MAX(out.peak_rss_bytes, out.peak_tree_memory_bytes);
         (void)run_output_from_capture(&rec->out, cap_out);
         (void)run_output_from_capture(&rec->err, cap_err);
         r = store_run_finish(store, rec);

@@ -2,13 +2,16 @@
  *
  * The mechanisms named here must match what the code really does:
  * supervise.c (timer, watchdog), job.c (rlimits), mount.c (tmpfs size),
- * seccomp.c and caps.c. Without a delegated cgroup v2, cpus and
- * memory_high have no mechanism at all, and the report says so.
+ * seccomp.c and caps.c, and the run cgroup (cgroup.c) for the limits
+ * whose bit cgroup_run_new() reported as written. Without a delegated
+ * cgroup v2, cpus and memory_high have no mechanism at all, and the
+ * report says so, with the reason the cgroup could not be had.
  */
 #include "config.h"
 
 #include <string.h>
 
+#include "cgroup.h"
 #include "enforce.h"
 #include "seccomp.h"
 #include "util.h"
@@ -41,11 +44,22 @@ static void add_duration(json_t *limits, const char *name, uint64_t v, const cha
                 json_object_set_new(limits, name, limit(format_duration_ms(v, buf, sizeof(buf)), mech, NULL));
 }
 
+/* "needs a delegated cgroup v2 (FILE)" plus why there is none. */
+static char *no_cgroup_reason(const struct enforce_cgroup *cg, const char *file)
+{
+        if (cg && cg->path)
+                return xasprintf("the %s controller is not usable in the run cgroup %s",
+                                 startswith(file, "cpu") ? "cpu" : "memory", cg->path);
+        return xasprintf("needs a delegated cgroup v2 (%s)%s%s", file,
+                         cg && cg->reason ? ": " : "", cg && cg->reason ? cg->reason : "");
+}
+
 json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_report *seccomp,
-                          uid_t host_uid, gid_t host_gid)
+                          const struct enforce_cgroup *cg, uid_t host_uid, gid_t host_gid)
 {
         json_t *r = json_object();
         json_t *ns = json_array();
+        unsigned held = cg && cg->path ? cg->enforced : 0;
         char buf[64];
 
         for (const char *const *n = (const char *const[]){ "user", "mount", "pid", "ipc", "uts", "cgroup", NULL }; *n; n++)
@@ -73,25 +87,54 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
         } else
                 json_object_set_new(r, "seccomp", json_null());
 
+        json_t *cgo = json_object();
+        if (cg && cg->path) {
+                static const struct { unsigned bit; const char *file; } files[] = {
+                        { CGROUP_LIMIT_MEMORY, "memory.max" }, { CGROUP_LIMIT_MEMORY_HIGH, "memory.high" },
+                        { CGROUP_LIMIT_SWAP, "memory.swap.max" }, { CGROUP_LIMIT_OOM_GROUP, "memory.oom.group" },
+                        { CGROUP_LIMIT_CPUS, "cpu.max" }, { CGROUP_LIMIT_PIDS, "pids.max" },
+                        { CGROUP_LIMIT_IO, "io.max" },
+                };
+                json_t *written = json_array();
+                for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                        if (held & files[i].bit)
+                                json_array_append_new(written, json_string(files[i].file));
+                json_object_set_new(cgo, "path", json_string(cg->path));
+                json_object_set_new(cgo, "written", written);
+        } else {
+                json_object_set_new(cgo, "path", json_null());
+                json_object_set_new(cgo, "reason", json_string(cg && cg->reason ? cg->reason : "not looked for"));
+        }
+        json_object_set_new(r, "cgroup", cgo);
+
         json_t *limits = json_object();
         add_duration(limits, "timeout", cfg->timeout_ms, "timer");
-        add_duration(limits, "cpu_time", cfg->cpu_time_ms, "watchdog");
-        add_size(limits, "memory", cfg->memory_bytes, "watchdog");
-        if (cfg->memory_bytes || cfg->memory_high_bytes)
+        /* cpu.stat counts every process the run cgroup ever held */
+        add_duration(limits, "cpu_time", cfg->cpu_time_ms, cg && cg->path ? "cgroup" : "watchdog");
+        add_size(limits, "memory", cfg->memory_bytes, held & CGROUP_LIMIT_MEMORY ? "cgroup" : "watchdog");
+        if (held & CGROUP_LIMIT_MEMORY_HIGH)
                 json_object_set_new(limits, "memory_high",
-                                    limit(cfg->memory_high_bytes ? format_size(cfg->memory_high_bytes, buf, sizeof(buf)) : "auto",
-                                          "not enforced", "needs a delegated cgroup v2 (memory.high)"));
-        else
+                                    limit(format_size(cfg->memory_high_bytes, buf, sizeof(buf)), "cgroup", NULL));
+        else if (cfg->memory_high_bytes) {
+                _cleanup_free_ char *why = no_cgroup_reason(cg, "memory.high");
+                json_object_set_new(limits, "memory_high",
+                                    limit(format_size(cfg->memory_high_bytes, buf, sizeof(buf)),
+                                          "not enforced", why));
+        } else
                 json_object_set_new(limits, "memory_high", limit("none", "none", NULL));
         if (cfg->cpus > 0) {
                 snprintf(buf, sizeof(buf), "%g", cfg->cpus);
-                json_object_set_new(limits, "cpus", limit(buf, "not enforced",
-                                                          "needs a delegated cgroup v2 (cpu.max)"));
+                if (held & CGROUP_LIMIT_CPUS)
+                        json_object_set_new(limits, "cpus", limit(buf, "cgroup", NULL));
+                else {
+                        _cleanup_free_ char *why = no_cgroup_reason(cg, "cpu.max");
+                        json_object_set_new(limits, "cpus", limit(buf, "not enforced", why));
+                }
         } else
                 json_object_set_new(limits, "cpus", limit("none", "none", NULL));
         if (cfg->pids) {
                 snprintf(buf, sizeof(buf), "%llu", (unsigned long long)cfg->pids);
-                json_object_set_new(limits, "pids", limit(buf, "rlimit", NULL));
+                json_object_set_new(limits, "pids", limit(buf, held & CGROUP_LIMIT_PIDS ? "cgroup" : "rlimit", NULL));
         } else
                 json_object_set_new(limits, "pids", limit("none", "none", NULL));
         add_size(limits, "disk", cfg->disk_bytes, "tmpfs size");

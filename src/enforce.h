@@ -11,10 +11,19 @@
 
 struct seccomp_report;
 
+/* What the run's cgroup holds (cgroup.h). */
+struct enforce_cgroup {
+        const char *path;       /* the run cgroup; NULL: the run has none */
+        unsigned enforced;      /* CGROUP_LIMIT_* mask actually written */
+        const char *reason;     /* with path NULL: why there is no cgroup (may be NULL) */
+};
+
 /* The report for a run with cfg on this host, as a new JSON object.
- * seccomp may be NULL (no filter). */
+ * seccomp may be NULL (no filter); cg may be NULL (no cgroup, no reason
+ * known). A limit is named "cgroup" only when its bit is in
+ * cg->enforced. */
 json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_report *seccomp,
-                          uid_t host_uid, gid_t host_gid);
+                          const struct enforce_cgroup *cg, uid_t host_uid, gid_t host_gid);
 
 /* The limits of cfg as a JSON object of plain numbers (0 = none). */
 json_t *limits_build(const struct run_config *cfg);

@@ -155,8 +155,10 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * >= 5.14), so it bounds the sandbox alone, whatever the same host
          * uid runs elsewhere; init counts as one of them. RLIMIT_CPU is
          * per process and only a backstop: the supervisor's watchdog sums
-         * cpu time over the whole tree. */
-        if (cfg->pids) {
+         * cpu time over the whole tree. With a run cgroup, pids.max holds
+         * the pids limit alone: RLIMIT_NPROC is checked first in fork, so
+         * it would hide every refusal from pids.events. */
+        if (cfg->pids && !in->pids_in_cgroup) {
                 struct rlimit rl = { cfg->pids, cfg->pids };
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");

@@ -226,7 +226,7 @@ const struct profile_key profile_keys[] = {
           "memory the job may use (cgroup memory.max)",
           FIELD(memory_bytes), .zero = "none", .min = 1ULL << 20, .max = SIZE_MAX_BYTES },
         { "limits", "memory_high", "memory-high", PROFILE_SIZE, "auto", "bytes",
-          "memory above which the job is throttled (memory.high); auto = 80% of memory",
+          "memory above which the job is throttled (memory.high); auto = not set",
           FIELD(memory_high_bytes), .zero = "auto", .min = 1ULL << 20, .max = SIZE_MAX_BYTES },
         { "limits", "nofile", "nofile", PROFILE_COUNT, "1024", "files",
           "open file descriptors per process (RLIMIT_NOFILE)",

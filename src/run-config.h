@@ -75,7 +75,7 @@ struct run_config {
         uint64_t nofile;        /* nofile: RLIMIT_NOFILE (never 0) */
         uint64_t cpu_time_ms;   /* cpu_time */
         uint64_t memory_bytes;  /* memory: memory.max */
-        uint64_t memory_high_bytes; /* memory_high: memory.high; 0 = auto, 80% of memory */
+        uint64_t memory_high_bytes; /* memory_high: memory.high; 0 = auto: not set */
         uint64_t pids;          /* pids */
         uint64_t max_file_size; /* max_file_size: RLIMIT_FSIZE */
         double cpus;            /* cpus: cpu.max in cpus, 3 decimals at most */

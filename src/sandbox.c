@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "exit-codes.h"
 #include "init.h"
 #include "mount.h"
@@ -211,6 +212,14 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 .exit_signal = SIGCHLD,
         };
         ret->failed_step = "clone namespaces";
+        /* Safety: with a run cgroup the child is born inside it, so no
+         * instruction of the sandbox ever runs outside its limits (moving
+         * it after clone would leave a window, and would need write
+         * access to the source cgroup too). */
+        if (in->cgroup) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t)cgroup_run_fd(in->cgroup);
+        }
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
                 r = -errno;
@@ -253,7 +262,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
 
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
-                .stdout_fd = out[0], .stderr_fd = err[0],
+                .stdout_fd = out[0], .stderr_fd = err[0], .cgroup = in->cgroup,
         };
         return 0;
 

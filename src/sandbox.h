@@ -9,6 +9,8 @@
 
 #include "run-config.h"
 
+struct cgroup_run;
+
 struct sandbox {
         pid_t pid;              /* init's pid on the host */
         int pidfd;              /* pidfd of init */
@@ -16,6 +18,7 @@ struct sandbox {
         int stdout_fd;          /* read ends of the job's stdout/stderr; */
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
         const char *failed_step;/* set when sandbox_spawn() fails: what failed */
+        struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */
 };
 
 /* The signals sbx handles itself (through a signalfd) and forwards;
@@ -24,6 +27,7 @@ struct sandbox {
 void sandbox_signal_set(sigset_t *set);
 
 /* What a run brings into the sandbox besides its configuration. */
+struct cgroup_run;
 struct sandbox_inputs {
         int code_fd;            /* --lang code to write at code_path, or -1 */
         const char *code_path;  /* inside path, under the workspace */
@@ -35,6 +39,10 @@ struct sandbox_inputs {
         const void *seccomp_blob;
         size_t seccomp_blob_len;
         bool seccomp_required;  /* no filter in the start message: refuse to run */
+        struct cgroup_run *cgroup; /* clone init straight into this run cgroup
+                                    * (CLONE_INTO_CGROUP); NULL = no cgroup.
+                                    * Not owned. */
+        bool pids_in_cgroup;    /* pids.max holds cfg->pids: no RLIMIT_NPROC */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

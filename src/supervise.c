@@ -30,6 +30,7 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 
+#include "cgroup.h"
 #include "exit-codes.h"
 #include "supervise.h"
 #include "sync.h"
@@ -54,6 +55,11 @@ struct loop {
         int timer_fd, signal_fd, tty_master, watchdog_fd;
         struct tree_sample worst;       /* what the watchdog saw when it acted */
         uint64_t peak_memory;           /* largest tree memory the watchdog saw */
+        struct cgroup_run *cg;          /* the run cgroup, or NULL */
+        bool cg_memory;                 /* memory.max holds cfg->memory_bytes */
+        uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */
+        struct cgroup_stats cg_stats;   /* read after init was reaped */
+        bool have_cg_stats;
         bool init_exited, stdin_open, stdout_broken;
         int init_status;
         struct rusage rusage;
@@ -113,19 +119,34 @@ static void on_timer(struct loop *l)
                 kill_now(l, l->reason);
 }
 
+/* The 50 ms tick: cpu time from the run cgroup's cpu.stat when there
+ * is one (it counts every process the run ever had, exited ones too),
+ * and the /proc tree walk only for what no cgroup holds. */
 static void on_watchdog(struct loop *l)
 {
-        uint64_t ticks;
+        uint64_t ticks, usec;
         struct tree_sample s;
 
         (void)!read(l->watchdog_fd, &ticks, sizeof(ticks));
-        if (l->phase == PHASE_KILLED || watchdog_sample(l->sb->pid, &s) < 0)
+        if (l->phase == PHASE_KILLED)
+                return;
+        /* a cgroup whose cpu.stat cannot be read leaves cpu time to the
+         * tree walk: the limit must hold either way */
+        bool cg_cpu = l->cg && cgroup_run_sample(l->cg, &usec) == 0;
+        if (cg_cpu && l->cfg->cpu_time_ms && usec / 1000 >= l->cfg->cpu_time_ms) {
+                l->cg_cpu_ms = usec / 1000;
+                kill_now(l, STOP_CPU);
+                return;
+        }
+        bool tree_memory = l->cfg->memory_bytes && !l->cg_memory;
+        bool tree_cpu = l->cfg->cpu_time_ms && !cg_cpu;
+        if ((!tree_memory && !tree_cpu) || watchdog_sample(l->sb->pid, &s) < 0)
                 return;
         l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
-        if (l->cfg->memory_bytes && s.memory_bytes > l->cfg->memory_bytes) {
+        if (tree_memory && s.memory_bytes > l->cfg->memory_bytes) {
                 l->worst = s;
                 kill_now(l, STOP_OOM);
-        } else if (l->cfg->cpu_time_ms && s.cpu_ms >= l->cfg->cpu_time_ms) {
+        } else if (tree_cpu && s.cpu_ms >= l->cfg->cpu_time_ms) {
                 l->worst = s;
                 kill_now(l, STOP_CPU);
         }
@@ -281,7 +302,20 @@ static void decide(struct loop *l, struct run_outcome *out)
         if (l->have_job_exit && WIFSIGNALED(l->job_exit.status))
                 out->signal = WTERMSIG(l->job_exit.status);
 
-        if (l->reason == STOP_OOM) {
+        bool cg_oom = l->have_cg_stats &&
+                      (l->cg_stats.memory_events.oom_kill || l->cg_stats.memory_events.oom_group_kill);
+        if (l->reason == STOP_NONE && cg_oom) {
+                char lim[32], peak[32];
+                out->status = RUN_OOM;
+                out->exit_code = EXIT_OOM;
+                snprintf(out->message, sizeof(out->message),
+                         "memory limit %s exceeded: the kernel's OOM killer ended the sandbox in its cgroup "
+                         "(memory.max; %llu process%s killed, peak %s)",
+                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
+                         (unsigned long long)l->cg_stats.memory_events.oom_kill,
+                         l->cg_stats.memory_events.oom_kill == 1 ? "" : "es",
+                         format_size((l->cg_stats.memory_peak >> 20) << 20, peak, sizeof(peak)));
+        } else if (l->reason == STOP_OOM) {
                 char lim[32], used[32];
                 out->status = RUN_OOM;
                 out->exit_code = EXIT_OOM;
@@ -293,8 +327,9 @@ static void decide(struct loop *l, struct run_outcome *out)
                    (l->reason == STOP_NONE && out->signal == SIGXCPU && l->cfg->cpu_time_ms)) {
                 out->status = RUN_CPU_TIMEOUT;
                 out->exit_code = EXIT_TIMEOUT;
-                snprintf(out->message, sizeof(out->message), "cpu time limit %s exceeded",
-                         format_duration_ms(l->cfg->cpu_time_ms, tmp, sizeof(tmp)));
+                snprintf(out->message, sizeof(out->message), "cpu time limit %s exceeded%s",
+                         format_duration_ms(l->cfg->cpu_time_ms, tmp, sizeof(tmp)),
+                         l->cg_cpu_ms ? " (cgroup cpu.stat)" : "");
         } else if (l->reason == STOP_TIMEOUT) {
                 out->status = RUN_TIMEOUT;
                 out->exit_code = EXIT_TIMEOUT;
@@ -372,6 +407,8 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
                 .heartbeat_fd = -1,
                 .stdin_open = cfg->tty, .started_ms = now_monotonic_ms(),
+                .cg = sb->cgroup,
+                .cg_memory = sb->cgroup && (cgroup_run_enforced(sb->cgroup) & CGROUP_LIMIT_MEMORY),
         };
         sandbox_signal_set(&set);
         l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -507,7 +544,28 @@ finish:
         out->cpu_sys_ms = (uint64_t)l->rusage.ru_stime.tv_sec * 1000 + (uint64_t)l->rusage.ru_stime.tv_usec / 1000;
         out->peak_rss_bytes = (uint64_t)l->rusage.ru_maxrss * 1024;
         out->peak_tree_memory_bytes = l->peak_memory;
+        /* init is reaped: what the cgroup counted is final now */
+        if (l->cg && cgroup_run_stats(l->cg, &l->cg_stats) == 0) {
+                l->have_cg_stats = true;
+                out->cgroup_metered = true;
+                if (l->cg_stats.have & CGROUP_HAVE_CPU_STAT) {
+                        out->cpu_user_ms = l->cg_stats.cpu.user_usec / 1000;
+                        out->cpu_sys_ms = l->cg_stats.cpu.system_usec / 1000;
+                }
+                if (l->cg_stats.have & (CGROUP_HAVE_MEMORY_PEAK | CGROUP_HAVE_MEMORY_SAMPLED))
+                        out->cgroup_memory_peak_bytes = l->cg_stats.memory_peak;
+                out->cgroup_oom_kills = l->cg_stats.memory_events.oom_kill;
+                out->pids_max_events = l->cg_stats.pids_max_events;
+        }
         decide(l, out);
+        if (out->pids_max_events && l->cfg->pids) {
+                size_t len = strlen(out->message);
+                snprintf(out->message + len, sizeof(out->message) - len,
+                         "%spids limit %llu reached: pids.max refused %llu fork%s%s",
+                         len ? " (" : "", (unsigned long long)l->cfg->pids,
+                         (unsigned long long)out->pids_max_events,
+                         out->pids_max_events == 1 ? "" : "s", len ? ")" : "");
+        }
 
         if (l->tty_master >= 0)
                 close(l->tty_master);

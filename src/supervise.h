@@ -33,10 +33,20 @@ struct run_outcome {
         uint64_t cpu_user_ms, cpu_sys_ms;
         uint64_t peak_rss_bytes;/* largest RSS of any process of the job */
         uint64_t peak_tree_memory_bytes; /* largest sum the watchdog saw, 0 if it never ran */
+        /* from the run cgroup (sb->cgroup), read after init was reaped;
+         * with one, cpu_user_ms/cpu_sys_ms come from its cpu.stat */
+        bool cgroup_metered;    /* the fields below (and cpu) are the cgroup's */
+        uint64_t cgroup_memory_peak_bytes; /* memory.peak (or sampled peak), 0 if unknown */
+        uint64_t cgroup_oom_kills;  /* oom_kill in memory.events */
+        uint64_t pids_max_events;   /* forks refused by pids.max */
 };
 
 /* Run the loop until the sandbox is gone and its output drained. The
  * signals in sandbox_signal_set() must already be blocked. Fills *out.
+ * With sb->cgroup, cpu_time is watched through the cgroup's cpu.stat,
+ * memory is left to its memory.max when that was written (an OOM kill
+ * there ends as status oom), and the metering comes from the cgroup;
+ * the cgroup itself is left for the caller to remove.
  * Returns 0, or -errno if the supervisor itself failed (the sandbox is
  * killed in that case). */
 int supervise(const struct run_config *cfg, struct sandbox *sb,

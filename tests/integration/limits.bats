@@ -1,11 +1,36 @@
 #!/usr/bin/env bats
 # Limits without cgroups (this is how they hold on a host with no
 # delegated cgroup v2): the memory and cpu watchdog, RLIMIT_NPROC,
-# RLIMIT_FSIZE. tests/vm/ covers the cgroup v2 mechanisms.
+# RLIMIT_FSIZE. tests/vm/ covers the cgroup v2 mechanisms. SBX_CGROUP=none
+# pins the fallbacks, also on a host that does delegate a cgroup.
 
 load lib
 
-setup() { common_setup; }
+setup() {
+        common_setup
+        export SBX_CGROUP=none
+}
+
+@test "without a cgroup the report names each fallback, and --require refuses the rest" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        run "$SBX" run --json --cpus 0.5 --cpu-time 10s -- true
+        [ "$status" -eq 0 ]
+        mech() { python3 -c 'import json,sys; l=json.load(sys.stdin)["enforcement"]["limits"]; print(" ".join(l[k]["mechanism"] for k in sys.argv[1:]))' "$@"; }
+        [ "$(echo "$output" | mech memory cpu_time pids cpus)" = "watchdog watchdog rlimit not enforced" ]
+        run "$SBX" run --require memory --require pids -- true
+        [ "$status" -eq 0 ]
+        run "$SBX" run --require cpus -- true
+        [ "$status" -eq 125 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"required limit cpus cannot be enforced"*"SBX_CGROUP=none"* ]]
+}
+
+@test "an unusable SBX_CGROUP is a warning, and the fallbacks hold" {
+        SBX_CGROUP=/nonexistent-sbx-cgroup run "$SBX" run -- echo ok
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "sbx: run: SBX_CGROUP: SBX_CGROUP=/nonexistent-sbx-cgroup is not a cgroup v2 directory; limits fall back to the watchdog and rlimits" ]
+        [ "${lines[1]}" = ok ]
+}
 
 @test "a memory hog is killed by the watchdog: oom, exit 137" {
         command -v python3 >/dev/null || skip "python3 not installed"

@@ -10,6 +10,9 @@
 T_FAILED=0
 SBX=${SBX:-/usr/bin/sbx}
 PROBE=${PROBE:-/usr/bin/probe}
+# sbx's data files, put there by tests/vm/run
+export SBX_DATADIR=${SBX_DATADIR:-/usr/share/sbx}
+export SBX_PROFILE_PATH=${SBX_PROFILE_PATH:-/usr/share/sbx/profiles}
 
 t_ok() { echo "ok - $*"; }
 t_fail() {

@@ -1,16 +1,16 @@
 #!/bin/sh
 # check-fuzz-profile.sh - `make check` driver for the profile fuzz target
-# (TAP). Without --enable-fuzzing the target is a replay binary that runs
+# (TAP). Without clang's libFuzzer the target is a replay binary that runs
 # the seed corpus once and prints TAP itself. With it, the libFuzzer
 # binary replays the corpus, then fuzzes for 10 seconds from a scratch copy
 # (the committed corpus is never written to); a crashing input is kept as
 # tests/fuzz/fuzz-profile-crash-* in the build dir.
 set -u
-bin=./tests/fuzz/fuzz-profile
+bin=./tests/fuzz/fuzz-profile-lf
 corpus="${TESTS_DIR:?}/fuzz/corpus"
 
 if [ "${SBX_FUZZING:-no}" != yes ]; then
-        exec "$bin" "$corpus"
+        exec ./tests/fuzz/fuzz-profile "$corpus"
 fi
 
 work=$(mktemp -d)

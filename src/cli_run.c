@@ -236,10 +236,18 @@ static void tty_restore(struct tty_state *t)
         t->saved = false;
 }
 
-/* The syscall policy the profile asks for. */
-static int build_seccomp(const struct run_config *cfg, struct seccomp_policy **ret,
+/* The syscall policy the profile asks for, compiled to BPF (cached next
+ * to the run store: the same profile gives the same filter). */
+static int build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
                          struct seccomp_report *report, char **ret_error)
 {
+        _cleanup_free_ char *db = NULL, *cache = NULL;
+        if (store_default_path(&db) == 0) {
+                char *slash = strrchr(db, '/');
+                if (slash)
+                        *slash = '\0';
+                cache = xasprintf("%s/cache", db);
+        }
         struct seccomp_settings s = { 0 };
         int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(&s)
                                                         : seccomp_settings_default(&s);
@@ -258,7 +266,7 @@ static int build_seccomp(const struct run_config *cfg, struct seccomp_policy **r
                 s.allow = strv_append(s.allow, *p);
         s.allow_ptrace = cfg->seccomp_allow_ptrace;
         s.allow_io_uring = cfg->seccomp_allow_io_uring;
-        r = seccomp_policy_build(&s, ret, report, ret_error);
+        r = seccomp_policy_compile(&s, cache, ret_blob, ret_len, report, ret_error);
         seccomp_settings_done(&s);
         return r;
 }
@@ -421,7 +429,6 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         struct tty_state tty = { 0 };
         struct winsize ws, *wsp = NULL;
         struct seccomp_report sc_report = { 0 };
-        _cleanup_seccomp_policy_ struct seccomp_policy *policy = NULL;
         _cleanup_store_ struct store *store = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
@@ -497,9 +504,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
 
         /* The syscall filter is compiled here, in parallel with the
          * sandbox's own setup, and travels with the start message. */
-        r = build_seccomp(cfg, &policy, &sc_report, &err);
-        if (r >= 0)
-                r = seccomp_policy_export(policy, &bpf, &bpf_len);
+        r = build_seccomp(cfg, &bpf, &bpf_len, &sc_report, &err);
         if (r < 0) {
                 log_error("%s", err ? err : strerror(-r));
                 goto abort;

@@ -27,9 +27,12 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "digest.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -734,6 +737,168 @@ int seccomp_blob_load(const void *blob, size_t len)
                 return -errno;
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &names) < 0)
                 return -errno;
+        return 0;
+}
+
+static const char *native_arch_name(void)
+{
+        switch (seccomp_arch_native()) {
+        case SCMP_ARCH_X86_64: return "x86_64";
+        case SCMP_ARCH_AARCH64: return "aarch64";
+        case SCMP_ARCH_X86: return "x86";
+        case SCMP_ARCH_ARM: return "arm";
+        case SCMP_ARCH_PPC64LE: return "ppc64le";
+        case SCMP_ARCH_S390X: return "s390x";
+        case SCMP_ARCH_RISCV64: return "riscv64";
+        }
+        return "native";
+}
+
+static void key_add(struct digest *d, const char *label, const char *value)
+{
+        digest_update(d, label, strlen(label) + 1);
+        if (value)
+                digest_update(d, value, strlen(value) + 1);
+        else
+                digest_update(d, "\x01null", 6);
+}
+
+static void key_add_list(struct digest *d, const char *label, char **list)
+{
+        key_add(d, label, NULL);
+        for (char **p = list; p && *p; p++)
+                key_add(d, "item", *p);
+}
+
+/* The cache key of s, or -errno when an input cannot be looked at (then
+ * nothing is cached). */
+static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE])
+{
+        _cleanup_free_ char *path = groups_path();
+        const struct scmp_version *v = seccomp_version();
+        struct stat st;
+        struct digest d;
+        char buf[160];
+
+        if (stat(path, &st) < 0)
+                return -errno;
+        digest_init(&d);
+        key_add(&d, "format", "sbx-bpf-cache 1");
+        key_add(&d, "sbx", PACKAGE_VERSION);
+        snprintf(buf, sizeof(buf), "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+        key_add(&d, "libseccomp", buf);
+        key_add(&d, "arch", native_arch_name());
+        key_add(&d, "groups", path);
+        snprintf(buf, sizeof(buf), "%llu:%llu:%llu:%lld.%09ld", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+                 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        key_add(&d, "groups-stat", buf);
+        key_add(&d, "action", s->default_action);
+        snprintf(buf, sizeof(buf), "%d%d%d%d", s->allow_list_mode, s->allow_ptrace, s->allow_io_uring,
+                 s->allow_namespaces);
+        key_add(&d, "switches", buf);
+        key_add_list(&d, "deny", s->deny);
+        key_add_list(&d, "allow", s->allow);
+        digest_final_hex(&d, hex);
+        return 0;
+}
+
+/* Cache file: "sbx-bpf <syscalls> <rules>\n" then the blob. */
+static int cache_read(const char *path, void **ret_blob, size_t *ret_len, unsigned *ret_syscalls,
+                      unsigned *ret_rules)
+{
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        unsigned syscalls, rules;
+        int r = read_file(path, &data, &len);
+        if (r < 0)
+                return r;
+        char *nl = memchr(data, '\n', len);
+        if (!nl || sscanf(data, "sbx-bpf %u %u", &syscalls, &rules) != 2)
+                return -EBADMSG;
+        size_t off = (size_t)(nl + 1 - data);
+        size_t blob_len = len - off;
+        struct blob_header h;
+        if (blob_len < sizeof(h))
+                return -EBADMSG;
+        memcpy(&h, data + off, sizeof(h));
+        if (h.magic != BLOB_MAGIC ||
+            blob_len != sizeof(h) + ((size_t)h.n_args + h.n_names) * sizeof(struct sock_filter))
+                return -EBADMSG;
+        void *blob = xmalloc(blob_len);
+        memcpy(blob, data + off, blob_len);
+        *ret_blob = blob;
+        *ret_len = blob_len;
+        *ret_syscalls = syscalls;
+        *ret_rules = rules;
+        return 0;
+}
+
+static void cache_write(const char *dir, const char *path, const void *blob, size_t len,
+                        unsigned syscalls, unsigned rules)
+{
+        char head[64];
+        _cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
+
+        if (mkdir_p(dir, 0700) < 0)
+                return;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return;
+        snprintf(head, sizeof(head), "sbx-bpf %u %u\n", syscalls, rules);
+        bool ok = write_all(fd, head, strlen(head)) == 0 && write_all(fd, blob, len) == 0;
+        ok = close(fd) == 0 && ok;
+        /* rename: readers see the old file or the whole new one */
+        if (!ok || rename(tmp, path) < 0)
+                (void)unlink(tmp);
+}
+
+int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_dir,
+                           void **ret_blob, size_t *ret_len, struct seccomp_report *ret_report,
+                           char **ret_error)
+{
+        char key[DIGEST_HEX_SIZE];
+        _cleanup_free_ char *path = NULL;
+        struct seccomp_report report = { 0 };
+        uint32_t action;
+        const char *action_name;
+        int r;
+
+        if (parse_action(s->default_action, &action, &action_name) < 0)
+                return fail(ret_error, -EINVAL, "unknown action \"%s\" (use errno, kill or log)",
+                            s->default_action);
+        if (cache_dir && cache_key(s, key) == 0) {
+                unsigned syscalls, rules;
+                path = xasprintf("%s/seccomp-%s.bpf", cache_dir, key);
+                if (cache_read(path, ret_blob, ret_len, &syscalls, &rules) == 0) {
+                        if (ret_report) {
+                                snprintf(report.policy, sizeof(report.policy), "%s", s->name ? s->name : "custom");
+                                report.action = action_name;
+                                report.mode = s->allow_list_mode ? "allow-list" : "deny-list";
+                                report.arch = native_arch_name();
+                                report.syscalls = syscalls;
+                                report.rules = rules;
+                                *ret_report = report;
+                        }
+                        return 0;
+                }
+        }
+
+        _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+        r = seccomp_policy_build(s, &p, &report, ret_error);
+        if (r < 0)
+                return r;
+        void *blob;
+        size_t len;
+        r = seccomp_policy_export(p, &blob, &len);
+        if (r < 0)
+                return fail(ret_error, r, "cannot export the filter: %s", strerror(-r));
+        if (path)
+                cache_write(cache_dir, path, blob, len, report.syscalls, report.rules);
+        *ret_blob = blob;
+        *ret_len = len;
+        if (ret_report)
+                *ret_report = report;
         return 0;
 }
 

@@ -110,6 +110,17 @@ int seccomp_policy_load(const struct seccomp_policy *p);
  * work on its critical path. *ret is malloc'd. 0 or -errno. */
 int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *ret_len);
 
+/* seccomp_policy_build() + seccomp_policy_export(), remembered in
+ * cache_dir (created 0700; NULL: no cache). The key covers everything
+ * that decides the filter: the settings, the groups file (path, inode,
+ * size, mtime), the libseccomp version, the architecture and sbx's
+ * version, so a changed input is never served a stale filter. Building
+ * costs about a millisecond of libseccomp work per run; a cache hit is one
+ * small file read. A cache that cannot be read or written is ignored. */
+int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_dir,
+                           void **ret_blob, size_t *ret_len, struct seccomp_report *ret_report,
+                           char **ret_error);
+
 /* Install a blob from seccomp_policy_export() in the calling thread.
  * no_new_privs must already be set (caps_drop_all() does). Like
  * seccomp_policy_load(): the last step before execve. 0 or -errno

@@ -18,6 +18,7 @@
 #include <linux/sched.h>
 #include <pthread.h>
 #include <sched.h>
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -672,11 +673,77 @@ static void blob_malformed(void **state)
         seccomp_settings_done(&s);
 }
 
+/* The compiled-filter cache gives back exactly what a fresh build gives,
+ * keys on the settings, and ignores a damaged entry. */
+static void compile_cache(void **state)
+{
+        char dir[] = "/tmp/sbx-test-bpf-cache.XXXXXX";
+        struct seccomp_settings s = { 0 };
+        struct seccomp_report r1, r2;
+        _cleanup_free_ char *err = NULL;
+        void *a = NULL, *b = NULL, *c = NULL;
+        size_t la, lb, lc;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(seccomp_settings_default(&s), 0);
+        assert_int_equal(seccomp_policy_compile(&s, dir, &a, &la, &r1, &err), 0);
+        /* second time from the cache: same bytes, same report */
+        assert_int_equal(seccomp_policy_compile(&s, dir, &b, &lb, &r2, &err), 0);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        assert_int_equal(r1.syscalls, r2.syscalls);
+        assert_int_equal(r1.rules, r2.rules);
+        assert_string_equal(r1.action, r2.action);
+        assert_string_equal(r1.mode, r2.mode);
+        /* without a cache the same filter comes out */
+        assert_int_equal(seccomp_policy_compile(&s, NULL, &c, &lc, NULL, &err), 0);
+        assert_int_equal(la, lc);
+        assert_memory_equal(a, c, la);
+        free(b);
+        free(c);
+
+        /* another setting, another filter (and another cache entry) */
+        s.deny = strv_append(s.deny, "getcwd");
+        assert_int_equal(seccomp_policy_compile(&s, dir, &b, &lb, &r2, &err), 0);
+        assert_true(lb != la || memcmp(a, b, la) != 0);
+        assert_int_equal(r2.syscalls, r1.syscalls + 1);
+        free(b);
+
+        /* damage every cache entry: it is rebuilt, not trusted */
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int damaged = 0;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char path[512];
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                assert_int_equal(write_file(path, "sbx-bpf 1 1\ngarbage", 0600), 0);
+                damaged++;
+        }
+        closedir(d);
+        assert_int_equal(damaged, 2);
+        strv_free(s.deny);
+        s.deny = NULL;
+        seccomp_settings_done(&s);
+        assert_int_equal(seccomp_settings_default(&s), 0);
+        assert_int_equal(seccomp_policy_compile(&s, dir, &b, &lb, &r2, &err), 0);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        free(a);
+        free(b);
+        seccomp_settings_done(&s);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(build_default),
                 cmocka_unit_test(blob_malformed),
+                cmocka_unit_test(compile_cache),
                 cmocka_unit_test(build_strict),
                 cmocka_unit_test(build_custom),
                 cmocka_unit_test(build_errors),

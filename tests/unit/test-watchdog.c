@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "util.h"
@@ -43,44 +44,63 @@ static void counts_processes_and_memory(void **state)
         assert_int_equal(pipe(fds), 0);
         pid_t root = spawn_tree(3, 40, fds[1]);
         char buf[3];
-        assert_int_equal(read_full(fds[0], buf, 3), 3);
+        ssize_t n = read_full(fds[0], buf, 3);
 
-        struct tree_sample s;
-        assert_int_equal(watchdog_sample(root, &s), 0);
-        assert_int_equal(s.processes, 4);
-        /* 3 x 40 MiB of private anonymous memory, give or take the heap */
-        assert_true(s.memory_bytes >= (uint64_t)115 << 20);
-        assert_true(s.memory_bytes < (uint64_t)200 << 20);
-
+        struct tree_sample s = { 0 };
+        int r = watchdog_sample(root, &s);
+        /* kill the tree before any assertion can leave it behind */
         kill(-root, SIGKILL);
         kill(root, SIGKILL);
         waitpid(root, NULL, 0);
         close(fds[0]);
         close(fds[1]);
+
+        assert_int_equal(n, 3);
+        assert_int_equal(r, 0);
+        assert_int_equal(s.processes, 4);
+        /* 3 x 40 MiB of private anonymous memory, give or take the heap */
+        assert_true(s.memory_bytes >= (uint64_t)115 << 20);
+        assert_true(s.memory_bytes < (uint64_t)200 << 20);
+}
+
+static uint64_t own_cpu_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void counts_cpu_of_reaped_children(void **state)
 {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
         pid_t root = fork();
         if (root == 0) {
                 pid_t burner = fork();
                 if (burner == 0) {
-                        uint64_t end = now_monotonic_ms() + 300;
-                        while (now_monotonic_ms() < end)
+                        /* 300 ms of cpu, however busy the machine is */
+                        while (own_cpu_ms() < 300)
                                 ;
                         _exit(0);
                 }
                 waitpid(burner, NULL, 0);       /* its cpu moves to our cutime */
+                (void)!write(fds[1], "x", 1);
                 pause();
                 _exit(0);
         }
-        usleep(600 * 1000);
-        struct tree_sample s;
-        assert_int_equal(watchdog_sample(root, &s), 0);
-        assert_int_equal(s.processes, 1);
-        assert_true(s.cpu_ms >= 200);
+        char c;
+        ssize_t n = read_full(fds[0], &c, 1);
+        struct tree_sample s = { 0 };
+        int r = watchdog_sample(root, &s);
         kill(root, SIGKILL);
         waitpid(root, NULL, 0);
+        close(fds[0]);
+        close(fds[1]);
+
+        assert_int_equal(n, 1);
+        assert_int_equal(r, 0);
+        assert_int_equal(s.processes, 1);
+        assert_true(s.cpu_ms >= 250);
 }
 
 static void missing_root(void **state)

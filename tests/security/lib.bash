@@ -127,10 +127,10 @@ marker() {
         echo "sbxsec$$x${BATS_TEST_NUMBER}x$RANDOM$RANDOM"
 }
 
-# A number unique enough to find a process by its command line
-# (`sleep 71234.5`), with no letters so sleep accepts it.
+# A whole number unique enough to find a process by its command line
+# (`sleep 7123451234`), which sleep and the probe both accept.
 unique_secs() {
-        echo "7${RANDOM}${BATS_TEST_NUMBER}.$$"
+        echo "7${RANDOM}${BATS_TEST_NUMBER}$$"
 }
 
 # fingerprint PATH...: what the host holds at PATH (type, mode, owner,

@@ -15,8 +15,32 @@
  *   probe daemon SECS       double fork + setsid; print the grandchild pid;
  *                           the grandchild sleeps SECS holding stdio open
  *   probe fds               list open fds and what they point at
- *   probe caps              print the capability and no_new_privs lines
+ *   probe caps              print the uid, gid, capability and no_new_privs lines
  *   probe isatty            say which of fds 0, 1, 2 are terminals
+ *
+ * Hostile verbs (tests/security): each makes one real attempt at an
+ * escape and prints OK if it worked, else the errno name; exit 0. They
+ * are meant for a sandbox, but stay bounded when run unconfined (which
+ * the self-test of the security suites does on purpose):
+ *
+ *   probe inject TEXT       TIOCSTI each byte of TEXT into the terminal
+ *   probe kill SIG PID [LAST]  send SIG to PID (..LAST); print how many
+ *                           deliveries succeeded ("killed N")
+ *   probe ptrace PID        PTRACE_ATTACH to PID, then detach
+ *   probe handle PATH       name_to_handle_at(PATH) + open_by_handle_at
+ *   probe socket KIND       socket(): packet, raw, raw6, netlink-route
+ *   probe connect PORT      TCP connect to 127.0.0.1:PORT
+ *   probe abstract NAME     connect to the abstract unix socket @NAME
+ *   probe route             add a route (10.254.254.0/24 via lo) over
+ *                           rtnetlink; print the kernel's answer
+ *   probe memfd SIZE SECS   fill an unmapped memfd with SIZE bytes,
+ *                           hold it SECS seconds
+ *   probe sysvshm SIZE SECS fill a SysV shm segment, detach, hold SECS
+ *   probe keyring NAME      join a new session keyring called NAME
+ *   probe paste             TIOCLINUX paste-selection on the terminal
+ *   probe pdeathsig SECS    fork a child that clears its parent-death
+ *                           signal, becomes a subreaper and setsids,
+ *                           then sleeps SECS; the parent exits at once
  *
  * "Harmless arguments" matters: the probe may run unconfined as real
  * root (a developer's shell, CI), so every syscall is made so that even
@@ -35,11 +59,24 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_ether.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -407,7 +444,11 @@ static int usage(void)
 {
         fprintf(stderr,
                 "usage: probe syscall NAME|list | memhog SIZE | forkbomb N | spew BYTES [LEN]\n"
-                "       probe zombies N [SECS] | daemon SECS | fds | caps | isatty\n");
+                "       probe zombies N [SECS] | daemon SECS | fds | caps | isatty\n"
+                "       probe inject TEXT | kill SIG PID [LAST] | ptrace PID | handle PATH\n"
+                "       probe socket packet|raw|raw6|netlink-route | connect PORT | abstract NAME\n"
+                "       probe route | memfd SIZE SECS | sysvshm SIZE SECS | pdeathsig SECS\n"
+                "       probe keyring NAME | paste\n");
         return 2;
 }
 
@@ -644,7 +685,8 @@ static int verb_fds(void)
 static int verb_caps(void)
 {
         static const char *const keys[] = {
-                "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:",
+                "Uid:", "Gid:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:",
+                "NoNewPrivs:", "Seccomp:",
         };
         char line[256];
         FILE *f = fopen("/proc/self/status", "re");
@@ -665,6 +707,256 @@ static int verb_isatty(void)
 {
         for (int fd = 0; fd <= 2; fd++)
                 printf("%d: %s\n", fd, isatty(fd) ? "tty" : "not a tty");
+        return 0;
+}
+
+
+/* ---- hostile verbs ---- */
+
+static int report(long r)
+{
+        if (r < 0)
+                print_errno(errno);
+        else
+                printf("OK\n");
+        return 0;
+}
+
+static int verb_inject(const char *text)
+{
+        int fd = tty_fd();
+        for (const char *c = text; *c; c++)
+                if (ioctl(fd, TIOCSTI, c) < 0)
+                        return report(-1);
+        return report(0);
+}
+
+static int verb_kill(const char *sig_arg, const char *first_arg, const char *last_arg)
+{
+        unsigned long sig, first, last;
+        unsigned long killed = 0;
+
+        if (!parse_count(sig_arg, &sig) || !parse_count(first_arg, &first) ||
+            (last_arg && !parse_count(last_arg, &last)))
+                return usage();
+        if (!last_arg)
+                last = first;
+        for (unsigned long pid = first; pid <= last && pid <= 4194304; pid++) {
+                if ((pid_t)pid == getpid())
+                        continue;
+                if (kill((pid_t)pid, (int)sig) == 0)
+                        killed++;
+        }
+        printf("killed %lu\n", killed);
+        return 0;
+}
+
+static int verb_ptrace(const char *arg)
+{
+        unsigned long pid;
+        if (!parse_count(arg, &pid))
+                return usage();
+        if (ptrace(PTRACE_ATTACH, (pid_t)pid, NULL, NULL) < 0)
+                return report(-1);
+        waitpid((pid_t)pid, NULL, __WALL);
+        ptrace(PTRACE_DETACH, (pid_t)pid, NULL, NULL);
+        return report(0);
+}
+
+static int verb_handle(const char *path)
+{
+        struct {
+                struct file_handle fh;
+                unsigned char bytes[MAX_HANDLE_SZ];
+        } h;
+        int mount_id, mfd, fd;
+
+        h.fh.handle_bytes = MAX_HANDLE_SZ;
+        if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) < 0)
+                return report(-1);
+        mfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                close(fd);
+        return report(fd);
+}
+
+static int verb_socket(const char *kind)
+{
+        int fd;
+        if (strcmp(kind, "packet") == 0)
+                fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+        else if (strcmp(kind, "raw") == 0)
+                fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+        else if (strcmp(kind, "raw6") == 0)
+                fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+        else if (strcmp(kind, "netlink-route") == 0)
+                fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        else
+                return usage();
+        if (fd >= 0)
+                close(fd);
+        return report(fd);
+}
+
+static int verb_connect(const char *arg)
+{
+        unsigned long port;
+        struct sockaddr_in sa = { .sin_family = AF_INET };
+        if (!parse_count(arg, &port) || port == 0 || port > 65535)
+                return usage();
+        sa.sin_port = htons((uint16_t)port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return report(-1);
+        return report(connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
+}
+
+static int verb_abstract(const char *name)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(name);
+        if (n + 1 > sizeof(sa.sun_path))
+                return usage();
+        memcpy(sa.sun_path + 1, name, n);       /* sun_path[0] = 0: abstract */
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return report(-1);
+        return report(connect(fd, (struct sockaddr *)&sa,
+                              (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
+}
+
+/* RTM_NEWROUTE 10.254.254.0/24 dev lo; the kernel's ack carries the
+ * error (0 = the route was added). */
+static int verb_route(void)
+{
+        struct {
+                struct nlmsghdr nh;
+                struct rtmsg rt;
+                char attrs[64];
+        } req = { 0 };
+        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+        char ans[4096];
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        uint32_t dst = htonl(0x0afefe00), ifindex = 1;  /* lo is 1 in a fresh netns */
+        struct rtattr *a;
+
+        if (fd < 0)
+                return report(-1);
+        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+        req.nh.nlmsg_type = RTM_NEWROUTE;
+        req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+        req.rt.rtm_family = AF_INET;
+        req.rt.rtm_dst_len = 24;
+        req.rt.rtm_table = RT_TABLE_MAIN;
+        req.rt.rtm_protocol = RTPROT_BOOT;
+        req.rt.rtm_scope = RT_SCOPE_LINK;
+        req.rt.rtm_type = RTN_UNICAST;
+        a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+        a->rta_type = RTA_DST;
+        a->rta_len = RTA_LENGTH(4);
+        memcpy(RTA_DATA(a), &dst, 4);
+        req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(a->rta_len);
+        a = (struct rtattr *)((char *)&req + req.nh.nlmsg_len);
+        a->rta_type = RTA_OIF;
+        a->rta_len = RTA_LENGTH(4);
+        memcpy(RTA_DATA(a), &ifindex, 4);
+        req.nh.nlmsg_len += RTA_ALIGN(a->rta_len);
+        if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+                return report(-1);
+        ssize_t n = recv(fd, ans, sizeof(ans), 0);
+        if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+                return report(-1);
+        struct nlmsghdr *h = (struct nlmsghdr *)ans;
+        if (h->nlmsg_type != NLMSG_ERROR)
+                return report(0);
+        int e = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+        errno = -e;
+        return report(e ? -1 : 0);
+}
+
+static int verb_memfd(const char *arg, const char *arg_secs)
+{
+        static char buf[1 << 16];
+        unsigned long long want, got = 0;
+        unsigned long secs;
+
+        if (!parse_size(arg, &want) || !parse_count(arg_secs, &secs))
+                return usage();
+        int fd = (int)syscall(SYS_memfd_create, "probe-hog", 0U);
+        if (fd < 0)
+                return report(-1);
+        memset(buf, 1, sizeof(buf));
+        while (got < want) {
+                ssize_t w = write(fd, buf, sizeof(buf));
+                if (w <= 0) {
+                        printf("write failed after %llu bytes\n", got);
+                        return 1;
+                }
+                got += (unsigned long long)w;
+        }
+        printf("held %llu bytes\n", got);
+        fflush(stdout);
+        sleep((unsigned)secs);
+        return 0;
+}
+
+static int verb_sysvshm(const char *arg, const char *arg_secs)
+{
+        unsigned long long want;
+        unsigned long secs;
+
+        if (!parse_size(arg, &want) || !parse_count(arg_secs, &secs))
+                return usage();
+        int id = shmget(IPC_PRIVATE, (size_t)want, IPC_CREAT | 0600);
+        if (id < 0)
+                return report(-1);
+        char *p = shmat(id, NULL, 0);
+        if (p == (void *)-1) {
+                shmctl(id, IPC_RMID, NULL);
+                return report(-1);
+        }
+        memset(p, 1, (size_t)want);
+        shmdt(p);
+        printf("held %llu bytes\n", want);
+        fflush(stdout);
+        sleep((unsigned)secs);
+        shmctl(id, IPC_RMID, NULL);     /* unconfined runs clean up after themselves */
+        return 0;
+}
+
+static int verb_keyring(const char *name)
+{
+        /* KEYCTL_JOIN_SESSION_KEYRING = 1 */
+        return report(syscall(SYS_keyctl, 1, name));
+}
+
+static int verb_paste(void)
+{
+        char sub = 3;   /* TIOCL_PASTESEL: type the console selection as input */
+        return report(ioctl(tty_fd(), TIOCLINUX, &sub));
+}
+
+static int verb_pdeathsig(const char *arg)
+{
+        unsigned long secs;
+        if (!parse_count(arg, &secs))
+                return usage();
+        pid_t pid = fork();
+        if (pid < 0)
+                return report(-1);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, 0);
+                prctl(PR_SET_CHILD_SUBREAPER, 1);
+                setsid();
+                signal(SIGTERM, SIG_IGN);
+                signal(SIGHUP, SIG_IGN);
+                signal(SIGINT, SIG_IGN);
+                sleep((unsigned)secs);
+                _exit(0);
+        }
+        printf("%d\n", (int)pid);
         return 0;
 }
 
@@ -691,6 +983,32 @@ int main(int argc, char **argv)
                 r = verb_caps();
         else if (strcmp(verb, "isatty") == 0 && argc == 2)
                 r = verb_isatty();
+        else if (strcmp(verb, "inject") == 0 && argc == 3)
+                r = verb_inject(argv[2]);
+        else if (strcmp(verb, "kill") == 0 && (argc == 4 || argc == 5))
+                r = verb_kill(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+        else if (strcmp(verb, "ptrace") == 0 && argc == 3)
+                r = verb_ptrace(argv[2]);
+        else if (strcmp(verb, "handle") == 0 && argc == 3)
+                r = verb_handle(argv[2]);
+        else if (strcmp(verb, "socket") == 0 && argc == 3)
+                r = verb_socket(argv[2]);
+        else if (strcmp(verb, "connect") == 0 && argc == 3)
+                r = verb_connect(argv[2]);
+        else if (strcmp(verb, "abstract") == 0 && argc == 3)
+                r = verb_abstract(argv[2]);
+        else if (strcmp(verb, "route") == 0 && argc == 2)
+                r = verb_route();
+        else if (strcmp(verb, "memfd") == 0 && argc == 4)
+                r = verb_memfd(argv[2], argv[3]);
+        else if (strcmp(verb, "sysvshm") == 0 && argc == 4)
+                r = verb_sysvshm(argv[2], argv[3]);
+        else if (strcmp(verb, "keyring") == 0 && argc == 3)
+                r = verb_keyring(argv[2]);
+        else if (strcmp(verb, "paste") == 0 && argc == 2)
+                r = verb_paste();
+        else if (strcmp(verb, "pdeathsig") == 0 && argc == 3)
+                r = verb_pdeathsig(argv[2]);
         else
                 r = usage();
         if (fflush(stdout) != 0 && r == 0)

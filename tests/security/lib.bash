@@ -72,3 +72,124 @@ find_tool() {
         done
         return 1
 }
+
+# ---- helpers for the hostile suites (fs, process, tty, net, privilege,
+# resources). Every case attacks from inside and then looks at the host.
+#
+# Self-test: with SBX_SECURITY_SELFTEST=unsandboxed, `sandboxed` runs the
+# command directly on the host instead of in a sandbox. Run a suite that
+# way (by hand, never in make check) to see that its cases can fail: an
+# attack that works on an unconfined host must turn the case red. Cases
+# that would harm the host when unconfined (kill -9 -1, guessing pids)
+# narrow or skip themselves in that mode, saying so.
+
+# sandboxed [SBX-RUN-OPTIONS...] -- CMD...: `sbx run` with the probe bound
+# read-only, via bats' `run`.
+sandboxed() {
+        if [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]; then
+                while [ $# -gt 0 ] && [ "$1" != -- ]; do
+                        shift
+                done
+                shift
+                run "$@"
+                return
+        fi
+        run "$SBX" run --ro "$PROBE" "$@"
+}
+
+# The raw command line of `sandboxed`, for callers that need a pty, a
+# background job or redirections of their own (no `run`).
+sandbox_cmd() {
+        if [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]; then
+                while [ $# -gt 0 ] && [ "$1" != -- ]; do
+                        shift
+                done
+                shift
+                printf '%q ' "$@"
+                return
+        fi
+        printf '%q ' "$SBX" run --ro "$PROBE" "$@"
+}
+
+selftest() {
+        [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]
+}
+
+# skip_in_selftest REASON: this attack would hurt the host if unconfined.
+skip_in_selftest() {
+        if selftest; then
+                skip "self-test: $1"
+        fi
+}
+
+# A name nobody else on the host uses, for markers looked for afterwards.
+marker() {
+        echo "sbxsec$$x${BATS_TEST_NUMBER}x$RANDOM$RANDOM"
+}
+
+# A whole number unique enough to find a process by its command line
+# (`sleep 7123451234`), which sleep and the probe both accept.
+unique_secs() {
+        echo "7${RANDOM}${BATS_TEST_NUMBER}$$"
+}
+
+# fingerprint PATH...: what the host holds at PATH (type, mode, owner,
+# links, size, mtime, content hash), or "absent". Compare before/after.
+fingerprint() {
+        local p
+        for p in "$@"; do
+                if [ -L "$p" ] || [ -e "$p" ]; then
+                        stat -c '%n %F %a %u:%g %h %s %Y %i' -- "$p"
+                        if [ -f "$p" ] && [ -r "$p" ]; then
+                                sha256sum -- "$p"
+                        elif [ -d "$p" ] && [ -r "$p" ]; then
+                                ls -lan --time-style=+%s -- "$p" | sha256sum
+                        fi
+                else
+                        echo "$p absent"
+                fi
+        done
+}
+
+# Host pids whose command line contains $1 (a marker), one a line.
+host_pids_matching() {
+        pgrep -f -- "$1" || true
+}
+
+# Kill (by pid) what a failed case left behind on the host.
+kill_matching() {
+        local pid
+        for pid in $(host_pids_matching "$1"); do
+                kill -9 "$pid" 2>/dev/null || true
+        done
+}
+
+# Wait up to $2 tenths of a second until no host process matches $1.
+wait_gone() {
+        local i
+        for ((i = 0; i < ${2:-30}; i++)); do
+                [ -z "$(host_pids_matching "$1")" ] && return 0
+                sleep 0.1
+        done
+        echo "still running on the host: $(host_pids_matching "$1" | xargs)" >&2
+        return 1
+}
+
+# assert_refused: the probe's verdict ($output's last line) is not OK.
+assert_refused() {
+        local last=${output##*$'\n'}
+        if [ "$last" = OK ]; then
+                echo "the attack succeeded (probe says OK); output: $output" >&2
+                return 1
+        fi
+        if [ -z "$last" ]; then
+                echo "no verdict from the probe (status $status)" >&2
+                return 1
+        fi
+}
+
+# Is the test running as root (so host files outside our own dirs are
+# writable, and an escape would show)?
+am_root() {
+        [ "$(id -u)" -eq 0 ]
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bats
+# resources.bats - resource abuse that must not hurt the host: a fork
+# bomb (bounded, host still responsive, nothing left), a memory hog
+# (killed as oom), a disk fill (ENOSPC inside, host /tmp untouched) and
+# an output flood (sbx's own memory stays small).
+
+load lib
+
+setup() {
+        require_sandbox
+        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        M=$(marker)
+        SECS=$(unique_secs)
+}
+
+teardown() {
+        kill_matching "$SECS"
+        rm -f /tmp/"$M"* 2>/dev/null
+        true
+}
+
+# Host responsiveness: 20 fork+execs of true take under $1 seconds.
+host_responsive() {
+        local start end
+        start=$(date +%s%N)
+        for ((i = 0; i < 20; i++)); do
+                /bin/true || return 1
+        done
+        end=$(date +%s%N)
+        [ $(((end - start) / 1000000)) -lt $(($1 * 1000)) ]
+}
+
+@test "resources: a fork bomb is bounded by --pids and leaves nothing behind" {
+        # a count nobody else forks, to find leftovers by
+        n=$((3000 + RANDOM % 1000))
+        sandboxed --pids 64 -- "$PROBE" forkbomb "$n"
+        [[ "$output" =~ forked\ ([0-9]+)\ of ]] || { echo "$output" >&2; false; }
+        [ "${BASH_REMATCH[1]}" -lt 64 ] || { echo "forked ${BASH_REMATCH[1]} with --pids 64" >&2; false; }
+        wait_gone "forkbomb $n"
+        host_responsive 5
+}
+
+@test "resources: a shell fork bomb keeps the host responsive and ends with the run" {
+        skip_in_selftest "unconfined, a real fork bomb would take the host down"
+        cmd=$(sandbox_cmd --pids 128 --timeout 3s --grace 200ms -- bash -c \
+                ": $SECS; b() { b | b & }; b; sleep $SECS")
+        bash -c "exec $cmd" >/dev/null 2>&1 &
+        local sbx=$!
+        sleep 1
+        host_responsive 5 || { kill -9 "$sbx"; false; }
+        # the host's own process count is not eaten up: we can still fork
+        run bash -c 'for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo forked'
+        [ "$output" = forked ]
+        wait "$sbx" || true
+        wait_gone "$SECS" 50
+}
+
+@test "resources: a memory hog is killed as oom" {
+        sandboxed --memory 64M -- "$PROBE" memhog 1G
+        [ "$status" -eq 137 ] || { echo "status $status: $output" >&2; false; }
+        [[ "$output" != *allocated* ]]
+        wait_gone "memhog 1G" 10
+}
+
+@test "resources: a memory hog in forked children is killed as oom" {
+        sandboxed --memory 64M -- sh -c "for i in 1 2 3 4 5 6 7 8; do $PROBE memhog 24M & done; wait; sleep 1; echo survived"
+        [ "$status" -eq 137 ] || { echo "status $status: $output" >&2; false; }
+        [[ "$output" != *survived* ]]
+}
+
+@test "resources: filling the disk gives ENOSPC inside and leaves host /tmp untouched" {
+        local before after
+        before=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
+        sandboxed --disk 16M -- sh -c "
+                for d in /tmp /workspace /dev/shm \$HOME; do
+                        dd if=/dev/zero of=\$d/$M-fill bs=1M count=64 2>&1 | grep -o 'No space left' | head -1
+                        rm -f \$d/$M-fill
+                done"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | grep -c 'No space left')" -eq 4 ] || { echo "$output" >&2; false; }
+        [ ! -e "/tmp/$M-fill" ]
+        after=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
+        # nothing the size of the fill landed on the host's /tmp
+        [ $((before - after)) -lt 8192 ]
+}
+
+@test "resources: a 64 MB output flood does not grow sbx's own memory" {
+        [ -x /usr/bin/time ] || skip "/usr/bin/time (GNU time) is not installed"
+        local limit_kb=${SBX_SEC_MAX_RSS_KB:-32768}
+        cmd=$(sandbox_cmd -- "$PROBE" spew 64M)
+        run /usr/bin/time -f 'maxrss=%M' -o "$BATS_TEST_TMPDIR/time" bash -c "exec $cmd >/dev/null"
+        [ "$status" -eq 0 ]
+        rss=$(sed -n 's/^maxrss=//p' "$BATS_TEST_TMPDIR/time")
+        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "sbx peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
+}
+
+@test "resources: a 64 MB stderr flood on a pty (-t) does not grow sbx's own memory" {
+        [ -x /usr/bin/time ] || skip "/usr/bin/time (GNU time) is not installed"
+        command -v script >/dev/null || skip "script(1) is not installed"
+        local limit_kb=${SBX_SEC_MAX_RSS_KB:-32768}
+        cmd=$(sandbox_cmd -t -- sh -c "$PROBE spew 64M >&2")
+        run /usr/bin/time -f 'maxrss=%M' -o "$BATS_TEST_TMPDIR/time" \
+                script -qec "$cmd" /dev/null </dev/null >/dev/null
+        rss=$(sed -n 's/^maxrss=//p' "$BATS_TEST_TMPDIR/time")
+        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "sbx peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bats
+# tty.bats - terminal injection. script(1) gives sbx a real terminal, as
+# an interactive shell would; the job tries to push keystrokes into it
+# (TIOCSTI, TIOCLINUX paste); then the *host* shell on that terminal
+# reads a line, and must read nothing the job typed.
+
+load lib
+
+setup() {
+        require_sandbox
+        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        command -v script >/dev/null || skip "script(1) (util-linux) is not installed"
+        M=$(marker)
+}
+
+# on_terminal SBX-RUN-ARGS... -- CMD...: run the sandbox under script(1),
+# then read one line on the same terminal from the host side.
+on_terminal() {
+        local cmd
+        cmd=$(sandbox_cmd "$@")
+        run script -qec "$cmd; IFS= read -r -t 2 line; echo \"host-read:[\$line]\"" /dev/null </dev/null
+}
+
+assert_nothing_typed() {
+        [[ "$output" == *"host-read:[]"* ]] || {
+                echo "the host shell read input the job typed: $output" >&2
+                return 1
+        }
+}
+
+@test "tty: TIOCSTI from a job on the caller's terminal types nothing into the host shell" {
+        on_terminal -- "$PROBE" inject "typed$M"$'\n'
+        [[ "$output" == *EPERM* || "$output" == *EIO* || "$output" == *ENOTTY* ]] || {
+                echo "probe: $output" >&2
+                false
+        }
+        assert_nothing_typed
+}
+
+@test "tty: TIOCSTI from a job with its own pty (-t) types nothing into the host shell" {
+        on_terminal -t -- "$PROBE" inject "typed$M"$'\n'
+        [[ "$output" != *OK* ]] || selftest || { echo "probe: $output" >&2; false; }
+        assert_nothing_typed
+}
+
+@test "tty: TIOCSTI through /dev/tty types nothing into the host shell" {
+        on_terminal -- sh -c "exec $PROBE inject typed$M </dev/tty"
+        assert_nothing_typed
+}
+
+@test "tty: TIOCLINUX paste-selection is refused and types nothing" {
+        on_terminal -- "$PROBE" paste
+        [[ "$output" != *OK* ]]
+        assert_nothing_typed
+}
+
+@test "tty: the job has no controlling terminal to inject into without -t" {
+        on_terminal -- sh -c 'exec 3</dev/tty && echo HAS-CTTY; true'
+        [[ "$output" != *HAS-CTTY* ]]
+        assert_nothing_typed
+}

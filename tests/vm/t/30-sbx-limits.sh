@@ -51,11 +51,14 @@ names_memory() { echo "$show" | tr -d '\n' | grep -q '"memory": *{[^}]*"mechanis
 check "sbx show: enforcement names the memory cgroup" names_memory
 says_cgroup() { echo "$show" | json_get message | grep -q 'cgroup'; }
 check "sbx show: the message says the cgroup's OOM killer ended it" says_cgroup
+human=$("$SBX" show "$id" 2>&1)
+shows_cgroup() { echo "$human" | grep -q "^  cgroup: *$A/runs/run-$id (memory.max memory.swap.max memory.oom.group cpu.max pids.max)"; }
+check "sbx show: names the run cgroup and the files written" shows_cgroup
 check "sbx: the run cgroup is gone" no_leftovers
 
 # the same hog with memory.high set just below memory.max (what an
 # explicit memory_high does): throttled first, still oom in the end
-# (4-11 s under TCG, hence the long timeout: this measures, not races)
+# (4-13 s under TCG, hence the long timeout: this measures, not races)
 t0=$(now_cs)
 out=$("$SBX" run --json --timeout 60s --memory 64M --memory-high 51M -- dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null)
 rc=$?

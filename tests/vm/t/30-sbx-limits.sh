@@ -70,6 +70,23 @@ check "sbx: hog under --memory-high 51M --memory 64M still ends as oom (exit $rc
 out=$("$SBX" run --require memory --require cpus --require pids --require memory_high --memory-high 32M -- true 2>&1)
 check "sbx: --require memory cpus pids memory_high runs with a delegated cgroup (exit $?: $out)" [ -z "$out" ]
 
+# ---- supervisor killed ----
+# The sandbox dies with sbx (PDEATHSIG), but a SIGKILLed sbx cannot
+# remove its run cgroup: sbx gc does, when it marks the run orphaned.
+"$SBX" run -- sleep 100 >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 0.5
+left=$(ls -d "$A"/runs/run-*/ 2>/dev/null)
+empty_left() { [ -n "$left" ] && [ "$(cg_key "${left%/}/cgroup.events" populated)" = 0 ]; }
+check "sbx: a SIGKILLed sbx leaves only its empty run cgroup (${left:-none})" empty_left
+out=$("$SBX" gc 2>&1)
+t_diag "sbx gc: $out"
+gc_removed() { echo "$out" | grep -q "^removed cgroup ${left%/} of run" && no_leftovers; }
+check "sbx gc marks the run orphaned and removes its cgroup" gc_removed
+
 # ---- fork bomb ----
 # (busybox sh gives up when fork fails, bash would keep trying until the
 # timeout: either way the bomb must end within the timeout, and the

@@ -129,6 +129,13 @@ int cgroup_base_prepare(unsigned want, char **ret_base, unsigned *ret_usable, ch
 int cgroup_run_new(const char *base, const char *name, unsigned usable,
                    const struct cgroup_limits *lim, struct cgroup_run **ret);
 
+/* Take hold of an existing run cgroup at path (one a dead supervisor
+ * left behind, named in its run's record) to kill and remove it. The
+ * path must be a cgroup v2 directory named run-*. Returns 0 and *ret,
+ * -ENOENT when it is gone already, -EINVAL when it is not a run cgroup,
+ * or another -errno. */
+int cgroup_run_open(const char *path, struct cgroup_run **ret);
+
 /* An O_RDONLY|O_DIRECTORY fd of the run's cgroup for clone3()'s
  * cgroup field with CLONE_INTO_CGROUP. Owned by the run: do not close;
  * it stays valid until cgroup_run_free(). */

@@ -2,12 +2,16 @@
  * runs whose supervisor died (a running row with a dead supervisor pid
  * becomes status orphaned, finished_at unknown), then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
- * Rows still running are never deleted. */
+ * Rows still running are never deleted. An orphaned run's cgroup, which
+ * its killed supervisor could not remove, is removed with it. */
 #include "config.h"
 
 #include <getopt.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "cgroup.h"
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
@@ -19,12 +23,45 @@ static void help(void)
 {
         printf("Usage: sbx gc [--dry-run] [--older-than DURATION]\n"
                "\n"
-               "Mark runs whose supervisor died as orphaned, then delete finished runs\n"
+               "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
+               "left behind), then delete finished runs\n"
                "started more than DURATION ago (default " DEFAULT_RETENTION ").\n"
                "\n"
                "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
                "  --dry-run              say what would be done, change nothing\n"
                "  -h, --help             this text\n");
+}
+
+/* The run cgroup an orphaned run left behind (its supervisor was killed
+ * before it could remove it): kill what may be left and remove it. The
+ * processes died with the supervisor (init has PDEATHSIG), so this is
+ * an empty directory in practice. Returns a line to print, or NULL. */
+static char *remove_orphan_cgroup(struct store *s, const char *id, bool dry_run)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        _cleanup_cgroup_run_ struct cgroup_run *cg = NULL;
+        json_t *e;
+        char *line = NULL;
+        int r;
+
+        if (store_run_get(s, id, &rec, NULL) < 0 || !rec->enforcement_json)
+                return NULL;
+        e = json_loads(rec->enforcement_json, 0, NULL);
+        const char *path = json_string_value(json_object_get(json_object_get(e, "cgroup"), "path"));
+        if (path && dry_run) {
+                if (access(path, F_OK) == 0)
+                        line = xasprintf("would remove cgroup %s of run %s", path, id);
+        } else if (path) {
+                r = cgroup_run_open(path, &cg);
+                if (r == 0) {
+                        r = cgroup_run_remove(cg, 1000);
+                        line = r < 0 ? xasprintf("cannot remove cgroup %s of run %s: %s", path, id, strerror(-r))
+                                     : xasprintf("removed cgroup %s of run %s", path, id);
+                } else if (r != -ENOENT)
+                        line = xasprintf("cannot remove cgroup %s of run %s: %s", path, id, strerror(-r));
+        }
+        json_decref(e);
+        return line;
 }
 
 int verb_gc(int argc, char **argv)
@@ -73,8 +110,12 @@ int verb_gc(int argc, char **argv)
                 log_error("gc: run store: %s", store_error(s));
                 return EXIT_SETUP;
         }
-        for (char **id = orphans; id && *id; id++)
+        for (char **id = orphans; id && *id; id++) {
                 printf("%s %s: supervisor died\n", dry_run ? "would mark orphaned" : "marked orphaned", *id);
+                _cleanup_free_ char *line = remove_orphan_cgroup(s, *id, dry_run);
+                if (line)
+                        printf("%s\n", line);
+        }
 
         now = now_realtime_ms();
         cutoff = retention_ms < now ? now - retention_ms : 0;

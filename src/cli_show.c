@@ -105,6 +105,21 @@ static void print_enforcement(const char *text)
                        json_string_value(json_object_get(sc, "arch")) ?: "-");
         else
                 printf("  seccomp:      none\n");
+        json_t *cg = json_object_get(e, "cgroup");
+        if (json_is_object(cg)) {
+                const char *path = json_string_value(json_object_get(cg, "path"));
+                json_t *written = json_object_get(cg, "written");
+                size_t i;
+                json_t *v;
+                if (path) {
+                        printf("  cgroup:       %s (", path);
+                        json_array_foreach(written, i, v)
+                                printf("%s%s", i ? " " : "", json_string_value(v));
+                        printf(")\n");
+                } else
+                        printf("  cgroup:       none (%s)\n",
+                               json_string_value(json_object_get(cg, "reason")) ?: "-");
+        }
         json_t *limits = json_object_get(e, "limits");
         if (json_is_object(limits)) {
                 const char *name;

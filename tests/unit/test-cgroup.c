@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cgroup.h"
@@ -190,6 +192,27 @@ static void run_name_checked(void **state)
         assert_null(cgroup_run_free(NULL));
 }
 
+static void run_open_checked(void **state)
+{
+        struct cgroup_run *cg = NULL;
+        char dir[] = "/tmp/sbx-test-cgroup-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *run = xasprintf("%s/run-01ABC", dir);
+        _cleanup_free_ char *other = xasprintf("%s/home", dir);
+
+        /* gc only ever touches cgroup v2 directories named run-* */
+        assert_int_equal(mkdir(other, 0700), 0);
+        assert_int_equal(cgroup_run_open(other, &cg), -EINVAL);
+        assert_int_equal(cgroup_run_open(run, &cg), -ENOENT);
+        assert_int_equal(mkdir(run, 0700), 0);
+        assert_int_equal(cgroup_run_open(run, &cg), -EINVAL);     /* not cgroup2 */
+        assert_int_equal(cgroup_run_open("/sys/fs/cgroup/../../tmp/run-1", &cg), -EINVAL);
+        assert_null(cg);
+        rmdir(run);
+        rmdir(other);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -202,6 +225,7 @@ int main(void)
                 cmocka_unit_test(proc_cgroup),
                 cmocka_unit_test(cpus_to_max),
                 cmocka_unit_test(run_name_checked),
+                cmocka_unit_test(run_open_checked),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,11 +51,14 @@ names_memory() { echo "$show" | tr -d '\n' | grep -q '"memory": *{[^}]*"mechanis
 check "sbx show: enforcement names the memory cgroup" names_memory
 says_cgroup() { echo "$show" | json_get message | grep -q 'cgroup'; }
 check "sbx show: the message says the cgroup's OOM killer ended it" says_cgroup
+human=$("$SBX" show "$id" 2>&1)
+shows_cgroup() { echo "$human" | grep -q "^  cgroup: *$A/runs/run-$id (memory.max memory.swap.max memory.oom.group cpu.max pids.max)"; }
+check "sbx show: names the run cgroup and the files written" shows_cgroup
 check "sbx: the run cgroup is gone" no_leftovers
 
 # the same hog with memory.high set just below memory.max (what an
 # explicit memory_high does): throttled first, still oom in the end
-# (4-11 s under TCG, hence the long timeout: this measures, not races)
+# (4-13 s under TCG, hence the long timeout: this measures, not races)
 t0=$(now_cs)
 out=$("$SBX" run --json --timeout 60s --memory 64M --memory-high 51M -- dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null)
 rc=$?
@@ -66,6 +69,23 @@ check "sbx: hog under --memory-high 51M --memory 64M still ends as oom (exit $rc
 # --require: every named limit is held by the cgroup here
 out=$("$SBX" run --require memory --require cpus --require pids --require memory_high --memory-high 32M -- true 2>&1)
 check "sbx: --require memory cpus pids memory_high runs with a delegated cgroup (exit $?: $out)" [ -z "$out" ]
+
+# ---- supervisor killed ----
+# The sandbox dies with sbx (PDEATHSIG), but a SIGKILLed sbx cannot
+# remove its run cgroup: sbx gc does, when it marks the run orphaned.
+"$SBX" run -- sleep 100 >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 0.5
+left=$(ls -d "$A"/runs/run-*/ 2>/dev/null)
+empty_left() { [ -n "$left" ] && [ "$(cg_key "${left%/}/cgroup.events" populated)" = 0 ]; }
+check "sbx: a SIGKILLed sbx leaves only its empty run cgroup (${left:-none})" empty_left
+out=$("$SBX" gc 2>&1)
+t_diag "sbx gc: $out"
+gc_removed() { echo "$out" | grep -q "^removed cgroup ${left%/} of run" && no_leftovers; }
+check "sbx gc marks the run orphaned and removes its cgroup" gc_removed
 
 # ---- fork bomb ----
 # (busybox sh gives up when fork fails, bash would keep trying until the

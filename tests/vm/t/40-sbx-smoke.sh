@@ -88,6 +88,8 @@ wait $pid
 rc=$?
 check "SIGTERM to sbx cancels the run: exit 143 (got $rc)" [ $rc -eq 143 ]
 check "no sleep 30 outlives it" sh -c '! ps -o args | grep -q "^sleep 30"'
+# refused after the run cgroup was made: it must go too
+check "--require of an unset limit refuses with 125" rc_is 125 "$SBX" run --require max_file_size -- true
 check "every run cgroup is gone" [ -z "$(ls -d "$A"/runs/*/ 2>/dev/null)" ]
 rmdir "$A/runs" 2>/dev/null
 

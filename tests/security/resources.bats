@@ -68,6 +68,18 @@ host_responsive() {
         [[ "$output" != *survived* ]]
 }
 
+@test "resources: a memfd hog (written, never mapped) is killed as oom" {
+        # smaps shows no mapping for it: the watchdog must count the fd
+        sandboxed --memory 64M -- "$PROBE" memfd 512M 3
+        [ "$status" -eq 137 ] || { echo "status $status: $output" >&2; false; }
+        [[ "$output" != *held* ]]
+}
+
+@test "resources: memfds within the limit are not counted against it twice" {
+        sandboxed --memory 64M -- sh -c "$PROBE memfd 16M 1 & $PROBE memfd 16M 1 & wait"
+        [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; false; }
+}
+
 @test "resources: filling the disk gives ENOSPC inside and leaves host /tmp untouched" {
         local before after
         before=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')

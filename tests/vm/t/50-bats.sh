@@ -1,6 +1,9 @@
-# 50-bats.sh - the core of the host integration suite (run-basic,
-# run-isolation, run-signals .bats) under bats on the VM's 6.1 kernel,
-# with every run in its own cgroup. tests/vm/run copies bats, bash and
+# 50-bats.sh - the core of the host integration suite (run-basic and
+# run-isolation .bats) under bats on the VM's 6.1 kernel, with every run
+# in its own cgroup. run-signals.bats stays on the host: its bounds
+# (forks done within 1 s, a timeout within 4 s) assume a real CPU, not
+# TCG sharing two cores with other work; 40-sbx-smoke.sh checks signals
+# and timeouts here with bounds that hold under TCG. tests/vm/run copies bats, bash and
 # the suite in when the host has them; the tests that need python3 skip
 # themselves (the VM has none).
 . /tests/lib.sh
@@ -28,19 +31,8 @@ cd /tests/bats || exit 1
 # One known difference, not sbx's: busybox sh runs its own head applet,
 # which words a failed write as "I/O error", never "No space left on
 # device"; that test is reported as a skip (30-sbx-limits checks ENOSPC).
-SBX=/tmp/sbx-cg bats --tap run-basic.bats run-isolation.bats run-signals.bats 2>&1 |
+SBX=/tmp/sbx-cg bats --tap run-basic.bats run-isolation.bats 2>&1 |
         grep -E '^(ok|not ok|#)' | sed -e 's/^\(not ok\|ok\) [0-9]* /\1 - bats: /' \
                 -e '/^not ok - bats: the disk limit gives ENOSPC/ s/^not ok \(.*\)$/ok \1 # SKIP busybox head words ENOSPC as "I\/O error"/'
-# "sbx killed with SIGKILL" leaves its run cgroup, empty (the sandbox
-# died with sbx); sbx gc would remove it, but bats deleted that test's
-# store. Every other run must have removed its own.
-left=$(ls -d "$A"/runs/*/ 2>/dev/null)
-only_empty() {
-        [ $(echo "$left" | grep -c run-) -le 1 ] || return 1
-        for d in $left; do
-                [ "$(cg_key "${d%/}/cgroup.events" populated)" = 0 ] || return 1
-                rmdir "$d"
-        done
-}
-check "bats: no run cgroup left but the SIGKILLed sbx's, and that one empty" only_empty
+check "bats: every run removed its cgroup" [ -z "$(ls -d "$A"/runs/*/ 2>/dev/null)" ]
 t_done

@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 #include <termios.h>
 
+#include "apply.h"
+#include "blobstore.h"
 #include "capture.h"
 #include "cli.h"
 #include "enforce.h"
@@ -27,6 +29,7 @@
 #include "log.h"
 #include "ns.h"
 #include "profile.h"
+#include "runfiles.h"
 #include "run-config.h"
 #include "sandbox.h"
 #include "seccomp.h"
@@ -58,6 +61,15 @@ static void run_help(FILE *f)
 "      --json               print one JSON object (sbx.result/1) at the end\n"
 "                           instead of passing the job's output through\n"
 "      --net MODE           none (default: only loopback) or host\n"
+"  -w, --workdir DIR        show host DIR at the workspace (/workspace) through\n"
+"                           an overlay: the job may change anything there,\n"
+"                           DIR itself is never written; the changes are\n"
+"                           recorded (sbx diff, sbx apply)\n"
+"      --apply              apply the changes to DIR when the job succeeds\n"
+"  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
+"                           <workspace>/input/NAME (NAME: PATH's last part)\n"
+"      --workdir-inside DIR the job's working directory inside the sandbox\n"
+"                           (profile key workdir, default /workspace)\n"
 "  -v, --verbose            say what sbx is doing (the run id, ...)\n"
 "  -q, --quiet              print nothing but errors\n"
 "  -h, --help               show this help\n"
@@ -73,7 +85,7 @@ static void run_help(FILE *f)
 "      --capture SIZE       head and tail of each stream kept (default 64K)\n"
 "      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
 "      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
-"      --uid N, --gid N, --hostname NAME, --workdir DIR (inside)\n"
+"      --uid N, --gid N, --hostname NAME\n"
 "      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
 "      --allow-ptrace yes|no, --require LIMITS\n"
 "\n"
@@ -85,7 +97,7 @@ static void run_help(FILE *f)
 }
 
 enum {
-        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE,
+        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -98,6 +110,9 @@ struct run_args {
         const char *code_file;
         bool code_stdin;
         int verbosity;
+        const char *workdir;    /* --workdir: host dir under the workspace */
+        bool apply;
+        char **inputs;          /* --input, as given */
 };
 
 static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
@@ -113,6 +128,10 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                 { "net",     required_argument, NULL, OPT_NET },
                 { "verbose", no_argument,       NULL, 'v' },
                 { "quiet",   no_argument,       NULL, 'q' },
+                { "workdir", required_argument, NULL, 'w' },
+                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
+                { "apply",   no_argument,       NULL, OPT_APPLY },
+                { "input",   required_argument, NULL, 'i' },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
@@ -123,7 +142,7 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
         opterr = 0;
         a->verbosity = LOG_NORMAL;
         /* '+': options end at the first non-option, the job's command */
-        while ((c = getopt_long(argc, argv, "+:p:te:c:vqh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
                 switch (c) {
                 case 'p':
                         a->profile = optarg;
@@ -158,6 +177,19 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                         break;
                 case 'q':
                         a->verbosity = LOG_QUIET;
+                        break;
+                case 'w':
+                        a->workdir = optarg;
+                        break;
+                case OPT_WORKDIR_INSIDE:
+                        a->overrides = strv_append(a->overrides, "workdir");
+                        a->overrides = strv_append(a->overrides, optarg);
+                        break;
+                case OPT_APPLY:
+                        a->apply = true;
+                        break;
+                case 'i':
+                        a->inputs = strv_append(a->inputs, optarg);
                         break;
                 case 'h':
                         run_help(stdout);
@@ -321,6 +353,110 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         return r;
 }
 
+/* --workdir and --input, resolved on the host before the sandbox exists. */
+struct workspace_plan {
+        char *workdir;          /* canonical host path, or NULL */
+        int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
+        char **inputs;          /* "CANONICAL_PATH:NAME" */
+};
+
+static int prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
+{
+        if (a->apply && !a->workdir) {
+                *ret_error = xstrdup("--apply needs --workdir DIR");
+                return -EINVAL;
+        }
+        if (a->workdir) {
+                wp->workdir = realpath(a->workdir, NULL);
+                if (!wp->workdir) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+                wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (wp->lower_fd < 0) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+        }
+        for (char **p = a->inputs; p && *p; p++) {
+                _cleanup_free_ char *host = xstrdup(*p);
+                char *colon = strrchr(host, ':');
+                const char *name;
+                if (colon && colon[1] && !strchr(colon + 1, '/')) {
+                        *colon = '\0';
+                        name = colon + 1;
+                } else {
+                        char *slash;
+                        while ((slash = strrchr(host, '/')) && slash != host && !slash[1])
+                                *slash = '\0';
+                        name = strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
+                }
+                if (!*name || streq(name, ".") || streq(name, "..") || strchr(name, ':')) {
+                        *ret_error = xasprintf("--input %s: cannot name it (use PATH:NAME)", *p);
+                        return -EINVAL;
+                }
+                _cleanup_free_ char *real = realpath(host, NULL);
+                if (!real) {
+                        *ret_error = xasprintf("--input %s: %s", host, strerror(errno));
+                        return -errno;
+                }
+                _cleanup_free_ char *spec = xasprintf("%s:%s", real, name);
+                wp->inputs = strv_append(wp->inputs, spec);
+        }
+        return 0;
+}
+
+/* After the sandbox is gone: record the change set and the artifacts,
+ * and apply the changes if --apply and the job succeeded. Returns the
+ * exit code to use instead of the job's (1 when --apply could not
+ * apply), or -1 to keep the job's. */
+static int collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+                         const struct run_args *a, const struct workspace_plan *wp,
+                         int workspace_fd, int upper_fd, const struct run_outcome *out)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        struct runfiles_result res = { 0 };
+        const char *step = "blob store";
+        const char *output_rel = NULL;
+        size_t wl = strlen(cfg->workdir_inside);
+        int r, code = -1;
+
+        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
+            (cfg->artifacts_dir[wl] == '/' || (wl == 1 && cfg->workdir_inside[0] == '/')))
+                output_rel = cfg->artifacts_dir + wl + (cfg->artifacts_dir[wl] == '/');
+        else if (cfg->artifacts_dir)
+                log_debug("artifacts dir %s is outside the workspace %s: not collected",
+                          cfg->artifacts_dir, cfg->workdir_inside);
+        struct runfiles_params p = {
+                .workspace_fd = workspace_fd, .upper_fd = upper_fd, .lower_fd = wp->lower_fd,
+                .output_rel = output_rel && *output_rel ? output_rel : NULL,
+                .has_inputs = wp->inputs != NULL,
+                .max_files = cfg->artifacts_max_files, .max_bytes = cfg->artifacts_max_bytes,
+        };
+        r = runfiles_open_blobs(store, &bs);
+        if (r >= 0)
+                r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
+        if (r < 0) {
+                log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
+                runfiles_result_done(&res);
+                return a->apply ? EXIT_FAILURE_GENERIC : -1;
+        }
+        if (res.cs.n)
+                log_info("%zu change%s in the workspace (sbx diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
+                         rec->id);
+        if (res.n_outputs || res.n_outputs_skipped)
+                log_info("%zu artifact%s collected%s", res.n_outputs, res.n_outputs == 1 ? "" : "s",
+                         res.n_outputs_skipped ? ", some skipped (see sbx show)" : "");
+        if (a->apply) {
+                if (out->status != RUN_SUCCESS)
+                        log_info("not applying the changes: the job did not succeed");
+                else
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+        }
+        runfiles_result_done(&res);
+        return code == EXIT_OK ? -1 : code;
+}
+
 struct run_ctx {
         struct store *store;
         struct run_record *rec;
@@ -352,6 +488,8 @@ int verb_run(int argc, char **argv)
         struct run_config cfg;
         struct run_args a = { 0 };
         struct lang_job lj = { .code_fd = -1 };
+        struct workspace_plan wp = { .lower_fd = -1 };
+        int workspace_fd = -1, upper_fd = -1;
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
         struct run_outcome out = { 0 };
         struct tty_state tty = { 0 };
@@ -412,6 +550,12 @@ int verb_run(int argc, char **argv)
                 log_error("run: root = %s: image roots are not supported by this version of sbx", cfg.root);
                 goto out;
         }
+        r = prepare_workspace(&a, &wp, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                code = EXIT_USAGE;
+                goto out;
+        }
         if (cfg.uid == 0 && streq(cfg.home, "/home/sandbox"))
                 cfg.home = (free(cfg.home), xstrdup("/root"));
         profile_text = profile_canonical_text(&cfg);
@@ -458,6 +602,10 @@ int verb_run(int argc, char **argv)
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto out;
         }
+        if (wp.workdir && store_workspace_set(store, rec->id, wp.workdir, NULL) < 0) {
+                log_error("run: run store %s: %s", store_path(store), store_error(store));
+                goto out;
+        }
         log_info("run %s", rec->id);
 
         cap_out = capture_new(cfg.capture_bytes);
@@ -470,6 +618,7 @@ int verb_run(int argc, char **argv)
         struct sandbox_inputs inputs = {
                 .code_fd = lj.code_fd, .code_path = lj.plan.source,
                 .compile_argv = lj.plan.compile_argv, .argv = cfg.argv, .seccomp = policy,
+                .workspace_lower = wp.workdir, .inputs = wp.inputs,
         };
 
         sandbox_signal_set(&set);
@@ -504,6 +653,9 @@ int verb_run(int argc, char **argv)
                         tty_raw(&tty);
                 r = supervise(&cfg, &sb, &hooks, &out);
                 tty_restore(&tty);
+                /* init is reaped: nothing can write to the workspace now */
+                workspace_fd = TAKE_FD(sb.workspace_fd);
+                upper_fd = TAKE_FD(sb.upper_fd);
                 sandbox_close(&sb);
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 if (r < 0) {
@@ -512,6 +664,10 @@ int verb_run(int argc, char **argv)
                         snprintf(out.message, sizeof(out.message), "supervisor failed: %s", strerror(-r));
                 }
         }
+
+        int files_code = -1;
+        if (workspace_fd >= 0)
+                files_code = collect_files(store, rec, &cfg, &a, &wp, workspace_fd, upper_fd, &out);
 
         rec->status = out.status;
         rec->exit_code = out.exit_code;
@@ -544,12 +700,24 @@ int verb_run(int argc, char **argv)
                 break;
         }
         if (a.json) {
-                _cleanup_free_ char *j = run_record_to_json_string(rec, true);
+                json_t *o = run_record_to_json(rec, true);
+                json_object_set_new(o, "files", runfiles_json(store, rec->id));
+                _cleanup_free_ char *j = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+                json_decref(o);
                 if (j)
                         printf("%s\n", j);
         }
-        code = out.exit_code;
+        code = files_code >= 0 ? files_code : out.exit_code;
 out:
+        if (workspace_fd >= 0)
+                close(workspace_fd);
+        if (upper_fd >= 0)
+                close(upper_fd);
+        if (wp.lower_fd >= 0)
+                close(wp.lower_fd);
+        free(wp.workdir);
+        strv_free(wp.inputs);
+        strv_free(a.inputs);
         if (enforcement)
                 json_decref(enforcement);
         if (lj.code_fd >= 0)

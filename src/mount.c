@@ -29,7 +29,15 @@
  *    private devpts instance, and symlinks; the tmpfs itself is made
  *    read-only so no device node can be added (mknod is denied in a user
  *    namespace anyway);
- *  - everything writable is nosuid,nodev and size-capped by the scratch.
+ *  - everything writable is nosuid,nodev and size-capped by the scratch;
+ *  - --workdir DIR: DIR is cloned (open_tree) and made read-only before the
+ *    scratch goes over /tmp, attached at /tmp/rw/lower and used only as an
+ *    overlay lower layer; upper and work dirs live on the scratch, so the
+ *    job's writes land there and the host DIR is never written (the clone
+ *    is read-only: even a bug here could not write through it). The
+ *    overlay is nosuid,nodev like every writable area, and mounted with
+ *    userxattr (the only mode a user namespace may use);
+ *  - --input HOST[:NAME]: read-only, nosuid, nodev binds like --ro.
  */
 #include "config.h"
 
@@ -40,6 +48,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
 #include "mount.h"
 #include "util.h"
@@ -440,9 +449,71 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
         return 0;
 }
 
-int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
+int mount_tmpfs_user_xattr(const char *path)
+{
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof(probe), "%s/.sbx-xattr-probe", path);
+        _cleanup_close_ int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = fsetxattr(fd, "user.sbx.probe", "y", 1, 0) < 0 ? -errno : 1;
+        (void)unlink(probe);
+        if (r == -EOPNOTSUPP || r == -EPERM)
+                return 0;
+        return r;
+}
+
+/* The overlay workspace: the lower clone attached on the scratch, then
+ * overlay(lower, upper, work) mounted on RW/workspace, which the normal
+ * path binds at the workspace. */
+static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
+{
+        static const char *const dirs[] = { RW "/lower", RW "/upper", RW "/work" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (mkdir(dirs[i], 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", dirs[i]);
+        /* Without user xattrs on the upper (tmpfs before Linux 6.6) overlay
+         * could not record an opaque directory, and "rm -r d; mkdir d"
+         * would resurrect d's old files: refuse instead of being wrong. */
+        int r = mount_tmpfs_user_xattr(RW "/upper");
+        if (r == 0)
+                r = -EOPNOTSUPP;
+        if (r < 0)
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see sbx doctor)",
+                                 RW "/upper");
+        if (sys_move_mount(lower_clone, "", AT_FDCWD, RW "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return fail_with(fail, -errno, "attach workdir", RW "/lower");
+        /* safety: lower is a read-only clone; upper and work are on the
+         * scratch; nosuid,nodev as for every writable area */
+        if (mount("sbx-workspace", RW "/workspace", "overlay", MS_NOSUID | MS_NODEV,
+                  "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr") < 0)
+                return fail_with(fail, -errno, "mount overlay", "/workspace");
+        return 0;
+}
+
+/* --input HOST:NAME -> a read-only clone for <workspace>/input/NAME. */
+static int clone_inputs(struct pending_list *l, const struct run_config *cfg, char **inputs,
+                        struct setup_failure *fail)
+{
+        for (char **p = inputs; p && *p; p++) {
+                const char *colon = strrchr(*p, ':');
+                if (!colon)
+                        return fail_with(fail, -EINVAL, "input", *p);
+                _cleanup_free_ char *host = strndup(*p, (size_t)(colon - *p));
+                _cleanup_free_ char *inside = xasprintf("%s/input/%s", cfg->workdir_inside, colon + 1);
+                int r = clone_host(l, host, inside, true, true,
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
+                     struct setup_failure *fail)
 {
         struct pending_list system = { 0 }, binds = { 0 }, dev_clones = { 0 };
+        _cleanup_close_ int lower_clone = -1, upper_fd = -1, workspace_fd = -1;
         int r;
 
         /* Our mounts must not propagate back to the host, and the host's
@@ -469,10 +540,34 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = clone_dev_nodes(&dev_clones, fail);
         if (r < 0)
                 goto out;
+        if (ws) {
+                r = clone_inputs(&binds, cfg, ws->inputs, fail);
+                if (r < 0)
+                        goto out;
+        }
+        if (ws && ws->lower) {
+                /* resolved now, before the scratch hides a DIR under /tmp */
+                lower_clone = sys_open_tree(AT_FDCWD, ws->lower, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+                struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+                if (lower_clone < 0 || sys_mount_setattr(lower_clone, "", AT_EMPTY_PATH, &attr) < 0) {
+                        r = fail_with(fail, -errno, "workdir", ws->lower);
+                        goto out;
+                }
+        }
 
         r = setup_scratch(cfg, fail);
         if (r < 0)
                 goto out;
+        if (lower_clone >= 0) {
+                r = setup_overlay_workspace(lower_clone, fail);
+                if (r < 0)
+                        goto out;
+                upper_fd = open(RW "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper_fd < 0) {
+                        r = fail_with(fail, -errno, "open", RW "/upper");
+                        goto out;
+                }
+        }
         r = attach_pending(&system, fail);
         if (r < 0)
                 goto out;
@@ -494,6 +589,15 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
         if (r < 0)
                 goto out;
+        if (ws) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), NEWROOT "%s", cfg->workdir_inside);
+                workspace_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (workspace_fd < 0) {
+                        r = fail_with(fail, -errno, "open", cfg->workdir_inside);
+                        goto out;
+                }
+        }
         /* Extra empty tmpfs dirs live on the scratch too, so they count
          * against the disk limit like every other writable path. */
         for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
@@ -545,6 +649,10 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         if (chdir(cfg->workdir_inside) < 0) {
                 r = fail_with(fail, -errno, "chdir", cfg->workdir_inside);
                 goto out;
+        }
+        if (ws) {
+                ws->ret_upper_fd = TAKE_FD(upper_fd);
+                ws->ret_workspace_fd = TAKE_FD(workspace_fd);
         }
         r = 0;
 out:

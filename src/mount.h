@@ -14,6 +14,28 @@ struct setup_failure {
         char path[464];
 };
 
+/* What the run's workspace is made of, besides the configuration. */
+struct mount_workspace {
+        const char *lower;      /* host dir shown at the workspace through
+                                 * overlay(lower, upper on the scratch), or NULL
+                                 * for a plain scratch workspace */
+        char **inputs;          /* "HOST_PATH:NAME": bound read-only at
+                                 * <workspace>/input/NAME; may be NULL */
+        /* out: O_DIRECTORY fds, opened before pivot_root (after it the
+         * scratch is unreachable by path); -1 when there is none */
+        int ret_upper_fd;       /* the overlay upper dir (with lower only) */
+        int ret_workspace_fd;   /* the workspace as the job sees it */
+};
+
 /* Build the root and pivot into it; on return the process's / and cwd
- * are the sandbox root. 0 or -errno with *fail filled in. */
-int mount_build_root(const struct run_config *cfg, struct setup_failure *fail);
+ * are the sandbox root. ws may be NULL (plain workspace, no fds wanted).
+ * 0 or -errno with *fail filled in; on success the caller owns the fds
+ * in ws. */
+int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
+                     struct setup_failure *fail);
+
+/* Whether a tmpfs here takes user.* extended attributes (Linux 6.6+),
+ * which an overlay upper dir on tmpfs needs in a user namespace to mark
+ * opaque directories. path is a writable directory on a tmpfs. 1 yes,
+ * 0 no, -errno if it could not be tested. */
+int mount_tmpfs_user_xattr(const char *path);

@@ -15,6 +15,9 @@ struct sandbox {
         int sync_fd;            /* supervisor's end of the sync channel */
         int stdout_fd;          /* read ends of the job's stdout/stderr; */
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+        int workspace_fd;       /* the job's workspace dir, sent before the job
+                                 * started (SYNC_WORKSPACE), else -1 */
+        int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
 };
 
 /* The signals sbx handles itself (through a signalfd) and forwards;
@@ -30,6 +33,8 @@ struct sandbox_inputs {
         char **compile_argv;    /* run before the job; failing = compile_error */
         char **argv;            /* the job's command */
         const struct seccomp_policy *seccomp; /* loaded last before exec; may be NULL */
+        const char *workspace_lower; /* host dir under an overlay workspace, or NULL */
+        char **inputs;          /* "HOST:NAME" read-only at <workspace>/input/NAME */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.
@@ -39,5 +44,6 @@ struct winsize;
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret);
 
-/* Close the handles (does not kill anything). */
+/* Close the handles, the workspace fds included (does not kill
+ * anything). */
 void sandbox_close(struct sandbox *sb);

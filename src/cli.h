@@ -23,6 +23,7 @@ int verb_gc(int argc, char **argv);
 int verb_diff(int argc, char **argv);
 int verb_apply(int argc, char **argv);
 int verb_cp(int argc, char **argv);
+int verb_session(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli_history.c). */
 struct store;
@@ -54,3 +55,8 @@ struct changeset;
 struct blobstore;
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
                         struct blobstore *bs, bool force);
+
+/* Remove sessions unused for longer than the default profile's
+ * session_ttl (cli_session.c), printing one summary line; with dry_run
+ * only count them. Returns an exit code. */
+int cli_session_gc(struct store *s, bool dry_run);

@@ -2,7 +2,8 @@
  * runs whose supervisor died (a running row with a dead supervisor pid
  * becomes status orphaned, finished_at unknown), then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
- * Rows still running are never deleted. */
+ * Rows still running are never deleted. Last, --session workspaces
+ * unused for longer than session_ttl are removed. */
 #include "config.h"
 
 #include <getopt.h>
@@ -20,7 +21,8 @@ static void help(void)
         printf("Usage: sbx gc [--dry-run] [--older-than DURATION]\n"
                "\n"
                "Mark runs whose supervisor died as orphaned, then delete finished runs\n"
-               "started more than DURATION ago (default " DEFAULT_RETENTION ").\n"
+               "started more than DURATION ago (default " DEFAULT_RETENTION "), and remove\n"
+               "sessions unused for longer than the profile key session_ttl.\n"
                "\n"
                "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
                "  --dry-run              say what would be done, change nothing\n"
@@ -85,5 +87,5 @@ int verb_gc(int argc, char **argv)
         }
         printf("%s %d run%s older than %s\n", dry_run ? "would delete" : "deleted",
                r, r == 1 ? "" : "s", older_than);
-        return EXIT_OK;
+        return cli_session_gc(s, dry_run);
 }

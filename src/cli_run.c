@@ -33,6 +33,7 @@
 #include "run-config.h"
 #include "sandbox.h"
 #include "seccomp.h"
+#include "session.h"
 #include "store.h"
 #include "supervise.h"
 
@@ -68,6 +69,11 @@ static void run_help(FILE *f)
 "      --apply              apply the changes to DIR when the job succeeds\n"
 "  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
 "                           <workspace>/input/NAME (NAME: PATH's last part)\n"
+"      --session NAME       work in persistent workspace NAME (created on first\n"
+"                           use); the changes are kept only if the job succeeds\n"
+"      --session-wait DURATION  wait this long for another run of the session\n"
+"                           (default: fail at once)\n"
+"      --commit success|always  when to keep a session's changes (default success)\n"
 "      --workdir-inside DIR the job's working directory inside the sandbox\n"
 "                           (profile key workdir, default /workspace)\n"
 "  -v, --verbose            say what sbx is doing (the run id, ...)\n"
@@ -98,6 +104,7 @@ static void run_help(FILE *f)
 
 enum {
         OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
+        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -113,6 +120,9 @@ struct run_args {
         const char *workdir;    /* --workdir: host dir under the workspace */
         bool apply;
         char **inputs;          /* --input, as given */
+        const char *session;    /* --session NAME */
+        uint64_t session_wait_ms;
+        bool commit_always;
 };
 
 static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
@@ -132,6 +142,9 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                 { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
                 { "apply",   no_argument,       NULL, OPT_APPLY },
                 { "input",   required_argument, NULL, 'i' },
+                { "session", required_argument, NULL, OPT_SESSION },
+                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
+                { "commit",  required_argument, NULL, OPT_COMMIT },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
@@ -190,6 +203,22 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                         break;
                 case 'i':
                         a->inputs = strv_append(a->inputs, optarg);
+                        break;
+                case OPT_SESSION:
+                        if (!session_name_valid(optarg))
+                                return cli_bad_value("run", "session", optarg,
+                                                     "expected 1-64 letters, digits, '.', '_' or '-', "
+                                                     "not starting with '.'");
+                        a->session = optarg;
+                        break;
+                case OPT_SESSION_WAIT:
+                        if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
+                                return cli_bad_value("run", "session-wait", optarg, "expected a duration");
+                        break;
+                case OPT_COMMIT:
+                        if (!streq(optarg, "success") && !streq(optarg, "always"))
+                                return cli_bad_value("run", "commit", optarg, "expected success or always");
+                        a->commit_always = streq(optarg, "always");
                         break;
                 case 'h':
                         run_help(stdout);
@@ -358,12 +387,42 @@ struct workspace_plan {
         char *workdir;          /* canonical host path, or NULL */
         int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
         char **inputs;          /* "CANONICAL_PATH:NAME" */
+        struct session session; /* --session: locked while we run */
 };
+
+/* --session: lock the session (waiting if asked) and use its tree as
+ * the lower dir. Returns an exit code. */
+static int open_session(const struct run_args *a, struct store *store, struct workspace_plan *wp)
+{
+        _cleanup_free_ char *root = session_root(store_path(store));
+        int r = session_acquire(root, a->session, a->session_wait_ms, &wp->session);
+        if (r == -EBUSY) {
+                log_error("run: session %s is in use by another run%s", a->session,
+                          a->session_wait_ms ? " (waited --session-wait)" : "; --session-wait DURATION waits for it");
+                return EXIT_SETUP;
+        }
+        if (r < 0) {
+                log_error_errno(r, "run: session %s in %s: %m", a->session, root);
+                return EXIT_SETUP;
+        }
+        session_touch(&wp->session);
+        wp->workdir = xstrdup(wp->session.tree);
+        wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (wp->lower_fd < 0) {
+                log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
 
 static int prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
 {
         if (a->apply && !a->workdir) {
                 *ret_error = xstrdup("--apply needs --workdir DIR");
+                return -EINVAL;
+        }
+        if (a->session && a->workdir) {
+                *ret_error = xstrdup("--session and --workdir cannot be combined");
                 return -EINVAL;
         }
         if (a->workdir) {
@@ -439,7 +498,7 @@ static int collect_files(struct store *store, const struct run_record *rec, cons
         if (r < 0) {
                 log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
                 runfiles_result_done(&res);
-                return a->apply ? EXIT_FAILURE_GENERIC : -1;
+                return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
         }
         if (res.cs.n)
                 log_info("%zu change%s in the workspace (sbx diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
@@ -452,6 +511,21 @@ static int collect_files(struct store *store, const struct run_record *rec, cons
                         log_info("not applying the changes: the job did not succeed");
                 else
                         code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+        }
+        if (a->session) {
+                /* the session keeps a run's changes only when it succeeded
+                 * (or --commit always); we still hold its lock */
+                if (out->status != RUN_SUCCESS && !a->commit_always)
+                        log_info("session %s left as it was: the job did not succeed", a->session);
+                else if (res.cs.n) {
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+                        /* root's sandbox user is uid 65534: the next run must
+                         * be able to change what this one committed */
+                        if (code == EXIT_OK && geteuid() == 0 &&
+                            (r = session_chown_tree((struct session *)&wp->session, ns_host_uid(), ns_host_gid())) < 0)
+                                log_error_errno(r, "run: session %s: chown: %m", a->session);
+                }
+                session_touch((struct session *)&wp->session);
         }
         runfiles_result_done(&res);
         return code == EXIT_OK ? -1 : code;
@@ -488,7 +562,7 @@ int verb_run(int argc, char **argv)
         struct run_config cfg;
         struct run_args a = { 0 };
         struct lang_job lj = { .code_fd = -1 };
-        struct workspace_plan wp = { .lower_fd = -1 };
+        struct workspace_plan wp = { .lower_fd = -1, .session.lock_fd = -1 };
         int workspace_fd = -1, upper_fd = -1;
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
         struct run_outcome out = { 0 };
@@ -545,11 +619,6 @@ int verb_run(int argc, char **argv)
                 log_error("%s", err);
                 goto out;
         }
-        if (cfg.root_layers) {
-                /* never run on the host root when an image was asked for */
-                log_error("run: root = %s: image roots are not supported by this version of sbx", cfg.root);
-                goto out;
-        }
         r = prepare_workspace(&a, &wp, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -597,12 +666,21 @@ int verb_run(int argc, char **argv)
         rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
         rec->profile_text = xstrdup(profile_text);
         rec->profile_sha256 = xstrdup(sha);
+        if (a.session) {
+                /* before the row: a run waiting for its session is not running */
+                code = open_session(&a, store, &wp);
+                if (code != EXIT_OK)
+                        goto out;
+                code = EXIT_SETUP;
+                rec->session = xstrdup(a.session);
+                rec->started_at_ms = rec->heartbeat_at_ms = now_realtime_ms();
+        }
         r = store_run_insert(store, rec);
         if (r < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto out;
         }
-        if (wp.workdir && store_workspace_set(store, rec->id, wp.workdir, NULL) < 0) {
+        if (wp.workdir && store_workspace_set(store, rec->id, a.session ? NULL : wp.workdir, a.session) < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto out;
         }
@@ -717,6 +795,7 @@ out:
                 close(wp.lower_fd);
         free(wp.workdir);
         strv_free(wp.inputs);
+        session_release(&wp.session);
         strv_free(a.inputs);
         if (enforcement)
                 json_decref(enforcement);

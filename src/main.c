@@ -18,6 +18,7 @@ static const struct verb verbs[] = {
         { "diff",    verb_diff,    "show what a run changed in its workspace" },
         { "apply",   verb_apply,   "apply a run's workspace changes to a directory" },
         { "cp",      verb_cp,      "copy a recorded file or artifact out of a run" },
+        { "session", verb_session, "list or remove persistent session workspaces" },
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
         { "profile", verb_profile, "list profiles, show one fully resolved" },
         { "doctor",  verb_doctor,  "check what this host supports" },

@@ -16,9 +16,13 @@ struct setup_failure {
 
 /* What the run's workspace is made of, besides the configuration. */
 struct mount_workspace {
-        const char *lower;      /* host dir shown at the workspace through
-                                 * overlay(lower, upper on the scratch), or NULL
-                                 * for a plain scratch workspace */
+        int lower_clone;        /* mount_clone_lower() of the host dir shown at
+                                 * the workspace through overlay(lower, upper on
+                                 * the scratch), or -1 for a plain scratch
+                                 * workspace; consumed */
+        int *root_clones;       /* root = DIR[:DIR...]: mount_clone_lower() of
+                                 * each layer, top first; consumed */
+        size_t n_root_clones;   /* 0: the default root (host system dirs) */
         char **inputs;          /* "HOST_PATH:NAME": bound read-only at
                                  * <workspace>/input/NAME; may be NULL */
         /* out: O_DIRECTORY fds, opened before pivot_root (after it the
@@ -33,6 +37,15 @@ struct mount_workspace {
  * in ws. */
 int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
                      struct setup_failure *fail);
+
+/* Clone host directory path as a detached, read-only, nosuid, nodev
+ * mount (open_tree), for mount_workspace.lower_clone. Called in the new
+ * namespaces *before* the sandbox takes its uid: the path is resolved
+ * with the credentials of the user who started sbx (its owner), so a
+ * directory in the user's private state dir can be the lower layer
+ * even when the sandbox user maps to another host uid. Returns the fd
+ * or -errno. */
+int mount_clone_lower(const char *path);
 
 /* Whether a tmpfs here takes user.* extended attributes (Linux 6.6+),
  * which an overlay upper dir on tmpfs needs in a user namespace to mark

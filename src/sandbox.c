@@ -124,6 +124,23 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
 
+        /* The workspace's lower dir is resolved as the user who started
+         * sbx, who owns it (a session dir lives in their private state
+         * dir): the sandbox user may be another host uid. */
+        int lower_clone = -1;
+        if (in->workspace_lower) {
+                lower_clone = mount_clone_lower(in->workspace_lower);
+                if (lower_clone < 0)
+                        setup_failed(sync_fd, lower_clone, "workdir", in->workspace_lower);
+        }
+        size_t n_layers = strv_length(cfg->root_layers);
+        int *layers = n_layers ? xcalloc(n_layers, sizeof(int)) : NULL;
+        for (size_t i = 0; i < n_layers; i++) {
+                layers[i] = mount_clone_lower(cfg->root_layers[i]);
+                if (layers[i] < 0)
+                        setup_failed(sync_fd, layers[i], "root layer", cfg->root_layers[i]);
+        }
+
         /* Become the sandbox user. KEEPCAPS keeps the permitted set across
          * the uid change; the effective set is raised again below. These
          * capabilities are only good inside our own user namespace. */
@@ -142,7 +159,8 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                 setup_failed(sync_fd, -errno, "pdeathsig", "");
         (void)prctl(PR_SET_NAME, "sbx-init");
 
-        struct mount_workspace ws = { .lower = in->workspace_lower, .inputs = in->inputs,
+        struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
+                                      .root_clones = layers, .n_root_clones = n_layers,
                                       .ret_upper_fd = -1, .ret_workspace_fd = -1 };
         r = mount_build_root(cfg, &ws, &fail);
         if (r < 0)

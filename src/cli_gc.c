@@ -2,8 +2,9 @@
  * runs whose supervisor died (a running row with a dead supervisor pid
  * becomes status orphaned, finished_at unknown), then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
- * Rows still running are never deleted. Last, --session workspaces
- * unused for longer than session_ttl are removed. */
+ * Rows still running are never deleted. Then --session workspaces
+ * unused for longer than session_ttl are removed, and last the blobs no
+ * remaining file record refers to. */
 #include "config.h"
 
 #include <getopt.h>
@@ -11,7 +12,9 @@
 
 #include "cli.h"
 #include "exit-codes.h"
+#include "blobstore.h"
 #include "log.h"
+#include "runfiles.h"
 #include "store.h"
 
 #define DEFAULT_RETENTION "30d"
@@ -27,6 +30,22 @@ static void help(void)
                "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
                "  --dry-run              say what would be done, change nothing\n"
                "  -h, --help             this text\n");
+}
+
+/* Blobs no recorded file refers to any more (their runs were deleted). */
+static int gc_blobs(struct store *s, bool dry_run)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        int r = runfiles_open_blobs(s, &bs);
+        if (r >= 0)
+                r = runfiles_gc_blobs(s, bs, dry_run);
+        if (r < 0) {
+                log_error_errno(r, "gc: blob store: %m");
+                return EXIT_SETUP;
+        }
+        if (!dry_run)
+                printf("deleted %d unreferenced blob%s\n", r, r == 1 ? "" : "s");
+        return EXIT_OK;
 }
 
 int verb_gc(int argc, char **argv)
@@ -87,5 +106,8 @@ int verb_gc(int argc, char **argv)
         }
         printf("%s %d run%s older than %s\n", dry_run ? "would delete" : "deleted",
                r, r == 1 ? "" : "s", older_than);
-        return cli_session_gc(s, dry_run);
+        r = cli_session_gc(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
+        return gc_blobs(s, dry_run);
 }

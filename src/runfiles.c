@@ -30,6 +30,37 @@ int runfiles_open_blobs(struct store *s, struct blobstore **ret)
         return blobstore_open(dir, ret);
 }
 
+int runfiles_lock_blobs(struct blobstore *bs, bool exclusive)
+{
+        int fd = openat(blobstore_dirfd(bs), ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        struct flock fl = { .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET };
+        while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+                if (errno != EINTR) {
+                        int e = -errno;
+                        close(fd);
+                        return e;
+                }
+        return fd;
+}
+
+int runfiles_gc_blobs(struct store *s, struct blobstore *bs, bool dry_run)
+{
+        _cleanup_strv_ char **keep = NULL;
+        int r;
+
+        _cleanup_close_ int lock = runfiles_lock_blobs(bs, true);
+        if (lock < 0)
+                return lock;
+        r = store_files_all_blobs(s, &keep);
+        if (r < 0)
+                return r;
+        if (dry_run)
+                return 0;
+        return blobstore_gc(bs, (const char *const *)keep, strv_length(keep));
+}
+
 static bool under(const char *path, const char *dir)
 {
         size_t n = strlen(dir);
@@ -101,6 +132,12 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
         int r;
 
         *ret = (struct runfiles_result) { 0 };
+        /* from the first blob stored to the last row recorded: gc waits */
+        _cleanup_close_ int lock = runfiles_lock_blobs(bs, false);
+        if (lock < 0) {
+                *ret_step = "blob store lock";
+                return lock;
+        }
         if (p->upper_fd >= 0 && p->lower_fd >= 0) {
                 *ret_step = "change set";
                 r = changeset_compute(p->upper_fd, p->lower_fd, NULL, bs, &ret->cs);

@@ -20,6 +20,17 @@ struct blobstore;
  * to it ($SBX_STATE_DIR/blobs). 0 or -errno. */
 int runfiles_open_blobs(struct store *s, struct blobstore **ret);
 
+/* Take the blob store's lock (the file ".lock" in it, an OFD lock, so
+ * it dies with its holder): shared while a run stores and records its
+ * files, exclusive for garbage collection, so gc never deletes a blob
+ * that is stored but not yet recorded. Waits for it. Returns the lock
+ * fd (close it to release) or -errno. */
+int runfiles_lock_blobs(struct blobstore *bs, bool exclusive);
+
+/* Delete every blob no files row refers to (bs locked exclusively
+ * meanwhile). dry_run only counts. Returns how many, or -errno. */
+int runfiles_gc_blobs(struct store *s, struct blobstore *bs, bool dry_run);
+
 struct runfiles_params {
         int workspace_fd;       /* the job's workspace dir, or -1 */
         int upper_fd;           /* its overlay upper dir, or -1 (no change set) */

@@ -49,12 +49,29 @@ files_json() {
         [ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
 
-@test "10,000 files in output: the cap holds and the rest is recorded as skipped" {
-        run "$SBX" run -q --artifacts-max-files 100 -- sh -c 'mkdir output && cd output && i=0; while [ $i -lt 10000 ]; do : > f$i; i=$((i+1)); done'
+@test "10,000 files in output: the default cap (1000) holds and the rest is recorded as skipped" {
+        run "$SBX" run -q -- sh -c 'mkdir output && cd output && i=0; while [ $i -lt 10000 ]; do echo $i > f$i; i=$((i+1)); done'
         [ "$status" -eq 0 ]
         f=$(files_json)
-        [ "$(echo "$f" | jq '[.[] | select(.skip == null)] | length')" -eq 100 ]
-        [ "$(echo "$f" | jq '[.[] | select(.skip == "max_files")] | length')" -eq 9900 ]
+        [ "$(echo "$f" | jq '[.[] | select(.skip == null)] | length')" -eq 1000 ]
+        [ "$(echo "$f" | jq '[.[] | select(.skip == "max_files")] | length')" -eq 9000 ]
+        # a lower cap from the command line
+        run "$SBX" run -q --artifacts-max-files 10 -- sh -c 'mkdir output && cd output && for i in $(seq 20); do : > f$i; done'
+        [ "$(files_json | jq '[.[] | select(.skip == null)] | length')" -eq 10 ]
+}
+
+@test "sbx gc deletes the blobs of deleted runs, and only those" {
+        "$SBX" run -q -- sh -c 'mkdir output && echo old > output/old.txt'
+        sleep 1.2
+        "$SBX" run -q -- sh -c 'mkdir output && echo new > output/new.txt'
+        id=$(last_run_id)
+        [ "$(find "$SBX_STATE_DIR/blobs" -type f ! -name .lock | wc -l)" -eq 2 ]
+        run "$SBX" gc --older-than 1s
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"deleted 1 unreferenced blob"* ]]
+        [ "$(find "$SBX_STATE_DIR/blobs" -type f ! -name .lock | wc -l)" -eq 1 ]
+        run "$SBX" cp "$id:new.txt" -
+        [ "$output" = new ]
 }
 
 @test "a 100 MB artifact comes back byte-identical through sbx cp" {

@@ -157,3 +157,24 @@ EDITS='echo world >> a.txt && sed -i s/two/TWO/ sub/b.txt && echo new > n.txt &&
         [ "$status" -eq 1 ]
         [[ "$output" == *"recorded no file"* ]]
 }
+
+@test "sbx diff output is a patch that turns the old files into the new ones" {
+        command -v patch >/dev/null || skip "patch(1) not installed"
+        seq 1 300 > "$W/nums"
+        printf 'a\nb\nc\n' > "$W/noeol"
+        make_tree "$W"
+        orig="$BATS_TEST_TMPDIR/orig"
+        cp -a "$W" "$orig"
+        # scattered edits, insertions, deletions, a lost final newline
+        job='sed -i -e "5d" -e "17s/.*/seventeen/" -e "100,110d" -e "200a\\
+new line" -e "\$a\\
+tail" nums && printf "a\nB\nc" > noeol && echo world >> a.txt'
+        run "$SBX" run -q --workdir "$W" -- sh -c "$job && sha256sum nums noeol a.txt"
+        [ "$status" -eq 0 ]
+        want="$output"
+        run "$SBX" diff "$(last_run_id)"
+        [ "$status" -eq 0 ]
+        echo "$output" > "$BATS_TEST_TMPDIR/p.diff"
+        (cd "$orig" && patch -s -p1 < "$BATS_TEST_TMPDIR/p.diff")
+        [ "$(cd "$orig" && sha256sum nums noeol a.txt)" = "$want" ]
+}

@@ -470,7 +470,7 @@ static int prepare_workspace(const struct run_args *a, struct workspace_plan *wp
  * exit code to use instead of the job's (1 when --apply could not
  * apply), or -1 to keep the job's. */
 static int collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
-                         const struct run_args *a, const struct workspace_plan *wp,
+                         const struct run_args *a, struct workspace_plan *wp,
                          int workspace_fd, int upper_fd, const struct run_outcome *out)
 {
         _cleanup_blobstore_ struct blobstore *bs = NULL;
@@ -522,10 +522,10 @@ static int collect_files(struct store *store, const struct run_record *rec, cons
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&
-                            (r = session_chown_tree((struct session *)&wp->session, ns_host_uid(), ns_host_gid())) < 0)
+                            (r = session_chown_tree(&wp->session, ns_host_uid(), ns_host_gid())) < 0)
                                 log_error_errno(r, "run: session %s: chown: %m", a->session);
                 }
-                session_touch((struct session *)&wp->session);
+                session_touch(&wp->session);
         }
         runfiles_result_done(&res);
         return code == EXIT_OK ? -1 : code;

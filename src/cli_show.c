@@ -72,10 +72,7 @@ static void print_files(struct store *s, const struct run_record *rec)
 {
         struct file_record *f = NULL;
         size_t n = 0;
-        _cleanup_free_ char *workdir = NULL;
 
-        if (store_workspace_get(s, rec->id, &workdir, NULL) == 0 && workdir)
-                field("workdir:", workdir);
         if (store_files_list(s, rec->id, NULL, &f, &n) < 0 || n == 0) {
                 file_records_free(f, n);
                 return;
@@ -96,8 +93,9 @@ static void print_files(struct store *s, const struct run_record *rec)
         file_records_free(f, n);
 }
 
-static void print_human(const struct run_record *rec)
+static void print_human(struct store *s, const struct run_record *rec)
 {
+        _cleanup_free_ char *workdir = NULL;
         _cleanup_free_ char *cmd = cli_format_argv(rec->argv, 0);
         _cleanup_free_ char *message = rec->message ? sanitize_text(rec->message, strlen(rec->message), NULL) : NULL;
         const char *status = run_status_to_string(rec->status);
@@ -125,6 +123,8 @@ static void print_human(const struct run_record *rec)
                 field("profile:", rec->profile);
         if (rec->session)
                 field("session:", rec->session);
+        if (store_workspace_get(s, rec->id, &workdir, NULL) == 0 && workdir)
+                field("workdir:", workdir);
         if (rec->rerun_of)
                 field("rerun of:", rec->rerun_of);
         if (rec->idempotency_key)
@@ -204,7 +204,7 @@ int verb_show(int argc, char **argv)
                 json_decref(o);
                 puts(text ? text : "{}");
         } else {
-                print_human(rec);
+                print_human(s, rec);
                 print_files(s, rec);
         }
         return EXIT_OK;

@@ -553,7 +553,8 @@ static int clone_inputs(struct pending_list *l, const struct run_config *cfg, ch
                 const char *colon = strrchr(*p, ':');
                 if (!colon)
                         return fail_with(fail, -EINVAL, "input", *p);
-                _cleanup_free_ char *host = strndup(*p, (size_t)(colon - *p));
+                _cleanup_free_ char *host = xstrdup(*p);
+                host[colon - *p] = '\0';
                 _cleanup_free_ char *inside = xasprintf("%s/input/%s", cfg->workdir_inside, colon + 1);
                 int r = clone_host(l, host, inside, true, true,
                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);

@@ -61,10 +61,11 @@ int runfiles_gc_blobs(struct store *s, struct blobstore *bs, bool dry_run)
         return blobstore_gc(bs, (const char *const *)keep, strv_length(keep));
 }
 
+/* Is path dir itself or below it? */
 static bool under(const char *path, const char *dir)
 {
         size_t n = strlen(dir);
-        return dir && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 /* Keep the lower version of a modified or deleted regular file, so diff

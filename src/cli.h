@@ -21,6 +21,10 @@ int verb_ls(int argc, char **argv);
 int verb_show(int argc, char **argv);
 int verb_logs(int argc, char **argv);
 int verb_gc(int argc, char **argv);
+int verb_diff(int argc, char **argv);
+int verb_apply(int argc, char **argv);
+int verb_cp(int argc, char **argv);
+int verb_session(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli_history.c). */
 struct store;
@@ -43,3 +47,17 @@ char *cli_format_argv(char *const *argv, size_t max_width);
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "sbx: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
+
+/* Apply change set cs to host directory target (cli_apply.c), blobs from
+ * bs. Prints conflicts (all of them; then nothing was changed) or a
+ * one-line summary. Refuses a partial change set (entries skipped) unless
+ * force. Returns EXIT_OK, or EXIT_FAILURE_GENERIC after printing why. */
+struct changeset;
+struct blobstore;
+int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
+                        struct blobstore *bs, bool force);
+
+/* Remove sessions unused for longer than the default profile's
+ * session_ttl (cli_session.c), printing one summary line; with dry_run
+ * only count them. Returns an exit code. */
+int cli_session_gc(struct store *s, bool dry_run);

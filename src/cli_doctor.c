@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
+#include "mount.h"
 #include "ns.h"
 #include "run-config.h"
 #include "sandbox.h"
@@ -100,6 +101,17 @@ static int try_overlay(void *arg)
         return 0;
 }
 
+/* Can an overlay upper dir on tmpfs mark opaque directories? (user.*
+ * xattrs on tmpfs: Linux 6.6+) */
+static int try_tmpfs_xattr(void *arg)
+{
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return 1;
+        if (mount("none", "/tmp", "tmpfs", 0, NULL) < 0)
+                return 2;
+        return mount_tmpfs_user_xattr("/tmp") == 1 ? 0 : 3;
+}
+
 static int try_proc(void *arg)
 {
         /* a fresh /proc needs a pid namespace of our own: fork into it */
@@ -168,6 +180,15 @@ static void check_overlay(void)
                 report(CHECK_MISSING, "overlayfs in a user namespace",
                        "needed for --workdir, sessions and image roots (Linux >= 5.11)",
                        "use a kernel >= 5.11 with CONFIG_OVERLAY_FS");
+        if (r != 0)
+                return;
+        if (in_child(CLONE_NEWUSER | CLONE_NEWNS, try_tmpfs_xattr, NULL) == 0)
+                report(CHECK_OK, "user xattrs on tmpfs (overlay workspaces)", NULL, NULL);
+        else
+                report(CHECK_MISSING, "user xattrs on tmpfs (overlay workspaces)",
+                       "without them an overlay cannot record a directory that was removed and made "
+                       "again, so --workdir, --session and image roots are refused",
+                       "use Linux >= 6.6 (Debian 12's 6.1 lacks them)");
 }
 
 static void check_seccomp(void)

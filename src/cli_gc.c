@@ -3,7 +3,9 @@
  * becomes status orphaned, finished_at unknown), then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
  * Rows still running are never deleted. An orphaned run's cgroup, which
- * its killed supervisor could not remove, is removed with it. */
+ * its killed supervisor could not remove, is removed with it. Then
+ * --session workspaces unused for longer than session_ttl are removed,
+ * and last the blobs no remaining file record refers to. */
 #include "config.h"
 
 #include <getopt.h>
@@ -14,7 +16,9 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "exit-codes.h"
+#include "blobstore.h"
 #include "log.h"
+#include "runfiles.h"
 #include "store.h"
 
 #define DEFAULT_RETENTION "30d"
@@ -24,8 +28,9 @@ static void help(void)
         printf("Usage: sbx gc [--dry-run] [--older-than DURATION]\n"
                "\n"
                "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
-               "left behind), then delete finished runs\n"
-               "started more than DURATION ago (default " DEFAULT_RETENTION ").\n"
+               "left behind), then delete finished runs started more than DURATION ago\n"
+               "(default " DEFAULT_RETENTION "), remove sessions unused for longer than the\n"
+               "profile key session_ttl, and delete blobs no run refers to any more.\n"
                "\n"
                "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
                "  --dry-run              say what would be done, change nothing\n"
@@ -62,6 +67,22 @@ static char *remove_orphan_cgroup(struct store *s, const char *id, bool dry_run)
         }
         json_decref(e);
         return line;
+}
+
+/* Blobs no recorded file refers to any more (their runs were deleted). */
+static int gc_blobs(struct store *s, bool dry_run)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        int r = runfiles_open_blobs(s, &bs);
+        if (r >= 0)
+                r = runfiles_gc_blobs(s, bs, dry_run);
+        if (r < 0) {
+                log_error_errno(r, "gc: blob store: %m");
+                return EXIT_SETUP;
+        }
+        if (!dry_run)
+                printf("deleted %d unreferenced blob%s\n", r, r == 1 ? "" : "s");
+        return EXIT_OK;
 }
 
 int verb_gc(int argc, char **argv)
@@ -126,5 +147,8 @@ int verb_gc(int argc, char **argv)
         }
         printf("%s %d run%s older than %s\n", dry_run ? "would delete" : "deleted",
                r, r == 1 ? "" : "s", older_than);
-        return EXIT_OK;
+        r = cli_session_gc(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
+        return gc_blobs(s, dry_run);
 }

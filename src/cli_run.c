@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 #include <termios.h>
 
+#include "apply.h"
+#include "blobstore.h"
 #include "capture.h"
 #include "cgroup.h"
 #include "cli.h"
@@ -28,9 +30,11 @@
 #include "log.h"
 #include "ns.h"
 #include "profile.h"
+#include "runfiles.h"
 #include "run-config.h"
 #include "sandbox.h"
 #include "seccomp.h"
+#include "session.h"
 #include "store.h"
 #include "supervise.h"
 
@@ -59,6 +63,20 @@ static void run_help(FILE *f)
 "      --json               print one JSON object (sbx.result/1) at the end\n"
 "                           instead of passing the job's output through\n"
 "      --net MODE           none (default: only loopback) or host\n"
+"  -w, --workdir DIR        show host DIR at the workspace (/workspace) through\n"
+"                           an overlay: the job may change anything there,\n"
+"                           DIR itself is never written; the changes are\n"
+"                           recorded (sbx diff, sbx apply)\n"
+"      --apply              apply the changes to DIR when the job succeeds\n"
+"  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
+"                           <workspace>/input/NAME (NAME: PATH's last part)\n"
+"      --session NAME       work in persistent workspace NAME (created on first\n"
+"                           use); the changes are kept only if the job succeeds\n"
+"      --session-wait DURATION  wait this long for another run of the session\n"
+"                           (default: fail at once)\n"
+"      --commit success|always  when to keep a session's changes (default success)\n"
+"      --workdir-inside DIR the job's working directory inside the sandbox\n"
+"                           (profile key workdir, default /workspace)\n"
 "  -v, --verbose            say what sbx is doing (the run id, ...)\n"
 "  -q, --quiet              print nothing but errors\n"
 "  -h, --help               show this help\n"
@@ -74,7 +92,7 @@ static void run_help(FILE *f)
 "      --capture SIZE       head and tail of each stream kept (default 64K)\n"
 "      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
 "      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
-"      --uid N, --gid N, --hostname NAME, --workdir DIR (inside)\n"
+"      --uid N, --gid N, --hostname NAME\n"
 "      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
 "      --allow-ptrace yes|no, --require LIMITS\n"
 "\n"
@@ -86,7 +104,8 @@ static void run_help(FILE *f)
 }
 
 enum {
-        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE,
+        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
+        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -99,6 +118,12 @@ struct run_args {
         const char *code_file;
         bool code_stdin;
         int verbosity;
+        const char *workdir;    /* --workdir: host dir under the workspace */
+        bool apply;
+        char **inputs;          /* --input, as given */
+        const char *session;    /* --session NAME */
+        uint64_t session_wait_ms;
+        bool commit_always;
 };
 
 static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
@@ -114,6 +139,13 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                 { "net",     required_argument, NULL, OPT_NET },
                 { "verbose", no_argument,       NULL, 'v' },
                 { "quiet",   no_argument,       NULL, 'q' },
+                { "workdir", required_argument, NULL, 'w' },
+                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
+                { "apply",   no_argument,       NULL, OPT_APPLY },
+                { "input",   required_argument, NULL, 'i' },
+                { "session", required_argument, NULL, OPT_SESSION },
+                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
+                { "commit",  required_argument, NULL, OPT_COMMIT },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
@@ -124,7 +156,7 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
         opterr = 0;
         a->verbosity = LOG_NORMAL;
         /* '+': options end at the first non-option, the job's command */
-        while ((c = getopt_long(argc, argv, "+:p:te:c:vqh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
                 switch (c) {
                 case 'p':
                         a->profile = optarg;
@@ -159,6 +191,35 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                         break;
                 case 'q':
                         a->verbosity = LOG_QUIET;
+                        break;
+                case 'w':
+                        a->workdir = optarg;
+                        break;
+                case OPT_WORKDIR_INSIDE:
+                        a->overrides = strv_append(a->overrides, "workdir");
+                        a->overrides = strv_append(a->overrides, optarg);
+                        break;
+                case OPT_APPLY:
+                        a->apply = true;
+                        break;
+                case 'i':
+                        a->inputs = strv_append(a->inputs, optarg);
+                        break;
+                case OPT_SESSION:
+                        if (!session_name_valid(optarg))
+                                return cli_bad_value("run", "session", optarg,
+                                                     "expected 1-64 letters, digits, '.', '_' or '-', "
+                                                     "not starting with '.'");
+                        a->session = optarg;
+                        break;
+                case OPT_SESSION_WAIT:
+                        if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
+                                return cli_bad_value("run", "session-wait", optarg, "expected a duration");
+                        break;
+                case OPT_COMMIT:
+                        if (!streq(optarg, "success") && !streq(optarg, "always"))
+                                return cli_bad_value("run", "commit", optarg, "expected success or always");
+                        a->commit_always = streq(optarg, "always");
                         break;
                 case 'h':
                         run_help(stdout);
@@ -372,6 +433,155 @@ static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
                 *ret_reason = xasprintf("cannot create the run cgroup %s/%s: %s", base, name, strerror(-r));
 }
 
+/* --workdir and --input, resolved on the host before the sandbox exists. */
+struct workspace_plan {
+        char *workdir;          /* canonical host path, or NULL */
+        int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
+        char **inputs;          /* "CANONICAL_PATH:NAME" */
+        struct session session; /* --session: locked while we run */
+};
+
+/* --session: lock the session (waiting if asked) and use its tree as
+ * the lower dir. Returns an exit code. */
+static int open_session(const struct run_args *a, const char *db_path, struct workspace_plan *wp)
+{
+        _cleanup_free_ char *root = session_root(db_path);
+        int r = session_acquire(root, a->session, a->session_wait_ms, &wp->session);
+        if (r == -EBUSY) {
+                log_error("run: session %s is in use by another run%s", a->session,
+                          a->session_wait_ms ? " (waited --session-wait)" : "; --session-wait DURATION waits for it");
+                return EXIT_SETUP;
+        }
+        if (r < 0) {
+                log_error_errno(r, "run: session %s in %s: %m", a->session, root);
+                return EXIT_SETUP;
+        }
+        session_touch(&wp->session);
+        wp->workdir = xstrdup(wp->session.tree);
+        wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (wp->lower_fd < 0) {
+                log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
+static int prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
+{
+        if (a->apply && !a->workdir) {
+                *ret_error = xstrdup("--apply needs --workdir DIR");
+                return -EINVAL;
+        }
+        if (a->session && a->workdir) {
+                *ret_error = xstrdup("--session and --workdir cannot be combined");
+                return -EINVAL;
+        }
+        if (a->workdir) {
+                wp->workdir = realpath(a->workdir, NULL);
+                if (!wp->workdir) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+                wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (wp->lower_fd < 0) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+        }
+        for (char **p = a->inputs; p && *p; p++) {
+                _cleanup_free_ char *host = xstrdup(*p);
+                char *colon = strrchr(host, ':');
+                const char *name;
+                if (colon && colon[1] && !strchr(colon + 1, '/')) {
+                        *colon = '\0';
+                        name = colon + 1;
+                } else {
+                        char *slash;
+                        while ((slash = strrchr(host, '/')) && slash != host && !slash[1])
+                                *slash = '\0';
+                        name = strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
+                }
+                if (!*name || streq(name, ".") || streq(name, "..") || strchr(name, ':')) {
+                        *ret_error = xasprintf("--input %s: cannot name it (use PATH:NAME)", *p);
+                        return -EINVAL;
+                }
+                _cleanup_free_ char *real = realpath(host, NULL);
+                if (!real) {
+                        *ret_error = xasprintf("--input %s: %s", host, strerror(errno));
+                        return -errno;
+                }
+                _cleanup_free_ char *spec = xasprintf("%s:%s", real, name);
+                wp->inputs = strv_append(wp->inputs, spec);
+        }
+        return 0;
+}
+
+/* After the sandbox is gone: record the change set and the artifacts,
+ * and apply the changes if --apply and the job succeeded. Returns the
+ * exit code to use instead of the job's (1 when --apply could not
+ * apply), or -1 to keep the job's. */
+static int collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+                         const struct run_args *a, struct workspace_plan *wp,
+                         int workspace_fd, int upper_fd, const struct run_outcome *out)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        struct runfiles_result res = { 0 };
+        const char *step = "blob store";
+        const char *output_rel = NULL;
+        size_t wl = strlen(cfg->workdir_inside);
+        int r, code = -1;
+
+        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
+            (cfg->artifacts_dir[wl] == '/' || (wl == 1 && cfg->workdir_inside[0] == '/')))
+                output_rel = cfg->artifacts_dir + wl + (cfg->artifacts_dir[wl] == '/');
+        else if (cfg->artifacts_dir)
+                log_debug("artifacts dir %s is outside the workspace %s: not collected",
+                          cfg->artifacts_dir, cfg->workdir_inside);
+        struct runfiles_params p = {
+                .workspace_fd = workspace_fd, .upper_fd = upper_fd, .lower_fd = wp->lower_fd,
+                .output_rel = output_rel && *output_rel ? output_rel : NULL,
+                .has_inputs = wp->inputs != NULL,
+                .max_files = cfg->artifacts_max_files, .max_bytes = cfg->artifacts_max_bytes,
+        };
+        r = runfiles_open_blobs(store, &bs);
+        if (r >= 0)
+                r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
+        if (r < 0) {
+                log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
+                runfiles_result_done(&res);
+                return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
+        }
+        if (res.cs.n)
+                log_info("%zu change%s in the workspace (sbx diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
+                         rec->id);
+        if (res.n_outputs || res.n_outputs_skipped)
+                log_info("%zu artifact%s collected%s", res.n_outputs, res.n_outputs == 1 ? "" : "s",
+                         res.n_outputs_skipped ? ", some skipped (see sbx show)" : "");
+        if (a->apply) {
+                if (out->status != RUN_SUCCESS)
+                        log_info("not applying the changes: the job did not succeed");
+                else
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+        }
+        if (a->session) {
+                /* the session keeps a run's changes only when it succeeded
+                 * (or --commit always); we still hold its lock */
+                if (out->status != RUN_SUCCESS && !a->commit_always)
+                        log_info("session %s left as it was: the job did not succeed", a->session);
+                else if (res.cs.n) {
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+                        /* root's sandbox user is uid 65534: the next run must
+                         * be able to change what this one committed */
+                        if (code == EXIT_OK && geteuid() == 0 &&
+                            (r = session_chown_tree(&wp->session, ns_host_uid(), ns_host_gid())) < 0)
+                                log_error_errno(r, "run: session %s: chown: %m", a->session);
+                }
+                session_touch(&wp->session);
+        }
+        runfiles_result_done(&res);
+        return code == EXIT_OK ? -1 : code;
+}
+
 struct run_ctx {
         struct store *store;
         struct run_record *rec;
@@ -421,9 +631,12 @@ static char *slurp_fd(int fd, size_t *ret_len)
 
 /* Everything after the configuration is resolved: policy, record,
  * sandbox, record again. Returns sbx's exit code. */
-static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang, bool json,
-                   const char *rerun_of)
+static int execute(struct run_config *cfg, struct lang_job *lj, const struct run_args *a,
+                   const char *lang, bool json, const char *rerun_of)
 {
+        struct workspace_plan wp = { .lower_fd = -1, .session.lock_fd = -1 };
+        int workspace_fd = -1, upper_fd = -1;
+        _cleanup_free_ char *db_path = NULL;
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
         struct run_outcome out = { 0 };
         struct tty_state tty = { 0 };
@@ -441,10 +654,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         int r, code = EXIT_SETUP;
         json_t *enforcement = NULL;
 
-        if (cfg->root_layers) {
-                /* never run on the host root when an image was asked for */
-                log_error("run: root = %s: image roots are not supported by this version of sbx", cfg->root);
-                return EXIT_SETUP;
+        r = prepare_workspace(a, &wp, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                code = EXIT_USAGE;
+                goto out;
         }
         if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
                 cfg->home = (free(cfg->home), xstrdup("/root"));
@@ -456,7 +670,21 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
         r = run_record_begin(rec, cfg->argv, cwd ? cwd : "", cfg->profile_name);
         if (r < 0) {
                 log_error_errno(r, "run: cannot start a run record: %m");
-                return EXIT_SETUP;
+                goto out;
+        }
+        if (a->session) {
+                /* before the row: a run waiting for its session is not running */
+                r = store_default_path(&db_path);
+                if (r < 0) {
+                        log_error("run: no state dir (set SBX_STATE_DIR or HOME)");
+                        goto out;
+                }
+                code = open_session(a, db_path, &wp);
+                if (code != EXIT_OK)
+                        goto out;
+                code = EXIT_SETUP;
+                rec->session = xstrdup(a->session);
+                rec->started_at_ms = rec->heartbeat_at_ms = now_realtime_ms();
         }
         /* The run's cgroup (or the reason there is none) comes before the
          * sandbox, which is cloned straight into it, and before the report,
@@ -477,6 +705,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 .seccomp_required = true,
                 .cgroup = cgroup,
                 .pids_in_cgroup = cgroup && (cgroup_run_enforced(cgroup) & CGROUP_LIMIT_PIDS),
+                .workspace_lower = wp.workdir, .inputs = wp.inputs,
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -540,6 +769,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
         }
+        if (wp.workdir && store_workspace_set(store, rec->id, a->session ? NULL : wp.workdir, a->session) < 0) {
+                log_error("run: run store %s: %s", store_path(store), store_error(store));
+                goto abort;
+        }
         log_info("run %s", rec->id);
 
         cap_out = capture_new(cfg->capture_bytes);
@@ -571,6 +804,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                         tty_raw(&tty);
                 r = supervise(cfg, &sb, &hooks, &out);
                 tty_restore(&tty);
+                /* init is reaped: nothing can write to the workspace now */
+                workspace_fd = TAKE_FD(sb.workspace_fd);
+                upper_fd = TAKE_FD(sb.upper_fd);
                 sandbox_close(&sb);
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 if (r < 0) {
@@ -579,6 +815,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                         snprintf(out.message, sizeof(out.message), "supervisor failed: %s", strerror(-r));
                 }
         }
+
+        int files_code = -1;
+        if (workspace_fd >= 0)
+                files_code = collect_files(store, rec, cfg, a, &wp, workspace_fd, upper_fd, &out);
 
         if (cgroup) {
                 /* init is reaped; nothing of the run may stay behind */
@@ -619,11 +859,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const char *lang
                 break;
         }
         if (json) {
-                _cleanup_free_ char *j = run_record_to_json_string(rec, true);
+                json_t *o = run_record_to_json(rec, true);
+                json_object_set_new(o, "files", runfiles_json(store, rec->id));
+                _cleanup_free_ char *j = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+                json_decref(o);
                 if (j)
                         printf("%s\n", j);
         }
-        code = out.exit_code;
+        code = files_code >= 0 ? files_code : out.exit_code;
         goto out;
 abort:
         /* nothing of the job ran: take the half-built sandbox down */
@@ -633,6 +876,15 @@ abort:
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+        if (workspace_fd >= 0)
+                close(workspace_fd);
+        if (upper_fd >= 0)
+                close(upper_fd);
+        if (wp.lower_fd >= 0)
+                close(wp.lower_fd);
+        free(wp.workdir);
+        strv_free(wp.inputs);
+        session_release(&wp.session);
         if (enforcement)
                 json_decref(enforcement);
         return code;
@@ -699,10 +951,11 @@ int verb_run(int argc, char **argv)
                 log_error("%s", err);
                 goto out;
         }
-        code = execute(&cfg, &lj, a.lang, a.json, NULL);
+        code = execute(&cfg, &lj, &a, a.lang, a.json, NULL);
 out:
         lang_job_done(&lj);
         strv_free(a.overrides);
+        strv_free(a.inputs);
         run_config_done(&cfg);
         return code;
 }
@@ -804,7 +1057,10 @@ int verb_rerun(int argc, char **argv)
                         goto out;
                 }
         }
-        code = execute(&cfg, &lj, orig->lang, json, orig->id);
+        /* the workspace options (--workdir, --session, --input) are not
+         * part of the profile: a rerun runs in a fresh workspace */
+        struct run_args none = { 0 };
+        code = execute(&cfg, &lj, &none, orig->lang, json, orig->id);
 out:
         lang_job_done(&lj);
         run_config_done(&cfg);

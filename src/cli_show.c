@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
+#include "runfiles.h"
 #include "sanitize.h"
 #include "store.h"
 
@@ -136,8 +137,34 @@ static void print_enforcement(const char *text)
         json_decref(e);
 }
 
-static void print_human(const struct run_record *rec)
+static void print_files(struct store *s, const struct run_record *rec)
 {
+        struct file_record *f = NULL;
+        size_t n = 0;
+
+        if (store_files_list(s, rec->id, NULL, &f, &n) < 0 || n == 0) {
+                file_records_free(f, n);
+                return;
+        }
+        printf("\n--- files ---\n");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = sanitize_text(f[i].path, strlen(f[i].path), NULL);
+                char size[32] = "-";
+                if (f[i].size != RUN_UNSET && !streq(f[i].kind, "deleted"))
+                        format_size(f[i].size, size, sizeof(size));
+                printf("%-9s %8s  %-12.12s  %s%s%s%s\n", f[i].kind, size,
+                       f[i].sha256[0] ? f[i].sha256 : "-", path,
+                       f[i].mime ? "  " : "", f[i].mime ? f[i].mime : "",
+                       f[i].skip ? (streq(f[i].skip, "symlink") ? "  (skipped: symlink)" : "  (skipped)") : "");
+                if (f[i].skip && !streq(f[i].skip, "symlink"))
+                        printf("%-9s %8s  %-12s  reason: %s\n", "", "", "", f[i].skip);
+        }
+        file_records_free(f, n);
+}
+
+static void print_human(struct store *s, const struct run_record *rec)
+{
+        _cleanup_free_ char *workdir = NULL;
         _cleanup_free_ char *cmd = cli_format_argv(rec->argv, 0);
         _cleanup_free_ char *message = rec->message ? sanitize_text(rec->message, strlen(rec->message), NULL) : NULL;
         const char *status = run_status_to_string(rec->status);
@@ -165,6 +192,8 @@ static void print_human(const struct run_record *rec)
                 field("profile:", rec->profile);
         if (rec->session)
                 field("session:", rec->session);
+        if (store_workspace_get(s, rec->id, &workdir, NULL) == 0 && workdir)
+                field("workdir:", workdir);
         if (rec->rerun_of)
                 field("rerun of:", rec->rerun_of);
         if (rec->idempotency_key)
@@ -240,9 +269,14 @@ int verb_show(int argc, char **argv)
                 return r;
 
         if (json) {
-                _cleanup_free_ char *text = run_record_to_json_string(rec, true);
-                puts(text);
-        } else
-                print_human(rec);
+                json_t *o = run_record_to_json(rec, true);
+                json_object_set_new(o, "files", runfiles_json(s, rec->id));
+                _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+                json_decref(o);
+                puts(text ? text : "{}");
+        } else {
+                print_human(s, rec);
+                print_files(s, rec);
+        }
         return EXIT_OK;
 }

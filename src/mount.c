@@ -29,7 +29,21 @@
  *    private devpts instance, and symlinks; the tmpfs itself is made
  *    read-only so no device node can be added (mknod is denied in a user
  *    namespace anyway);
- *  - everything writable is nosuid,nodev and size-capped by the scratch.
+ *  - everything writable is nosuid,nodev and size-capped by the scratch;
+ *  - --workdir DIR: DIR is cloned (open_tree) and made read-only before
+ *    the sandbox takes its uid (mount_clone_lower) and so before the
+ *    scratch goes over /tmp, attached at /tmp/rw/lower and used only as an
+ *    overlay lower layer; upper and work dirs live on the scratch, so the
+ *    job's writes land there and the host DIR is never written (the clone
+ *    is read-only: even a bug here could not write through it). The
+ *    overlay is nosuid,nodev like every writable area, and mounted with
+ *    userxattr (the only mode a user namespace may use);
+ *  - --input HOST[:NAME]: read-only, nosuid, nodev binds like --ro;
+ *  - root = DIR[:DIR...] (an image): each layer is cloned read-only like
+ *    the workdir, attached on the scratch, and the new root is
+ *    overlay(lowerdir = layers, upper and work on the scratch), nosuid,
+ *    nodev: writable everywhere, discarded with the scratch, the layers
+ *    themselves never written. No host system dir is bound then.
  */
 #include "config.h"
 
@@ -40,6 +54,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
 #include "mount.h"
 #include "util.h"
@@ -440,9 +455,120 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
         return 0;
 }
 
-int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
+int mount_tmpfs_user_xattr(const char *path)
+{
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof(probe), "%s/.sbx-xattr-probe", path);
+        _cleanup_close_ int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = fsetxattr(fd, "user.sbx.probe", "y", 1, 0) < 0 ? -errno : 1;
+        (void)unlink(probe);
+        if (r == -EOPNOTSUPP || r == -EPERM)
+                return 0;
+        return r;
+}
+
+int mount_clone_lower(const char *path)
+{
+        /* not recursive: overlay does not look into submounts of a layer */
+        int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+/* The overlay workspace: the lower clone attached on the scratch, then
+ * overlay(lower, upper, work) mounted on RW/workspace, which the normal
+ * path binds at the workspace. */
+static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
+{
+        static const char *const dirs[] = { RW "/lower", RW "/upper", RW "/work" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (mkdir(dirs[i], 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", dirs[i]);
+        /* Without user xattrs on the upper (tmpfs before Linux 6.6) overlay
+         * could not record an opaque directory, and "rm -r d; mkdir d"
+         * would resurrect d's old files: refuse instead of being wrong. */
+        int r = mount_tmpfs_user_xattr(RW "/upper");
+        if (r == 0)
+                r = -EOPNOTSUPP;
+        if (r < 0)
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see sbx doctor)",
+                                 RW "/upper");
+        if (sys_move_mount(lower_clone, "", AT_FDCWD, RW "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return fail_with(fail, -errno, "attach workdir", RW "/lower");
+        /* safety: lower is a read-only clone; upper and work are on the
+         * scratch; nosuid,nodev as for every writable area */
+        if (mount("sbx-workspace", RW "/workspace", "overlay", MS_NOSUID | MS_NODEV,
+                  "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr") < 0)
+                return fail_with(fail, -errno, "mount overlay", "/workspace");
+        return 0;
+}
+
+/* root = DIR[:DIR...]: overlay of the layer clones over NEWROOT. */
+static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
+{
+        _cleanup_free_ char *opts = xstrdup("lowerdir=");
+        for (size_t i = 0; i < n; i++) {
+                char dir[64];
+                snprintf(dir, sizeof(dir), RW "/layer-%zu", i);
+                if (mkdir(dir, 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", dir);
+                if (sys_move_mount(clones[i], "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return fail_with(fail, -errno, "attach root layer", dir);
+                char *t = xasprintf("%s%s%s", opts, i ? ":" : "", dir);
+                free(opts);
+                opts = t;
+        }
+        if (mkdir(RW "/root-upper", 0755) < 0 || mkdir(RW "/root-work", 0755) < 0)
+                return fail_with(fail, -errno, "mkdir", RW "/root-upper");
+        int r = mount_tmpfs_user_xattr(RW "/root-upper");
+        if (r == 0)
+                r = -EOPNOTSUPP;
+        if (r < 0)
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see sbx doctor)",
+                                 RW "/root-upper");
+        char *t = xasprintf("%s,upperdir=" RW "/root-upper,workdir=" RW "/root-work,userxattr", opts);
+        free(opts);
+        opts = t;
+        /* safety: layers are read-only clones, upper and work on the
+         * scratch; nosuid,nodev like every writable area */
+        if (mount("sbx-root", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+                return fail_with(fail, -errno, "mount overlay", "/");
+        return 0;
+}
+
+/* --input HOST:NAME -> a read-only clone for <workspace>/input/NAME. */
+static int clone_inputs(struct pending_list *l, const struct run_config *cfg, char **inputs,
+                        struct setup_failure *fail)
+{
+        for (char **p = inputs; p && *p; p++) {
+                const char *colon = strrchr(*p, ':');
+                if (!colon)
+                        return fail_with(fail, -EINVAL, "input", *p);
+                _cleanup_free_ char *host = xstrdup(*p);
+                host[colon - *p] = '\0';
+                _cleanup_free_ char *inside = xasprintf("%s/input/%s", cfg->workdir_inside, colon + 1);
+                int r = clone_host(l, host, inside, true, true,
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
+                     struct setup_failure *fail)
 {
         struct pending_list system = { 0 }, binds = { 0 }, dev_clones = { 0 };
+        _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
         int r;
 
         /* Our mounts must not propagate back to the host, and the host's
@@ -451,7 +577,8 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
                 return fail_with(fail, -errno, "make private", "/");
 
         const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-        for (char **p = cfg->ro_binds; p && *p; p++) {
+        bool image = ws && ws->n_root_clones > 0;
+        for (char **p = cfg->ro_binds; !image && p && *p; p++) {
                 r = clone_host(&system, *p, *p, false, true, ro, fail);
                 if (r < 0)
                         goto out;
@@ -469,10 +596,32 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = clone_dev_nodes(&dev_clones, fail);
         if (r < 0)
                 goto out;
+        if (ws) {
+                r = clone_inputs(&binds, cfg, ws->inputs, fail);
+                if (r < 0)
+                        goto out;
+        }
+        if (ws)
+                ws->lower_clone = -1;   /* ours now */
 
         r = setup_scratch(cfg, fail);
         if (r < 0)
                 goto out;
+        if (image) {
+                r = setup_image_root(ws->root_clones, ws->n_root_clones, fail);
+                if (r < 0)
+                        goto out;
+        }
+        if (lower_clone >= 0) {
+                r = setup_overlay_workspace(lower_clone, fail);
+                if (r < 0)
+                        goto out;
+                upper_fd = open(RW "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper_fd < 0) {
+                        r = fail_with(fail, -errno, "open", RW "/upper");
+                        goto out;
+                }
+        }
         r = attach_pending(&system, fail);
         if (r < 0)
                 goto out;
@@ -494,6 +643,15 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
         r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
         if (r < 0)
                 goto out;
+        if (ws) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), NEWROOT "%s", cfg->workdir_inside);
+                workspace_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (workspace_fd < 0) {
+                        r = fail_with(fail, -errno, "open", cfg->workdir_inside);
+                        goto out;
+                }
+        }
         /* Extra empty tmpfs dirs live on the scratch too, so they count
          * against the disk limit like every other writable path. */
         for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
@@ -537,8 +695,10 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
                 r = fail_with(fail, -errno, "chdir", "/");
                 goto out;
         }
-        /* The root itself holds only mountpoints: nothing to write there. */
-        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+        /* The root itself holds only mountpoints: nothing to write there.
+         * An image root is the exception: writable everywhere, on the
+         * scratch. */
+        if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
                 r = fail_with(fail, -errno, "read-only", "/");
                 goto out;
         }
@@ -546,8 +706,17 @@ int mount_build_root(const struct run_config *cfg, struct setup_failure *fail)
                 r = fail_with(fail, -errno, "chdir", cfg->workdir_inside);
                 goto out;
         }
+        if (ws) {
+                ws->ret_upper_fd = TAKE_FD(upper_fd);
+                ws->ret_workspace_fd = TAKE_FD(workspace_fd);
+        }
         r = 0;
 out:
+        for (size_t i = 0; ws && i < ws->n_root_clones; i++)
+                if (ws->root_clones[i] >= 0) {
+                        close(ws->root_clones[i]);
+                        ws->root_clones[i] = -1;
+                }
         pending_list_free(&system);
         pending_list_free(&binds);
         pending_list_free(&dev_clones);

@@ -63,6 +63,7 @@ struct run_config {
         char *home;             /* $HOME inside: /home/sandbox (not a profile key) */
         char *workdir_inside;   /* workdir: working directory inside, default /workspace */
         bool tty;               /* -t: job gets a pty (not a profile key) */
+        uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 
         /* [network] */
         enum net_mode net;      /* mode = none | host */

@@ -89,6 +89,30 @@ static int open_pty(const struct winsize *ws, int *ret_master, int *ret_slave)
         return 0;
 }
 
+/* Hand the workspace dirs to the supervisor before the job exists, so
+ * it can read the change set and the artifacts after the sandbox is
+ * gone. We keep no copy: the job must not inherit them. */
+static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
+{
+        int fds[2] = { workspace_fd, upper_fd };
+        size_t n = upper_fd >= 0 ? 2 : 1;
+        struct sync_msg msg = { .kind = SYNC_WORKSPACE, .status = (int32_t)n };
+        char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 };
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = cbuf, .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+        int r = sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+        close(workspace_fd);
+        if (upper_fd >= 0)
+                close(upper_fd);
+        return r;
+}
+
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdout_w, int stderr_w)
 {
@@ -101,6 +125,23 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
+
+        /* The workspace's lower dir is resolved as the user who started
+         * sbx, who owns it (a session dir lives in their private state
+         * dir): the sandbox user may be another host uid. */
+        int lower_clone = -1;
+        if (in->workspace_lower) {
+                lower_clone = mount_clone_lower(in->workspace_lower);
+                if (lower_clone < 0)
+                        setup_failed(sync_fd, lower_clone, "workdir", in->workspace_lower);
+        }
+        size_t n_layers = strv_length(cfg->root_layers);
+        int *layers = n_layers ? xcalloc(n_layers, sizeof(int)) : NULL;
+        for (size_t i = 0; i < n_layers; i++) {
+                layers[i] = mount_clone_lower(cfg->root_layers[i]);
+                if (layers[i] < 0)
+                        setup_failed(sync_fd, layers[i], "root layer", cfg->root_layers[i]);
+        }
 
         /* Become the sandbox user. KEEPCAPS keeps the permitted set across
          * the uid change; the effective set is raised again below. These
@@ -120,9 +161,15 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                 setup_failed(sync_fd, -errno, "pdeathsig", "");
         (void)prctl(PR_SET_NAME, "sbx-init");
 
-        r = mount_build_root(cfg, &fail);
+        struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
+                                      .root_clones = layers, .n_root_clones = n_layers,
+                                      .ret_upper_fd = -1, .ret_workspace_fd = -1 };
+        r = mount_build_root(cfg, &ws, &fail);
         if (r < 0)
                 setup_failed(sync_fd, r, fail.step, fail.path);
+        r = send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
+        if (r < 0)
+                setup_failed(sync_fd, r, "send workspace", "");
         r = ns_set_hostname(cfg->hostname);
         if (r < 0)
                 setup_failed(sync_fd, r, "hostname", cfg->hostname);
@@ -263,6 +310,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
                 .stdout_fd = out[0], .stderr_fd = err[0], .cgroup = in->cgroup,
+                .workspace_fd = -1, .upper_fd = -1,
         };
         return 0;
 
@@ -298,7 +346,8 @@ void sandbox_abort(struct sandbox *sb)
 
 void sandbox_close(struct sandbox *sb)
 {
-        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdout_fd, &sb->stderr_fd };
+        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdout_fd, &sb->stderr_fd,
+                       &sb->workspace_fd, &sb->upper_fd };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);

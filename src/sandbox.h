@@ -19,6 +19,9 @@ struct sandbox {
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
         const char *failed_step;/* set when sandbox_spawn() fails: what failed */
         struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */
+        int workspace_fd;       /* the job's workspace dir, sent before the job
+                                 * started (SYNC_WORKSPACE), else -1 */
+        int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
 };
 
 /* The signals sbx handles itself (through a signalfd) and forwards;
@@ -43,6 +46,8 @@ struct sandbox_inputs {
                                     * (CLONE_INTO_CGROUP); NULL = no cgroup.
                                     * Not owned. */
         bool pids_in_cgroup;    /* pids.max holds cfg->pids: no RLIMIT_NPROC */
+        const char *workspace_lower; /* host dir under an overlay workspace, or NULL */
+        char **inputs;          /* "HOST:NAME" read-only at <workspace>/input/NAME */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.
@@ -60,5 +65,6 @@ int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 /* Kill a sandbox that will not be started, and reap it. */
 void sandbox_abort(struct sandbox *sb);
 
-/* Close the handles (does not kill anything). */
+/* Close the handles, the workspace fds included (does not kill
+ * anything). */
 void sandbox_close(struct sandbox *sb);

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
+#include "digest.h"
 #include "status.h"
 #include "ulid.h"
 
@@ -207,3 +208,43 @@ int store_mark_orphans(struct store *s, bool dry_run, char ***ret_ids);
 /* Delete finished runs (any status but running) that started before
  * before_ms; with dry_run only count them. Returns how many, or -errno. */
 int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run);
+
+/* One row of the `files` table (schema version 4): a path a run changed
+ * in its workspace (kind "added", "modified", "deleted") or left in its
+ * output dir ("output"). Strings are owned except kind (static). */
+struct file_record {
+        char *path;             /* relative to the workspace / output dir */
+        const char *kind;       /* "output", "added", "modified", "deleted" */
+        uint64_t size;          /* new size (RUN_UNSET: unknown) */
+        mode_t mode;            /* new st_mode; 0 if deleted */
+        char sha256[DIGEST_HEX_SIZE];     /* new content's blob, "" if none */
+        mode_t old_mode;        /* lower version's st_mode, 0 if none */
+        char old_sha256[DIGEST_HEX_SIZE]; /* lower version's blob, "" if none */
+        char *link_target;      /* symlink target, or NULL */
+        char *skip;             /* why it was not carried / collected, or NULL */
+        char *mime;             /* outputs: guessed type, else NULL */
+};
+
+/* Free n records and the array; NULL is fine. */
+void file_records_free(struct file_record *f, size_t n);
+
+/* Record f[0..n) for run run_id in one transaction (a row with the same
+ * run, kind and path is replaced). 0 or -errno. */
+int store_files_add(struct store *s, const char *run_id, const struct file_record *f, size_t n);
+
+/* The files of run run_id (only those of kind, unless kind is NULL):
+ * workspace changes first, then outputs, each by path. *ret (free with
+ * file_records_free) and *ret_n. 0 or -errno. */
+int store_files_list(struct store *s, const char *run_id, const char *kind,
+                     struct file_record **ret, size_t *ret_n);
+
+/* Every blob hash any files row refers to (new and old versions), as a
+ * NULL-terminated vector (NULL when there are none). 0 or -errno. */
+int store_files_all_blobs(struct store *s, char ***ret);
+
+/* Where run run_id's workspace came from: the host --workdir DIR and/or
+ * the session name (either may be NULL). 0 or -errno. */
+int store_workspace_set(struct store *s, const char *run_id, const char *workdir, const char *session);
+/* The same back: new strings (NULL when unset), or -ENOENT when the run
+ * had a plain workspace. */
+int store_workspace_get(struct store *s, const char *run_id, char **ret_workdir, char **ret_session);

@@ -190,7 +190,7 @@ static void on_signal(struct loop *l)
 static bool on_sync(struct loop *l)
 {
         struct sync_msg msg;
-        char cbuf[CMSG_SPACE(sizeof(int))];
+        char cbuf[CMSG_SPACE(2 * sizeof(int))];
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
                              .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -204,12 +204,19 @@ static bool on_sync(struct loop *l)
                 return true;    /* not ours; ignore */
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                        int fd;
-                        memcpy(&fd, CMSG_DATA(c), sizeof(int));
-                        if (l->tty_master < 0 && msg.kind == SYNC_READY)
-                                l->tty_master = fd;
-                        else
-                                close(fd);
+                        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < nfd; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (l->tty_master < 0 && msg.kind == SYNC_READY)
+                                        l->tty_master = fd;
+                                else if (msg.kind == SYNC_WORKSPACE && i == 0 && l->sb->workspace_fd < 0)
+                                        l->sb->workspace_fd = fd;
+                                else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
+                                        l->sb->upper_fd = fd;
+                                else
+                                        close(fd);
+                        }
                 }
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
         switch (msg.kind) {

@@ -1,8 +1,8 @@
 /* sync.h - the messages the sandbox sends its supervisor.
  *
  * One SOCK_SEQPACKET socketpair links them, so every message arrives
- * whole and in order, and a file descriptor (the pty master) can ride
- * along. Only the sandbox side sends; the supervisor sends one byte,
+ * whole and in order, and file descriptors (the pty master, the
+ * workspace dirs) can ride along. Only the sandbox side sends; the supervisor sends one byte,
  * "go", once the uid/gid maps are written.
  */
 #pragma once
@@ -15,6 +15,8 @@ enum sync_kind {
         SYNC_EXEC_ERROR,      /* execve of the job failed: error, path */
         SYNC_JOB_EXIT,        /* job ended: status is its raw wait status */
         SYNC_COMPILE_FAILED,  /* the --lang compile step failed: status, path = compiler */
+        SYNC_WORKSPACE,       /* root built, before the job: O_DIRECTORY fds of the
+                               * workspace and (status = 2) the overlay upper dir */
 };
 
 struct sync_msg {

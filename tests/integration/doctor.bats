@@ -8,6 +8,7 @@ load lib
         [ "$status" -eq 0 ]
         [[ "$output" == *"unprivileged user namespaces"* ]]
         [[ "$output" == *"overlayfs in a user namespace"* ]]
+        [[ "$output" == *"user xattrs on tmpfs (overlay workspaces)"* ]]
         [[ "$output" == *"seccomp"* ]]
         [[ "$output" == *"cgroup v2"* ]]
         [[ "$output" == *"OK      a real sandbox runs"* ]]

@@ -33,3 +33,45 @@ host_has_process() {
 free_port() {
         python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# A new directory the sandbox user can reach: bats' own temporary dirs
+# are private (0700), and the sandbox user is not the caller when the
+# suite runs as root. Removed by host_dirs_cleanup (call it in teardown).
+host_dir() {
+        local d
+        d=$(mktemp -d "${TMPDIR:-/tmp}/sbx-test.XXXXXX")
+        chmod 755 "$d"
+        echo "$d" >> "$BATS_TEST_TMPDIR/.host-dirs"
+        echo "$d"
+}
+
+host_dirs_cleanup() {
+        [ -f "$BATS_TEST_TMPDIR/.host-dirs" ] || return 0
+        while read -r d; do
+                chmod -R u+rwX "$d" 2>/dev/null || true
+                rm -rf "$d"
+        done < "$BATS_TEST_TMPDIR/.host-dirs"
+}
+
+# A host directory the sandbox user can read and write through an
+# overlay: world-readable, and when the suite runs as root, owned by the
+# id root's sandbox is mapped to (65534), as a real user's tree would be
+# owned by that user.
+make_tree() {
+        mkdir -p "$1"
+        chmod -R a+rX "$1"
+        if [ "$(id -u)" -eq 0 ]; then
+                chown -R 65534:65534 "$1"
+        fi
+}
+
+# The id of the newest run.
+last_run_id() {
+        "$SBX" ls --json | head -n 1 | jq -r .id
+}
+
+# A listing of a tree with content hashes, to compare trees exactly.
+tree_digest() {
+        (cd "$1" && find . -mindepth 1 \( -type f -printf '%p f %m ' -exec sha256sum {} \; \) -o \
+                \( -type d -printf '%p d %m\n' \) -o \( -type l -printf '%p l %l\n' \) | sort)
+}

@@ -968,6 +968,7 @@ static void canonical(void **state)
                 "\n[sandbox]\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
+                "session_ttl = 1d\n"
                 "uid = 1000\n"
                 "workdir = /workspace\n"
                 "\n[seccomp]\n"
@@ -978,7 +979,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "b124525d6a55dff1c57e5fca1585698cb8440c1bdbde88fe1f5e29e0b68f7b7d");
+        assert_string_equal(sha, "a6a1ed29936b34fa6a8503ff9b1572bad0e6157a647cc63b14cff2efe4084e57");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -89,11 +89,11 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 3);
+        assert_int_equal(store_current_schema_version(), 4);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 3);
+        assert_int_equal(store_schema_version(s), 4);
 }
 
 static void default_path(void **state)
@@ -425,7 +425,7 @@ static void migration_from_v1(void **state)
 
         raw_sql(f->path, v1_schema);
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 3);
+        assert_int_equal(store_schema_version(s), 4);
 
         assert_int_equal(store_run_get(s, "01AAAAAAAA", &old, NULL), 0);
         assert_int_equal(old->status, RUN_SUCCESS);
@@ -450,7 +450,7 @@ static void migration_from_v1(void **state)
 
         /* re-opening does not migrate twice */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 3);
+        assert_int_equal(store_schema_version(s), 4);
 }
 
 static void too_new(void **state)
@@ -654,6 +654,70 @@ static void json_view(void **state)
         assert_non_null(strstr(line, "\"peak_memory_mb\":3.5,"));
 }
 
+/* files rows: written in one go, read back per run and kind, listed as
+ * blobs for gc, and gone with their run */
+static void files_roundtrip(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        struct file_record in[3] = {
+                { .path = "b/new", .kind = "added", .size = 3, .mode = 0100644 },
+                { .path = "a", .kind = "modified", .size = 5, .mode = 0100755, .old_mode = 0100644 },
+                { .path = "report.pdf", .kind = "output", .size = 9, .mode = 0100644, .mime = "application/pdf" },
+        };
+        struct file_record *out = NULL;
+        _cleanup_strv_ char **blobs = NULL;
+        size_t n = 0;
+        char *dir = NULL, *session = NULL;
+
+        memset(in[0].sha256, 'a', 64);
+        memset(in[1].sha256, 'b', 64);
+        memset(in[1].old_sha256, 'c', 64);
+        memset(in[2].sha256, 'a', 64);
+        insert(s, "01JF0000000000000000000001", RUN_SUCCESS, 1000);
+        insert(s, "01JF0000000000000000000002", RUN_SUCCESS, 2000);
+        assert_int_equal(store_files_add(s, "01JF0000000000000000000001", in, 3), 0);
+        assert_int_equal(store_workspace_set(s, "01JF0000000000000000000001", "/src", NULL), 0);
+
+        assert_int_equal(store_files_list(s, "01JF0000000000000000000001", NULL, &out, &n), 0);
+        assert_int_equal(n, 3);
+        /* workspace changes by path first, outputs last */
+        assert_string_equal(out[0].path, "a");
+        assert_string_equal(out[0].kind, "modified");
+        assert_int_equal(out[0].mode, 0100755);
+        assert_int_equal(out[0].old_mode, 0100644);
+        assert_int_equal(out[0].old_sha256[0], 'c');
+        assert_string_equal(out[1].path, "b/new");
+        assert_string_equal(out[1].old_sha256, "");
+        assert_null(out[1].mime);
+        assert_string_equal(out[2].kind, "output");
+        assert_string_equal(out[2].mime, "application/pdf");
+        file_records_free(out, n);
+
+        assert_int_equal(store_files_list(s, "01JF0000000000000000000001", "output", &out, &n), 0);
+        assert_int_equal(n, 1);
+        file_records_free(out, n);
+        assert_int_equal(store_files_list(s, "01JF0000000000000000000002", NULL, &out, &n), 0);
+        assert_int_equal(n, 0);
+        file_records_free(out, n);
+
+        assert_int_equal(store_files_all_blobs(s, &blobs), 0);
+        assert_int_equal(strv_length(blobs), 3);        /* a..., b..., c... once each */
+
+        assert_int_equal(store_workspace_get(s, "01JF0000000000000000000001", &dir, &session), 0);
+        assert_string_equal(dir, "/src");
+        assert_null(session);
+        free(dir);
+        assert_int_equal(store_workspace_get(s, "01JF0000000000000000000002", &dir, &session), -ENOENT);
+
+        /* deleting the run deletes its rows */
+        assert_int_equal(store_delete_older_than(s, 1500, false), 1);
+        assert_int_equal(store_files_list(s, "01JF0000000000000000000001", NULL, &out, &n), 0);
+        assert_int_equal(n, 0);
+        file_records_free(out, n);
+        assert_int_equal(store_workspace_get(s, "01JF0000000000000000000001", NULL, NULL), -ENOENT);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -670,6 +734,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(concurrent, setup, teardown),
                 cmocka_unit_test(statuses),
                 cmocka_unit_test(json_view),
+                cmocka_unit_test_setup_teardown(files_roundtrip, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# sbx run --workdir: an overlay workspace whose changes are recorded
+# (sbx diff, sbx show), applied on request (sbx apply, --apply), and
+# never written to the host directory by the run itself; --input.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+teardown() { host_dirs_cleanup; }
+
+setup() {
+        common_setup
+        W="$(host_dir)/w"
+        mkdir -p "$W/sub" "$W/keep"
+        echo hello > "$W/a.txt"
+        printf 'one\ntwo\nthree\n' > "$W/sub/b.txt"
+        echo gone > "$W/del.txt"
+        echo moving > "$W/old.txt"
+        echo same > "$W/keep/k.txt"
+        make_tree "$W"
+}
+
+# edit, create, delete, rename
+EDITS='echo world >> a.txt && sed -i s/two/TWO/ sub/b.txt && echo new > n.txt && mkdir -p d/e && echo deep > d/e/f && rm del.txt && mv old.txt renamed.txt'
+
+@test "the host workdir is unchanged after a job that edits, creates, deletes and renames" {
+        before=$(tree_digest "$W")
+        run "$SBX" run --workdir "$W" -- sh -c "$EDITS && cat a.txt renamed.txt && ls"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"hello"*"world"*"moving"* ]]
+        [[ "$output" == *"n.txt"* ]]
+        [ "$(tree_digest "$W")" = "$before" ]
+}
+
+@test "sbx diff lists exactly what the job changed" {
+        run "$SBX" run -q --workdir "$W" -- sh -c "$EDITS"
+        [ "$status" -eq 0 ]
+        id=$(last_run_id)
+        run "$SBX" diff --json "$id"
+        [ "$status" -eq 0 ]
+        got=$(echo "$output" | jq -r '.changes[] | "\(.kind) \(.path)"' | sort)
+        want=$(printf '%s\n' "added d" "added d/e" "added d/e/f" "added n.txt" "added renamed.txt" \
+                "deleted del.txt" "deleted old.txt" "modified a.txt" "modified sub/b.txt" | sort)
+        [ "$got" = "$want" ]
+        run "$SBX" diff --stat "$id"
+        [[ "$output" == *"5 added, 2 modified, 2 deleted"* ]]
+        run "$SBX" diff "$id"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"-two"*"+TWO"* ]]
+        [[ "$output" == *"+world"* ]]
+        [[ "$output" == *"-gone"* ]]
+}
+
+@test "sbx show lists the files, human and --json" {
+        "$SBX" run -q --workdir "$W" -- sh -c 'echo x > n.txt; mkdir -p output; echo r > output/r.txt'
+        id=$(last_run_id)
+        run "$SBX" show "$id"
+        [[ "$output" == *"added"*"n.txt"* ]]
+        [[ "$output" == *"output"*"r.txt"*"text/plain"* ]]
+        run "$SBX" show --json "$id"
+        [ "$(echo "$output" | jq -r '.files[] | select(.path == "n.txt") | .kind')" = added ]
+        [ "$(echo "$output" | jq -r '.files[] | select(.path == "r.txt") | .sha256')" = \
+          "$(echo r | sha256sum | cut -d' ' -f1)" ]
+}
+
+@test "sbx apply reproduces the job's changes exactly" {
+        run "$SBX" run -q --workdir "$W" -- sh -c "$EDITS"
+        [ "$status" -eq 0 ]
+        id=$(last_run_id)
+        # what the job saw at the end, from a second overlay run
+        expected="$BATS_TEST_TMPDIR/expected"
+        cp -a "$W" "$expected"
+        (cd "$expected" && sh -c "$EDITS")
+        run "$SBX" apply "$id"
+        [ "$status" -eq 0 ]
+        [ "$(tree_digest "$W")" = "$(tree_digest "$expected")" ]
+        # twice is harmless
+        run "$SBX" apply "$id"
+        [ "$status" -eq 0 ]
+        [ "$(tree_digest "$W")" = "$(tree_digest "$expected")" ]
+}
+
+@test "sbx apply refuses on conflict, lists it, and changes nothing" {
+        "$SBX" run -q --workdir "$W" -- sh -c "$EDITS"
+        id=$(last_run_id)
+        echo "user edit" >> "$W/a.txt"
+        before=$(tree_digest "$W")
+        run "$SBX" apply "$id"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"changed"*"a.txt"* ]]
+        [ "$(tree_digest "$W")" = "$before" ]
+        # --to another copy of the original works
+        other="$BATS_TEST_TMPDIR/other"
+        cp -a "$W" "$other"
+        echo hello > "$other/a.txt"
+        run "$SBX" apply --to "$other" "$id"
+        [ "$status" -eq 0 ]
+        [ -f "$other/renamed.txt" ] && [ ! -e "$other/old.txt" ]
+}
+
+@test "run --apply applies only when the job succeeds" {
+        run "$SBX" run -q --workdir "$W" --apply -- sh -c 'echo x > fail.txt; exit 3'
+        [ "$status" -eq 3 ]
+        [ ! -e "$W/fail.txt" ]
+        run "$SBX" run -q --workdir "$W" --apply -- sh -c 'echo ok > ok.txt; rm del.txt'
+        [ "$status" -eq 0 ]
+        [ "$(cat "$W/ok.txt")" = ok ]
+        [ ! -e "$W/del.txt" ]
+}
+
+@test "a workdir under /tmp is the host's, not the sandbox's /tmp" {
+        t=$(mktemp -d /tmp/sbx-ws-test.XXXXXX)
+        echo tmpfile > "$t/x"
+        make_tree "$t"
+        chmod 755 "$t"
+        run "$SBX" run --workdir "$t" -- cat x
+        rm -rf "$t"
+        [ "$status" -eq 0 ]
+        [ "$output" = tmpfile ]
+}
+
+@test "--workdir that does not exist is a usage error" {
+        run "$SBX" run --workdir "$BATS_TEST_TMPDIR/nope" -- true
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--workdir"*"No such file"* ]]
+}
+
+@test "--workdir-inside moves the working directory, the workspace stays" {
+        run "$SBX" run --workdir-inside /tmp -- pwd
+        [ "$status" -eq 0 ]
+        [ "$output" = /tmp ]
+}
+
+@test "--input shows a host file read-only under input/, not as a change" {
+        in=$(host_dir)
+        echo data > "$in/in.csv"
+        chmod a+r "$in/in.csv"
+        run "$SBX" run -q --workdir "$W" -i "$in/in.csv" -i "$W/sub:s" -- \
+                sh -c 'cat input/in.csv input/s/b.txt; echo x > input/in.csv && echo WROTE'
+        [[ "$output" == *"data"*"one"* ]]
+        [[ "$output" != *"WROTE"* ]]
+        id=$(last_run_id)
+        run "$SBX" diff --json "$id"
+        [ "$(echo "$output" | jq '.changes | length')" -eq 0 ]
+        [ "$(cat "$in/in.csv")" = data ]
+}
+
+@test "sbx diff, apply and cp explain unknown runs and paths" {
+        run "$SBX" diff ZZZZZZZZ
+        [ "$status" -eq 1 ]
+        "$SBX" run -q -- true
+        id=$(last_run_id)
+        run "$SBX" apply "$id"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"no --workdir"* ]]
+        run "$SBX" cp "$id:nothing" "$BATS_TEST_TMPDIR/x"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"recorded no file"* ]]
+}
+
+@test "sbx diff output is a patch that turns the old files into the new ones" {
+        command -v patch >/dev/null || skip "patch(1) not installed"
+        seq 1 300 > "$W/nums"
+        printf 'a\nb\nc\n' > "$W/noeol"
+        make_tree "$W"
+        orig="$BATS_TEST_TMPDIR/orig"
+        cp -a "$W" "$orig"
+        # scattered edits, insertions, deletions, a lost final newline
+        job='sed -i -e "5d" -e "17s/.*/seventeen/" -e "100,110d" -e "200a\\
+new line" -e "\$a\\
+tail" nums && printf "a\nB\nc" > noeol && echo world >> a.txt'
+        run "$SBX" run -q --workdir "$W" -- sh -c "$job && sha256sum nums noeol a.txt"
+        [ "$status" -eq 0 ]
+        want="$output"
+        run "$SBX" diff "$(last_run_id)"
+        [ "$status" -eq 0 ]
+        echo "$output" > "$BATS_TEST_TMPDIR/p.diff"
+        (cd "$orig" && patch -s -p1 < "$BATS_TEST_TMPDIR/p.diff")
+        [ "$(cd "$orig" && sha256sum nums noeol a.txt)" = "$want" ]
+}

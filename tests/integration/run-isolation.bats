@@ -103,9 +103,13 @@ except Exception:
     pass
 " &
         listener=$!
-        sleep 0.3
-        # reachable from the host, so the test means something
-        run bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
+        # reachable from the host, so the test means something (python may
+        # take a while to start on a loaded machine)
+        for i in $(seq 100); do
+                run bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
+                [ "$output" = host-secret ] && break
+                sleep 0.1
+        done
         [ "$output" = host-secret ]
         run "$SBX" run -- bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
         kill "$listener" 2>/dev/null || true

@@ -23,7 +23,8 @@ on_terminal() {
 
 assert_nothing_typed() {
         [[ "$output" == *"host-read:[]"* ]] || {
-                echo "the host shell read input the job typed: $output" >&2
+                echo "the host shell read input the job typed:" >&2
+                printf '%s' "$output" | od -c | head -20 >&2
                 return 1
         }
 }

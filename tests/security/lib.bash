@@ -35,10 +35,13 @@ sbx_run_in() {
 # seccomp failure. Any other failure is left to the tests.
 require_sandbox() {
         local out
-        if ! out=$("$SBX" run -- /bin/true 2>&1); then
-                if [ "$?" -eq 125 ]; then
-                        skip "sbx run cannot set up a sandbox here: ${out}"
-                fi
+        # every test records its runs in a store of its own, never in the
+        # caller's (whose schema another sbx may have moved on)
+        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        local rc=0
+        out=$("$SBX" run -- /bin/true 2>&1) || rc=$?
+        if [ "$rc" -eq 125 ]; then
+                skip "sbx run cannot set up a sandbox here: ${out}"
         fi
 }
 

@@ -39,6 +39,16 @@ int cli_open_store(const char *verb, struct store **ret);
  * the store failed; otherwise EXIT_OK and *ret. A running row whose
  * supervisor is gone comes back with status RUN_ORPHANED. */
 int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret);
+/* The common tail of the verbs that take one run id: check that exactly
+ * one argument is left after the options (argv[optind]), open the store
+ * and find the run. Prints one line on failure and returns the exit code
+ * (EXIT_USAGE, EXIT_FAILURE_GENERIC, EXIT_SETUP); EXIT_OK with both out
+ * parameters set otherwise. */
+int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
+                 struct store **ret_store, struct run_record **ret_rec);
+/* A run as the sbx.result/1 JSON text, its recorded files included.
+ * Caller frees. */
+char *cli_run_json(struct store *s, const struct run_record *rec);
 /* argv as one line for people: words joined by spaces, quoted when they
  * need it, control characters shown as '?', cut to max_width columns
  * with "…" (0: no limit). Caller frees. */

@@ -112,14 +112,7 @@ int verb_apply(int argc, char **argv)
                 default:
                         return EXIT_USAGE;
                 }
-        if (argc - optind != 1) {
-                log_error("apply: expected one run id (see sbx apply --help)");
-                return EXIT_USAGE;
-        }
-        r = cli_open_store("apply", &s);
-        if (r != EXIT_OK)
-                return r;
-        r = cli_find_run("apply", s, argv[optind], &rec);
+        r = cli_open_run("apply", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)
                 return r;
         if (rec->status == RUN_RUNNING) {

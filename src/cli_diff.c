@@ -319,14 +319,7 @@ int verb_diff(int argc, char **argv)
                 default:
                         return EXIT_USAGE;
                 }
-        if (argc - optind != 1) {
-                log_error("diff: expected one run id (see sbx diff --help)");
-                return EXIT_USAGE;
-        }
-        r = cli_open_store("diff", &s);
-        if (r != EXIT_OK)
-                return r;
-        r = cli_find_run("diff", s, argv[optind], &rec);
+        r = cli_open_run("diff", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)
                 return r;
         r = runfiles_load_changeset(s, rec->id, &cs);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
+#include "runfiles.h"
 #include "store.h"
 
 int cli_open_store(const char *verb, struct store **ret)
@@ -125,4 +126,35 @@ char *cli_format_argv(char *const *argv, size_t max_width)
                 }
         }
         return out;
+}
+
+int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
+                 struct store **ret_store, struct run_record **ret_rec)
+{
+        struct store *s = NULL;
+        int r;
+
+        if (argc - optind_now != 1) {
+                log_error("%s: expected one run id (see sbx %s --help)", verb, verb);
+                return EXIT_USAGE;
+        }
+        r = cli_open_store(verb, &s);
+        if (r != EXIT_OK)
+                return r;
+        r = cli_find_run(verb, s, argv[optind_now], ret_rec);
+        if (r != EXIT_OK) {
+                store_close(s);
+                return r;
+        }
+        *ret_store = s;
+        return EXIT_OK;
+}
+
+char *cli_run_json(struct store *s, const struct run_record *rec)
+{
+        json_t *o = run_record_to_json(rec, true);
+        json_object_set_new(o, "files", runfiles_json(s, rec->id));
+        char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        return text;
 }

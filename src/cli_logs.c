@@ -61,15 +61,7 @@ int verb_logs(int argc, char **argv)
                 default:
                         return EXIT_USAGE;
                 }
-        if (argc - optind != 1) {
-                log_error("logs: expected one run id (see sbx logs --help)");
-                return EXIT_USAGE;
-        }
-
-        r = cli_open_store("logs", &s);
-        if (r != EXIT_OK)
-                return r;
-        r = cli_find_run("logs", s, argv[optind], &rec);
+        r = cli_open_run("logs", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)
                 return r;
         if (rec->status == RUN_RUNNING)

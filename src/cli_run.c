@@ -859,10 +859,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 break;
         }
         if (json) {
-                json_t *o = run_record_to_json(rec, true);
-                json_object_set_new(o, "files", runfiles_json(store, rec->id));
-                _cleanup_free_ char *j = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-                json_decref(o);
+                _cleanup_free_ char *j = cli_run_json(store, rec);
                 if (j)
                         printf("%s\n", j);
         }
@@ -1009,14 +1006,7 @@ int verb_rerun(int argc, char **argv)
                 }
         }
         log_set_level((enum log_level)verbosity);
-        if (argc - optind != 1) {
-                log_error("rerun: expected one run id");
-                return EXIT_USAGE;
-        }
-        code = cli_open_store("rerun", &store);
-        if (code != EXIT_OK)
-                return code;
-        code = cli_find_run("rerun", store, argv[optind], &orig);
+        code = cli_open_run("rerun", argc, argv, optind, &store, &orig);
         if (code != EXIT_OK)
                 return code;
         store = store_close(TAKE_PTR(store));

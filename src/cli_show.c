@@ -256,23 +256,12 @@ int verb_show(int argc, char **argv)
                 default:
                         return EXIT_USAGE;
                 }
-        if (argc - optind != 1) {
-                log_error("show: expected one run id (see sbx show --help)");
-                return EXIT_USAGE;
-        }
-
-        r = cli_open_store("show", &s);
-        if (r != EXIT_OK)
-                return r;
-        r = cli_find_run("show", s, argv[optind], &rec);
+        r = cli_open_run("show", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)
                 return r;
 
         if (json) {
-                json_t *o = run_record_to_json(rec, true);
-                json_object_set_new(o, "files", runfiles_json(s, rec->id));
-                _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-                json_decref(o);
+                _cleanup_free_ char *text = cli_run_json(s, rec);
                 puts(text ? text : "{}");
         } else {
                 print_human(s, rec);

@@ -837,11 +837,31 @@ static struct run_record *read_row(sqlite3_stmt *st, bool detail)
         return rec;
 }
 
+/* Run the one write statement of a transaction begun with begin_write()
+ * and commit, or roll back on failure. must_change: the statement must
+ * touch a row (an UPDATE of a run that does not exist is -ENOENT).
+ * Takes ownership of st. */
+static int finish_update(struct store *s, sqlite3_stmt *st, bool must_change)
+{
+        int rc = sqlite3_step(st), r = 0;
+
+        if (rc != SQLITE_DONE)
+                r = fail(s, rc);
+        else if (must_change && sqlite3_changes(s->db) == 0)
+                r = fail_msg(s, -ENOENT, "no such run");
+        sqlite3_finalize(st);
+        if (r < 0) {
+                rollback(s);
+                return r;
+        }
+        return commit(s);
+}
+
 int store_run_insert(struct store *s, const struct run_record *rec)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *argv = argv_to_text(rec->argv);
-        int r, rc;
+        int r;
 
         r = begin_write(s);
         if (r < 0)
@@ -890,13 +910,7 @@ int store_run_insert(struct store *s, const struct run_record *rec)
                 sqlite3_bind_blob64(st, 34, rec->code, rec->code_len, SQLITE_TRANSIENT);
         else
                 sqlite3_bind_null(st, 34);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE) {
-                r = fail(s, rc);
-                goto out;
-        }
-        sqlite3_finalize(TAKE_PTR(st));
-        return commit(s);
+        return finish_update(s, TAKE_PTR(st), false);
 out:
         rollback(s);
         return r;
@@ -905,7 +919,7 @@ out:
 int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
+        int r;
 
         r = begin_write(s);
         if (r < 0)
@@ -915,17 +929,7 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
                 goto out;
         bind_u64(st, 1, now_ms);
         bind_text(st, 2, id);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE) {
-                r = fail(s, rc);
-                goto out;
-        }
-        if (sqlite3_changes(s->db) == 0) {
-                r = fail_msg(s, -ENOENT, "no such run");
-                goto out;
-        }
-        sqlite3_finalize(TAKE_PTR(st));
-        return commit(s);
+        return finish_update(s, TAKE_PTR(st), true);
 out:
         rollback(s);
         return r;
@@ -934,7 +938,7 @@ out:
 int store_run_finish(struct store *s, const struct run_record *rec)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
+        int r;
 
         r = begin_write(s);
         if (r < 0)
@@ -969,17 +973,7 @@ int store_run_finish(struct store *s, const struct run_record *rec)
         bind_text(st, 19, rec->limits_json);
         bind_text(st, 20, rec->enforcement_json);
         bind_u64(st, 21, now_realtime_ms());
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE) {
-                r = fail(s, rc);
-                goto out;
-        }
-        if (sqlite3_changes(s->db) == 0) {
-                r = fail_msg(s, -ENOENT, "no such run");
-                goto out;
-        }
-        sqlite3_finalize(TAKE_PTR(st));
-        return commit(s);
+        return finish_update(s, TAKE_PTR(st), true);
 out:
         rollback(s);
         return r;
@@ -1390,7 +1384,7 @@ int store_files_all_blobs(struct store *s, char ***ret)
 int store_workspace_set(struct store *s, const char *run_id, const char *workdir, const char *session)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
+        int r;
 
         r = begin_write(s);
         if (r < 0)
@@ -1401,13 +1395,7 @@ int store_workspace_set(struct store *s, const char *run_id, const char *workdir
         bind_text(st, 1, run_id);
         bind_text(st, 2, workdir);
         bind_text(st, 3, session);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE) {
-                r = fail(s, rc);
-                goto out;
-        }
-        sqlite3_finalize(TAKE_PTR(st));
-        return commit(s);
+        return finish_update(s, TAKE_PTR(st), false);
 out:
         rollback(s);
         return r;

@@ -58,7 +58,7 @@ check "sbx: the run cgroup is gone" no_leftovers
 
 # the same hog with memory.high set just below memory.max (what an
 # explicit memory_high does): throttled first, still oom in the end
-# (2.5-12.5 s under TCG, hence the long timeout: this measures, not races)
+# (2.3-12.5 s under TCG, hence the long timeout: this measures, not races)
 t0=$(now_cs)
 out=$("$SBX" run --json --timeout 60s --memory 64M --memory-high 51M -- dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null)
 rc=$?

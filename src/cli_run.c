@@ -228,10 +228,26 @@ static void tty_raw(struct tty_state *t)
                 t->saved = true;
 }
 
+/* Without -t the job's stdin *is* the user's terminal when sbx runs
+ * from one, and a terminal's modes belong to the terminal, not to the
+ * fd: a job could leave the user's shell with echo off, no line editing
+ * or output stopped (stty -echo -icanon, tcflow(TCOOFF)) long after the
+ * run. Save the modes before the run; tty_restore() puts them back once
+ * the sandbox, and so every process that held the terminal, is gone. */
+static void tty_save(struct tty_state *t)
+{
+        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->orig) == 0)
+                t->saved = true;
+}
+
 static void tty_restore(struct tty_state *t)
 {
-        if (t->saved)
+        if (t->saved) {
+                /* output first: TCSADRAIN would wait forever on a
+                 * terminal whose output the job stopped */
+                (void)tcflow(STDIN_FILENO, TCOON);
                 (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &t->orig);
+        }
         t->saved = false;
 }
 
@@ -502,6 +518,8 @@ int verb_run(int argc, char **argv)
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg.tty)
                         tty_raw(&tty);
+                else
+                        tty_save(&tty);
                 r = supervise(&cfg, &sb, &hooks, &out);
                 tty_restore(&tty);
                 sandbox_close(&sb);

@@ -72,3 +72,16 @@ assert_nothing_typed() {
                 false
         }
 }
+
+@test "tty: exclusive mode the job sets on the caller's terminal is cleared" {
+        command -v python3 >/dev/null || skip "python3 is not installed (host-side TIOCGEXCL)"
+        local cmd get
+        cmd=$(sandbox_cmd -- python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCEXCL)')
+        # TIOCGEXCL (0x80045440): is the terminal now exclusive?
+        get='python3 -c "import fcntl, struct; print(\"exclusive\", struct.unpack(\"i\", fcntl.ioctl(0, 0x80045440, bytes(4)))[0])"'
+        run timeout 20 script -qec "$cmd; $get" /dev/null </dev/null
+        [[ "$output" == *"exclusive 0"* ]] || {
+                echo "the caller's terminal was left exclusive (no new open will succeed): $output" >&2
+                false
+        }
+}

@@ -276,12 +276,14 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
  * would otherwise kill us). */
 struct tty_state {
         bool saved;
+        int excl;               /* TIOCGEXCL before the run */
         struct termios orig;
 };
 
 static void tty_raw(struct tty_state *t)
 {
         struct termios raw;
+        t->excl = -1;
         if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
                 return;
         raw = t->orig;
@@ -290,10 +292,33 @@ static void tty_raw(struct tty_state *t)
                 t->saved = true;
 }
 
+/* Without -t the job's stdin *is* the user's terminal when sbx runs
+ * from one, and a terminal's modes belong to the terminal, not to the
+ * fd: a job could leave the user's shell with echo off, no line editing
+ * or output stopped (stty -echo -icanon, tcflow(TCOOFF)), or in exclusive
+ * mode (TIOCEXCL: every later open of it fails with EBUSY, so sudo, ssh
+ * and less cannot prompt), long after the run. Save the state before the
+ * run; tty_restore() puts it back once the sandbox, and so every process
+ * that held the terminal, is gone. */
+static void tty_save(struct tty_state *t)
+{
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
+                return;
+        if (ioctl(STDIN_FILENO, TIOCGEXCL, &t->excl) < 0)
+                t->excl = -1;   /* unknown: leave it as the job does */
+        t->saved = true;
+}
+
 static void tty_restore(struct tty_state *t)
 {
-        if (t->saved)
+        if (t->saved) {
+                /* output first: TCSADRAIN would wait forever on a
+                 * terminal whose output the job stopped */
+                (void)tcflow(STDIN_FILENO, TCOON);
                 (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &t->orig);
+                if (t->excl == 0)
+                        (void)ioctl(STDIN_FILENO, TIOCNXCL);
+        }
         t->saved = false;
 }
 
@@ -802,6 +827,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg->tty)
                         tty_raw(&tty);
+                else
+                        tty_save(&tty);
                 r = supervise(cfg, &sb, &hooks, &out);
                 tty_restore(&tty);
                 /* init is reaped: nothing can write to the workspace now */

@@ -7,7 +7,8 @@
  *   probe syscall NAME      try one syscall with harmless arguments; print
  *                           OK, EPERM, ENOSYS or another errno name; exit 0
  *   probe syscall list      print the NAMEs syscall knows, one a line
- *   probe memhog SIZE       allocate and touch SIZE bytes (K/M/G suffixes)
+ *   probe memhog SIZE [SECS] allocate and touch SIZE bytes (K/M/G suffixes),
+ *                           then hold them SECS seconds (default 0)
  *   probe forkbomb N        fork N sleeping children; print how many forked
  *   probe spew BYTES [LEN]  write BYTES bytes of LEN-byte lines (default 100,
  *                           at most 64K) to stdout, fast
@@ -443,7 +444,7 @@ static const struct probe_syscall syscalls[] = {
 static int usage(void)
 {
         fprintf(stderr,
-                "usage: probe syscall NAME|list | memhog SIZE | forkbomb N | spew BYTES [LEN]\n"
+                "usage: probe syscall NAME|list | memhog SIZE [SECS] | forkbomb N | spew BYTES [LEN]\n"
                 "       probe zombies N [SECS] | daemon SECS | fds | caps | isatty\n"
                 "       probe inject TEXT | kill SIG PID [LAST] | ptrace PID | handle PATH\n"
                 "       probe socket packet|raw|raw6|netlink-route | connect PORT | abstract NAME\n"
@@ -514,13 +515,14 @@ static bool parse_count(const char *s, unsigned long *ret)
         return !errno && end != s && *end == '\0' && s[0] != '-';
 }
 
-static int verb_memhog(const char *arg)
+static int verb_memhog(const char *arg, const char *arg_secs)
 {
+        unsigned long secs = 0;
         const size_t chunk = 1 << 20;
         long page = sysconf(_SC_PAGESIZE);
         unsigned long long want, got = 0;
 
-        if (!parse_size(arg, &want))
+        if (!parse_size(arg, &want) || (arg_secs && !parse_count(arg_secs, &secs)))
                 return usage();
         while (got < want) {
                 size_t n = want - got < chunk ? (size_t)(want - got) : chunk;
@@ -534,6 +536,9 @@ static int verb_memhog(const char *arg)
                 got += n;               /* never freed: that is the point */
         }
         printf("allocated %llu bytes\n", got);
+        fflush(stdout);
+        if (secs)
+                sleep((unsigned)secs);
         return 0;
 }
 
@@ -967,8 +972,8 @@ int main(int argc, char **argv)
 
         if (strcmp(verb, "syscall") == 0 && argc == 3)
                 r = verb_syscall(argv[2]);
-        else if (strcmp(verb, "memhog") == 0 && argc == 3)
-                r = verb_memhog(argv[2]);
+        else if (strcmp(verb, "memhog") == 0 && (argc == 3 || argc == 4))
+                r = verb_memhog(argv[2], argc == 4 ? argv[3] : NULL);
         else if (strcmp(verb, "forkbomb") == 0 && argc == 3)
                 r = verb_forkbomb(argv[2]);
         else if (strcmp(verb, "spew") == 0 && (argc == 3 || argc == 4))

@@ -63,7 +63,7 @@ host_responsive() {
 }
 
 @test "resources: a memory hog in forked children is killed as oom" {
-        sandboxed --memory 64M -- sh -c "for i in 1 2 3 4 5 6 7 8; do $PROBE memhog 24M & done; wait; sleep 1; echo survived"
+        sandboxed --memory 64M -- sh -c "for i in 1 2 3 4 5 6 7 8; do $PROBE memhog 24M 3 & done; wait; echo survived"
         [ "$status" -eq 137 ] || { echo "status $status: $output" >&2; false; }
         [[ "$output" != *survived* ]]
 }

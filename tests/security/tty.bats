@@ -60,3 +60,29 @@ assert_nothing_typed() {
         [[ "$output" != *HAS-CTTY* ]]
         assert_nothing_typed
 }
+
+@test "tty: terminal modes the job changes on the caller's terminal are restored" {
+        # without -t the job's stdin is the caller's terminal itself
+        local cmd
+        cmd=$(sandbox_cmd -- sh -c 'stty -echo -icanon -isig 2>/dev/null; exec python3 -c "import termios; termios.tcflow(0, termios.TCOOFF)" 2>/dev/null; true')
+        run timeout 20 script -qec "$cmd; stty -a" /dev/null </dev/null
+        [ "$status" -eq 0 ] || { echo "status $status (host terminal output stopped?): $output" >&2; false; }
+        [[ "$output" == *iexten* ]] || { echo "no stty -a output: $output" >&2; false; }
+        ! echo "$output" | grep -qw -e -echo -e -icanon -e -isig || {
+                echo "the caller's terminal was left changed: $output" >&2
+                false
+        }
+}
+
+@test "tty: exclusive mode the job sets on the caller's terminal is cleared" {
+        command -v python3 >/dev/null || skip "python3 is not installed (host-side TIOCGEXCL)"
+        local cmd get
+        cmd=$(sandbox_cmd -- python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCEXCL)')
+        # TIOCGEXCL (0x80045440): is the terminal now exclusive?
+        get='python3 -c "import fcntl, struct; print(\"exclusive\", struct.unpack(\"i\", fcntl.ioctl(0, 0x80045440, bytes(4)))[0])"'
+        run timeout 20 script -qec "$cmd; $get" /dev/null </dev/null
+        [[ "$output" == *"exclusive 0"* ]] || {
+                echo "the caller's terminal was left exclusive (no new open will succeed): $output" >&2
+                false
+        }
+}

@@ -696,7 +696,7 @@ int verb_run(int argc, char **argv)
         struct sandbox_inputs inputs = {
                 .code_fd = lj.code_fd, .code_path = lj.plan.source,
                 .compile_argv = lj.plan.compile_argv, .argv = cfg.argv, .seccomp = policy,
-                .workspace_lower = wp.workdir, .inputs = wp.inputs,
+                .workspace_lower = wp.workdir, .inputs = wp.inputs, .host_dir_fd = &wp.lower_fd,
         };
 
         sandbox_signal_set(&set);

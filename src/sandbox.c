@@ -120,6 +120,10 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
 
         /* If the supervisor is gone before we even start, so are we. */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* init needs no handle on the host workspace dir; keeping one
+         * would be a way out of the sandbox for a compromised init */
+        if (in->host_dir_fd && *in->host_dir_fd >= 0)
+                close(*in->host_dir_fd);
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);

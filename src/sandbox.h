@@ -35,6 +35,10 @@ struct sandbox_inputs {
         const struct seccomp_policy *seccomp; /* loaded last before exec; may be NULL */
         const char *workspace_lower; /* host dir under an overlay workspace, or NULL */
         char **inputs;          /* "HOST:NAME" read-only at <workspace>/input/NAME */
+        const int *host_dir_fd; /* the supervisor's fd on a host dir (the lower
+                                 * dir it diffs against), closed in the sandbox
+                                 * at once; NULL if none (so a zeroed struct
+                                 * closes nothing) */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

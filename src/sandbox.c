@@ -113,6 +113,29 @@ static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
         return r;
 }
 
+/* Close every fd above 2 except the (up to four) given ones (-1: none). */
+static void close_all_but(int a, int b, int c, int d)
+{
+        int keep[4] = { a, b, c, d };
+        /* sort the few fds to keep, then close the gaps between them */
+        for (int i = 0; i < 4; i++)
+                for (int j = i + 1; j < 4; j++)
+                        if (keep[j] < keep[i]) {
+                                int t = keep[i];
+                                keep[i] = keep[j];
+                                keep[j] = t;
+                        }
+        unsigned from = 3;
+        for (int i = 0; i < 4; i++) {
+                if (keep[i] < (int)from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        (void)syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        (void)syscall(SYS_close_range, from, ~0U, 0);
+}
+
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdout_w, int stderr_w)
 {
@@ -122,6 +145,12 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
 
         /* If the supervisor is gone before we even start, so are we. */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* init holds no fd of the supervisor's but the ones it needs: not
+         * the host workspace dir, not whatever the caller passed sbx
+         * beyond stdio (3</etc/passwd), which the job could otherwise
+         * reach through /proc/1/fd as a way out of the sandbox. stdin
+         * stays: it is the job's. */
+        close_all_but(sync_fd, stdout_w, stderr_w, in->code_fd);
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);

@@ -837,9 +837,22 @@ static struct run_record *read_row(sqlite3_stmt *st, bool detail)
         return rec;
 }
 
-/* Run the one write statement of a transaction begun with begin_write()
- * and commit, or roll back on failure. must_change: the statement must
- * touch a row (an UPDATE of a run that does not exist is -ENOENT).
+/* Begin a write transaction with its one statement prepared; on failure
+ * nothing is left open. Pair with finish_update(). */
+static int begin_statement(struct store *s, const char *sql, sqlite3_stmt **ret)
+{
+        int r = begin_write(s);
+        if (r < 0)
+                return r;
+        r = prepare(s, sql, ret);
+        if (r < 0)
+                rollback(s);
+        return r;
+}
+
+/* Run the one write statement of a transaction begun with
+ * begin_statement() and commit, or roll back on failure. must_change:
+ * the statement must touch a row (an UPDATE of a run that does not exist is -ENOENT).
  * Takes ownership of st. */
 static int finish_update(struct store *s, sqlite3_stmt *st, bool must_change)
 {
@@ -863,16 +876,13 @@ int store_run_insert(struct store *s, const struct run_record *rec)
         _cleanup_free_ char *argv = argv_to_text(rec->argv);
         int r;
 
-        r = begin_write(s);
-        if (r < 0)
-                return r;
-        r = prepare(s,
+        r = begin_statement(s,
                     "INSERT INTO runs (" RUN_COLUMNS DETAIL_COLUMNS ") VALUES ("
                     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                     "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
                     "?31, ?32, ?33, ?34)", &st);
         if (r < 0)
-                goto out;
+                return r;
         bind_text(st, 1, rec->id);
         bind_text(st, 2, argv);
         bind_text(st, 3, rec->cwd);
@@ -911,9 +921,6 @@ int store_run_insert(struct store *s, const struct run_record *rec)
         else
                 sqlite3_bind_null(st, 34);
         return finish_update(s, TAKE_PTR(st), false);
-out:
-        rollback(s);
-        return r;
 }
 
 int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
@@ -921,18 +928,12 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r;
 
-        r = begin_write(s);
+        r = begin_statement(s, "UPDATE runs SET heartbeat_at = ?1 WHERE id = ?2", &st);
         if (r < 0)
                 return r;
-        r = prepare(s, "UPDATE runs SET heartbeat_at = ?1 WHERE id = ?2", &st);
-        if (r < 0)
-                goto out;
         bind_u64(st, 1, now_ms);
         bind_text(st, 2, id);
         return finish_update(s, TAKE_PTR(st), true);
-out:
-        rollback(s);
-        return r;
 }
 
 int store_run_finish(struct store *s, const struct run_record *rec)
@@ -940,10 +941,7 @@ int store_run_finish(struct store *s, const struct run_record *rec)
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r;
 
-        r = begin_write(s);
-        if (r < 0)
-                return r;
-        r = prepare(s,
+        r = begin_statement(s,
                     "UPDATE runs SET status = ?2, exit_code = ?3, signal = ?4, message = ?5, "
                     "finished_at = ?6, duration_ms = ?7, cpu_user_ms = ?8, cpu_sys_ms = ?9, "
                     "peak_memory_bytes = ?10, stdout = ?11, stderr = ?12, stdout_bytes = ?13, "
@@ -951,7 +949,7 @@ int store_run_finish(struct store *s, const struct run_record *rec)
                     "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, "
                     "enforcement = ?20, heartbeat_at = ?21 WHERE id = ?1", &st);
         if (r < 0)
-                goto out;
+                return r;
         bind_text(st, 1, rec->id);
         bind_text(st, 2, run_status_to_string(rec->status));
         bind_int_or_null(st, 3, rec->exit_code, rec->exit_code >= 0);
@@ -974,9 +972,6 @@ int store_run_finish(struct store *s, const struct run_record *rec)
         bind_text(st, 20, rec->enforcement_json);
         bind_u64(st, 21, now_realtime_ms());
         return finish_update(s, TAKE_PTR(st), true);
-out:
-        rollback(s);
-        return r;
 }
 
 static int get_exact(struct store *s, const char *id, struct run_record **ret)
@@ -1386,19 +1381,13 @@ int store_workspace_set(struct store *s, const char *run_id, const char *workdir
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r;
 
-        r = begin_write(s);
+        r = begin_statement(s, "INSERT OR REPLACE INTO run_workspace (run_id, workdir, session) VALUES (?1, ?2, ?3)", &st);
         if (r < 0)
                 return r;
-        r = prepare(s, "INSERT OR REPLACE INTO run_workspace (run_id, workdir, session) VALUES (?1, ?2, ?3)", &st);
-        if (r < 0)
-                goto out;
         bind_text(st, 1, run_id);
         bind_text(st, 2, workdir);
         bind_text(st, 3, session);
         return finish_update(s, TAKE_PTR(st), false);
-out:
-        rollback(s);
-        return r;
 }
 
 int store_workspace_get(struct store *s, const char *run_id, char **ret_workdir, char **ret_session)

@@ -270,6 +270,12 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 }
                 /* a larger pipe means fewer wakeups for chatty jobs */
                 (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+                /* the supervisor drains a stream in one go; only our ends
+                 * are non-blocking, the job's writes block as usual */
+                if (fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
         }
 
         /* Root on the host keeps no supplementary groups into the sandbox:

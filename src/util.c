@@ -275,11 +275,16 @@ const char *format_duration_ms(uint64_t ms, char *buf, size_t len)
         return buf;
 }
 
-uint64_t now_monotonic_ms(void)
+uint64_t now_monotonic_ns(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t now_monotonic_ms(void)
+{
+        return now_monotonic_ns() / 1000000;
 }
 
 uint64_t now_realtime_ms(void)

@@ -80,6 +80,7 @@ const char *format_duration_ms(uint64_t ms, char *buf, size_t len);
 
 /* Milliseconds since an arbitrary fixed point / since the epoch. */
 uint64_t now_monotonic_ms(void);
+uint64_t now_monotonic_ns(void);
 uint64_t now_realtime_ms(void);
 
 /* Create dir and parents with mode; existing dirs are fine. 0 or -errno. */

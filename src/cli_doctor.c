@@ -20,6 +20,7 @@
 #include <linux/seccomp.h>
 
 #include "cgroup.h"
+#include "cgroup-systemd.h"
 #include "cli.h"
 #include "exit-codes.h"
 #include "log.h"
@@ -206,6 +207,48 @@ static void check_seccomp(void)
         report(CHECK_OK, "seccomp filters", actions, NULL);
 }
 
+/* No delegated cgroup where sbx runs, but a systemd manager that can
+ * hand out delegated scopes: say what runs will get from it. Returns
+ * false when it cannot, for the plain report to follow. */
+static bool check_systemd_scope(struct cgroup_probe *p)
+{
+        _cleanup_free_ char *detail = NULL, *why = NULL, *line = NULL;
+        unsigned controllers = 0;
+
+        if (cgroup_systemd_probe(&detail, &controllers, &why) < 0) {
+                char *both = xasprintf("%s; %s", p->reason ? p->reason : "no delegated cgroup", why);
+                free(p->reason);
+                p->reason = both;
+                return false;
+        }
+        controllers &= CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS;
+        if (!controllers) {
+                char *both = xasprintf("%s; %s offers no cpu, memory or pids controller to delegate",
+                                       p->reason ? p->reason : "no delegated cgroup", detail);
+                free(p->reason);
+                p->reason = both;
+                return false;
+        }
+        line = xasprintf("each run gets a transient scope sbx-ID.scope with Delegate=yes from %s, "
+                         "controllers:", detail);
+        for (unsigned bit = 1; bit <= CGROUP_PIDS; bit <<= 1)
+                if (controllers & bit) {
+                        char *d = xasprintf("%s %s", line, cgroup_controller_name(bit));
+                        free(line);
+                        line = d;
+                }
+        report(CHECK_OK, "cgroup v2 delegation", line, NULL);
+        for (unsigned bit = 1; bit <= CGROUP_PIDS; bit <<= 1)
+                if (!(controllers & bit)) {
+                        _cleanup_free_ char *what = xasprintf("cgroup v2 controller %s", cgroup_controller_name(bit));
+                        report(CHECK_WARN, what, "not in the systemd manager's cgroup",
+                               "delegate it to the user manager (systemctl edit user@.service: "
+                               "[Service] Delegate=cpu memory pids)");
+                }
+        cgroup_probe_done(p);
+        return true;
+}
+
 /* What cgroup_probe() finds, without changing anything: the base sbx
  * run would use and which of the controllers it uses (cpu, memory,
  * pids) runs would get, or why not and how to get them. */
@@ -227,6 +270,8 @@ static void check_cgroup(void)
         }
         (void)cgroup_probe(&p);
         unsigned usable = p.usable & (CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS);
+        if (!usable && !(env && *env) && cgroup_systemd_available() && check_systemd_scope(&p))
+                return;
         if (!usable) {
                 bool hybrid = statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type != CGROUP2_SUPER_MAGIC;
                 report(CHECK_MISSING, "cgroup v2 delegation", p.reason ? p.reason : "no controller usable",
@@ -234,9 +279,18 @@ static void check_cgroup(void)
                                 "hybrid here); until then memory and cpu_time are held by the watchdog, "
                                 "pids by RLIMIT_NPROC, and cpus and memory_high are not enforced "
                                 "(sbx show lists which)"
+                       : cgroup_systemd_built()
+                              ? "set SBX_CGROUP to a delegated cgroup v2 directory that holds no "
+                                "processes, or have a systemd manager for this user (user@UID.service, "
+                                "started by a PAM login or `loginctl enable-linger`): sbx then asks it "
+                                "for a delegated scope per run (by hand: systemd-run --user --scope "
+                                "-p Delegate=yes sbx run ...); until then "
+                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
+                                "and cpus and memory_high are not enforced"
                               : "set SBX_CGROUP to a delegated cgroup v2 directory that holds no "
                                 "processes, or start sbx in its own delegated scope: "
-                                "systemd-run --user --scope -p Delegate=yes sbx run ...; until then "
+                                "systemd-run --user --scope -p Delegate=yes sbx run ... (this sbx was "
+                                "built without sd-bus, so it cannot ask systemd itself); until then "
                                 "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
                                 "and cpus and memory_high are not enforced");
                 cgroup_probe_done(&p);

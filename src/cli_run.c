@@ -23,6 +23,7 @@
 #include "blobstore.h"
 #include "capture.h"
 #include "cgroup.h"
+#include "cgroup-systemd.h"
 #include "cli.h"
 #include "enforce.h"
 #include "exit-codes.h"
@@ -422,11 +423,16 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
  * profile sets are written. Without one, *ret stays NULL, *ret_reason
  * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
  * the limits instead. SBX_CGROUP=none asks for the fallbacks. */
+/* How long systemd may take to hand out a scope before the run goes on
+ * without one: it answers in milliseconds unless it is wedged. */
+#define SYSTEMD_SCOPE_TIMEOUT_MS 5000
+
 static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
-                           struct cgroup_run **ret, char **ret_reason)
+                           struct cgroup_run **ret, char **ret_unit, char **ret_reason)
 {
         _cleanup_free_ char *base = NULL, *name = NULL;
         const char *env = getenv("SBX_CGROUP");
+        const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS;
         unsigned usable = 0;
         int r;
 
@@ -434,7 +440,27 @@ static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
                 *ret_reason = xstrdup("cgroups turned off by SBX_CGROUP=none");
                 return;
         }
-        r = cgroup_base_prepare(CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS, &base, &usable, ret_reason);
+        r = cgroup_base_prepare(want, &base, &usable, ret_reason);
+        if (r < 0 && !(env && *env) && cgroup_systemd_available()) {
+                /* Nothing delegated to us where we run (an ssh session's
+                 * scope, say): systemd can give us a scope of our own. */
+                _cleanup_free_ char *why = NULL;
+                r = cgroup_systemd_scope(run_id, SYSTEMD_SCOPE_TIMEOUT_MS, ret_unit, &why);
+                if (r < 0) {
+                        char *both = xasprintf("%s; %s", *ret_reason ? *ret_reason : "no delegated cgroup", why);
+                        free(*ret_reason);
+                        *ret_reason = both;
+                        return;
+                }
+                free(*ret_reason);
+                *ret_reason = NULL;
+                r = cgroup_base_prepare(want, &base, &usable, ret_reason);
+                if (r < 0 && *ret_reason) {
+                        char *more = xasprintf("in systemd's scope %s: %s", *ret_unit, *ret_reason);
+                        free(*ret_reason);
+                        *ret_reason = more;
+                }
+        }
         if (r < 0) {
                 if (!*ret_reason)
                         *ret_reason = xstrdup(strerror(-r));
@@ -670,7 +696,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_store_ struct store *store = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
-        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL;
+        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL;
         _cleanup_cgroup_run_ struct cgroup_run *cgroup = NULL;
         _cleanup_free_ void *bpf = NULL;
         size_t bpf_len = 0;
@@ -714,7 +740,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         /* The run's cgroup (or the reason there is none) comes before the
          * sandbox, which is cloned straight into it, and before the report,
          * which names what really holds each limit. */
-        prepare_cgroup(cfg, rec->id, &cgroup, &cg_reason);
+        prepare_cgroup(cfg, rec->id, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
         else if (getenv("SBX_CGROUP") && *getenv("SBX_CGROUP") && !streq(getenv("SBX_CGROUP"), "none"))
@@ -767,6 +793,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .path = cgroup ? cgroup_run_path(cgroup) : NULL,
                 .enforced = cgroup ? cgroup_run_enforced(cgroup) : 0,
                 .reason = cg_reason,
+                .systemd_unit = cg_unit,
         };
         enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
         r = enforcement_check_required(cfg, enforcement, &err);

@@ -113,10 +113,13 @@ static void print_enforcement(const char *text)
                 size_t i;
                 json_t *v;
                 if (path) {
+                        const char *unit = json_string_value(json_object_get(cg, "systemd_unit"));
                         printf("  cgroup:       %s (", path);
                         json_array_foreach(written, i, v)
                                 printf("%s%s", i ? " " : "", json_string_value(v));
                         printf(")\n");
+                        if (unit)
+                                printf("                in %s, delegated by systemd\n", unit);
                 } else
                         printf("  cgroup:       none (%s)\n",
                                json_string_value(json_object_get(cg, "reason")) ?: "-");

@@ -16,6 +16,7 @@ struct enforce_cgroup {
         const char *path;       /* the run cgroup; NULL: the run has none */
         unsigned enforced;      /* CGROUP_LIMIT_* mask actually written */
         const char *reason;     /* with path NULL: why there is no cgroup (may be NULL) */
+        const char *systemd_unit; /* the scope systemd delegated for this run, or NULL */
 };
 
 /* The report for a run with cfg on this host, as a new JSON object.

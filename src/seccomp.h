@@ -127,6 +127,18 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
  * (-EINVAL for a malformed blob). */
 int seccomp_blob_load(const void *blob, size_t len);
 
+/* The id shim: a small extra filter that answers set*id and chown calls
+ * naming an id other than uid/gid (or -1) with EPERM, as a process
+ * without privileges sees on a host, instead of the EINVAL a user
+ * namespace with one mapped id gives. See seccomp.c for why it is safe.
+ * _build writes the program to insns (at most max instructions) for the
+ * unit tests; _load installs it on the calling thread (no_new_privs
+ * must be set). 0 or -errno. */
+#define ID_SHIM_MAX_INSNS 128
+struct sock_filter;
+int seccomp_id_shim_build(uint32_t uid, uint32_t gid, struct sock_filter *insns, size_t max, size_t *ret_n);
+int seccomp_id_shim_load(uint32_t uid, uint32_t gid);
+
 /* Free a policy; NULL-tolerant; returns NULL. */
 struct seccomp_policy *seccomp_policy_free(struct seccomp_policy *p);
 static inline void seccomp_policy_freep(struct seccomp_policy **p) { seccomp_policy_free(*p); }

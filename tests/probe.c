@@ -338,6 +338,17 @@ static long p_personality_query(void) { return syscall(SYS_personality, 0xffffff
 static long p_personality_default(void) { return syscall(SYS_personality, (unsigned long)PER_LINUX); }
 static long p_getpid(void) { return syscall(SYS_getpid); }
 
+/* Ids: in a user namespace with one mapped id, another id is EINVAL
+ * unless sbx's id shim makes it the EPERM a host gives. Harmless as
+ * root: setuid(0) leaves root root; fchown(-1, ...) is EBADF. */
+static long p_setuid_root(void) { return syscall(SYS_setuid, 0); }
+static long p_setuid_self(void) { return syscall(SYS_setuid, getuid()); }
+static long p_setresuid_keep(void) { return syscall(SYS_setresuid, -1, getuid(), -1); }
+static long p_setgid_root(void) { return syscall(SYS_setgid, 0); }
+static long p_fchown_root(void) { return syscall(SYS_fchown, -1, 0, -1); }
+static long p_fchown_self(void) { return syscall(SYS_fchown, -1, getuid(), getgid()); }
+static long p_fchownat_gid_root(void) { return syscall(SYS_fchownat, -1, "", -1, 0, AT_EMPTY_PATH); }
+
 /* A number far past any current syscall: ENOSYS from kernel or filter. */
 static long p_future(void) { return syscall(500); }
 
@@ -431,6 +442,13 @@ static const struct probe_syscall syscalls[] = {
         { "personality-query", p_personality_query },
         { "personality-default", p_personality_default },
         { "getpid", p_getpid },
+        { "setuid-root", p_setuid_root },
+        { "setuid-self", p_setuid_self },
+        { "setresuid-keep", p_setresuid_keep },
+        { "setgid-root", p_setgid_root },
+        { "fchown-root", p_fchown_root },
+        { "fchown-self", p_fchown_self },
+        { "fchownat-gid-root", p_fchownat_gid_root },
         { "future", p_future },
 #if defined(__x86_64__)
         { "modify_ldt", p_modify_ldt },

@@ -107,3 +107,27 @@ for_tool() {
 @test "compat strict: git" { for_tool strict git git; }
 @test "compat strict: make" { for_tool strict make make; }
 @test "compat strict: cc, as and ld" { for_tool strict cc cc; }
+
+# One uid and one gid are mapped in the sandbox; the kernel answers any
+# other id with EINVAL there, where a host gives an unprivileged process
+# EPERM. The id shim makes it EPERM again (CPython's test_os and
+# test_subprocess check for exactly that); our own id and -1 still work.
+@test "ids: setuid/setgid/chown to another id fail with EPERM, as on a host" {
+        for verb in setuid-root setgid-root fchown-root fchownat-gid-root; do
+                for profile in default strict; do
+                        run_probe_in "$profile" syscall "$verb"
+                        [ "$status" -eq 0 ] || { echo "$profile $verb: $output"; return 1; }
+                        [ "$output" = EPERM ] || { echo "$profile $verb: $output"; return 1; }
+                done
+        done
+}
+
+@test "ids: our own id and -1 still reach the kernel" {
+        run_probe syscall setuid-self
+        [ "$output" = OK ]
+        run_probe syscall setresuid-keep
+        [ "$output" = OK ]
+        # fd -1: EBADF means the call got past the filter
+        run_probe syscall fchown-self
+        [ "$output" = EBADF ]
+}

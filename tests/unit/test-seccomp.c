@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <sched.h>
@@ -649,6 +650,53 @@ static void log_behaviour(void **state)
         seccomp_settings_done(&s);
 }
 
+/* The id shim: another id is EPERM, our own id and -1 reach the kernel
+ * (fchown on fd -1 then says EBADF: the call got through). The shim is
+ * loaded with ids one past ours, so "ours" in the filter is not the
+ * process's real id and both branches run without privileges. */
+static void id_shim_child(void)
+{
+        uint32_t uid = (uint32_t)getuid(), gid = (uint32_t)getgid();
+        uint32_t own_uid = uid + 1, own_gid = gid + 1;
+
+        CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+        CHECK(seccomp_id_shim_load(own_uid, own_gid) == 0);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, uid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, -1, gid), EPERM);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, own_uid, own_gid), EBADF);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, -1, -1), EBADF);
+        CHECK_ERRNO(syscall(SYS_fchownat, -1, "", uid, -1, AT_EMPTY_PATH), EPERM);
+        CHECK_ERRNO(syscall(SYS_setresuid, -1, uid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_setregid, gid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_setuid, uid), EPERM);
+        /* ids are uid_t to the kernel: the upper half of the register
+         * does not count, so it cannot smuggle a match */
+        CHECK_ERRNO(syscall(SYS_fchown, -1, (1UL << 32) | uid, -1), EPERM);
+        CHECK_OK(syscall(SYS_setresuid, -1, -1, -1));
+        CHECK_OK(syscall(SYS_getpid));
+}
+
+static void id_shim(void **state)
+{
+        struct sock_filter insns[ID_SHIM_MAX_INSNS];
+        size_t n = 0;
+
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, insns, ELEMENTSOF(insns), &n), 0);
+        assert_true(n > 4 && n <= ELEMENTSOF(insns));
+        /* too small a buffer is an error, not a truncated filter */
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, insns, n - 1, &n), -E2BIG);
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                id_shim_child();
+                _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_exited_ok(status);
+}
+
 /* A blob that is not what seccomp_policy_export() made is refused
  * before anything is installed. */
 static void blob_malformed(void **state)
@@ -757,6 +805,7 @@ int main(void)
                 cmocka_unit_test(strict_behaviour),
                 cmocka_unit_test(kill_behaviour),
                 cmocka_unit_test(log_behaviour),
+                cmocka_unit_test(id_shim),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,8 +27,18 @@
 
 #define TMP_PREFIX ".tmp-"
 
+/* A blob written in batch mode: its data is in the temporary, not yet
+ * known to be on disk, and it has no name yet. */
+struct staged {
+        char tmp[64];
+        char hex[DIGEST_HEX_SIZE];
+};
+
 struct blobstore {
         int dirfd;
+        bool batch;
+        struct staged *staged;
+        size_t n_staged, cap_staged;
 };
 
 int blobstore_open_fd(int dirfd, struct blobstore **ret)
@@ -58,12 +68,29 @@ int blobstore_open(const char *dir, struct blobstore **ret)
         return blobstore_open_fd(fd, ret);
 }
 
+static void drop_staged(struct blobstore *bs)
+{
+        for (size_t i = 0; i < bs->n_staged; i++)
+                (void)unlinkat(bs->dirfd, bs->staged[i].tmp, 0);
+        bs->n_staged = 0;
+}
+
 struct blobstore *blobstore_free(struct blobstore *bs)
 {
         if (bs) {
+                drop_staged(bs);        /* never committed: never named */
+                free(bs->staged);
                 closep(&bs->dirfd);
                 free(bs);
         }
+        return NULL;
+}
+
+static const struct staged *find_staged(const struct blobstore *bs, const char *hex)
+{
+        for (size_t i = 0; i < bs->n_staged; i++)
+                if (streq(bs->staged[i].hex, hex))
+                        return &bs->staged[i];
         return NULL;
 }
 
@@ -99,6 +126,31 @@ int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
                 goto fail;
         }
         digest_final_hex(&d, hex);
+
+        if (bs->batch) {
+                /* named at commit, after one syncfs for the whole batch */
+                if (fchmod(out, 0444) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                if (find_staged(bs, hex) || blobstore_has(bs, hex)) {
+                        (void)unlinkat(bs->dirfd, tmp, 0);
+                        r = 0;
+                } else {
+                        if (bs->n_staged == bs->cap_staged) {
+                                bs->cap_staged = bs->cap_staged ? 2 * bs->cap_staged : 64;
+                                bs->staged = xrealloc(bs->staged, bs->cap_staged * sizeof(*bs->staged));
+                        }
+                        struct staged *st = &bs->staged[bs->n_staged++];
+                        snprintf(st->tmp, sizeof(st->tmp), "%s", tmp);
+                        memcpy(st->hex, hex, DIGEST_HEX_SIZE);
+                        r = 1;
+                }
+                memcpy(ret_hex, hex, DIGEST_HEX_SIZE);
+                if (ret_size)
+                        *ret_size = (uint64_t)n;
+                return r;
+        }
 
         /* data on disk before the name points at it */
         if (fchmod(out, 0444) < 0 || fsync(out) < 0) {
@@ -156,6 +208,11 @@ int blobstore_open_blob(struct blobstore *bs, const char *hex)
 
         if (!rel)
                 return -EINVAL;
+        const struct staged *st = find_staged(bs, hex);
+        if (st) {
+                fd = openat(bs->dirfd, st->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                return fd < 0 ? -errno : fd;
+        }
         fd = fs_open_beneath(bs->dirfd, rel, O_RDONLY, 0);
         if (fd < 0)
                 return fd;
@@ -164,8 +221,87 @@ int blobstore_open_blob(struct blobstore *bs, const char *hex)
 
 bool blobstore_has(struct blobstore *bs, const char *hex)
 {
+        if (find_staged(bs, hex))
+                return true;
         _cleanup_close_ int fd = blobstore_open_blob(bs, hex);
         return fd >= 0;
+}
+
+void blobstore_batch_begin(struct blobstore *bs)
+{
+        bs->batch = true;
+}
+
+static int cmp_staged(const void *a, const void *b)
+{
+        return strcmp(((const struct staged *)a)->hex, ((const struct staged *)b)->hex);
+}
+
+/* Name one staged blob in the fan-out directory fanfd. */
+static int name_staged(struct blobstore *bs, int fanfd, const struct staged *st)
+{
+        int r = renameat2(bs->dirfd, st->tmp, fanfd, st->hex + 2, RENAME_NOREPLACE);
+        if (r < 0 && errno == EINVAL) {
+                r = linkat(bs->dirfd, st->tmp, fanfd, st->hex + 2, 0);
+                if (r == 0)
+                        (void)unlinkat(bs->dirfd, st->tmp, 0);
+        }
+        if (r == 0)
+                return 0;
+        if (errno == EEXIST) {
+                (void)unlinkat(bs->dirfd, st->tmp, 0);  /* a concurrent run stored it */
+                return 0;
+        }
+        return -errno;
+}
+
+int blobstore_batch_commit(struct blobstore *bs)
+{
+        int r = 0;
+
+        bs->batch = false;
+        if (bs->n_staged == 0)
+                return 0;
+        /* One flush for every staged blob's data: the same guarantee as
+         * an fsync per blob (no name before its data is on disk), at the
+         * cost of one call instead of thousands. */
+        if (syncfs(bs->dirfd) < 0) {
+                r = -errno;
+                drop_staged(bs);
+                return r;
+        }
+        /* by hash, so each fan-out directory is opened and synced once */
+        qsort(bs->staged, bs->n_staged, sizeof(*bs->staged), cmp_staged);
+        bool new_fan = false;
+        size_t i = 0, done = 0;
+        while (i < bs->n_staged && r == 0) {
+                char fan[3] = { bs->staged[i].hex[0], bs->staged[i].hex[1], '\0' };
+                if (mkdirat(bs->dirfd, fan, 0700) == 0)
+                        new_fan = true;
+                else if (errno != EEXIST) {
+                        r = -errno;
+                        break;
+                }
+                _cleanup_close_ int fanfd = openat(bs->dirfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fanfd < 0) {
+                        r = -errno;
+                        break;
+                }
+                for (; i < bs->n_staged && memcmp(bs->staged[i].hex, fan, 2) == 0; i++) {
+                        r = name_staged(bs, fanfd, &bs->staged[i]);
+                        if (r < 0)
+                                break;
+                        done = i + 1;
+                }
+                (void)fsync(fanfd);
+        }
+        if (new_fan)
+                (void)fsync(bs->dirfd);
+        /* what could not be named is dropped, never left half-made */
+        memmove(bs->staged, bs->staged + done, (bs->n_staged - done) * sizeof(*bs->staged));
+        bs->n_staged -= done;
+        drop_staged(bs);
+        return r;
 }
 
 static bool is_hex(const char *s, size_t n)

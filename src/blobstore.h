@@ -47,6 +47,18 @@ int blobstore_dirfd(const struct blobstore *bs);
 int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
                      char ret_hex[DIGEST_HEX_SIZE], uint64_t *ret_size);
 
+/* Batch mode, for the many blobs of one run: after _begin, puts write
+ * and hash as usual but neither fsync nor name their blobs; the blobs
+ * count as present (has, open_blob, dedup) for this handle only.
+ * _commit flushes them all with one syncfs(), names them, and syncs
+ * each fan-out directory once, so the guarantee is the same as for
+ * single puts: a name only ever points at data on disk. Commit before
+ * recording any hash elsewhere. Returns 0 or -errno (blobs that could
+ * not be named are dropped; the handle leaves batch mode either way).
+ * Freeing a handle with staged blobs drops them. */
+void blobstore_batch_begin(struct blobstore *bs);
+int blobstore_batch_commit(struct blobstore *bs);
+
 /* Open the blob named hex read-only. Returns fd or -errno (-ENOENT if
  * absent, -EINVAL if hex is not a valid digest). */
 int blobstore_open_blob(struct blobstore *bs, const char *hex);

@@ -139,6 +139,9 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                 *ret_step = "blob store lock";
                 return lock;
         }
+        /* one syncfs for the run's blobs instead of an fsync each: a
+         * change set of 2000 files took 1.6 s of fsyncs */
+        blobstore_batch_begin(bs);
         if (p->upper_fd >= 0 && p->lower_fd >= 0) {
                 *ret_step = "change set";
                 r = changeset_compute(p->upper_fd, p->lower_fd, NULL, bs, &ret->cs);
@@ -165,6 +168,14 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                         ret->n_outputs_skipped = al.n - al.n_collected + al.n_unlisted;
                         ret->output_bytes = al.bytes;
                 }
+        }
+
+        /* every blob named and on disk before a row points at it */
+        *ret_step = "blob store";
+        r = blobstore_batch_commit(bs);
+        if (r < 0) {
+                artifact_list_done(&al);
+                return r;
         }
 
         rows = xcalloc(ret->cs.n + al.n + 1, sizeof(*rows));

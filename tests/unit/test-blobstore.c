@@ -15,6 +15,7 @@
 
 #include "blobstore.h"
 #include "fstest.h"
+#include "fsutil.h"
 #include "util.h"
 
 static int put_text(struct blobstore *bs, const char *text, char hex[DIGEST_HEX_SIZE])
@@ -118,6 +119,54 @@ static void gc_keeps_the_set(void **state)
 
 /* Where renameat2 flags are unsupported (EINVAL), a hard link stands in
  * for RENAME_NOREPLACE: same result, still never replacing. */
+/* Batch mode: staged blobs are usable through the handle but have no
+ * name until commit; an uncommitted batch leaves nothing behind. */
+static void batch_commit_and_drop(void **state)
+{
+        _cleanup_free_ char *dir = fst_mkdtemp("blobs"), *rel_a = NULL, *path_a = NULL;
+        char a[DIGEST_HEX_SIZE], b[DIGEST_HEX_SIZE], a2[DIGEST_HEX_SIZE];
+        struct stat st;
+
+        assert_non_null(dir);
+        {
+                _cleanup_blobstore_ struct blobstore *bs = NULL;
+                assert_int_equal(blobstore_open(dir, &bs), 0);
+                blobstore_batch_begin(bs);
+                assert_int_equal(put_text(bs, "first\n", a), 1);
+                assert_int_equal(put_text(bs, "second\n", b), 1);
+                assert_int_equal(put_text(bs, "first\n", a2), 0);      /* dedup within the batch */
+                assert_string_equal(a, a2);
+                assert_true(blobstore_has(bs, a));
+                int fd = blobstore_open_blob(bs, b);
+                assert_true(fd >= 0);
+                char buf[16] = { 0 };
+                assert_int_equal(read(fd, buf, sizeof(buf)), 7);
+                assert_string_equal(buf, "second\n");
+                close(fd);
+                /* not named yet */
+                rel_a = blobstore_relpath(a);
+                path_a = fst_path(dir, rel_a);
+                assert_int_equal(stat(path_a, &st), -1);
+                assert_int_equal(blobstore_batch_commit(bs), 0);
+                assert_int_equal(stat(path_a, &st), 0);
+                assert_int_equal(st.st_mode & 0777, 0444);
+                assert_true(blobstore_has(bs, b));
+                /* a second batch that is never committed */
+                blobstore_batch_begin(bs);
+                assert_int_equal(put_text(bs, "abandoned\n", b), 1);
+                assert_int_equal(put_text(bs, "first\n", a2), 0);      /* dedup against the store */
+        }
+        /* freed uncommitted: no temporary and no name for "abandoned" */
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        assert_int_equal(blobstore_open(dir, &bs), 0);
+        assert_false(blobstore_has(bs, b));
+        assert_true(blobstore_has(bs, a));
+        _cleanup_strv_ char **names = NULL;
+        assert_true(fs_list_dir(blobstore_dirfd(bs), &names) >= 0);
+        for (char **n = names; *n; n++)
+                assert_false(startswith(*n, ".tmp-"));
+}
+
 static int no_noreplace_child(const char *dir)
 {
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -169,6 +218,7 @@ int main(void)
                 cmocka_unit_test(put_open_dedup),
                 cmocka_unit_test(too_big_stores_nothing),
                 cmocka_unit_test(gc_keeps_the_set),
+                cmocka_unit_test(batch_commit_and_drop),
                 cmocka_unit_test(without_rename_noreplace),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

@@ -36,18 +36,25 @@
 #define SYSTEMD_PATH "/org/freedesktop/systemd1"
 #define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
 
-/* Where this user's manager listens privately: root's is the system
- * manager. An XDG_RUNTIME_DIR that is not ours (left over by sudo, say)
- * is not used: its manager would refuse us anyway. Allocated. */
+/* This user's runtime directory: $XDG_RUNTIME_DIR when it is ours (one
+ * left over by sudo or su is not: its manager would refuse us anyway),
+ * else /run/user/UID. Allocated. */
+static char *runtime_dir(void)
+{
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        struct stat st;
+        if (rt && rt[0] == '/' && stat(rt, &st) == 0 && st.st_uid == geteuid())
+                return xstrdup(rt);
+        return xasprintf("/run/user/%u", (unsigned)geteuid());
+}
+
+/* Where the manager listens privately: root's is the system manager. */
 static char *private_socket(void)
 {
         if (geteuid() == 0)
                 return xstrdup("/run/systemd/private");
-        const char *rt = getenv("XDG_RUNTIME_DIR");
-        struct stat st;
-        if (rt && rt[0] == '/' && stat(rt, &st) == 0 && st.st_uid == geteuid())
-                return xasprintf("%s/systemd/private", rt);
-        return xasprintf("/run/user/%u/systemd/private", (unsigned)geteuid());
+        _cleanup_free_ char *rt = runtime_dir();
+        return xasprintf("%s/systemd/private", rt);
 }
 
 static bool unified_hierarchy(void)
@@ -67,8 +74,9 @@ static bool socket_present(void)
                 return access("/run/dbus/system_bus_socket", F_OK) == 0;
         if (getenv("DBUS_SESSION_BUS_ADDRESS"))
                 return true;
-        _cleanup_free_ char *bus = xasprintf("/run/user/%u/bus", (unsigned)geteuid());
-        return access(bus, F_OK) == 0;
+        _cleanup_free_ char *rt = runtime_dir();
+        _cleanup_free_ char *bus = xasprintf("%s/bus", rt);
+        return stat(bus, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 bool cgroup_systemd_available(void)
@@ -110,7 +118,7 @@ bool cgroup_systemd_built(void)
  * each pointer's type the header's, so a mismatch does not compile. */
 #define SDBUS_FUNCTIONS(X)                                                     \
         X(sd_bus_new) X(sd_bus_set_address) X(sd_bus_start)                    \
-        X(sd_bus_open_user) X(sd_bus_open_system) X(sd_bus_flush_close_unref)  \
+        X(sd_bus_set_bus_client) X(sd_bus_open_system) X(sd_bus_flush_close_unref) \
         X(sd_bus_message_new_method_call) X(sd_bus_message_append)             \
         X(sd_bus_call) X(sd_bus_message_read) X(sd_bus_message_unref)          \
         X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_process)          \
@@ -161,6 +169,20 @@ static char *dbus_unix_address(const char *path)
         return ret;
 }
 
+/* The bus the manager is also on, as a D-Bus address, or NULL for the
+ * system bus (sd-bus knows where that is). */
+static char *bus_address(void)
+{
+        if (geteuid() == 0)
+                return NULL;
+        const char *env = getenv("DBUS_SESSION_BUS_ADDRESS");
+        if (env && *env)
+                return xstrdup(env);
+        _cleanup_free_ char *rt = runtime_dir();
+        _cleanup_free_ char *path = xasprintf("%s/bus", rt);
+        return dbus_unix_address(path);
+}
+
 /* Connect to the manager: its private socket, else the bus. *ret_where
  * says which, for messages. */
 static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, char **ret_reason)
@@ -189,7 +211,24 @@ static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, ch
                  * stale, or refuse us */
         }
         bool system = geteuid() == 0;
-        r = system ? api->sd_bus_open_system(&bus) : api->sd_bus_open_user(&bus);
+        _cleanup_free_ char *addr = bus_address();
+        if (system)
+                r = api->sd_bus_open_system(&bus);
+        else {
+                /* the address sd_bus_open_user() would take, but from
+                 * the runtime dir we trust (see runtime_dir()) */
+                r = api->sd_bus_new(&bus);
+                if (r >= 0)
+                        r = api->sd_bus_set_address(bus, addr);
+                if (r >= 0)
+                        r = api->sd_bus_set_bus_client(bus, 1);
+                if (r >= 0)
+                        r = api->sd_bus_start(bus);
+                if (r < 0 && bus) {
+                        api->sd_bus_flush_close_unref(bus);
+                        bus = NULL;
+                }
+        }
         if (r < 0) {
                 *ret_reason = xasprintf("no systemd %s manager to ask for a delegated scope: %s: %s; "
                                         "the %s bus: %s", system ? "system" : "user", priv,
@@ -198,7 +237,7 @@ static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, ch
                 return r;
         }
         *ret = bus;
-        *ret_where = xstrdup(system ? "the system bus" : "the user bus");
+        *ret_where = system ? xstrdup("the system bus") : xasprintf("the user bus (%s)", addr);
         return 0;
 }
 

@@ -241,6 +241,15 @@ static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, ch
         return 0;
 }
 
+/* libsystemd loaded and a connection to the manager made. */
+static int manager_open(struct sdbus *api, sd_bus **ret, char **ret_where, char **ret_reason)
+{
+        int r = sdbus_load(api, ret_reason);
+        if (r < 0)
+                return r;
+        return manager_connect(api, ret, ret_where, ret_reason);
+}
+
 struct job_wait {
         struct sdbus *api;
         const char *job;        /* object path of our job, once known */
@@ -288,10 +297,7 @@ int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_uni
         const char *job;
         int r;
 
-        r = sdbus_load(&api, ret_reason);
-        if (r < 0)
-                return r;
-        r = manager_connect(&api, &bus, &where, ret_reason);
+        r = manager_open(&api, &bus, &where, ret_reason);
         if (r < 0)
                 return r;
 
@@ -388,10 +394,7 @@ int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **re
                 *ret_reason = xstrdup("cgroup v2 is not the unified hierarchy at /sys/fs/cgroup");
                 return -EOPNOTSUPP;
         }
-        r = sdbus_load(&api, ret_reason);
-        if (r < 0)
-                return r;
-        r = manager_connect(&api, &bus, &where, ret_reason);
+        r = manager_open(&api, &bus, &where, ret_reason);
         if (r < 0)
                 return r;
         r = api.sd_bus_get_property_string(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "Version",

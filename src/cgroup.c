@@ -35,6 +35,7 @@ struct cgroup_run {
         unsigned enforced;      /* CGROUP_LIMIT_* */
         uint64_t sampled_memory;
         uint64_t sampled_pids;
+        char *io_max_error;     /* why io.max was not written, or NULL */
         bool removed;
 };
 
@@ -797,14 +798,21 @@ static int apply_limits(struct cgroup_run *cg, const struct cgroup_limits *lim)
                 cg->enforced |= CGROUP_LIMIT_PIDS;
         }
         if ((cg->usable & CGROUP_IO) && lim->io_max && *lim->io_max) {
+                /* A line the kernel refuses (a partition, a device
+                 * without a queue) must not cost the run its other
+                 * limits: io is left out of the enforced mask and the
+                 * reason kept for the report. */
                 _cleanup_free_ char *copy = xstrdup(lim->io_max);
                 char *save = NULL;
-                for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                r = 0;
+                for (char *line = strtok_r(copy, "\n", &save); line && r == 0;
+                     line = strtok_r(NULL, "\n", &save)) {
                         r = write_at(cg->fd, "io.max", line);
                         if (r < 0)
-                                return r;
+                                cg->io_max_error = xasprintf("io.max refused \"%s\": %s", line, strerror(-r));
                 }
-                cg->enforced |= CGROUP_LIMIT_IO;
+                if (r == 0)
+                        cg->enforced |= CGROUP_LIMIT_IO;
         }
         return 0;
 }
@@ -1075,6 +1083,12 @@ struct cgroup_run *cgroup_run_free(struct cgroup_run *cg)
         if (cg->fd >= 0)
                 close(cg->fd);
         free(cg->path);
+        free(cg->io_max_error);
         free(cg);
         return NULL;
+}
+
+const char *cgroup_run_io_max_error(const struct cgroup_run *cg)
+{
+        return cg->io_max_error;
 }

@@ -142,6 +142,10 @@ int cgroup_run_open(const char *path, struct cgroup_run **ret);
 int cgroup_run_fd(const struct cgroup_run *cg);
 /* The run cgroup's directory (owned by the run). */
 const char *cgroup_run_path(const struct cgroup_run *cg);
+/* Why the io_max lines were not written (the kernel refused one), or
+ * NULL. Owned by the run. */
+const char *cgroup_run_io_max_error(const struct cgroup_run *cg);
+
 /* CGROUP_LIMIT_* mask of limits actually written. */
 unsigned cgroup_run_enforced(const struct cgroup_run *cg);
 

@@ -24,6 +24,7 @@
 #include "capture.h"
 #include "cgroup.h"
 #include "cgroup-systemd.h"
+#include "iomax.h"
 #include "cli.h"
 #include "enforce.h"
 #include "exit-codes.h"
@@ -90,6 +91,7 @@ static void run_help(FILE *f)
 "      --pids N             process limit (default 256)\n"
 "      --disk SIZE          writable scratch space (default 1G)\n"
 "      --max-file-size SIZE, --nofile N, --cpus N, --memory-high SIZE\n"
+"      --io-max \"DEV KEY=VAL\"  disk I/O cap (io.max), e.g. \"8:0 wbps=10M\"\n"
 "      --capture SIZE       head and tail of each stream kept (default 64K)\n"
 "      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
 "      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
@@ -427,12 +429,13 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
  * without one: it answers in milliseconds unless it is wedged. */
 #define SYSTEMD_SCOPE_TIMEOUT_MS 5000
 
-static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
+static void prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
                            struct cgroup_run **ret, char **ret_unit, char **ret_reason)
 {
         _cleanup_free_ char *base = NULL, *name = NULL;
         const char *env = getenv("SBX_CGROUP");
-        const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS;
+        /* io only when asked: enabling it costs the kernel per-I/O accounting */
+        const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS | (io_max ? CGROUP_IO : 0);
         unsigned usable = 0;
         int r;
 
@@ -475,6 +478,7 @@ static void prepare_cgroup(const struct run_config *cfg, const char *run_id,
                 .memory_high = cfg->memory_high_bytes ? cfg->memory_high_bytes : cfg->memory_bytes,
                 .cpus = cfg->cpus,
                 .pids_max = cfg->pids,
+                .io_max = io_max,
                 /* an OOM kill ends the whole run, never half of it */
                 .oom_group = true,
         };
@@ -696,7 +700,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_store_ struct store *store = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
-        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL;
+        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL, *io_max = NULL;
         _cleanup_cgroup_run_ struct cgroup_run *cgroup = NULL;
         _cleanup_free_ void *bpf = NULL;
         size_t bpf_len = 0;
@@ -740,7 +744,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         /* The run's cgroup (or the reason there is none) comes before the
          * sandbox, which is cloned straight into it, and before the report,
          * which names what really holds each limit. */
-        prepare_cgroup(cfg, rec->id, &cgroup, &cg_unit, &cg_reason);
+        /* io_max names devices: a wrong one is the user's error, said
+         * before anything runs */
+        r = iomax_lines(cfg->io_max, &io_max, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                goto out;
+        }
+        prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
         else if (getenv("SBX_CGROUP") && *getenv("SBX_CGROUP") && !streq(getenv("SBX_CGROUP"), "none"))
@@ -794,6 +805,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .enforced = cgroup ? cgroup_run_enforced(cgroup) : 0,
                 .reason = cg_reason,
                 .systemd_unit = cg_unit,
+                .io_max_error = cgroup ? cgroup_run_io_max_error(cgroup) : NULL,
         };
         enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
         r = enforcement_check_required(cfg, enforcement, &err);

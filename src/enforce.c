@@ -49,7 +49,8 @@ static char *no_cgroup_reason(const struct enforce_cgroup *cg, const char *file)
 {
         if (cg && cg->path)
                 return xasprintf("the %s controller is not usable in the run cgroup %s",
-                                 startswith(file, "cpu") ? "cpu" : "memory", cg->path);
+                                 startswith(file, "cpu") ? "cpu" : startswith(file, "io") ? "io" : "memory",
+                                 cg->path);
         return xasprintf("needs a delegated cgroup v2 (%s)%s%s", file,
                          cg && cg->reason ? ": " : "", cg && cg->reason ? cg->reason : "");
 }
@@ -139,6 +140,22 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
                 json_object_set_new(limits, "pids", limit(buf, held & CGROUP_LIMIT_PIDS ? "cgroup" : "rlimit", NULL));
         } else
                 json_object_set_new(limits, "pids", limit("none", "none", NULL));
+        if (cfg->io_max && cfg->io_max[0]) {
+                _cleanup_free_ char *items = xstrdup(cfg->io_max[0]);
+                for (char **i = cfg->io_max + 1; *i; i++) {
+                        char *more = xasprintf("%s; %s", items, *i);
+                        free(items);
+                        items = more;
+                }
+                if (held & CGROUP_LIMIT_IO)
+                        json_object_set_new(limits, "io_max", limit(items, "cgroup", NULL));
+                else {
+                        _cleanup_free_ char *why = cg && cg->io_max_error ? xstrdup(cg->io_max_error)
+                                                                         : no_cgroup_reason(cg, "io.max");
+                        json_object_set_new(limits, "io_max", limit(items, "not enforced", why));
+                }
+        } else
+                json_object_set_new(limits, "io_max", limit("none", "none", NULL));
         add_size(limits, "disk", cfg->disk_bytes, "tmpfs size");
         snprintf(buf, sizeof(buf), "%llu", (unsigned long long)cfg->nofile);
         json_object_set_new(limits, "nofile", limit(buf, "rlimit", NULL));

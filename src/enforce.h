@@ -17,6 +17,7 @@ struct enforce_cgroup {
         unsigned enforced;      /* CGROUP_LIMIT_* mask actually written */
         const char *reason;     /* with path NULL: why there is no cgroup (may be NULL) */
         const char *systemd_unit; /* the scope systemd delegated for this run, or NULL */
+        const char *io_max_error; /* why io.max was not written, or NULL */
 };
 
 /* The report for a run with cfg on this host, as a new JSON object.

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "ini-text.h"
+#include "iomax.h"
 #include "profile.h"
 #include "digest.h"
 #include "util.h"
@@ -106,13 +107,14 @@ static bool valid_env_name(const char *s)
 /* Limits whose enforcement can be demanded with `require`. */
 static const char *const enforceable_limits[] = {
         "timeout", "cpu_time", "memory", "memory_high", "cpus", "pids", "nofile", "disk",
-        "max_file_size",
+        "max_file_size", "io_max",
 };
 
 static const char *check_limit_name(const char *s)
 {
         static const char expect[] =
-                "a limit name (timeout, cpu_time, memory, memory_high, cpus, pids, nofile, disk, max_file_size)";
+                "a limit name (timeout, cpu_time, memory, memory_high, cpus, pids, nofile, disk, max_file_size, "
+                "io_max)";
         for (size_t i = 0; i < ELEMENTSOF(enforceable_limits); i++)
                 if (streq(s, enforceable_limits[i]))
                         return NULL;
@@ -219,6 +221,9 @@ const struct profile_key profile_keys[] = {
         { "limits", "grace", "grace", PROFILE_DURATION, "2s", "ms",
           "time between SIGTERM and SIGKILL when a limit ends the job",
           FIELD(grace_ms), .max = 3600 * 1000 },
+        { "limits", "io_max", "io-max", PROFILE_LIST, "", "\"DEVICE KEY=VALUE...\" items",
+          "disk bandwidth and iops caps (cgroup io.max), e.g. \"8:0 wbps=10M riops=1000\"",
+          FIELD(io_max), .check = iomax_check },
         { "limits", "max_file_size", "max-file-size", PROFILE_SIZE, "none", "bytes",
           "largest file the job may write (RLIMIT_FSIZE)",
           FIELD(max_file_size), .zero = "none", .max = SIZE_MAX_BYTES },

@@ -32,6 +32,7 @@ void run_config_done(struct run_config *cfg)
         free(cfg->home);
         free(cfg->workdir_inside);
         strv_free(cfg->require);
+        strv_free(cfg->io_max);
         strv_free(cfg->ro_binds);
         strv_free(cfg->ro_paths);
         strv_free(cfg->rw_paths);

@@ -80,6 +80,7 @@ struct run_config {
         uint64_t pids;          /* pids */
         uint64_t max_file_size; /* max_file_size: RLIMIT_FSIZE */
         double cpus;            /* cpus: cpu.max in cpus, 3 decimals at most */
+        char **io_max;          /* io_max: "DEVICE KEY=VALUE..." items for io.max */
         char **require;         /* require: limit names that must be enforced, else setup error */
 
         /* [filesystem] */

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cgroup.h"
+#include "iomax.h"
 #include "util.h"
 
 static void keyed(void **state)
@@ -157,6 +158,40 @@ static void proc_cgroup(void **state)
         assert_int_equal(cgroup_parse_proc_cgroup("", &p), -ENOENT);
 }
 
+static void io_max_items(void **state)
+{
+        _cleanup_free_ char *lines = NULL, *err = NULL;
+
+        assert_null(iomax_check("8:0 wbps=10M"));
+        assert_null(iomax_check("259:3 rbps=max riops=1000 wiops=50"));
+        assert_null(iomax_check("/dev/vda wbps=1M"));
+        assert_non_null(iomax_check("8:0"));            /* no key */
+        assert_non_null(iomax_check("8 wbps=1M"));      /* not MAJ:MIN */
+        assert_non_null(iomax_check("8:0 wbps=1Q"));    /* bad size */
+        assert_non_null(iomax_check("8:0 riops=1M"));   /* iops take no units */
+        assert_non_null(iomax_check("8:0 wbps=0"));     /* 0 would stop all I/O */
+        assert_non_null(iomax_check("8:0 bogus=1"));
+        assert_non_null(iomax_check("vda wbps=1M"));    /* paths are absolute */
+
+        char *items[] = { "8:0 wbps=1M riops=max", "8:16 rbps=2K", NULL };
+        assert_int_equal(iomax_lines(items, &lines, &err), 0);
+        assert_string_equal(lines, "8:0 wbps=1048576 riops=max\n8:16 rbps=2048");
+        free(TAKE_PTR(lines));
+
+        char *none[] = { NULL };
+        assert_int_equal(iomax_lines(none, &lines, &err), 0);
+        assert_null(lines);
+
+        /* /dev/null is a character device, not a disk */
+        char *chr[] = { "/dev/null wbps=1M", NULL };
+        assert_int_equal(iomax_lines(chr, &lines, &err), -ENOTBLK);
+        assert_non_null(strstr(err, "/dev/null"));
+        free(TAKE_PTR(err));
+        char *missing[] = { "/dev/no-such-disk wbps=1M", NULL };
+        assert_int_equal(iomax_lines(missing, &lines, &err), -ENOENT);
+        assert_non_null(strstr(err, "no-such-disk"));
+}
+
 static void cpus_to_max(void **state)
 {
         char buf[64];
@@ -224,6 +259,7 @@ int main(void)
                 cmocka_unit_test(controllers),
                 cmocka_unit_test(proc_cgroup),
                 cmocka_unit_test(cpus_to_max),
+                cmocka_unit_test(io_max_items),
                 cmocka_unit_test(run_name_checked),
                 cmocka_unit_test(run_open_checked),
         };

@@ -380,7 +380,7 @@ static void errors(void **state)
                   "profile t.ini:2: deny: expected a syscall name or @group, got \"@\"" },
                 { "[limits]\nrequire = memory grace\n", -EINVAL,
                   "profile t.ini:2: require: expected a limit name (timeout, cpu_time, memory, memory_high, "
-                  "cpus, pids, nofile, disk, max_file_size), got \"grace\"" },
+                  "cpus, pids, nofile, disk, max_file_size, io_max), got \"grace\"" },
                 { "[filesystem]\nro = /ok relative\n", -EINVAL,
                   "profile t.ini:2: ro: expected an absolute path without \"..\", got \"relative\"" },
                 { "[filesystem]\nro = /a/../etc\n", -EINVAL,
@@ -956,6 +956,7 @@ static void canonical(void **state)
                 "cpus = 1\n"
                 "disk = 1G\n"
                 "grace = 2s\n"
+                "io_max =\n"
                 "max_file_size = none\n"
                 "memory = 512M\n"
                 "memory_high = auto\n"
@@ -979,7 +980,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "a6a1ed29936b34fa6a8503ff9b1572bad0e6157a647cc63b14cff2efe4084e57");
+        assert_string_equal(sha, "a10b05c08c60d368d97bf71ec4e4d6cf9653cb55db072b16d40cdc4daab0cc82");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

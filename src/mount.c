@@ -82,6 +82,10 @@ static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char
         return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
 }
 
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
 static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
 {
         return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
@@ -476,6 +480,23 @@ int mount_clone_lower(const char *path)
         if (fd < 0)
                 return -errno;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+int mount_clone_lower_idmapped(const char *path, int userns_fd)
+{
+        int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP,
+                .userns_fd = (uint64_t)userns_fd,
+        };
         if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
                 int e = -errno;
                 close(fd);

@@ -47,6 +47,15 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
  * or -errno. */
 int mount_clone_lower(const char *path);
 
+/* The same clone, idmapped through userns_fd (ns_idmap_userns()), made
+ * by the supervisor on the host: only real root may idmap a host
+ * filesystem's mount. Root's sandbox user is host uid 65534, so a
+ * checkout root owns would be read-only to the job; through the idmap
+ * its files are the sandbox user's. Fails (-EINVAL, -EPERM) where the
+ * filesystem or kernel cannot idmap; the caller then falls back to
+ * mount_clone_lower(). Returns the fd or -errno. */
+int mount_clone_lower_idmapped(const char *path, int userns_fd);
+
 /* Whether a tmpfs here takes user.* extended attributes (Linux 6.6+),
  * which an overlay upper dir on tmpfs needs in a user namespace to mark
  * opaque directories. path is a writable directory on a tmpfs. 1 yes,

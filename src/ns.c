@@ -2,6 +2,10 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <sched.h>
 #include <net/if.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -74,6 +78,63 @@ int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_u
                 return r;
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)inside_gid, (unsigned)host_gid);
         return write_proc(pid, "gid_map", map);
+}
+
+int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid)
+{
+        int go[2];
+        char path[64];
+        int r;
+
+        /* A helper enters a new user namespace, we write its maps, and
+         * its /proc/PID/ns/user fd is all that is kept: a namespace
+         * without processes is fine as an idmapping. */
+        if (pipe2(go, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                close(go[0]);
+                close(go[1]);
+                return r;
+        }
+        if (pid == 0) {
+                char c;
+                close(go[1]);
+                if (unshare(CLONE_NEWUSER) < 0)
+                        _exit(1);
+                /* wait until the parent has read our namespace (or died) */
+                (void)!read(go[0], &c, 1);
+                _exit(0);
+        }
+        close(go[0]);
+        /* the helper may not have unshared yet: wait until its user
+         * namespace differs from ours */
+        struct stat self, other;
+        r = stat("/proc/self/ns/user", &self) < 0 ? -errno : 0;
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        for (int i = 0; r == 0 && i < 2000; i++) {
+                if (stat(path, &other) < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (other.st_ino != self.st_ino)
+                        break;
+                usleep(100);
+        }
+        int fd = -1;
+        if (r == 0 && other.st_ino == self.st_ino)
+                r = -ETIMEDOUT;
+        if (r == 0)
+                r = ns_write_id_maps(pid, from_uid, from_gid, to_uid, to_gid);
+        if (r == 0) {
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+        }
+        close(go[1]);
+        (void)waitpid(pid, NULL, 0);
+        return r < 0 ? r : fd;
 }
 
 int ns_set_hostname(const char *name)

@@ -20,5 +20,11 @@ gid_t ns_host_gid(void);
 int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_uid, gid_t host_gid);
 
 /* Inside the new uts and net namespaces. */
+/* A user namespace whose only mapping is from_uid -> to_uid (and the
+ * same for gids), as an fd for an idmapped mount (MOUNT_ATTR_IDMAP):
+ * through such a mount a file owned by from_uid on disk is seen as
+ * to_uid. Made with a short-lived helper process. fd or -errno. */
+int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid);
+
 int ns_set_hostname(const char *name);
 int ns_loopback_up(void);

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <sys/syscall.h>
@@ -35,6 +36,7 @@
 #include "cgroup.h"
 #include "exit-codes.h"
 #include "init.h"
+#include "log.h"
 #include "mount.h"
 #include "ns.h"
 #include "sandbox.h"
@@ -113,20 +115,20 @@ static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
         return r;
 }
 
-/* Close every fd above 2 except the (up to four) given ones (-1: none). */
-static void close_all_but(int a, int b, int c, int d)
+/* Close every fd above 2 except the (up to five) given ones (-1: none). */
+static void close_all_but(int a, int b, int c, int d, int e)
 {
-        int keep[4] = { a, b, c, d };
+        int keep[5] = { a, b, c, d, e };
         /* sort the few fds to keep, then close the gaps between them */
-        for (int i = 0; i < 4; i++)
-                for (int j = i + 1; j < 4; j++)
+        for (int i = 0; i < 5; i++)
+                for (int j = i + 1; j < 5; j++)
                         if (keep[j] < keep[i]) {
                                 int t = keep[i];
                                 keep[i] = keep[j];
                                 keep[j] = t;
                         }
         unsigned from = 3;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
                 if (keep[i] < (int)from)
                         continue;
                 if ((unsigned)keep[i] > from)
@@ -137,7 +139,7 @@ static void close_all_but(int a, int b, int c, int d)
 }
 
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
-                                 int sync_fd, int stdout_w, int stderr_w)
+                                 int sync_fd, int stdout_w, int stderr_w, int idmapped_lower)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
@@ -150,7 +152,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
          * beyond stdio (3</etc/passwd), which the job could otherwise
          * reach through /proc/1/fd as a way out of the sandbox. stdin
          * stays: it is the job's. */
-        close_all_but(sync_fd, stdout_w, stderr_w, in->code_fd);
+        close_all_but(sync_fd, stdout_w, stderr_w, in->code_fd, idmapped_lower);
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
@@ -158,8 +160,8 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         /* The workspace's lower dir is resolved as the user who started
          * sbx, who owns it (a session dir lives in their private state
          * dir): the sandbox user may be another host uid. */
-        int lower_clone = -1;
-        if (in->workspace_lower) {
+        int lower_clone = idmapped_lower;
+        if (in->workspace_lower && lower_clone < 0) {
                 lower_clone = mount_clone_lower(in->workspace_lower);
                 if (lower_clone < 0)
                         setup_failed(sync_fd, lower_clone, "workdir", in->workspace_lower);
@@ -248,6 +250,27 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         init_main(cfg, &started, sync_fd, &stdio);
 }
 
+/* An idmapped read-only clone of dir when root owns it, else -1 (also
+ * when the kernel or filesystem cannot idmap it). */
+static int idmap_workdir(const char *dir)
+{
+        struct stat st;
+        if (stat(dir, &st) < 0 || st.st_uid != 0)
+                return -1;
+        _cleanup_close_ int userns = ns_idmap_userns(0, 0, ns_host_uid(), ns_host_gid());
+        if (userns < 0) {
+                log_debug("workdir %s: no idmap user namespace: %s", dir, strerror(-userns));
+                return -1;
+        }
+        int fd = mount_clone_lower_idmapped(dir, userns);
+        if (fd < 0) {
+                log_debug("workdir %s: cannot idmap it (%s): root-owned files stay read-only", dir,
+                          strerror(-fd));
+                return -1;
+        }
+        return fd;
+}
+
 static int sys_clone3(struct clone_args *args)
 {
         return (int)syscall(SYS_clone3, args, sizeof(*args));
@@ -257,7 +280,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret)
 {
         int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
-        int pidfd = -1, r;
+        int pidfd = -1, idmapped_lower = -1, r;
 
         ret->failed_step = "sync socket";
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
@@ -277,6 +300,21 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         goto fail;
                 }
         }
+
+        /* Root's sandbox user is host uid 65534, so a --workdir that root
+         * owns would be read-only to the job. Through an idmapped clone
+         * (host uid/gid 0 seen as 65534) its files are the sandbox user's,
+         * as a user's own files are when sbx runs as that user. Only a
+         * dir root owns: a session tree is chowned to 65534 after each
+         * commit and needs no mapping. Where the filesystem cannot be
+         * idmapped the plain clone is used, as before.
+         * Safety: the clone is read-only, nosuid, nodev like the plain
+         * one; the job writes to the overlay's upper on the scratch, and
+         * root's files reach the host again only through sbx apply, as
+         * root, after the run. */
+        ret->failed_step = "workdir idmap";
+        if (in->workspace_lower && ns_real_root())
+                idmapped_lower = idmap_workdir(in->workspace_lower);
 
         /* Root on the host keeps no supplementary groups into the sandbox:
          * setgroups is denied inside, so they could never be shed there. */
@@ -313,7 +351,11 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], out[1], err[1]);
+                child_main(cfg, in, sync_pair[1], out[1], err[1], idmapped_lower);
+        }
+        if (idmapped_lower >= 0) {
+                close(idmapped_lower);  /* the sandbox has its copy */
+                idmapped_lower = -1;
         }
 
         close(sync_pair[1]);
@@ -350,7 +392,8 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         return 0;
 
 fail:
-        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd, -2 };
+        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd,
+                                idmapped_lower, -2 };
              *fd != -2; fd++)
                 if (*fd >= 0)
                         close(*fd);

@@ -178,3 +178,27 @@ tail" nums && printf "a\nB\nc" > noeol && echo world >> a.txt'
         (cd "$orig" && patch -s -p1 < "$BATS_TEST_TMPDIR/p.diff")
         [ "$(cd "$orig" && sha256sum nums noeol a.txt)" = "$want" ]
 }
+
+# Root's sandbox user is host uid 65534; a checkout root owns is shown to
+# it through an idmapped mount, so the job can change it like a user's
+# own files. The host tree stays root's and unchanged until sbx apply.
+@test "as root, a workdir root owns is the job's to change, and stays root's on the host" {
+        [ "$(id -u)" -eq 0 ] || skip "needs root (the idmapped workdir is root's case)"
+        R="$(host_dir)/rootowned"
+        mkdir -p "$R/sub"
+        echo hello > "$R/a.txt"
+        echo deep > "$R/sub/b.txt"
+        chmod 0755 "$R" "$R/sub"
+        chmod 0644 "$R/a.txt" "$R/sub/b.txt"
+        before=$(tree_digest "$R")
+        run "$SBX" run --workdir "$R" -- sh -c 'stat -c "%u %U" a.txt && echo more >> a.txt && mv sub/b.txt sub/c.txt && mkdir n && echo x > n/y'
+        [ "$status" -eq 0 ]
+        [[ "$output" == "1000 sandbox"* ]]
+        [ "$(tree_digest "$R")" = "$before" ]
+        id=$(last_run_id)
+        run "$SBX" apply "$id"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$R/a.txt")" = "$(printf 'hello\nmore')" ]
+        [ -f "$R/sub/c.txt" ] && [ ! -e "$R/sub/b.txt" ] && [ -f "$R/n/y" ]
+        [ "$(stat -c %u:%g "$R/a.txt" "$R/n/y" "$R/n" | sort -u)" = "0:0" ]
+}

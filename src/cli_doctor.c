@@ -192,6 +192,32 @@ static void check_overlay(void)
                        "use Linux >= 6.6 (Debian 12's 6.1 lacks them)");
 }
 
+/* Root only: a --workdir root owns is shown through an idmapped mount
+ * (host uid 0 as the sandbox user's 65534). Tried on the filesystem of
+ * the current directory, where a checkout usually is; the detached
+ * clone is dropped at once, nothing is mounted. */
+static void check_idmap(void)
+{
+        struct statfs sfs;
+        char fs[32] = "?";
+        if (statfs(".", &sfs) == 0)
+                snprintf(fs, sizeof(fs), "0x%lx", (unsigned long)sfs.f_type);
+        _cleanup_close_ int userns = ns_idmap_userns(0, 0, ns_host_uid(), ns_host_gid());
+        int r = userns < 0 ? userns : mount_clone_lower_idmapped(".", userns);
+        if (r >= 0) {
+                close(r);
+                report(CHECK_OK, "idmapped --workdir (root)",
+                       "root's files in a --workdir on this filesystem are the sandbox user's", NULL);
+                return;
+        }
+        _cleanup_free_ char *detail = xasprintf("the current directory's filesystem (magic %s) cannot be "
+                                                "idmapped: %s; root's files in a --workdir there stay "
+                                                "read-only to the job", fs, strerror(-r));
+        report(CHECK_WARN, "idmapped --workdir (root)", detail,
+               "keep checkouts on a filesystem that supports idmapped mounts (ext4, xfs, btrfs; tmpfs "
+               "from Linux 6.3), or chown the directory to 65534:65534");
+}
+
 static void check_seccomp(void)
 {
         if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
@@ -366,9 +392,10 @@ int verb_doctor(int argc, char **argv)
                 if (c == 'h') {
                         printf("Usage: sbx doctor\n\n"
                                "Check what this host supports (user namespaces, /proc in a pid\n"
-                               "namespace, overlayfs in a user namespace, seccomp, cgroup v2\n"
-                               "delegation) and say how to fix what is missing. Exits 0 when\n"
-                               "`sbx run` can work, 1 when it cannot.\n");
+                               "namespace, overlayfs in a user namespace, for root idmapped\n"
+                               "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
+                               "that hands out delegated scopes) and say how to fix what is\n"
+                               "missing. Exits 0 when `sbx run` can work, 1 when it cannot.\n");
                         return EXIT_OK;
                 }
                 fprintf(stderr, "Try 'sbx doctor --help'.\n");
@@ -381,6 +408,8 @@ int verb_doctor(int argc, char **argv)
         bool proc = userns && check_proc();
         if (userns)
                 check_overlay();
+        if (userns && ns_real_root())
+                check_idmap();
         check_seccomp();
         check_cgroup();
         bool sandbox = userns && proc && check_sandbox();

@@ -264,8 +264,10 @@ static int idmap_workdir(const char *dir)
         }
         int fd = mount_clone_lower_idmapped(dir, userns);
         if (fd < 0) {
-                log_debug("workdir %s: cannot idmap it (%s): root-owned files stay read-only", dir,
-                          strerror(-fd));
+                /* the run still works, but the job will find root's files
+                 * read-only: say so once, where the user looks */
+                log_warning("run: --workdir %s: root's files stay read-only to the job: this filesystem "
+                            "cannot be idmapped (%s; see sbx doctor)", dir, strerror(-fd));
                 return -1;
         }
         return fd;

@@ -26,6 +26,14 @@ load lib
         [[ "$output" == *"sbx run cannot work on this host"* ]]
 }
 
+@test "doctor, as root, says whether a root-owned --workdir can be idmapped here" {
+        [ "$(id -u)" -eq 0 ] || skip "the idmapped workdir check is root's"
+        run "$SBX" doctor
+        [[ "$output" == *"idmapped --workdir (root): "* ]]
+        run sh -c 'cd /tmp && "$0" doctor' "$SBX"
+        [[ "$output" =~ (OK|WARN)\ +idmapped\ --workdir ]]
+}
+
 @test "doctor --help" {
         run "$SBX" doctor --help
         [ "$status" -eq 0 ]

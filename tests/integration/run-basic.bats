@@ -113,6 +113,29 @@ setup() { common_setup; }
         [ "$output" = 20000000 ]
 }
 
+# The relay batches big streams (it sleeps up to 2 ms after a large
+# round); a line written after a burst must still arrive while the job
+# is still running, not when it ends.
+@test "output passes through live, also right after a burst" {
+        fifo="$BATS_TEST_TMPDIR/out"
+        mkfifo "$fifo"
+        "$SBX" run -q -- sh -c 'head -c 300000 /dev/zero | tr "\000" x; echo; echo first; sleep 4; echo second' >"$fifo" &
+        pid=$!
+        exec 7<"$fifo"
+        start=$(date +%s%N)
+        got=""
+        # (grep, not bash's read: read takes a pipe byte by byte, which
+        # for a 300 KB line takes seconds under emulation)
+        if timeout 10 grep -m 1 -q '^first$' <&7; then
+                got=$(( ($(date +%s%N) - start) / 1000000 ))
+        fi
+        cat <&7 >/dev/null
+        exec 7<&-
+        wait "$pid"
+        echo "first line after ${got:-never} ms" >&2
+        [ -n "$got" ] && [ "$got" -lt 3000 ]
+}
+
 @test "--tty gives the job a terminal and restores ours" {
         command -v script >/dev/null || skip "script(1) not installed"
         run script -qec "stty -g > $BATS_TEST_TMPDIR/before; '$SBX' run -t -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty; tty'; stty -g > $BATS_TEST_TMPDIR/after" /dev/null

@@ -106,12 +106,64 @@ char *blobstore_relpath(const char *hex)
         return xasprintf("%.2s/%s", hex, hex + 2);
 }
 
+/* Give temporary tmp its hash name in fan-out dir fanfd, never replacing
+ * a blob already there. 1 when named, 0 when the blob existed (tmp is
+ * dropped), -errno otherwise (tmp left for the caller). */
+static int name_blob(struct blobstore *bs, int fanfd, const char *tmp, const char *hex)
+{
+        int r = renameat2(bs->dirfd, tmp, fanfd, hex + 2, RENAME_NOREPLACE);
+        if (r < 0 && errno == EINVAL) {
+                /* no RENAME_NOREPLACE (NFS, old kernels): a hard link
+                 * never replaces either; then drop the tmp */
+                r = linkat(bs->dirfd, tmp, fanfd, hex + 2, 0);
+                if (r == 0)
+                        (void)unlinkat(bs->dirfd, tmp, 0);
+        }
+        if (r == 0)
+                return 1;
+        if (errno == EEXIST) {
+                (void)unlinkat(bs->dirfd, tmp, 0);      /* dedup: keep the old one */
+                return 0;
+        }
+        return -errno;
+}
+
+/* Open (making it if needed) the fan-out dir of hex; *ret_new says it
+ * was made, so its name still needs a sync of the store dir. */
+static int open_fan(struct blobstore *bs, const char *hex, bool *ret_new)
+{
+        char fan[3] = { hex[0], hex[1], '\0' };
+        *ret_new = mkdirat(bs->dirfd, fan, 0700) == 0;
+        if (!*ret_new && errno != EEXIST)
+                return -errno;
+        int fd = openat(bs->dirfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Batch mode: remember tmp under hex (or drop it, already stored). */
+static int stage(struct blobstore *bs, const char *tmp, const char *hex)
+{
+        if (blobstore_has(bs, hex)) {
+                (void)unlinkat(bs->dirfd, tmp, 0);
+                return 0;
+        }
+        if (bs->n_staged == bs->cap_staged) {
+                bs->cap_staged = bs->cap_staged ? 2 * bs->cap_staged : 64;
+                bs->staged = xrealloc(bs->staged, bs->cap_staged * sizeof(*bs->staged));
+        }
+        struct staged *st = &bs->staged[bs->n_staged++];
+        snprintf(st->tmp, sizeof(st->tmp), "%s", tmp);
+        memcpy(st->hex, hex, DIGEST_HEX_SIZE);
+        return 1;
+}
+
 int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
                      char ret_hex[DIGEST_HEX_SIZE], uint64_t *ret_size)
 {
-        char tmp[64], hex[DIGEST_HEX_SIZE], fan[3];
-        _cleanup_close_ int out = -1;
+        char tmp[64], hex[DIGEST_HEX_SIZE];
+        _cleanup_close_ int out = -1, fanfd = -1;
         struct digest d;
+        bool new_fan;
         int64_t n;
         int r;
 
@@ -127,69 +179,25 @@ int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
         }
         digest_final_hex(&d, hex);
 
-        if (bs->batch) {
-                /* named at commit, after one syncfs for the whole batch */
-                if (fchmod(out, 0444) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (find_staged(bs, hex) || blobstore_has(bs, hex)) {
-                        (void)unlinkat(bs->dirfd, tmp, 0);
-                        r = 0;
-                } else {
-                        if (bs->n_staged == bs->cap_staged) {
-                                bs->cap_staged = bs->cap_staged ? 2 * bs->cap_staged : 64;
-                                bs->staged = xrealloc(bs->staged, bs->cap_staged * sizeof(*bs->staged));
-                        }
-                        struct staged *st = &bs->staged[bs->n_staged++];
-                        snprintf(st->tmp, sizeof(st->tmp), "%s", tmp);
-                        memcpy(st->hex, hex, DIGEST_HEX_SIZE);
-                        r = 1;
-                }
-                memcpy(ret_hex, hex, DIGEST_HEX_SIZE);
-                if (ret_size)
-                        *ret_size = (uint64_t)n;
-                return r;
-        }
-
-        /* data on disk before the name points at it */
-        if (fchmod(out, 0444) < 0 || fsync(out) < 0) {
+        /* data on disk before the name points at it: here, or for a batch
+         * with one syncfs at commit */
+        if (fchmod(out, 0444) < 0 || (!bs->batch && fsync(out) < 0)) {
                 r = -errno;
                 goto fail;
         }
-        memcpy(fan, hex, 2);
-        fan[2] = '\0';
-        if (mkdirat(bs->dirfd, fan, 0700) == 0)
-                (void)fsync(bs->dirfd);         /* the new fan-out dir's name */
-        else if (errno != EEXIST) {
-                r = -errno;
-                goto fail;
-        }
-        {
-                _cleanup_close_ int fanfd =
-                        openat(bs->dirfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fanfd < 0) {
-                        r = -errno;
+        if (bs->batch)
+                r = stage(bs, tmp, hex);
+        else {
+                r = fanfd = open_fan(bs, hex, &new_fan);
+                if (r < 0)
                         goto fail;
-                }
-                r = renameat2(bs->dirfd, tmp, fanfd, hex + 2, RENAME_NOREPLACE);
-                if (r < 0 && errno == EINVAL) {
-                        /* no RENAME_NOREPLACE (NFS, old kernels): a hard
-                         * link never replaces either; then drop the tmp */
-                        r = linkat(bs->dirfd, tmp, fanfd, hex + 2, 0);
-                        if (r == 0)
-                                (void)unlinkat(bs->dirfd, tmp, 0);
-                }
-                if (r == 0) {
+                if (new_fan)
+                        (void)fsync(bs->dirfd);         /* the new fan-out dir's name */
+                r = name_blob(bs, fanfd, tmp, hex);
+                if (r < 0)
+                        goto fail;
+                if (r == 1)
                         (void)fsync(fanfd);
-                        r = 1;
-                } else if (errno == EEXIST) {
-                        (void)unlinkat(bs->dirfd, tmp, 0);   /* dedup: keep the old one */
-                        r = 0;
-                } else {
-                        r = -errno;
-                        goto fail;
-                }
         }
         memcpy(ret_hex, hex, DIGEST_HEX_SIZE);
         if (ret_size)
@@ -237,24 +245,6 @@ static int cmp_staged(const void *a, const void *b)
         return strcmp(((const struct staged *)a)->hex, ((const struct staged *)b)->hex);
 }
 
-/* Name one staged blob in the fan-out directory fanfd. */
-static int name_staged(struct blobstore *bs, int fanfd, const struct staged *st)
-{
-        int r = renameat2(bs->dirfd, st->tmp, fanfd, st->hex + 2, RENAME_NOREPLACE);
-        if (r < 0 && errno == EINVAL) {
-                r = linkat(bs->dirfd, st->tmp, fanfd, st->hex + 2, 0);
-                if (r == 0)
-                        (void)unlinkat(bs->dirfd, st->tmp, 0);
-        }
-        if (r == 0)
-                return 0;
-        if (errno == EEXIST) {
-                (void)unlinkat(bs->dirfd, st->tmp, 0);  /* a concurrent run stored it */
-                return 0;
-        }
-        return -errno;
-}
-
 int blobstore_batch_commit(struct blobstore *bs)
 {
         int r = 0;
@@ -272,30 +262,27 @@ int blobstore_batch_commit(struct blobstore *bs)
         }
         /* by hash, so each fan-out directory is opened and synced once */
         qsort(bs->staged, bs->n_staged, sizeof(*bs->staged), cmp_staged);
-        bool new_fan = false;
+        bool any_new_fan = false;
         size_t i = 0, done = 0;
         while (i < bs->n_staged && r == 0) {
-                char fan[3] = { bs->staged[i].hex[0], bs->staged[i].hex[1], '\0' };
-                if (mkdirat(bs->dirfd, fan, 0700) == 0)
-                        new_fan = true;
-                else if (errno != EEXIST) {
-                        r = -errno;
-                        break;
-                }
-                _cleanup_close_ int fanfd = openat(bs->dirfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                const char *first = bs->staged[i].hex;
+                bool new_fan;
+                _cleanup_close_ int fanfd = open_fan(bs, first, &new_fan);
                 if (fanfd < 0) {
-                        r = -errno;
+                        r = fanfd;
                         break;
                 }
-                for (; i < bs->n_staged && memcmp(bs->staged[i].hex, fan, 2) == 0; i++) {
-                        r = name_staged(bs, fanfd, &bs->staged[i]);
+                any_new_fan |= new_fan;
+                for (; i < bs->n_staged && memcmp(bs->staged[i].hex, first, 2) == 0; i++) {
+                        r = name_blob(bs, fanfd, bs->staged[i].tmp, bs->staged[i].hex);
                         if (r < 0)
                                 break;
+                        r = 0;
                         done = i + 1;
                 }
                 (void)fsync(fanfd);
         }
-        if (new_fan)
+        if (any_new_fan)
                 (void)fsync(bs->dirfd);
         /* what could not be named is dropped, never left half-made */
         memmove(bs->staged, bs->staged + done, (bs->n_staged - done) * sizeof(*bs->staged));

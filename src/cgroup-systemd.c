@@ -183,52 +183,49 @@ static char *bus_address(void)
         return dbus_unix_address(path);
 }
 
+/* A started connection to one D-Bus address: a peer-to-peer one to a
+ * private socket, or (bus_client) one that says Hello to a bus. */
+static int connect_to(struct sdbus *api, const char *address, bool bus_client, sd_bus **ret)
+{
+        sd_bus *bus = NULL;
+        int r = api->sd_bus_new(&bus);
+        if (r >= 0)
+                r = api->sd_bus_set_address(bus, address);
+        if (r >= 0 && bus_client)
+                r = api->sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = api->sd_bus_start(bus);
+        if (r < 0) {
+                if (bus)
+                        api->sd_bus_flush_close_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
+}
+
 /* Connect to the manager: its private socket, else the bus. *ret_where
  * says which, for messages. */
 static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, char **ret_reason)
 {
         _cleanup_free_ char *priv = private_socket();
         struct stat st;
-        sd_bus *bus = NULL;
         int r;
 
         if (stat(priv, &st) == 0 && S_ISSOCK(st.st_mode)) {
                 _cleanup_free_ char *addr = dbus_unix_address(priv);
-                r = api->sd_bus_new(&bus);
-                if (r >= 0)
-                        r = api->sd_bus_set_address(bus, addr);
-                if (r >= 0)
-                        r = api->sd_bus_start(bus);
-                if (r >= 0) {
-                        *ret = bus;
+                if (connect_to(api, addr, false, ret) >= 0) {
                         *ret_where = xstrdup(priv);
                         return 0;
                 }
-                if (bus)
-                        api->sd_bus_flush_close_unref(bus);
-                bus = NULL;
-                /* fall through to the bus: the private socket may be
-                 * stale, or refuse us */
+                /* on to the bus: the private socket may be stale, or
+                 * refuse us */
         }
         bool system = geteuid() == 0;
         _cleanup_free_ char *addr = bus_address();
-        if (system)
-                r = api->sd_bus_open_system(&bus);
-        else {
-                /* the address sd_bus_open_user() would take, but from
-                 * the runtime dir we trust (see runtime_dir()) */
-                r = api->sd_bus_new(&bus);
-                if (r >= 0)
-                        r = api->sd_bus_set_address(bus, addr);
-                if (r >= 0)
-                        r = api->sd_bus_set_bus_client(bus, 1);
-                if (r >= 0)
-                        r = api->sd_bus_start(bus);
-                if (r < 0 && bus) {
-                        api->sd_bus_flush_close_unref(bus);
-                        bus = NULL;
-                }
-        }
+        /* for a user, the address sd_bus_open_user() would take, but from
+         * the runtime dir we trust (see runtime_dir()) */
+        r = system ? api->sd_bus_open_system(ret) : connect_to(api, addr, true, ret);
         if (r < 0) {
                 *ret_reason = xasprintf("no systemd %s manager to ask for a delegated scope: %s: %s; "
                                         "the %s bus: %s", system ? "system" : "user", priv,
@@ -236,7 +233,6 @@ static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, ch
                                         system ? "system" : "user", strerror(-r));
                 return r;
         }
-        *ret = bus;
         *ret_where = system ? xstrdup("the system bus") : xasprintf("the user bus (%s)", addr);
         return 0;
 }

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include <sys/stat.h>
 #include <sched.h>
 #include <net/if.h>
 #include <string.h>
@@ -82,58 +81,49 @@ int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_u
 
 int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid)
 {
-        int go[2];
-        char path[64];
-        int r;
+        int ready[2], done[2];
+        char path[64], c;
+        int r = 0, fd = -1;
 
-        /* A helper enters a new user namespace, we write its maps, and
-         * its /proc/PID/ns/user fd is all that is kept: a namespace
+        /* A helper enters a new user namespace and says so; we write its
+         * maps and keep only its /proc/PID/ns/user fd: a namespace
          * without processes is fine as an idmapping. */
-        if (pipe2(go, O_CLOEXEC) < 0)
+        if (pipe2(ready, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
+        if (pipe2(done, O_CLOEXEC) < 0) {
                 r = -errno;
-                close(go[0]);
-                close(go[1]);
+                close(ready[0]);
+                close(ready[1]);
                 return r;
         }
+        pid_t pid = fork();
         if (pid == 0) {
-                char c;
-                close(go[1]);
-                if (unshare(CLONE_NEWUSER) < 0)
-                        _exit(1);
-                /* wait until the parent has read our namespace (or died) */
-                (void)!read(go[0], &c, 1);
+                close(ready[0]);
+                close(done[1]);
+                c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                (void)!write(ready[1], &c, 1);
+                /* wait until the parent holds the namespace (or died) */
+                (void)!read(done[0], &c, 1);
                 _exit(0);
         }
-        close(go[0]);
-        /* the helper may not have unshared yet: wait until its user
-         * namespace differs from ours */
-        struct stat self, other;
-        r = stat("/proc/self/ns/user", &self) < 0 ? -errno : 0;
-        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-        for (int i = 0; r == 0 && i < 2000; i++) {
-                if (stat(path, &other) < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (other.st_ino != self.st_ino)
-                        break;
-                usleep(100);
-        }
-        int fd = -1;
-        if (r == 0 && other.st_ino == self.st_ino)
-                r = -ETIMEDOUT;
+        close(ready[1]);
+        close(done[0]);
+        if (pid < 0)
+                r = -errno;
+        else if (read(ready[0], &c, 1) != 1 || c != 'y')
+                r = -EPERM;
         if (r == 0)
                 r = ns_write_id_maps(pid, from_uid, from_gid, to_uid, to_gid);
         if (r == 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
                 fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         r = -errno;
         }
-        close(go[1]);
-        (void)waitpid(pid, NULL, 0);
+        close(ready[0]);
+        close(done[1]);
+        if (pid > 0)
+                (void)waitpid(pid, NULL, 0);
         return r < 0 ? r : fd;
 }
 

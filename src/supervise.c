@@ -303,7 +303,8 @@ static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
         size_t capacity = out_moved >= err_moved ? l->stdout_capacity : l->stderr_capacity;
 
         l->last_round_ns = now;
-        if (moved < PACE_MIN_BYTES || l->phase != PHASE_RUNNING || l->init_exited)
+        /* capacity 0: a pty, whose reads are not batched */
+        if (moved < PACE_MIN_BYTES || capacity == 0 || l->phase != PHASE_RUNNING || l->init_exited)
                 return;
         uint64_t pause = since * (capacity / 2) / moved;
         pause = MIN(pause, PACE_MAX_NS);
@@ -557,13 +558,14 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
 #define READY(slot) (idx[slot] >= 0 && (p[idx[slot]].revents & (POLLIN | POLLHUP | POLLERR)))
                 if (READY(P_SYNC))
                         sync_open = on_sync(l);
-                size_t out_moved = 0, err_moved = 0, master_moved = 0;
+                /* a pty replaces both pipes: its output counts as stdout */
+                size_t out_moved = 0, err_moved = 0;
                 if (READY(P_OUT))
                         out_open = relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved);
                 if (READY(P_ERR))
                         err_open = relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved);
                 if (READY(P_MASTER))
-                        master_open = relay(l, l->tty_master, STREAM_STDOUT, &master_moved);
+                        master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
                 if (READY(P_STDIN))
                         relay_stdin(l);
                 if (READY(P_SIG))

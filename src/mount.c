@@ -505,6 +505,25 @@ int mount_clone_lower_idmapped(const char *path, int userns_fd)
         return fd;
 }
 
+/* overlay(opts) on target, nosuid,nodev like every writable area.
+ * xino=on gives every file the overlay's own st_dev, as one filesystem
+ * would. Without it (layers on different filesystems: tmpfs upper,
+ * the host's lower) directories report the overlay's device and files
+ * a pseudo device per layer, and tools that take "same st_dev" for
+ * "same filesystem" go wrong: tar --one-file-system leaves the files
+ * out of the archive, ls asks for xattrs once per "device". The price:
+ * inode numbers of lower files carry the layer in their top bits. A
+ * kernel that refuses the option gets the plain overlay. */
+static int mount_overlay(const char *source, const char *target, const char *opts)
+{
+        _cleanup_free_ char *with_xino = xasprintf("%s,xino=on", opts);
+        if (mount(source, target, "overlay", MS_NOSUID | MS_NODEV, with_xino) == 0)
+                return 0;
+        if (errno != EINVAL)
+                return -errno;
+        return mount(source, target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
+}
+
 /* The overlay workspace: the lower clone attached on the scratch, then
  * overlay(lower, upper, work) mounted on RW/workspace, which the normal
  * path binds at the workspace. */
@@ -527,9 +546,10 @@ static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
                 return fail_with(fail, -errno, "attach workdir", RW "/lower");
         /* safety: lower is a read-only clone; upper and work are on the
          * scratch; nosuid,nodev as for every writable area */
-        if (mount("sbx-workspace", RW "/workspace", "overlay", MS_NOSUID | MS_NODEV,
-                  "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr") < 0)
-                return fail_with(fail, -errno, "mount overlay", "/workspace");
+        r = mount_overlay("sbx-workspace", RW "/workspace",
+                          "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr");
+        if (r < 0)
+                return fail_with(fail, r, "mount overlay", "/workspace");
         return 0;
 }
 
@@ -561,8 +581,9 @@ static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
         opts = t;
         /* safety: layers are read-only clones, upper and work on the
          * scratch; nosuid,nodev like every writable area */
-        if (mount("sbx-root", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-                return fail_with(fail, -errno, "mount overlay", "/");
+        r = mount_overlay("sbx-root", NEWROOT, opts);
+        if (r < 0)
+                return fail_with(fail, r, "mount overlay", "/");
         return 0;
 }
 

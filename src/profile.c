@@ -63,6 +63,38 @@ static const char *check_abs_path(const char *s)
         return NULL;
 }
 
+/* Is PATH the directory TOP or below it? Both absolute; runs of '/'
+ * count as one, as the kernel reads them, and a trailing '/' changes
+ * nothing. Compared component by component, so /optional is not in /opt. */
+static bool path_within(const char *path, const char *top)
+{
+        for (;;) {
+                top += strspn(top, "/");
+                path += strspn(path, "/");
+                if (*top == '\0')
+                        return true;
+                size_t n = strcspn(top, "/");
+                if (strncmp(path, top, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+                        return false;
+                top += n;
+                path += n;
+        }
+}
+
+/* The workspace is bound over this path, so it must not be the root or
+ * cover what the sandbox itself mounts there (/proc, /dev). */
+static const char *check_workdir(const char *s)
+{
+        static const char expect[] = "an absolute path other than /, outside /proc and /dev";
+        const char *e = check_abs_path(s);
+
+        if (e)
+                return e;
+        if (s[strspn(s, "/")] == '\0' || path_within(s, "/proc") || path_within(s, "/dev"))
+                return expect;
+        return NULL;
+}
+
 static const char *check_root(const char *s)
 {
         static const char expect[] = "\"host\" or absolute dirs separated by ':'";
@@ -262,9 +294,9 @@ const struct profile_key profile_keys[] = {
         { "sandbox", "uid", "uid", PROFILE_COUNT, "1000", NULL,
           "user id of the job inside the sandbox",
           FIELD(uid), .max = 4294967294ULL },
-        { "sandbox", "workdir", "workdir", PROFILE_STRING, "/workspace", "path",
+        { "sandbox", "workdir", "workdir-inside", PROFILE_STRING, "/workspace", "path",
           "working directory of the job inside the sandbox",
-          FIELD(workdir_inside), .check = check_abs_path },
+          FIELD(workdir_inside), .check = check_workdir },
 
         { "seccomp", "allow", "seccomp-allow", PROFILE_LIST, "", "syscalls",
           "syscalls and @groups let through even if denied otherwise",
@@ -849,6 +881,14 @@ int profile_validate(const struct run_config *cfg, char **ret_error)
                             format_size(cfg->memory_high_bytes, a, sizeof(a)),
                             format_size(cfg->memory_bytes, b, sizeof(b)));
         }
+        /* The workspace is bound at workdir after the system dirs: at or
+         * above one it would hide it, and the job would find no /usr.
+         * (Inside one is fine where the host has that directory.) Only
+         * for the host's dirs: an image root has none. */
+        for (char **d = cfg->ro_binds; cfg->workdir_inside && !cfg->root_layers && d && *d; d++)
+                if (path_within(*d, cfg->workdir_inside))
+                        return fail(ret_error, -EINVAL, where_set(cfg, profile_key_find("workdir")),
+                                    "%s would hide the system dir %s", cfg->workdir_inside, *d);
         for (char **r = cfg->require; r && *r; r++) {
                 const struct profile_key *k = profile_key_find(*r);
                 _cleanup_free_ char *v = NULL;

@@ -105,7 +105,8 @@ int profile_set_key(struct run_config *cfg, const char *key, const char *value,
 int profile_apply_cli(struct run_config *cfg, char *const *pairs, char **ret_error);
 
 /* Checks across keys, once everything is set (after the command line):
- * memory_high above memory, a `require`d limit set to none. Returns 0 or
+ * memory_high above memory, a `require`d limit set to none, a workdir
+ * that would hide a system dir. Returns 0 or
  * -EINVAL with a message naming where the offending value came from. */
 int profile_validate(const struct run_config *cfg, char **ret_error);
 

@@ -448,11 +448,21 @@ static int build_args_filter(struct builder *b, const struct seccomp_settings *s
          * comparison per argument), so it is said bit by bit: x is
          * neither iff some bit i (1..31) differs from bit 0, i.e. the
          * pair (bit i, bit 0) reads 10 or 01. 62 masked comparisons, all
-         * under the personality branch: no cost for other syscalls. */
+         * under the personality branch: no cost for other syscalls.
+         *
+         * allow_ptrace also lets ADDR_NO_RANDOMIZE alone (0x0040000)
+         * through: debuggers (gdb, setarch -R) turn ASLR off for the
+         * program they start, and a user who allowed tracing asked for
+         * them. It weakens only the job's own processes, which can gain
+         * no privilege by exec (no_new_privs; the kernel also clears the
+         * flag on a set-id exec). Its rule keeps only "01", so bit 18
+         * may be set while bit 0 is clear; any other bit set beside it
+         * still reads "10" at that bit. */
         for (int i = 1; i < 32; i++) {
                 uint64_t mask = (UINT64_C(1) << i) | 1;
+                bool aslr_off_ok = s->allow_ptrace && (UINT64_C(1) << i) == ADDR_NO_RANDOMIZE;
                 cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, mask, UINT64_C(1) << i);
-                r = rule(b, deny, SCMP_SYS(personality), 1, &cmp);
+                r = aslr_off_ok ? 0 : rule(b, deny, SCMP_SYS(personality), 1, &cmp);
                 if (r < 0)
                         return r;
                 cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, mask, 1);
@@ -875,7 +885,10 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         if (stat(path, &st) < 0)
                 return -errno;
         digest_init(&d);
-        key_add(&d, "format", "sbx-bpf-cache 1");
+        /* bumped whenever the same settings build a different policy
+         * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through), so no run
+         * picks up a blob an older build cached */
+        key_add(&d, "format", "sbx-bpf-cache 2");
         key_add(&d, "sbx", PACKAGE_VERSION);
         snprintf(buf, sizeof(buf), "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
         key_add(&d, "libseccomp", buf);

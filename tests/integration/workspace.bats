@@ -131,6 +131,43 @@ EDITS='echo world >> a.txt && sed -i s/two/TWO/ sub/b.txt && echo new > n.txt &&
         [ "$output" = /tmp ]
 }
 
+# A configured build tree names its own absolute path (in makefiles, in
+# scripts): shown at that same path it works inside as outside.
+@test "--workdir-inside at the tree's host path: absolute paths into it work" {
+        printf '#!/bin/sh\ncat %s/a.txt\n' "$W" > "$W/abs.sh"
+        run "$SBX" run -q --workdir "$W" --workdir-inside "$W" -- sh -c 'sh ./abs.sh && pwd'
+        [ "$status" -eq 0 ]
+        [ "$output" = "hello"$'\n'"$W" ]
+}
+
+@test "--workdir-inside refuses / and paths that would hide /proc, /dev or a system dir" {
+        for bad in / // /proc /dev/shm; do
+                run "$SBX" run -q --workdir-inside "$bad" -- true
+                [ "$status" -eq 2 ]
+                [ "$output" = "sbx: run: --workdir-inside: expected an absolute path other than /, outside /proc and /dev, got \"$bad\"" ]
+        done
+        run "$SBX" run -q --workdir-inside /usr -- true
+        [ "$status" -eq 125 ]
+        [ "$output" = "sbx: --workdir-inside: /usr would hide the system dir /usr" ]
+        # inside a system dir is fine where the host has the directory
+        [ -d /usr/local ] || skip "no /usr/local on this host"
+        run "$SBX" run -q --workdir "$W" --workdir-inside /usr/local -- sh -c 'pwd; cat a.txt'
+        [ "$status" -eq 0 ]
+        [ "$output" = /usr/local$'\n'hello ]
+}
+
+# The workspace is one filesystem to the job: the host's files, new files
+# and directories report one st_dev, so tools that stop at filesystem
+# boundaries keep everything (tar --one-file-system used to drop files).
+@test "workspace files, new files and dirs share one st_dev; tar --one-file-system keeps them" {
+        run "$SBX" run -q --workdir "$W" -- sh -c '
+                echo new > sub/new.txt
+                stat -c %d . sub sub/b.txt sub/new.txt a.txt | sort -u | wc -l
+                tar --one-file-system -cf /tmp/t.tar sub && tar -tf /tmp/t.tar | sort'
+        [ "$status" -eq 0 ]
+        [ "$output" = "1"$'\n'"sub/"$'\n'"sub/b.txt"$'\n'"sub/new.txt" ]
+}
+
 @test "--input shows a host file read-only under input/, not as a change" {
         in=$(host_dir)
         echo data > "$in/in.csv"

@@ -131,3 +131,27 @@ for_tool() {
         run_probe syscall fchown-self
         [ "$output" = EBADF ]
 }
+
+# --allow-ptrace yes is for debugging inside the sandbox: strace, and gdb,
+# which also turns ASLR off for the program it starts (personality
+# ADDR_NO_RANDOMIZE) and would warn on stderr if it could not.
+@test "allow-ptrace: strace, setarch -R and gdb work, gdb without warnings" {
+        command -v strace >/dev/null || skip "strace is not installed"
+        run "$SBX" run -q --allow-ptrace yes -- strace -f -e trace=execve -o /tmp/t sh -c 'true; grep -c execve /tmp/t'
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        [ "${output##*$'\n'}" -ge 1 ]
+        run "$SBX" run -q --allow-ptrace yes -- setarch -R cat /proc/self/personality
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        [ "$output" = 00040000 ]
+        command -v gdb >/dev/null || skip "gdb is not installed"
+        run "$SBX" run -q --allow-ptrace yes -- gdb -q -batch -ex run -ex 'info inferiors' /bin/true
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        [[ "$output" == *"exited normally"* ]]
+        [[ "$output" != *"address space randomization"* ]] || { echo "$output"; return 1; }
+}
+
+@test "allow-ptrace: ASLR stays on by default" {
+        run "$SBX" run -q -- setarch -R true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"Operation not permitted"* ]]
+}

@@ -57,6 +57,19 @@ assert_victim_alive() {
         assert_refused
 }
 
+# --allow-ptrace lets the job trace its own processes, nothing more: init
+# is not dumpable and the host's processes are outside the pid namespace.
+@test "process: with --allow-ptrace yes, init and host processes still cannot be traced" {
+        start_victim
+        sandboxed --allow-ptrace yes -- "$PROBE" ptrace 1
+        [ "$status" -eq 0 ]
+        assert_refused
+        sandboxed --allow-ptrace yes -- "$PROBE" ptrace "$VICTIM"
+        [ "$status" -eq 0 ]
+        assert_refused
+        assert_victim_alive
+}
+
 @test "process: kill -9 of a host pid does not reach it" {
         start_victim
         sandboxed -- "$PROBE" kill 9 "$VICTIM"

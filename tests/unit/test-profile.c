@@ -130,7 +130,7 @@ static void table(void **state)
                                 *c = '-';
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
-                                    startswith(k->flag, "artifacts-"));
+                                    startswith(k->flag, "artifacts-") || streq(k->flag, "workdir-inside"));
         }
         assert_ptr_equal(profile_key_find("memory_high"), profile_key_find("memory-high"));
         assert_null(profile_key_find("mode.nothing"));
@@ -468,6 +468,29 @@ static void validate(void **state)
         assert_string_equal(err, "--require: memory must be enforced but is set to none");
         assert_int_equal(profile_set_key(&cfg, "memory", "2G", ORIGIN_CLI, NULL, 0, &err), 0);
         assert_int_equal(profile_validate(&cfg, &err), 0);
+        run_config_done(&cfg);
+
+        /* the workspace must not hide a system dir; inside one is fine */
+        run_config_init(&cfg);
+        assert_int_equal(profile_load_text(&cfg, "[sandbox]\nworkdir = /usr\n", "t.ini", true, &err), 0);
+        assert_int_equal(profile_validate(&cfg, &err), -EINVAL);
+        assert_string_equal(err, "profile t.ini:2: workdir: /usr would hide the system dir /usr");
+        assert_int_equal(profile_set_key(&cfg, "workdir", "//opt/", ORIGIN_CLI, NULL, 0, &err), 0);
+        assert_int_equal(profile_validate(&cfg, &err), -EINVAL);
+        assert_string_equal(err, "--workdir-inside: //opt/ would hide the system dir /opt");
+        assert_int_equal(profile_set_key(&cfg, "workdir", "/usr/src/app", ORIGIN_CLI, NULL, 0, &err), 0);
+        assert_int_equal(profile_validate(&cfg, &err), 0);
+        assert_int_equal(profile_set_key(&cfg, "workdir", "/optional", ORIGIN_CLI, NULL, 0, &err), 0);
+        assert_int_equal(profile_validate(&cfg, &err), 0);
+        /* not the root, nor what the sandbox mounts itself */
+        static const char *const bad[] = { "/", "///", "/proc", "/proc/1", "/dev", "//dev//shm" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *want = xasprintf("--workdir-inside: expected an absolute path other than /, "
+                                                      "outside /proc and /dev, got \"%s\"", bad[i]);
+                assert_int_equal(profile_set_key(&cfg, "workdir", bad[i], ORIGIN_CLI, NULL, 0, &err), -EINVAL);
+                assert_string_equal(err, want);
+        }
+        assert_int_equal(profile_set_key(&cfg, "workdir", "/devel", ORIGIN_CLI, NULL, 0, &err), 0);
         run_config_done(&cfg);
 }
 
@@ -1060,20 +1083,20 @@ static void man_page(void **state)
 static void cli_options(void **state)
 {
         static const struct option own[] = {
-                { "workdir", required_argument, NULL, 'w' },
+                { "timeout", required_argument, NULL, 't' },
                 {}
         };
         _cleanup_free_ struct option *opts = profile_cli_options(own, 1000);
-        size_t n = 0, workdir = 0;
+        size_t n = 0, timeout = 0;
 
         while (opts[n].name)
                 n++;
         assert_int_equal(n, 1 + profile_n_keys + 1);
-        assert_string_equal(opts[0].name, "workdir");
-        assert_int_equal(opts[0].val, 'w');
+        assert_string_equal(opts[0].name, "timeout");
+        assert_int_equal(opts[0].val, 't');
         for (size_t i = 0; i < n; i++)
-                workdir += streq(opts[i].name, "workdir");
-        assert_int_equal(workdir, 2);   /* the verb's own comes first and wins */
+                timeout += streq(opts[i].name, "timeout");
+        assert_int_equal(timeout, 2);   /* the verb's own comes first and wins */
         assert_string_equal(opts[1].name, profile_keys[0].flag);
         assert_int_equal(opts[1].val, 1000);
         assert_string_equal(opts[n - 1].name, "env");

@@ -518,6 +518,7 @@ static void default_child(void)
         CHECK_ERRNO(syscall(SYS_personality, (unsigned long)READ_IMPLIES_EXEC), EPERM);
         CHECK_ERRNO(syscall(SYS_personality, 0x7fffffffUL), EPERM);
         CHECK_ERRNO(syscall(SYS_personality, 0xfffffffeUL), EPERM);
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)ADDR_NO_RANDOMIZE), EPERM);
         CHECK_OK(syscall(SYS_personality, 0xffffffffUL));
         CHECK_OK(syscall(SYS_personality, (unsigned long)PER_LINUX));
 #if defined(__x86_64__)
@@ -559,6 +560,13 @@ static void switches_child(void)
               (errno != EPERM || access("/proc/sys/kernel/io_uring_disabled", F_OK) == 0));
         errno = 0;
         CHECK(syscall(SYS_setns, -1, 0) == -1 && errno == EBADF);
+        /* allow_ptrace: ASLR off alone, for debuggers; nothing beside it */
+        CHECK_OK(syscall(SYS_personality, (unsigned long)ADDR_NO_RANDOMIZE));
+        CHECK_OK(syscall(SYS_personality, (unsigned long)PER_LINUX));
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)(ADDR_NO_RANDOMIZE | READ_IMPLIES_EXEC)), EPERM);
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)(ADDR_NO_RANDOMIZE | PER_LINUX32)), EPERM);
+        CHECK_ERRNO(syscall(SYS_personality, 0xffffffffUL & ~(unsigned long)ADDR_NO_RANDOMIZE), EPERM);
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)PER_LINUX32), EPERM);
         /* Still denied: not part of any switch. */
         CHECK_ERRNO(syscall(SYS_bpf, 0, NULL, 0), EPERM);
 }

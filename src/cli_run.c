@@ -654,6 +654,7 @@ static void on_heartbeat(void *userdata)
         struct run_ctx *ctx = userdata;
         /* best effort: a busy store must not disturb the job */
         (void)store_run_heartbeat(ctx->store, ctx->rec->id, now_realtime_ms());
+        store_checkpoint_if_due(ctx->store);
 }
 
 static char *json_dumps_new(json_t *j)
@@ -818,6 +819,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         if (code != EXIT_OK)
                 goto abort;
         code = EXIT_SETUP;
+        /* the row below is written while the sandbox child builds the
+         * job's root: a checkpoint's disk syncs there would delay the job */
+        store_defer_checkpoints(store);
         rec->limits_json = json_dumps_new(limits_build(cfg));
         rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
         rec->profile_text = xstrdup(profile_text);
@@ -950,6 +954,8 @@ out:
         session_release(&wp.session);
         if (enforcement)
                 json_decref(enforcement);
+        /* the job is over and reported: now the disk may be waited for */
+        store_checkpoint_if_due(store);
         return code;
 }
 

@@ -25,6 +25,8 @@
 #include "util.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* the soft RLIMIT_NOFILE a job starts with (FD_SETSIZE) */
+#define NOFILE_SOFT_START 1024
 
 static _Noreturn void fail(int sync_fd, int kind, int error, const char *step, const char *path)
 {
@@ -137,15 +139,25 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
         if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "close_range", "");
 
+        /* No core dumps, and the hard limit too, so the job cannot raise
+         * it: core_pattern is not namespaced, and where it pipes cores to
+         * a host program (systemd-coredump, apport) the kernel starts
+         * that program outside the sandbox, as root, fed by the job. */
         struct rlimit core = { 0, 0 };
         if (setrlimit(RLIMIT_CORE, &core) < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CORE");
+        /* nofile is the hard limit, the job's real cap (never above what
+         * we hold). The soft limit starts at 1024 as on most hosts: a
+         * program that select()s must not see fds past FD_SETSIZE, and
+         * one that wants more raises it itself (Go and Node do so at
+         * start) up to the cap. */
         struct rlimit nofile;
         if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
-                rlim_t want = cfg->nofile ? cfg->nofile : nofile.rlim_cur;
-                if (nofile.rlim_max != RLIM_INFINITY && want > nofile.rlim_max)
-                        want = nofile.rlim_max;
-                nofile.rlim_cur = nofile.rlim_max = want;
+                rlim_t cap = cfg->nofile ? cfg->nofile : nofile.rlim_max;
+                if (nofile.rlim_max != RLIM_INFINITY && cap > nofile.rlim_max)
+                        cap = nofile.rlim_max;
+                nofile.rlim_max = cap;
+                nofile.rlim_cur = MIN(cap, (rlim_t)NOFILE_SOFT_START);
                 if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NOFILE");
         }

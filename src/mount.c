@@ -6,7 +6,7 @@
  *   /tmp            the run's scratch tmpfs (size = disk limit); it hides
  *                   the host /tmp for this namespace only
  *   /tmp/root       the new root (bound onto itself so it can be pivoted to)
- *   /tmp/rw/{tmp,home,workspace,shm}
+ *   /tmp/rw/{tmp,var-tmp,home,workspace,shm}
  *                   the writable areas, bound into the root; living on the
  *                   scratch is what makes the disk limit cover them all
  *   /tmp/rw/empty-file, empty-dir
@@ -440,7 +440,8 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
                 return fail_with(fail, -errno, "mount scratch tmpfs", SCRATCH);
 
         static const struct { const char *path; mode_t mode; } dirs[] = {
-                { NEWROOT, 0755 }, { RW, 0755 }, { RW "/tmp", 01777 }, { RW "/shm", 01777 },
+                { NEWROOT, 0755 }, { RW, 0755 }, { RW "/tmp", 01777 }, { RW "/var-tmp", 01777 },
+                { RW "/shm", 01777 },
                 { RW "/home", 0755 }, { RW "/workspace", 0755 }, { EMPTY_DIR, 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -677,6 +678,11 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         if (r < 0)
                 goto out;
         r = bind_rw(RW "/tmp", "/tmp", fail);
+        if (r < 0)
+                goto out;
+        /* the FHS's other temp dir: programs use it by default (cvs,
+         * vim, rpm) and fail without it */
+        r = bind_rw(RW "/var-tmp", "/var/tmp", fail);
         if (r < 0)
                 goto out;
         r = bind_rw(RW "/home", cfg->home, fail);

@@ -11,7 +11,7 @@
  * report: "sbx: setup: <step> <path>: <reason>". */
 struct setup_failure {
         const char *step;
-        char path[464];
+        char path[416];
 };
 
 /* What the run's workspace is made of, besides the configuration. */

@@ -31,6 +31,8 @@
  * write lock (each holds it for a millisecond or so); short enough that a
  * stuck process is reported rather than waited for forever. */
 #define STORE_BUSY_TIMEOUT_MS 30000
+/* WAL frames (pages) after which a commit checkpoints */
+#define STORE_CHECKPOINT_FRAMES 64
 
 #define MAX_CANDIDATES 10
 #define MIN_PREFIX 4
@@ -117,6 +119,7 @@ struct store {
         sqlite3 *db;
         char *path;
         char *error;
+        int wal_frames;         /* after our last commit, once checkpoints are deferred */
 };
 
 /* ---- records ------------------------------------------------------------ */
@@ -683,7 +686,7 @@ static int configure(struct store *s)
                 return r;
         /* Without a checkpoint on close (see store_open()), the next open
          * rebuilds its index from the whole WAL: keep the WAL short. */
-        r = exec(s, "PRAGMA wal_autocheckpoint = 64");
+        r = exec(s, "PRAGMA wal_autocheckpoint = 64");   /* STORE_CHECKPOINT_FRAMES */
         if (r < 0)
                 return r;
         return exec(s, "PRAGMA foreign_keys = ON");
@@ -740,6 +743,49 @@ fail:
                 *ret_error = xstrdup(s->error ? s->error : path);
         store_close(s);
         return r;
+}
+
+static int note_wal_frames(void *userdata, sqlite3 *db, const char *name, int frames)
+{
+        struct store *s = userdata;
+        (void)db;
+        (void)name;
+        s->wal_frames = frames;
+        return SQLITE_OK;
+}
+
+void store_defer_checkpoints(struct store *s)
+{
+        /* replaces the hook PRAGMA wal_autocheckpoint installed */
+        sqlite3_wal_hook(s->db, note_wal_frames, s);
+}
+
+void store_checkpoint_if_due(struct store *s)
+{
+        if (!s || s->wal_frames < STORE_CHECKPOINT_FRAMES)
+                return;
+        /* TRUNCATE, which empties the WAL file: the next sbx to open the
+         * store (usually the first connection, the WAL index gone with
+         * the last one) rebuilds the index from every frame in the file,
+         * checkpointed or not, and finds it over the threshold again.
+         * Without waiting: a reader or writer in the way makes this
+         * return busy at once and leaves the WAL to the next run; so
+         * does a full disk. */
+        sqlite3_busy_timeout(s->db, 0);
+        if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) == SQLITE_OK) {
+                s->wal_frames = 0;
+                /* The first frame of an empty WAL makes SQLite sync the
+                 * new WAL header (twice): write it now, not in the next
+                 * run's row while its job starts. Rewriting user_version
+                 * with its own value is the smallest write there is. */
+                if (exec(s, "BEGIN IMMEDIATE") == 0) {
+                        int version = store_schema_version(s);
+                        _cleanup_free_ char *sql = xasprintf("PRAGMA user_version = %d", version);
+                        if (version < 0 || exec(s, sql) < 0 || exec(s, "COMMIT") < 0)
+                                (void)exec(s, "ROLLBACK");
+                }
+        }
+        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 }
 
 struct store *store_close(struct store *s)

@@ -143,6 +143,14 @@ int store_default_path(char **ret);
  * and, if ret_error is not NULL, a new string "PATH: what went wrong"
  * for the caller to print (it exits 125). */
 int store_open(const char *path, struct store **ret, char **ret_error);
+/* A checkpoint copies the WAL into the database and waits for the disk
+ * twice; by default the commit that makes the WAL long enough does it.
+ * store_defer_checkpoints() stops that on this connection, so that a
+ * commit on someone's critical path (the run's row, written while the
+ * job starts) never waits for the disk; store_checkpoint_if_due() then
+ * does the due checkpoint where waiting is harmless. */
+void store_defer_checkpoints(struct store *s);
+void store_checkpoint_if_due(struct store *s);
 /* Close s; NULL is fine. Returns NULL. */
 struct store *store_close(struct store *s);
 static inline void store_closep(struct store **s) { store_close(*s); }

@@ -199,7 +199,11 @@ static bool on_sync(struct loop *l)
                              .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 
         ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        /* An init that failed its setup and exited before reading our
+         * start message leaves ECONNRESET pending here. The kernel
+         * reports (and clears) that error before the messages still
+         * queued, among them init's report of what failed: read again. */
+        if (n < 0 && (errno == EAGAIN || errno == EINTR || errno == ECONNRESET))
                 return true;
         if (n <= 0)
                 return false;

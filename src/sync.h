@@ -24,6 +24,6 @@ struct sync_msg {
         int32_t error;        /* positive errno */
         int32_t status;
         int32_t pid;          /* job's pid inside the sandbox */
-        char step[48];
-        char path[464];
+        char step[96];        /* fits the longest step text (mount.c) */
+        char path[416];
 };

@@ -100,6 +100,30 @@ except OSError as e:
         [ "$status" -eq $((128 + 25)) ]
 }
 
+# nofile is the hard limit; processes start at 1024 as on a host and may
+# raise themselves up to it (Go's os tests open 1200 files that way).
+@test "nofile: soft 1024, hard --nofile; the job may raise to the cap, not past it" {
+        run "$SBX" run -q -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 4096 && ulimit -Sn'
+        [ "$status" -eq 0 ]
+        [ "$output" = "1024"$'\n'"4096"$'\n'"4096" ]
+        run "$SBX" run -q --nofile 100 -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 101 2>/dev/null || echo refused'
+        [ "$status" -eq 0 ]
+        [ "$output" = "100"$'\n'"100"$'\n'"refused" ]
+        # raised to the cap, EMFILE comes at the cap
+        command -v python3 >/dev/null || skip "python3 not installed"
+        run "$SBX" run -q --nofile 2000 -- python3 -c '
+import errno, os, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (2000, 2000))
+fds = []
+try:
+    while True:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+except OSError as e:
+    print(e.errno == errno.EMFILE, max(fds))'
+        [ "$status" -eq 0 ]
+        [ "$output" = "True 1999" ]
+}
+
 @test "bad limit values are rejected with the option named" {
         run "$SBX" run --memory lots -- true
         [ "$status" -eq 2 ]

@@ -41,6 +41,17 @@ setup() { common_setup; }
         [ "$output" = "sbx: setup: bind /nonexistent-sbx-path: No such file or directory" ]
 }
 
+# The sandbox can fail and exit while sbx's start message is on its way;
+# its report must still arrive (it once came out, a few runs in a hundred,
+# as "sandbox init exited before the job started").
+@test "a setup failure is reported as itself every time" {
+        for i in $(seq 40); do
+                run "$SBX" run -q --ro /nonexistent-sbx-path -- true
+                [ "$output" = "sbx: setup: bind /nonexistent-sbx-path: No such file or directory" ] ||
+                        { echo "run $i: $output"; return 1; }
+        done
+}
+
 @test "bad command-line values exit 2 and name the option" {
         run "$SBX" run --timeout soon -- true
         [ "$status" -eq 2 ]

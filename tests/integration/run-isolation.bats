@@ -48,12 +48,21 @@ setup() { common_setup; }
         [ ! -e "/tmp/$m" ]
 }
 
-@test "/tmp, HOME and /workspace are writable and empty each run" {
-        run "$SBX" run -- sh -c 'touch /tmp/a $HOME/b /workspace/c && ls -A /workspace $HOME'
+@test "/tmp, /var/tmp, HOME and /workspace are writable and empty each run" {
+        run "$SBX" run -- sh -c 'touch /tmp/a /var/tmp/v $HOME/b /workspace/c && ls -A /workspace $HOME'
         [ "$status" -eq 0 ]
-        run "$SBX" run -- sh -c 'find /tmp $HOME /workspace -mindepth 1 | wc -l'
+        run "$SBX" run -- sh -c 'find /tmp /var/tmp $HOME /workspace -mindepth 1 | wc -l'
         [ "$status" -eq 0 ]
         [ "$output" = 0 ]
+}
+
+# /var/tmp is the FHS's other temp dir (cvs, git's cvsimport tests, vim
+# use it): sticky and world-writable like /tmp, but its own directory;
+# the rest of /var is read-only.
+@test "/var/tmp is a temp dir of its own, mode 1777; /var itself is read-only" {
+        run "$SBX" run -q -- sh -c 'stat -c %a /tmp /var/tmp; touch /var/tmp/x; ls /tmp; mkdir /var/lib 2>&1 | grep -c "Read-only"'
+        [ "$status" -eq 0 ]
+        [ "$output" = "1777"$'\n'"1777"$'\n'"1" ]
 }
 
 @test "/etc/shadow is not readable, not even by a uid 0 job" {
@@ -117,8 +126,8 @@ except Exception:
         [[ "$output" != *host-secret* ]]
 }
 
-@test "the disk limit gives ENOSPC in /tmp, HOME and /workspace" {
-        for dir in /tmp /home/sandbox /workspace; do
+@test "the disk limit gives ENOSPC in /tmp, /var/tmp, HOME and /workspace" {
+        for dir in /tmp /var/tmp /home/sandbox /workspace; do
                 run "$SBX" run --disk 2M -- sh -c "head -c 4000000 /dev/zero > $dir/fill"
                 [ "$status" -ne 0 ]
                 [[ "$output" == *"No space left on device"* ]]

@@ -84,12 +84,12 @@ host_responsive() {
         local before after
         before=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
         sandboxed --disk 16M -- sh -c "
-                for d in /tmp /workspace /dev/shm \$HOME; do
+                for d in /tmp /var/tmp /workspace /dev/shm \$HOME; do
                         dd if=/dev/zero of=\$d/$M-fill bs=1M count=64 2>&1 | grep -o 'No space left' | head -1
                         rm -f \$d/$M-fill
                 done"
         [ "$status" -eq 0 ]
-        [ "$(echo "$output" | grep -c 'No space left')" -eq 4 ] || { echo "$output" >&2; false; }
+        [ "$(echo "$output" | grep -c 'No space left')" -eq 5 ] || { echo "$output" >&2; false; }
         [ ! -e "/tmp/$M-fill" ]
         after=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
         # nothing the size of the fill landed on the host's /tmp

@@ -157,7 +157,7 @@ static void defaults(void **state)
         assert_int_equal(cfg.memory_high_bytes, 0);
         assert_true(cfg.cpus == 1.0);
         assert_int_equal(cfg.pids, 256);
-        assert_int_equal(cfg.nofile, 1024);
+        assert_int_equal(cfg.nofile, 4096);
         assert_int_equal(cfg.disk_bytes, 1ULL << 30);
         assert_int_equal(cfg.capture_bytes, 64 << 10);
         assert_int_equal(cfg.max_file_size, 0);
@@ -983,7 +983,7 @@ static void canonical(void **state)
                 "max_file_size = none\n"
                 "memory = 512M\n"
                 "memory_high = auto\n"
-                "nofile = 1024\n"
+                "nofile = 4096\n"
                 "pids = 256\n"
                 "require =\n"
                 "timeout = 30s\n"
@@ -1003,7 +1003,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "a10b05c08c60d368d97bf71ec4e4d6cf9653cb55db072b16d40cdc4daab0cc82");
+        assert_string_equal(sha, "cdd3258fd3f99b34a704c41ca24f37019276d9416c07ccc739eb4d2acd8f7f3d");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

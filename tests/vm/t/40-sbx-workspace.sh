@@ -36,7 +36,8 @@ out=$("$SBX" run --workdir "$d" -- sh -c 'rm f; echo y > g' 2>&1)
 rc=$?
 if [ $old = yes ]; then
         check "sbx: --workdir on $ver exits 125 (got $rc)" [ $rc -eq 125 ]
-        check "sbx: --workdir on $ver names user xattrs" sh -c 'echo "$1" | grep -q "user xattrs"' sh "$out"
+        t_diag "$out"
+        check "sbx: --workdir on $ver names user xattrs and sbx doctor" sh -c 'echo "$1" | grep -q "user xattrs on tmpfs (Linux 6.6+; see sbx doctor)"' sh "$out"
 else
         check "sbx: --workdir on $ver works (got $rc)" [ $rc -eq 0 ]
 fi

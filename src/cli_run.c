@@ -649,6 +649,15 @@ static void on_output(void *userdata, enum output_stream stream, const void *buf
         capture_append(stream == STREAM_STDERR ? ctx->err : ctx->out, buf, n);
 }
 
+/* The job is on its way: a due WAL checkpoint's disk syncs now overlap
+ * with it (and with the sandbox's teardown) instead of delaying its
+ * start or adding to the end of the run. */
+static void on_job_started(void *userdata)
+{
+        struct run_ctx *ctx = userdata;
+        store_checkpoint_if_due(ctx->store);
+}
+
 static void on_heartbeat(void *userdata)
 {
         struct run_ctx *ctx = userdata;
@@ -820,7 +829,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 goto abort;
         code = EXIT_SETUP;
         /* the row below is written while the sandbox child builds the
-         * job's root: a checkpoint's disk syncs there would delay the job */
+         * job's root: a checkpoint's disk syncs there would delay the job.
+         * on_job_started() does a due one; a run that crosses the
+         * threshold only in its last row leaves it to the next run. */
         store_defer_checkpoints(store);
         rec->limits_json = json_dumps_new(limits_build(cfg));
         rec->enforcement_json = json_dumps(enforcement, JSON_COMPACT | JSON_SORT_KEYS);
@@ -847,7 +858,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         cap_err = capture_new(cfg->capture_bytes);
         struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
         struct supervise_hooks hooks = {
-                .on_output = on_output, .on_heartbeat = on_heartbeat, .heartbeat_ms = HEARTBEAT_MS,
+                .on_output = on_output, .on_heartbeat = on_heartbeat, .on_job_started = on_job_started,
+                .heartbeat_ms = HEARTBEAT_MS,
                 .userdata = &ctx, .quiet_output = json,
         };
 
@@ -954,8 +966,6 @@ out:
         session_release(&wp.session);
         if (enforcement)
                 json_decref(enforcement);
-        /* the job is over and reported: now the disk may be waited for */
-        store_checkpoint_if_due(store);
         return code;
 }
 

@@ -764,20 +764,23 @@ void store_checkpoint_if_due(struct store *s)
 {
         if (!s || s->wal_frames < STORE_CHECKPOINT_FRAMES)
                 return;
-        /* TRUNCATE, which empties the WAL file: the next sbx to open the
-         * store (usually the first connection, the WAL index gone with
-         * the last one) rebuilds the index from every frame in the file,
-         * checkpointed or not, and finds it over the threshold again.
-         * Without waiting: a reader or writer in the way makes this
-         * return busy at once and leaves the WAL to the next run; so
-         * does a full disk. */
+        /* RESTART, so that the next write starts the WAL over: the next
+         * sbx to open the store (usually the first connection, the WAL
+         * index gone with the last one) rebuilds the index from every
+         * valid frame in the file, checkpointed or not, and would find
+         * it over the threshold again. The file keeps its size, so later
+         * appends reuse its blocks (TRUNCATE made every run's writes
+         * allocate them again, measurably slower). Without waiting: a
+         * reader or writer in the way makes this return busy at once and
+         * leaves the WAL to a later run; so does a full disk. */
         sqlite3_busy_timeout(s->db, 0);
-        if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) == SQLITE_OK) {
+        if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
                 s->wal_frames = 0;
-                /* The first frame of an empty WAL makes SQLite sync the
-                 * new WAL header (twice): write it now, not in the next
-                 * run's row while its job starts. Rewriting user_version
-                 * with its own value is the smallest write there is. */
+                /* The first frame after a restart makes SQLite write and
+                 * sync a new WAL header (twice): do it now, not in the
+                 * next run's row while its job starts. Rewriting
+                 * user_version with its own value is the smallest write
+                 * there is. */
                 if (exec(s, "BEGIN IMMEDIATE") == 0) {
                         int version = store_schema_version(s);
                         _cleanup_free_ char *sql = xasprintf("PRAGMA user_version = %d", version);

@@ -227,6 +227,10 @@ static bool on_sync(struct loop *l)
                 }
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
         switch (msg.kind) {
+        case SYNC_READY:
+                if (l->hooks && l->hooks->on_job_started)
+                        l->hooks->on_job_started(l->hooks->userdata);
+                break;
         case SYNC_SETUP_ERROR:
                 l->setup_error = msg;
                 l->have_setup_error = true;

@@ -17,6 +17,9 @@ struct supervise_hooks {
         void (*on_output)(void *userdata, enum output_stream stream, const void *buf, size_t n);
         /* called about every heartbeat_ms while the job runs (0: never) */
         void (*on_heartbeat)(void *userdata);
+        /* called once the sandbox has started the job: from here on the
+         * supervisor's own work no longer delays it */
+        void (*on_job_started)(void *userdata);
         uint64_t heartbeat_ms;
         void *userdata;
         bool quiet_output;      /* capture only, do not pass output through (--json) */

@@ -686,9 +686,9 @@ static int configure(struct store *s)
                 return r;
         /* Without a checkpoint on close (see store_open()), the next open
          * rebuilds its index from the whole WAL: keep the WAL short. */
-        r = exec(s, "PRAGMA wal_autocheckpoint = 64");   /* STORE_CHECKPOINT_FRAMES */
-        if (r < 0)
-                return r;
+        rc = sqlite3_wal_autocheckpoint(s->db, STORE_CHECKPOINT_FRAMES);
+        if (rc != SQLITE_OK)
+                return fail(s, rc);
         return exec(s, "PRAGMA foreign_keys = ON");
 }
 
@@ -756,7 +756,7 @@ static int note_wal_frames(void *userdata, sqlite3 *db, const char *name, int fr
 
 void store_defer_checkpoints(struct store *s)
 {
-        /* replaces the hook PRAGMA wal_autocheckpoint installed */
+        /* replaces the hook sqlite3_wal_autocheckpoint() installed */
         sqlite3_wal_hook(s->db, note_wal_frames, s);
 }
 

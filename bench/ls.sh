@@ -1,25 +1,25 @@
 #!/bin/sh
-# bench/ls.sh - how fast `sbx ls` is over a large history.
+# bench/ls.sh - how fast `hutch ls` is over a large history.
 #
 # Fills a fresh store with N runs (default 100000) straight through
-# sqlite3 (the schema comes from sbx itself: `sbx ls` creates and migrates
-# the database first), then times `sbx ls --limit 20` and `sbx ls --json`
+# sqlite3 (the schema comes from hutch itself: `hutch ls` creates and migrates
+# the database first), then times `hutch ls --limit 20` and `hutch ls --json`
 # (all rows, JSON lines) over it, best and median of R rounds.
 #
-# Usage: bench/ls.sh [N] [ROUNDS]     SBX=path/to/sbx (default src/sbx)
+# Usage: bench/ls.sh [N] [ROUNDS]     HUTCH=path/to/hutch (default src/hutch)
 set -eu
 
 N=${1:-100000}
 ROUNDS=${2:-5}
-SBX=${SBX:-$(dirname "$0")/../src/sbx}
+HUTCH=${HUTCH:-$(dirname "$0")/../src/hutch}
 command -v sqlite3 >/dev/null || { echo "bench/ls.sh: needs the sqlite3 command (apt-get install sqlite3)" >&2; exit 1; }
 
-SBX_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sbx-bench-ls.XXXXXX")
-export SBX_STATE_DIR
-trap 'rm -rf "$SBX_STATE_DIR"' EXIT INT TERM
-DB=$SBX_STATE_DIR/sbx.db
+HUTCH_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-ls.XXXXXX")
+export HUTCH_STATE_DIR
+trap 'rm -rf "$HUTCH_STATE_DIR"' EXIT INT TERM
+DB=$HUTCH_STATE_DIR/hutch.db
 
-"$SBX" ls >/dev/null
+"$HUTCH" ls >/dev/null
 now_ms=$(($(date +%s) * 1000))
 # ids: "01J" + 7 + 16 digits = 26 Crockford characters, increasing with i;
 # one run every 10 s going back from now; a mix of statuses and outputs
@@ -59,7 +59,7 @@ time_cmd() {
 }
 
 echo "store: $N runs, $(du -h "$DB" | cut -f1)"
-printf 'sbx ls --limit 20:  '; time_cmd "$SBX" ls --limit 20
-printf 'sbx ls --json:      '; time_cmd "$SBX" ls --json
-printf 'sbx ls --status failed --limit 20:  '; time_cmd "$SBX" ls --status failed --limit 20
-echo "json lines: $("$SBX" ls --json | wc -l)"
+printf 'hutch ls --limit 20:  '; time_cmd "$HUTCH" ls --limit 20
+printf 'hutch ls --json:      '; time_cmd "$HUTCH" ls --json
+printf 'hutch ls --status failed --limit 20:  '; time_cmd "$HUTCH" ls --status failed --limit 20
+echo "json lines: $("$HUTCH" ls --json | wc -l)"

@@ -29,7 +29,7 @@
 #include "fsutil.h"
 #include "util.h"
 
-#define TMP_PREFIX ".sbx-apply-"
+#define TMP_PREFIX ".hutch-apply-"
 
 enum install {
         INST_NONE,

@@ -1,6 +1,6 @@
 /* apply.h - carry a change set (changeset.h) into a target directory.
  *
- * `sbx apply ID` / `--apply`: the user's directory gets the job's changes,
+ * `hutch apply ID` / `--apply`: the user's directory gets the job's changes,
  * unless it changed since the run in a way that collides with them.
  *
  * Phases, in order:
@@ -18,7 +18,7 @@
  *              path already gone, is not a conflict: it is left as it is
  *              (so applying twice is harmless).
  *   2. stage   new files and symlinks are written to temporaries
- *              (".sbx-apply-<random>") in the directory they will live in;
+ *              (".hutch-apply-<random>") in the directory they will live in;
  *              a new directory is built complete under a temporary name in
  *              its parent. File content comes from the blob store or the
  *              upper dir and must hash to the recorded sha256 (-EBADMSG
@@ -42,7 +42,7 @@
  * undone in reverse order, best effort: the target is then as before,
  * apart from temporaries that could not be removed (counted). The set as
  * a whole is NOT atomic: a crash or SIGKILL in phase 3 leaves some paths
- * new and some old, with the old versions kept under ".sbx-apply-*" names
+ * new and some old, with the old versions kept under ".hutch-apply-*" names
  * in their directories. Concurrent writers to the target are not locked
  * out: the check is against the target as it was at phase 1.
  *

@@ -1,7 +1,7 @@
 /* blobstore.c - content-addressed blobs under one directory (blobstore.h).
  *
  * Data shape: a few hundred to a few hundred thousand blobs, written once
- * after each run (artifacts, changed files), read by `sbx cp`/`apply`,
+ * after each run (artifacts, changed files), read by `hutch cp`/`apply`,
  * removed only by gc. Writes dominate; a put is one streaming pass
  * (read, hash, write) so pipes work too.
  *

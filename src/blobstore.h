@@ -77,6 +77,6 @@ char *blobstore_relpath(const char *hex);
  * removed stay removed).
  * The caller must exclude puts whose blobs are not yet in keep (a run
  * collecting artifacts right now): gc would delete them, or remove the
- * fan-out directory a put is about to rename into. `sbx gc` should hold
+ * fan-out directory a put is about to rename into. `hutch gc` should hold
  * the store's lock and build keep from every recorded blob. */
 int blobstore_gc(struct blobstore *bs, const char *const *keep, size_t n_keep);

@@ -1,6 +1,6 @@
 /* capture.h - per-stream output capture in constant memory.
  *
- * A job may write gigabytes; sbx keeps the first `limit` bytes (head) and
+ * A job may write gigabytes; hutch keeps the first `limit` bytes (head) and
  * the last `limit` bytes (tail) of each stream, and counts every byte and
  * every newline so the record can say exactly what was left out. Memory is
  * 2*limit plus a few counters, allocated once in capture_new().

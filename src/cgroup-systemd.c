@@ -2,14 +2,14 @@
  * cgroup-systemd.h).
  *
  * Why a transient scope and not a service: a scope adopts a process
- * that already runs (PIDs=[us]); sbx keeps its terminal, environment
+ * that already runs (PIDs=[us]); hutch keeps its terminal, environment
  * and exit status, and the scope ends by itself when we do.
  *
  * Why this is safe: we ask only for what a user may ask of their own
  * manager (`systemd-run --user --scope -p Delegate=yes` does the
  * same); systemd checks that the pid is ours, and what it delegates is
- * a subtree below its own, so sbx gains no access beyond what the user
- * already has. The scope holds sbx and, below it, the run cgroups; the
+ * a subtree below its own, so hutch gains no access beyond what the user
+ * already has. The scope holds hutch and, below it, the run cgroups; the
  * sandbox cannot reach the scope's files (it sees only its own cgroup
  * namespace, rooted at its run cgroup, and cannot write there).
  */
@@ -93,7 +93,7 @@ bool cgroup_systemd_built(void)
 
 int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_unit, char **ret_reason)
 {
-        *ret_reason = xstrdup("this sbx was built without sd-bus (libsystemd-dev), so it cannot ask "
+        *ret_reason = xstrdup("this hutch was built without sd-bus (libsystemd-dev), so it cannot ask "
                               "systemd for a delegated scope");
         return -EOPNOTSUPP;
 }
@@ -280,8 +280,8 @@ static bool in_unit(const char *unit)
 
 int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_unit, char **ret_reason)
 {
-        _cleanup_free_ char *unit = xasprintf("sbx-%s.scope", run_id);
-        _cleanup_free_ char *desc = xasprintf("sbx run %s", run_id);
+        _cleanup_free_ char *unit = xasprintf("hutch-%s.scope", run_id);
+        _cleanup_free_ char *desc = xasprintf("hutch run %s", run_id);
         _cleanup_free_ char *where = NULL;
         struct sdbus api;
         sd_bus *bus = NULL;
@@ -359,7 +359,7 @@ int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_uni
         }
         if (!in_unit(unit)) {
                 r = -ESRCH;
-                *ret_reason = xasprintf("systemd on %s started %s but sbx is not in its cgroup", where, unit);
+                *ret_reason = xasprintf("systemd on %s started %s but hutch is not in its cgroup", where, unit);
                 goto out;
         }
         *ret_unit = TAKE_PTR(unit);

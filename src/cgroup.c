@@ -26,7 +26,7 @@
 #endif
 
 #define CPU_PERIOD_USEC 100000ULL
-#define SUPERVISOR_LEAF "sbx-supervisor"
+#define SUPERVISOR_LEAF "hutch-supervisor"
 
 struct cgroup_run {
         char *path;
@@ -453,14 +453,14 @@ static void locate_done(struct locate *l)
         memset(l, 0, sizeof(*l));
 }
 
-/* Which directory is the base: $SBX_CGROUP, or the cgroup we run in
- * (or, when that is an earlier sbx's supervisor leaf, its parent).
+/* Which directory is the base: $HUTCH_CGROUP, or the cgroup we run in
+ * (or, when that is an earlier hutch's supervisor leaf, its parent).
  * Sets l->mount, l->base, l->need_leaf and *ret_own (our own cgroup's
  * directory, NULL if unknown). */
 static int resolve_base(struct locate *l, char **ret_own)
 {
         _cleanup_free_ char *selftext = NULL, *cgpath = NULL, *mroot = NULL, *own = NULL;
-        const char *env = getenv("SBX_CGROUP");
+        const char *env = getenv("HUTCH_CGROUP");
         int r;
 
         r = read_file("/proc/self/cgroup", &selftext, NULL);
@@ -490,7 +490,7 @@ static int resolve_base(struct locate *l, char **ret_own)
                                 l->base = TAKE_PTR(p);
                 }
                 if (!l->base) {
-                        l->reason = xasprintf("SBX_CGROUP=%s is not a cgroup v2 directory", env);
+                        l->reason = xasprintf("HUTCH_CGROUP=%s is not a cgroup v2 directory", env);
                         return -ENOTDIR;
                 }
                 l->need_leaf = own && streq(own, l->base) && !is_root_cgroup(l->base);
@@ -503,7 +503,7 @@ static int resolve_base(struct locate *l, char **ret_own)
                 const char *last = strrchr(own, '/');
                 if (last && streq(last + 1, SUPERVISOR_LEAF)) {
                         /* started from a process already in the leaf (an
-                         * earlier sbx's child): its parent is the base */
+                         * earlier hutch's child): its parent is the base */
                         l->base = dirname_of(own);
                         l->need_leaf = false;
                 } else {
@@ -521,7 +521,7 @@ static int check_access(struct locate *l, const char *own)
         if (!writable(l->base, NULL) || !writable(l->base, "cgroup.subtree_control") ||
             !writable(l->base, "cgroup.procs")) {
                 l->reason = xasprintf("no delegated cgroup v2 subtree writable by uid %u: %s is not "
-                                      "writable (set SBX_CGROUP to one, or run sbx under "
+                                      "writable (set HUTCH_CGROUP to one, or run hutch under "
                                       "systemd-run --user --scope -p Delegate=yes)",
                                       (unsigned)geteuid(), l->base);
                 return -EACCES;
@@ -532,8 +532,8 @@ static int check_access(struct locate *l, const char *own)
                  * the common ancestor of its cgroup and the target */
                 _cleanup_free_ char *anc = common_ancestor(own, l->base);
                 if (!writable(anc, "cgroup.procs")) {
-                        l->reason = xasprintf("sbx runs in %s, outside %s: moving a sandbox there needs "
-                                              "write access to %s/cgroup.procs (run sbx inside the "
+                        l->reason = xasprintf("hutch runs in %s, outside %s: moving a sandbox there needs "
+                                              "write access to %s/cgroup.procs (run hutch inside the "
                                               "delegated subtree)", own, l->base, anc);
                         return -EACCES;
                 }
@@ -574,10 +574,10 @@ static bool may_enable(struct locate *l, unsigned want)
         if (other <= 0)
                 return true;
         if (l->need_leaf)
-                l->reason = xasprintf("%s also holds process %ld, not started by sbx; cgroup v2 enables "
+                l->reason = xasprintf("%s also holds process %ld, not started by hutch; cgroup v2 enables "
                                       "controllers for children only in a cgroup without processes "
-                                      "(run sbx in its own scope: systemd-run --user --scope -p "
-                                      "Delegate=yes, or set SBX_CGROUP)", l->base, other);
+                                      "(run hutch in its own scope: systemd-run --user --scope -p "
+                                      "Delegate=yes, or set HUTCH_CGROUP)", l->base, other);
         else
                 l->reason = xasprintf("%s holds processes (pid %ld); cgroup v2 enables controllers for "
                                       "children only in a cgroup without processes", l->base, other);
@@ -599,7 +599,7 @@ static int move_self_to_leaf(struct locate *l)
         snprintf(pid, sizeof(pid), "%ld", (long)getpid());
         r = write_file(procs, pid, 0644);
         if (r < 0) {
-                l->reason = xasprintf("moving sbx into %s: %s", leaf, strerror(-r));
+                l->reason = xasprintf("moving hutch into %s: %s", leaf, strerror(-r));
                 return r;
         }
         return 0;
@@ -857,7 +857,7 @@ int cgroup_run_open(const char *path, struct cgroup_run **ret)
         struct cgroup_run *cg;
 
         /* Safety: the path comes from the run store, which its owner can
-         * edit; only ever touch a cgroup v2 directory sbx named itself */
+         * edit; only ever touch a cgroup v2 directory hutch named itself */
         if (!base || !startswith(base + 1, "run-") || strstr(path, "/../"))
                 return -EINVAL;
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

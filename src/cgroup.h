@@ -1,8 +1,8 @@
 /* cgroup.h - cgroup v2 limits and metering for one run.
  *
- * sbx needs a cgroup v2 subtree it may write to (a "delegated" subtree).
- * cgroup_base_prepare() finds one: $SBX_CGROUP when set, else the cgroup
- * sbx itself runs in (the `0::` line of /proc/self/cgroup). Each run then
+ * hutch needs a cgroup v2 subtree it may write to (a "delegated" subtree).
+ * cgroup_base_prepare() finds one: $HUTCH_CGROUP when set, else the cgroup
+ * hutch itself runs in (the `0::` line of /proc/self/cgroup). Each run then
  * gets its own child cgroup, made with cgroup_run_new() before the
  * sandbox is cloned; its directory fd goes to clone3() with
  * CLONE_INTO_CGROUP so the sandbox is born inside it and no process of
@@ -12,14 +12,14 @@
  *
  * "No internal processes": cgroup v2 lets a non-root cgroup hand
  * controllers to its children only while it holds no processes itself.
- * When the base is the cgroup sbx runs in (and not the root cgroup), sbx
- * therefore first moves itself into a leaf child, BASE/sbx-supervisor,
- * and only if sbx is the only process there: it never moves processes
+ * When the base is the cgroup hutch runs in (and not the root cgroup), hutch
+ * therefore first moves itself into a leaf child, BASE/hutch-supervisor,
+ * and only if hutch is the only process there: it never moves processes
  * it did not start (the user's shell, say). The leaf is left behind
- * when sbx exits (a process cannot remove the cgroup it is in); the next
- * sbx reuses it, and a systemd scope removes it with the scope. With
- * $SBX_CGROUP sbx never moves itself: the directory named must hold no
- * processes, and the common ancestor of sbx's own cgroup and it must be
+ * when hutch exits (a process cannot remove the cgroup it is in); the next
+ * hutch reuses it, and a systemd scope removes it with the scope. With
+ * $HUTCH_CGROUP hutch never moves itself: the directory named must hold no
+ * processes, and the common ancestor of hutch's own cgroup and it must be
  * writable, since the kernel checks exactly that when the sandbox is
  * cloned into a run cgroup.
  *
@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Controllers sbx uses, as bits of a mask. */
+/* Controllers hutch uses, as bits of a mask. */
 enum {
         CGROUP_CPU = 1 << 0,    /* cpu.max, and the throttling counters in cpu.stat */
         CGROUP_MEMORY = 1 << 1, /* memory.max, memory.high, memory.swap.max, memory.peak */
@@ -109,8 +109,8 @@ struct cgroup_stats {
 /* One run's cgroup: opaque. */
 struct cgroup_run;
 
-/* Find the delegated base and get it ready for runs: move sbx into the
- * BASE/sbx-supervisor leaf when the base is sbx's own cgroup, and enable
+/* Find the delegated base and get it ready for runs: move hutch into the
+ * BASE/hutch-supervisor leaf when the base is hutch's own cgroup, and enable
  * the controllers of `want` (CGROUP_* mask) that the base offers in its
  * cgroup.subtree_control. On success returns 0, *ret_base (allocated) is
  * the base directory and *ret_usable the controllers runs will have (a
@@ -178,7 +178,7 @@ struct cgroup_run *cgroup_run_free(struct cgroup_run *cg);
 static inline void cgroup_run_freep(struct cgroup_run **cg) { cgroup_run_free(*cg); }
 #define _cleanup_cgroup_run_ _cleanup_(cgroup_run_freep)
 
-/* For `sbx doctor`: what cgroup_base_prepare(CGROUP_ALL) would find,
+/* For `hutch doctor`: what cgroup_base_prepare(CGROUP_ALL) would find,
  * without changing anything. */
 struct cgroup_probe {
         char *mount;            /* cgroup2 mount point, or NULL */

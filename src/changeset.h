@@ -30,7 +30,7 @@
  * permission bits equal the lower file's (touch, chmod and back, open for
  * writing without writing, rewrite with the same bytes), a directory whose
  * permission bits did not change, and owner, timestamp and xattr changes:
- * sbx does not carry them, so they are not changes it could apply.
+ * hutch does not carry them, so they are not changes it could apply.
  *
  * An entry with skip != CHANGE_SKIP_NONE was seen but is not carried: no
  * content was hashed or stored, and apply ignores it (reason in skip).
@@ -57,7 +57,7 @@ enum change_kind {
 
 enum change_skip {
         CHANGE_SKIP_NONE,       /* carried */
-        CHANGE_SKIP_SPECIAL,    /* device, fifo or socket: sbx carries none */
+        CHANGE_SKIP_SPECIAL,    /* device, fifo or socket: hutch carries none */
         CHANGE_SKIP_MAX_FILES,  /* over changeset_limits.max_files */
         CHANGE_SKIP_MAX_BYTES,  /* would push the total over max_bytes */
         CHANGE_SKIP_UNREADABLE, /* could not be read; change.error says why */
@@ -111,7 +111,7 @@ struct changeset_limits {
  * The upper dir must be quiescent: every process that could write through
  * the overlay gone. Returns 0 and fills *ret (free with changeset_done), or
  * -errno: -EOPNOTSUPP for an upper dir using redirect_dir (not something
- * sbx mounts); I/O errors on the upper or lower directories themselves.
+ * hutch mounts); I/O errors on the upper or lower directories themselves.
  */
 int changeset_compute(int upper_fd, int lower_fd, const struct changeset_limits *lim,
                       struct blobstore *bs, struct changeset *ret);

@@ -9,7 +9,7 @@
 struct verb {
         const char *name;
         int (*run)(int argc, char **argv);  /* argv[0] is the verb name */
-        const char *summary;                /* one line for `sbx --help` */
+        const char *summary;                /* one line for `hutch --help` */
 };
 
 /* Verb entry points. */
@@ -30,11 +30,11 @@ int verb_session(int argc, char **argv);
 struct store;
 struct run_record;
 /* Open the user's store (store_default_path()). On failure prints
- * "sbx: <verb>: run store: <path>: <why>" and returns EXIT_SETUP;
+ * "hutch: <verb>: run store: <path>: <why>" and returns EXIT_SETUP;
  * otherwise EXIT_OK and *ret. */
 int cli_open_store(const char *verb, struct store **ret);
 /* Find the run named by id (a full id or a unique prefix). On failure
- * prints one line ("sbx: <verb>: no run matches 'abcd'", "... is
+ * prints one line ("hutch: <verb>: no run matches 'abcd'", "... is
  * ambiguous: ...") and returns EXIT_FAILURE_GENERIC, or EXIT_SETUP when
  * the store failed; otherwise EXIT_OK and *ret. A running row whose
  * supervisor is gone comes back with status RUN_ORPHANED. */
@@ -46,7 +46,7 @@ int cli_find_run(const char *verb, struct store *s, const char *id, struct run_r
  * parameters set otherwise. */
 int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
                  struct store **ret_store, struct run_record **ret_rec);
-/* A run as the sbx.result/1 JSON text, its recorded files included.
+/* A run as the hutch.result/1 JSON text, its recorded files included.
  * Caller frees. */
 char *cli_run_json(struct store *s, const struct run_record *rec);
 /* argv as one line for people: words joined by spaces, quoted when they
@@ -55,7 +55,7 @@ char *cli_run_json(struct store *s, const struct run_record *rec);
 char *cli_format_argv(char *const *argv, size_t max_width);
 
 /* Shared by verbs: an option that wants a value got a bad one. Prints
- * "sbx: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
+ * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
 
 /* Apply change set cs to host directory target (cli_apply.c), blobs from

@@ -1,8 +1,8 @@
-/* cli_apply.c - `sbx apply ID [--to DIR]`: carry the workspace changes a
+/* cli_apply.c - `hutch apply ID [--to DIR]`: carry the workspace changes a
  * run recorded into a directory (by default the --workdir DIR it ran on),
  * all or nothing (apply.h): when the directory changed under the run in
  * a way that collides with the changes, nothing is written and every
- * conflict is listed. Also the shared helper behind `sbx run --apply`. */
+ * conflict is listed. Also the shared helper behind `hutch run --apply`. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -20,12 +20,12 @@
 
 static void help(void)
 {
-        printf("Usage: sbx apply [--to DIR] [--force] ID\n"
+        printf("Usage: hutch apply [--to DIR] [--force] ID\n"
                "\n"
-               "Apply the workspace changes of run ID (see sbx diff) to DIR, by\n"
+               "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
                "default the --workdir the run was started with. If DIR changed\n"
                "since in a way that collides with them, nothing is changed, the\n"
-               "conflicts are listed and sbx apply exits 1. Applying twice is\n"
+               "conflicts are listed and hutch apply exits 1. Applying twice is\n"
                "harmless.\n"
                "\n"
                "  --to DIR    apply to DIR instead\n"
@@ -44,7 +44,7 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
         int r;
 
         if (skipped && !force) {
-                log_error("%s: %zu change%s could not be recorded (see sbx show): not applying a partial "
+                log_error("%s: %zu change%s could not be recorded (see hutch show): not applying a partial "
                           "change set (--force applies the rest)", verb, skipped, skipped == 1 ? "" : "s");
                 return EXIT_FAILURE_GENERIC;
         }

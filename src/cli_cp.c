@@ -1,4 +1,4 @@
-/* cli_cp.c - `sbx cp ID:PATH DEST`: one recorded file of a run (an
+/* cli_cp.c - `hutch cp ID:PATH DEST`: one recorded file of a run (an
  * artifact, or the new version of a workspace file) copied out of the
  * blob store, byte for byte, after checking its sha256 again. */
 #include "config.h"
@@ -20,7 +20,7 @@
 
 static void help(void)
 {
-        printf("Usage: sbx cp ID:PATH DEST\n"
+        printf("Usage: hutch cp ID:PATH DEST\n"
                "\n"
                "Copy a file recorded by run ID to DEST (a file name, an existing\n"
                "directory, or - for standard output). PATH is an artifact's path\n"
@@ -53,7 +53,7 @@ static int copy_out(int blob, int dirfd, const char *name, mode_t mode, const ch
         struct digest d;
         int r;
 
-        int fd = fs_create_unique(dirfd, ".sbx-cp-", 'f', mode, NULL, tmp, sizeof(tmp));
+        int fd = fs_create_unique(dirfd, ".hutch-cp-", 'f', mode, NULL, tmp, sizeof(tmp));
         if (fd < 0)
                 return fd;
         digest_init(&d);
@@ -98,7 +98,7 @@ int verb_cp(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         if (argc - optind != 2 || !strchr(argv[optind], ':')) {
-                log_error("cp: expected ID:PATH DEST (see sbx cp --help)");
+                log_error("cp: expected ID:PATH DEST (see hutch cp --help)");
                 return EXIT_USAGE;
         }
         _cleanup_free_ char *id = xstrdup(argv[optind]);
@@ -119,7 +119,7 @@ int verb_cp(int argc, char **argv)
         }
         const struct file_record *hit = find(f, n, path);
         if (!hit) {
-                log_error("cp: run %s recorded no file '%s' (see sbx show %s)", rec->id, path, rec->id);
+                log_error("cp: run %s recorded no file '%s' (see hutch show %s)", rec->id, path, rec->id);
                 goto out;
         }
         if (!S_ISREG(hit->mode) || !hit->sha256[0]) {

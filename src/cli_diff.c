@@ -1,4 +1,4 @@
-/* cli_diff.c - `sbx diff ID`: what a run changed in its workspace, as a
+/* cli_diff.c - `hutch diff ID`: what a run changed in its workspace, as a
  * unified diff of text files against the lower versions kept in the blob
  * store, a --stat summary, or --json.
  *
@@ -28,13 +28,13 @@
 
 static void help(void)
 {
-        printf("Usage: sbx diff [--stat] [--json] ID\n"
+        printf("Usage: hutch diff [--stat] [--json] ID\n"
                "\n"
                "Show what run ID changed in its workspace (--workdir or session):\n"
                "a unified diff for text files, one line for the rest.\n"
                "\n"
                "  --stat      one line per changed path and a summary\n"
-               "  --json      one JSON object (schema sbx.diff/1)\n"
+               "  --json      one JSON object (schema hutch.diff/1)\n"
                "  -h, --help  this text\n");
 }
 
@@ -230,7 +230,7 @@ static void show_change(struct blobstore *bs, const struct change *c)
         _cleanup_free_ char *path = clean(c->path);
         struct text a = { 0 }, b = { 0 };
 
-        printf("diff --sbx a/%s b/%s\n", path, path);
+        printf("diff --hutch a/%s b/%s\n", path, path);
         if (c->skip != CHANGE_SKIP_NONE) {
                 printf("not recorded: %s\n", change_skip_to_string(c->skip));
                 return;
@@ -336,7 +336,7 @@ int verb_diff(int argc, char **argv)
 
         if (json) {
                 json_t *o = json_object(), *a = json_array();
-                json_object_set_new(o, "schema", json_string("sbx.diff/1"));
+                json_object_set_new(o, "schema", json_string("hutch.diff/1"));
                 json_object_set_new(o, "id", json_string(rec->id));
                 for (size_t i = 0; i < cs.n; i++)
                         json_array_append_new(a, change_json(&cs.entries[i]));

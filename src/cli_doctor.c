@@ -1,4 +1,4 @@
-/* cli_doctor.c - `sbx doctor`: what this host supports, and how to fix
+/* cli_doctor.c - `hutch doctor`: what this host supports, and how to fix
  * what it does not. Each check runs the real kernel operation in a
  * throwaway child rather than reading sysctls alone, because container
  * runtimes, LSMs and seccomp filters can refuse what the sysctls allow;
@@ -146,7 +146,7 @@ static bool check_userns(void)
         else if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
-                       "add an AppArmor profile allowing 'userns' for the sbx binary, or "
+                       "add an AppArmor profile allowing 'userns' for the hutch binary, or "
                        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
         else if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
                 report(CHECK_MISSING, "unprivileged user namespaces", "user.max_user_namespaces = 0",
@@ -154,7 +154,7 @@ static bool check_userns(void)
         else
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",
-                       "run sbx on the host, or start the container with user namespaces allowed "
+                       "run hutch on the host, or start the container with user namespaces allowed "
                        "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
         return false;
 }
@@ -168,7 +168,7 @@ static bool check_proc(void)
         }
         report(CHECK_MISSING, "fresh /proc in a pid namespace",
                "mounting proc is refused (a container that masks parts of /proc does this)",
-               "run sbx on the host, or give the container an unmasked /proc (e.g. --security-opt systempaths=unconfined)");
+               "run hutch on the host, or give the container an unmasked /proc (e.g. --security-opt systempaths=unconfined)");
         return false;
 }
 
@@ -233,7 +233,7 @@ static void check_seccomp(void)
         report(CHECK_OK, "seccomp filters", actions, NULL);
 }
 
-/* No delegated cgroup where sbx runs, but a systemd manager that can
+/* No delegated cgroup where hutch runs, but a systemd manager that can
  * hand out delegated scopes: say what runs will get from it. Returns
  * false when it cannot, for the plain report to follow. */
 static bool check_systemd_scope(struct cgroup_probe *p)
@@ -255,7 +255,7 @@ static bool check_systemd_scope(struct cgroup_probe *p)
                 p->reason = both;
                 return false;
         }
-        line = xasprintf("each run gets a transient scope sbx-ID.scope with Delegate=yes from %s, "
+        line = xasprintf("each run gets a transient scope hutch-ID.scope with Delegate=yes from %s, "
                          "controllers:", detail);
         for (unsigned bit = 1; bit <= CGROUP_PIDS; bit <<= 1)
                 if (controllers & bit) {
@@ -275,7 +275,7 @@ static bool check_systemd_scope(struct cgroup_probe *p)
         return true;
 }
 
-/* What cgroup_probe() finds, without changing anything: the base sbx
+/* What cgroup_probe() finds, without changing anything: the base hutch
  * run would use and which of the controllers it uses (cpu, memory,
  * pids) runs would get, or why not and how to get them. */
 static void check_cgroup(void)
@@ -287,11 +287,11 @@ static void check_cgroup(void)
         };
         struct cgroup_probe p;
         struct statfs sfs;
-        const char *env = getenv("SBX_CGROUP");
+        const char *env = getenv("HUTCH_CGROUP");
 
         if (env && streq(env, "none")) {
-                report(CHECK_WARN, "cgroup v2 delegation", "turned off by SBX_CGROUP=none",
-                       "unset SBX_CGROUP to let sbx run use a delegated cgroup");
+                report(CHECK_WARN, "cgroup v2 delegation", "turned off by HUTCH_CGROUP=none",
+                       "unset HUTCH_CGROUP to let hutch run use a delegated cgroup");
                 return;
         }
         (void)cgroup_probe(&p);
@@ -304,18 +304,18 @@ static void check_cgroup(void)
                        hybrid ? "boot with systemd.unified_cgroup_hierarchy=1 (cgroups are a v1/v2 "
                                 "hybrid here); until then memory and cpu_time are held by the watchdog, "
                                 "pids by RLIMIT_NPROC, and cpus and memory_high are not enforced "
-                                "(sbx show lists which)"
+                                "(hutch show lists which)"
                        : cgroup_systemd_built()
-                              ? "set SBX_CGROUP to a delegated cgroup v2 directory that holds no "
+                              ? "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
                                 "processes, or have a systemd manager for this user (user@UID.service, "
-                                "started by a PAM login or `loginctl enable-linger`): sbx then asks it "
+                                "started by a PAM login or `loginctl enable-linger`): hutch then asks it "
                                 "for a delegated scope per run (by hand: systemd-run --user --scope "
-                                "-p Delegate=yes sbx run ...); until then "
+                                "-p Delegate=yes hutch run ...); until then "
                                 "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
                                 "and cpus and memory_high are not enforced"
-                              : "set SBX_CGROUP to a delegated cgroup v2 directory that holds no "
-                                "processes, or start sbx in its own delegated scope: "
-                                "systemd-run --user --scope -p Delegate=yes sbx run ... (this sbx was "
+                              : "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
+                                "processes, or start hutch in its own delegated scope: "
+                                "systemd-run --user --scope -p Delegate=yes hutch run ... (this hutch was "
                                 "built without sd-bus, so it cannot ask systemd itself); until then "
                                 "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
                                 "and cpus and memory_high are not enforced");
@@ -323,7 +323,7 @@ static void check_cgroup(void)
                 return;
         }
         _cleanup_free_ char *detail = NULL;
-        detail = xasprintf("%s%s, controllers:", p.base, getenv("SBX_CGROUP") ? " ($SBX_CGROUP)" : "");
+        detail = xasprintf("%s%s, controllers:", p.base, getenv("HUTCH_CGROUP") ? " ($HUTCH_CGROUP)" : "");
         for (size_t i = 0; i < ELEMENTSOF(used); i++)
                 if (usable & used[i].bit) {
                         char *d = xasprintf("%s %s", detail, cgroup_controller_name(used[i].bit));
@@ -390,19 +390,19 @@ int verb_doctor(int argc, char **argv)
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 if (c == 'h') {
-                        printf("Usage: sbx doctor\n\n"
+                        printf("Usage: hutch doctor\n\n"
                                "Check what this host supports (user namespaces, /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
                                "that hands out delegated scopes) and say how to fix what is\n"
-                               "missing. Exits 0 when `sbx run` can work, 1 when it cannot.\n");
+                               "missing. Exits 0 when `hutch run` can work, 1 when it cannot.\n");
                         return EXIT_OK;
                 }
-                fprintf(stderr, "Try 'sbx doctor --help'.\n");
+                fprintf(stderr, "Try 'hutch doctor --help'.\n");
                 return EXIT_USAGE;
         }
 
-        printf("sbx %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),
+        printf("hutch %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),
                geteuid() == 0 ? " (the sandbox user maps to unprivileged uid 65534)" : "");
         bool userns = check_userns();
         bool proc = userns && check_proc();
@@ -415,9 +415,9 @@ int verb_doctor(int argc, char **argv)
         bool sandbox = userns && proc && check_sandbox();
         fflush(stdout);
         if (!sandbox) {
-                printf("sbx run cannot work on this host until the MISSING items above are fixed.\n");
+                printf("hutch run cannot work on this host until the MISSING items above are fixed.\n");
                 return EXIT_FAILURE_GENERIC;
         }
-        printf("sbx run works on this host.\n");
+        printf("hutch run works on this host.\n");
         return EXIT_OK;
 }

@@ -1,4 +1,4 @@
-/* cli_gc.c - `sbx gc`: the history's retention policy. It first records
+/* cli_gc.c - `hutch gc`: the history's retention policy. It first records
  * runs whose supervisor died (a running row with a dead supervisor pid
  * becomes status orphaned, finished_at unknown), then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
@@ -25,7 +25,7 @@
 
 static void help(void)
 {
-        printf("Usage: sbx gc [--dry-run] [--older-than DURATION]\n"
+        printf("Usage: hutch gc [--dry-run] [--older-than DURATION]\n"
                "\n"
                "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
                "left behind), then delete finished runs started more than DURATION ago\n"
@@ -115,7 +115,7 @@ int verb_gc(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         if (optind < argc) {
-                log_error("gc: unexpected argument '%s' (see sbx gc --help)", argv[optind]);
+                log_error("gc: unexpected argument '%s' (see hutch gc --help)", argv[optind]);
                 return EXIT_USAGE;
         }
         if (parse_duration_ms(older_than, &retention_ms) < 0)

@@ -19,7 +19,7 @@ int cli_open_store(const char *verb, struct store **ret)
 
         r = store_default_path(&path);
         if (r < 0) {
-                log_error("%s: run store: set SBX_STATE_DIR, XDG_STATE_HOME or HOME", verb);
+                log_error("%s: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME", verb);
                 return EXIT_SETUP;
         }
         r = store_open(path, ret, &error);
@@ -135,7 +135,7 @@ int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
         int r;
 
         if (argc - optind_now != 1) {
-                log_error("%s: expected one run id (see sbx %s --help)", verb, verb);
+                log_error("%s: expected one run id (see hutch %s --help)", verb, verb);
                 return EXIT_USAGE;
         }
         r = cli_open_store(verb, &s);

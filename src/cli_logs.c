@@ -1,4 +1,4 @@
-/* cli_logs.c - `sbx logs ID`: the exact bytes stored for a run's output
+/* cli_logs.c - `hutch logs ID`: the exact bytes stored for a run's output
  * (head, the omission marker if the stream was truncated, tail). By
  * default stdout goes to stdout and stderr to stderr, as the job wrote
  * them; --stdout or --stderr writes just that stream to stdout. */
@@ -20,7 +20,7 @@ enum which {
 
 static void help(void)
 {
-        printf("Usage: sbx logs [--stdout|--stderr] ID\n"
+        printf("Usage: hutch logs [--stdout|--stderr] ID\n"
                "\n"
                "Print the stored output of a run, byte for byte. ID is a run id or a\n"
                "unique prefix of at least 4 characters.\n"

@@ -1,5 +1,5 @@
-/* cli_ls.c - `sbx ls`: list recorded runs, newest first, as a table for
- * people or as JSON lines (one sbx.result/1 object per run, without the
+/* cli_ls.c - `hutch ls`: list recorded runs, newest first, as a table for
+ * people or as JSON lines (one hutch.result/1 object per run, without the
  * output text) for machines. A running row whose supervisor is gone is
  * shown as orphaned. */
 #include "config.h"
@@ -18,7 +18,7 @@
 
 static void help(void)
 {
-        printf("Usage: sbx ls [--status STATUS] [--since DURATION] [--limit N] [--json]\n"
+        printf("Usage: hutch ls [--status STATUS] [--since DURATION] [--limit N] [--json]\n"
                "\n"
                "List recorded runs, newest first.\n"
                "\n"
@@ -28,7 +28,7 @@ static void help(void)
                "                     orphaned)\n"
                "  --since DURATION   only runs started within DURATION (30s, 2h, 7d, ...)\n"
                "  --limit N          at most N runs\n"
-               "  --json             one JSON object per line (schema sbx.result/1,\n"
+               "  --json             one JSON object per line (schema hutch.result/1,\n"
                "                     without stdout/stderr text)\n"
                "  -h, --help         this text\n");
 }
@@ -135,7 +135,7 @@ int verb_ls(int argc, char **argv)
                         f.status = run_status_from_string(optarg);
                         if (f.status < 0)
                                 return cli_bad_value("ls", "status", optarg,
-                                                     "expected a run status (see sbx ls --help)");
+                                                     "expected a run status (see hutch ls --help)");
                         break;
                 case 'S':
                         if (parse_duration_ms(optarg, &v) < 0)
@@ -158,7 +158,7 @@ int verb_ls(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         if (optind < argc) {
-                log_error("ls: unexpected argument '%s' (see sbx ls --help)", argv[optind]);
+                log_error("ls: unexpected argument '%s' (see hutch ls --help)", argv[optind]);
                 return EXIT_USAGE;
         }
 

@@ -1,10 +1,10 @@
-/* cli_profile.c - `sbx profile list` and `sbx profile show`.
+/* cli_profile.c - `hutch profile list` and `hutch profile show`.
  *
  * list: every profile in the search path (the file that wins for each
  * name), where it lives and its description.
  * show: one profile fully resolved (extends followed, command-line
  * overrides applied), every key with its value and where the value came
- * from; or, with --canonical, exactly the text sbx stores with a run and
+ * from; or, with --canonical, exactly the text hutch stores with a run and
  * hashes; with --sha256, just that hash.
  */
 #include "config.h"
@@ -22,22 +22,22 @@
 static void usage(FILE *f)
 {
         fprintf(f,
-                "Usage: sbx profile list\n"
-                "       sbx profile show [--canonical | --sha256] [--KEY VALUE...] [NAME|PATH]\n"
+                "Usage: hutch profile list\n"
+                "       hutch profile show [--canonical | --sha256] [--KEY VALUE...] [NAME|PATH]\n"
                 "\n"
-                "list   every profile sbx can find: name, file, description\n"
+                "list   every profile hutch can find: name, file, description\n"
                 "show   one profile resolved (default: \"default\"): every key, its value\n"
                 "       and where it came from (file:line, default, or command line)\n"
                 "\n"
                 "Options of show:\n"
                 "  --canonical     print the resolved profile exactly as stored with a run\n"
                 "  --sha256        print only the sha256 of that text\n"
-                "  --KEY VALUE     override a key as `sbx run --KEY VALUE` would\n"
+                "  --KEY VALUE     override a key as `hutch run --KEY VALUE` would\n"
                 "                  (e.g. --memory 1G, --network host, --env NAME=VALUE)\n"
                 "\n"
-                "A NAME is looked up as NAME.ini in $XDG_CONFIG_HOME/sbx/profiles,\n"
-                "/etc/sbx/profiles, then $SBX_PROFILE_PATH or the installed profiles;\n"
-                "a value with '/' or ending in .ini is a path. See sbx-profile(5).\n");
+                "A NAME is looked up as NAME.ini in $XDG_CONFIG_HOME/hutch/profiles,\n"
+                "/etc/hutch/profiles, then $HUTCH_PROFILE_PATH or the installed profiles;\n"
+                "a value with '/' or ending in .ini is a path. See hutch-profile(5).\n");
 }
 
 static int profile_list_verb(int argc, char **argv)
@@ -176,7 +176,7 @@ static int profile_show_verb(int argc, char **argv)
                         sha_only = true;
                         break;
                 case '?':
-                        log_error("profile show: unknown option '%s' (see sbx profile --help)",
+                        log_error("profile show: unknown option '%s' (see hutch profile --help)",
                                   argv[optind - 1]);
                         return EXIT_USAGE;
                 case ':':

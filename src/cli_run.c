@@ -1,4 +1,4 @@
-/* cli_run.c - `sbx run`: command line -> run_config -> record -> sandbox
+/* cli_run.c - `hutch run`: command line -> run_config -> record -> sandbox
  * -> record -> exit code. This is the one place that logs what went
  * wrong with a run.
  *
@@ -45,13 +45,13 @@
 static void run_help(FILE *f)
 {
         fprintf(f,
-"Usage: sbx run [OPTIONS] [--] COMMAND [ARG...]\n"
-"       sbx run [OPTIONS] --lang LANG (-c CODE | --file FILE | -) [-- ARG...]\n"
+"Usage: hutch run [OPTIONS] [--] COMMAND [ARG...]\n"
+"       hutch run [OPTIONS] --lang LANG (-c CODE | --file FILE | -) [-- ARG...]\n"
 "\n"
 "Run COMMAND in a fresh rootless sandbox: new user, mount, pid, net, ipc,\n"
 "uts and cgroup namespaces, a read-only view of the host's system dirs,\n"
 "and a throwaway writable /tmp, $HOME and /workspace. Every run is\n"
-"recorded (see sbx ls, sbx show).\n"
+"recorded (see hutch ls, hutch show).\n"
 "\n"
 "Options:\n"
 "  -p, --profile NAME|PATH  settings to start from (default: default)\n"
@@ -62,13 +62,13 @@ static void run_help(FILE *f)
 "  -c, --code CODE          ... this argument,\n"
 "      --file FILE          ... this host file, or\n"
 "  -                        ... standard input\n"
-"      --json               print one JSON object (sbx.result/1) at the end\n"
+"      --json               print one JSON object (hutch.result/1) at the end\n"
 "                           instead of passing the job's output through\n"
 "      --net MODE           none (default: only loopback) or host\n"
 "  -w, --workdir DIR        show host DIR at the workspace (/workspace) through\n"
 "                           an overlay: the job may change anything there,\n"
 "                           DIR itself is never written; the changes are\n"
-"                           recorded (sbx diff, sbx apply)\n"
+"                           recorded (hutch diff, hutch apply)\n"
 "      --apply              apply the changes to DIR when the job succeeds\n"
 "  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
 "                           <workspace>/input/NAME (NAME: PATH's last part)\n"
@@ -79,11 +79,11 @@ static void run_help(FILE *f)
 "      --commit success|always  when to keep a session's changes (default success)\n"
 "      --workdir-inside DIR the job's working directory inside the sandbox\n"
 "                           (profile key workdir, default /workspace)\n"
-"  -v, --verbose            say what sbx is doing (the run id, ...)\n"
+"  -v, --verbose            say what hutch is doing (the run id, ...)\n"
 "  -q, --quiet              print nothing but errors\n"
 "  -h, --help               show this help\n"
 "\n"
-"Every profile key is an option too (sbx-profile(5)), e.g.:\n"
+"Every profile key is an option too (hutch-profile(5)), e.g.:\n"
 "      --timeout DURATION   wall-clock limit (default 30s), then SIGTERM and\n"
 "                           SIGKILL after --grace (default 2s)\n"
 "      --memory SIZE        memory limit (default 512M)\n"
@@ -103,7 +103,7 @@ static void run_help(FILE *f)
 "124 timed out (wall or cpu); 125 the sandbox could not be set up (or the\n"
 "profile or the run store is unusable); 126 the command is not executable;\n"
 "127 the command was not found; 130/143 cancelled (Ctrl-C twice, or SIGTERM\n"
-"to sbx); 137 memory limit. See sbx-run(1).\n");
+"to hutch); 137 memory limit. See hutch-run(1).\n");
 }
 
 enum {
@@ -228,10 +228,10 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                         run_help(stdout);
                         return -1;
                 case ':':
-                        log_error("run: option '%s' needs a value (see sbx run --help)", argv[optind - 1]);
+                        log_error("run: option '%s' needs a value (see hutch run --help)", argv[optind - 1]);
                         return EXIT_USAGE;
                 case '?':
-                        log_error("run: unknown option '%s' (see sbx run --help)", argv[optind - 1]);
+                        log_error("run: unknown option '%s' (see hutch run --help)", argv[optind - 1]);
                         return EXIT_USAGE;
                 default:
                         if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
@@ -262,11 +262,11 @@ static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct 
                 return 0;
         }
         if (a->code || a->code_file) {
-                log_error("run: -c and --file need --lang (e.g. sbx run --lang python -c 'print(42)')");
+                log_error("run: -c and --file need --lang (e.g. hutch run --lang python -c 'print(42)')");
                 return EXIT_USAGE;
         }
         if (optind >= argc) {
-                log_error("run: no command given (try: sbx run -- sh -c 'echo hi')");
+                log_error("run: no command given (try: hutch run -- sh -c 'echo hi')");
                 return EXIT_USAGE;
         }
         for (int i = optind; i < argc; i++)
@@ -295,7 +295,7 @@ static void tty_raw(struct tty_state *t)
                 t->saved = true;
 }
 
-/* Without -t the job's stdin *is* the user's terminal when sbx runs
+/* Without -t the job's stdin *is* the user's terminal when hutch runs
  * from one, and a terminal's modes belong to the terminal, not to the
  * fd: a job could leave the user's shell with echo off, no line editing
  * or output stopped (stty -echo -icanon, tcflow(TCOOFF)), or in exclusive
@@ -390,7 +390,7 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
 
         /* The code travels into the sandbox as an anonymous file: nothing
          * is written on the host. */
-        lj->code_fd = memfd_create("sbx-code", MFD_CLOEXEC);
+        lj->code_fd = memfd_create("hutch-code", MFD_CLOEXEC);
         if (lj->code_fd < 0)
                 return -errno;
         if (a->code)
@@ -420,11 +420,11 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
 }
 
 /* The run's own cgroup, when a delegated cgroup v2 subtree is usable
- * (cgroup.h: $SBX_CGROUP, else sbx's own cgroup): made before the
+ * (cgroup.h: $HUTCH_CGROUP, else hutch's own cgroup): made before the
  * sandbox exists, so init is cloned straight into it. Only limits the
  * profile sets are written. Without one, *ret stays NULL, *ret_reason
  * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
- * the limits instead. SBX_CGROUP=none asks for the fallbacks. */
+ * the limits instead. HUTCH_CGROUP=none asks for the fallbacks. */
 /* How long systemd may take to hand out a scope before the run goes on
  * without one: it answers in milliseconds unless it is wedged. */
 #define SYSTEMD_SCOPE_TIMEOUT_MS 5000
@@ -433,14 +433,14 @@ static void prepare_cgroup(const struct run_config *cfg, const char *run_id, con
                            struct cgroup_run **ret, char **ret_unit, char **ret_reason)
 {
         _cleanup_free_ char *base = NULL, *name = NULL;
-        const char *env = getenv("SBX_CGROUP");
+        const char *env = getenv("HUTCH_CGROUP");
         /* io only when asked: enabling it costs the kernel per-I/O accounting */
         const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS | (io_max ? CGROUP_IO : 0);
         unsigned usable = 0;
         int r;
 
         if (env && streq(env, "none")) {
-                *ret_reason = xstrdup("cgroups turned off by SBX_CGROUP=none");
+                *ret_reason = xstrdup("cgroups turned off by HUTCH_CGROUP=none");
                 return;
         }
         r = cgroup_base_prepare(want, &base, &usable, ret_reason);
@@ -473,7 +473,7 @@ static void prepare_cgroup(const struct run_config *cfg, const char *run_id, con
                 .memory_max = cfg->memory_bytes,
                 /* memory.high only when the profile asks for it: the
                  * throttling it adds before memory.max can hold a hog
-                 * for seconds before the OOM verdict (see sbx-run(1));
+                 * for seconds before the OOM verdict (see hutch-run(1));
                  * high >= max means "not set" to cgroup_run_new() */
                 .memory_high = cfg->memory_high_bytes ? cfg->memory_high_bytes : cfg->memory_bytes,
                 .cpus = cfg->cpus,
@@ -607,11 +607,11 @@ static int collect_files(struct store *store, const struct run_record *rec, cons
                 return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
         }
         if (res.cs.n)
-                log_info("%zu change%s in the workspace (sbx diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
+                log_info("%zu change%s in the workspace (hutch diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
                          rec->id);
         if (res.n_outputs || res.n_outputs_skipped)
                 log_info("%zu artifact%s collected%s", res.n_outputs, res.n_outputs == 1 ? "" : "s",
-                         res.n_outputs_skipped ? ", some skipped (see sbx show)" : "");
+                         res.n_outputs_skipped ? ", some skipped (see hutch show)" : "");
         if (a->apply) {
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
@@ -695,7 +695,7 @@ static char *slurp_fd(int fd, size_t *ret_len)
 }
 
 /* Everything after the configuration is resolved: policy, record,
- * sandbox, record again. Returns sbx's exit code. */
+ * sandbox, record again. Returns hutch's exit code. */
 static int execute(struct run_config *cfg, struct lang_job *lj, const struct run_args *a,
                    const char *lang, bool json, const char *rerun_of)
 {
@@ -741,7 +741,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 /* before the row: a run waiting for its session is not running */
                 r = store_default_path(&db_path);
                 if (r < 0) {
-                        log_error("run: no state dir (set SBX_STATE_DIR or HOME)");
+                        log_error("run: no state dir (set HUTCH_STATE_DIR or HOME)");
                         goto out;
                 }
                 code = open_session(a, db_path, &wp);
@@ -764,10 +764,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
-        else if (getenv("SBX_CGROUP") && *getenv("SBX_CGROUP") && !streq(getenv("SBX_CGROUP"), "none"))
+        else if (getenv("HUTCH_CGROUP") && *getenv("HUTCH_CGROUP") && !streq(getenv("HUTCH_CGROUP"), "none"))
                 /* asked for by name: say so, but still run as the fallbacks allow
                  * (--require makes a missing limit an error) */
-                log_warning("run: SBX_CGROUP: %s; limits fall back to the watchdog and rlimits", cg_reason);
+                log_warning("run: HUTCH_CGROUP: %s; limits fall back to the watchdog and rlimits", cg_reason);
         else
                 log_debug("no run cgroup (%s): falling back to the watchdog and rlimits", cg_reason);
 
@@ -877,7 +877,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 snprintf(out.message, sizeof(out.message), "setup: %s: %s%s",
                          sb.failed_step ? sb.failed_step : "start the sandbox", strerror(-spawn_r),
                          spawn_r == -EPERM || spawn_r == -ENOSPC || spawn_r == -EINVAL || spawn_r == -EACCES
-                         ? " (see: sbx doctor)" : "");
+                         ? " (see: hutch doctor)" : "");
         } else {
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg->tty)
@@ -1042,12 +1042,12 @@ out:
 static void rerun_help(FILE *f)
 {
         fprintf(f,
-"Usage: sbx rerun [--json] [-v|-q] ID\n"
+"Usage: hutch rerun [--json] [-v|-q] ID\n"
 "\n"
 "Run again what run ID ran (its command, or its --lang code) with the very\n"
 "same resolved profile, as recorded with it, and record a new run that\n"
 "points back to ID (rerun_of). ID may be any unique prefix of 4 or more\n"
-"characters. Exit status as for sbx run.\n");
+"characters. Exit status as for hutch run.\n");
 }
 
 int verb_rerun(int argc, char **argv)
@@ -1083,7 +1083,7 @@ int verb_rerun(int argc, char **argv)
                         rerun_help(stdout);
                         return EXIT_OK;
                 default:
-                        fprintf(stderr, "Try 'sbx rerun --help'.\n");
+                        fprintf(stderr, "Try 'hutch rerun --help'.\n");
                         return EXIT_USAGE;
                 }
         }
@@ -1093,14 +1093,14 @@ int verb_rerun(int argc, char **argv)
                 return code;
         store = store_close(TAKE_PTR(store));
         if (!orig->profile_text) {
-                log_error("rerun: run %s has no recorded profile (recorded by an older sbx)", orig->id);
+                log_error("rerun: run %s has no recorded profile (recorded by an older hutch)", orig->id);
                 return EXIT_FAILURE_GENERIC;
         }
 
         run_config_init(&cfg);
         code = EXIT_SETUP;
         display = xasprintf("run %s", orig->id);
-        /* the text is sbx's own resolution of a profile it accepted then */
+        /* the text is hutch's own resolution of a profile it accepted then */
         r = profile_load_text(&cfg, orig->profile_text, display, true, &err);
         if (r >= 0)
                 r = profile_validate(&cfg, &err);
@@ -1123,7 +1123,7 @@ int verb_rerun(int argc, char **argv)
                         log_error("rerun: %s", err);
                         goto out;
                 }
-                lj.code_fd = memfd_create("sbx-code", MFD_CLOEXEC);
+                lj.code_fd = memfd_create("hutch-code", MFD_CLOEXEC);
                 if (lj.code_fd < 0 || write_all(lj.code_fd, orig->code ? orig->code : "", orig->code_len) < 0) {
                         log_error("rerun: cannot stage the code: %s", strerror(errno));
                         goto out;

@@ -1,6 +1,6 @@
-/* cli_session.c - `sbx session ls|rm`: the persistent workspaces of
- * `sbx run --session NAME` (session.h), and their idle-TTL expiry for
- * `sbx gc`. */
+/* cli_session.c - `hutch session ls|rm`: the persistent workspaces of
+ * `hutch run --session NAME` (session.h), and their idle-TTL expiry for
+ * `hutch gc`. */
 #include "config.h"
 
 #include <getopt.h>
@@ -16,11 +16,11 @@
 
 static void help(void)
 {
-        printf("Usage: sbx session ls [--json]\n"
-               "       sbx session rm NAME...\n"
+        printf("Usage: hutch session ls [--json]\n"
+               "       hutch session rm NAME...\n"
                "\n"
-               "List or remove the persistent workspaces of sbx run --session NAME.\n"
-               "A session in use by a run is not removed. sbx gc removes sessions\n"
+               "List or remove the persistent workspaces of hutch run --session NAME.\n"
+               "A session in use by a run is not removed. hutch gc removes sessions\n"
                "unused for longer than the profile key session_ttl (default 1d).\n"
                "\n"
                "  --json      ls: one JSON object per line\n"
@@ -48,7 +48,7 @@ static int session_ls(struct store *s, bool json)
                 char when[32], size[32];
                 format_iso8601_ms(v[i].last_used_ms, when, sizeof(when));
                 if (json) {
-                        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "schema", "sbx.session/1",
+                        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "schema", "hutch.session/1",
                                               "name", v[i].name, "last_used", when,
                                               "bytes", (json_int_t)v[i].bytes, "entries", (json_int_t)v[i].files,
                                               "in_use", v[i].in_use);
@@ -149,11 +149,11 @@ int verb_session(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         if (optind >= argc) {
-                log_error("session: expected ls or rm (see sbx session --help)");
+                log_error("session: expected ls or rm (see hutch session --help)");
                 return EXIT_USAGE;
         }
         const char *sub = argv[optind++];
-        /* options may also follow the subcommand: sbx session ls --json */
+        /* options may also follow the subcommand: hutch session ls --json */
         for (int i = optind; i < argc; i++)
                 if (streq(argv[i], "--json")) {
                         json = true;

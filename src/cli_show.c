@@ -1,8 +1,8 @@
-/* cli_show.c - `sbx show ID`: everything recorded about one run (outcome,
+/* cli_show.c - `hutch show ID`: everything recorded about one run (outcome,
  * command, times, metrics, limits and their enforcement, output), laid
- * out for people, or as one sbx.result/1 JSON object with --json. The
+ * out for people, or as one hutch.result/1 JSON object with --json. The
  * output text is sanitised (escape sequences removed, invalid UTF-8
- * replaced) in both forms; `sbx logs` gives the exact bytes. */
+ * replaced) in both forms; `hutch logs` gives the exact bytes. */
 #include "config.h"
 
 #include <getopt.h>
@@ -17,12 +17,12 @@
 
 static void help(void)
 {
-        printf("Usage: sbx show [--json] ID\n"
+        printf("Usage: hutch show [--json] ID\n"
                "\n"
                "Show one recorded run. ID is a run id or a unique prefix of at\n"
                "least 4 characters.\n"
                "\n"
-               "  --json      one JSON object (schema sbx.result/1), output included\n"
+               "  --json      one JSON object (schema hutch.result/1), output included\n"
                "  -h, --help  this text\n");
 }
 

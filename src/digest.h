@@ -1,6 +1,6 @@
 /* digest.h - SHA-256 (FIPS 180-4), streaming.
  *
- * sbx names every stored blob, changed file and artifact by the SHA-256
+ * hutch names every stored blob, changed file and artifact by the SHA-256
  * of its content, written as 64 lowercase hex digits plus a NUL
  * (DIGEST_HEX_SIZE bytes). The context is a plain struct so callers can
  * keep it on the stack; its fields are private to digest.c.

@@ -1,6 +1,6 @@
-/* exit-codes.h - every exit code sbx itself chooses, in one place.
- * The man pages (sbx.1, sbx-run.1) repeat this table; keep them in step.
- * `sbx run` otherwise passes the job's own exit code through.
+/* exit-codes.h - every exit code hutch itself chooses, in one place.
+ * The man pages (hutch.1, hutch-run.1) repeat this table; keep them in step.
+ * `hutch run` otherwise passes the job's own exit code through.
  */
 #pragma once
 
@@ -15,5 +15,5 @@ enum {
         EXIT_SIGNAL_BASE = 128,   /* job killed by signal N exits 128+N */
         EXIT_OOM = 137,           /* memory limit hit (128+SIGKILL) */
         EXIT_CANCELLED_INT = 130, /* cancelled by Ctrl-C (128+SIGINT) */
-        EXIT_CANCELLED_TERM = 143,/* cancelled by SIGTERM to sbx (128+SIGTERM) */
+        EXIT_CANCELLED_TERM = 143,/* cancelled by SIGTERM to hutch (128+SIGTERM) */
 };

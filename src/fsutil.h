@@ -73,7 +73,7 @@ int fs_random_name(const char *prefix, char *buf, size_t len);
 struct digest;
 int64_t fs_copy_digest(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes);
 
-/* The hash sbx records for the entry name in dirfd, whose lstat is st:
+/* The hash hutch records for the entry name in dirfd, whose lstat is st:
  * the content of a regular file (opened O_NOFOLLOW | O_NONBLOCK, and
  * -EAGAIN if what was opened is no longer a regular file), the target
  * string of a symlink (also returned in *ret_target when that is not
@@ -82,5 +82,5 @@ struct stat;
 int fs_hash_at(int dirfd, const char *name, const struct stat *st,
                char hex[65], char **ret_target);
 
-/* Is st a file type sbx carries (regular, directory, symlink)? */
+/* Is st a file type hutch carries (regular, directory, symlink)? */
 bool fs_mode_supported(mode_t mode);

@@ -2,7 +2,7 @@
  * (see lang.h).
  *
  * The file is tiny (a handful of sections of three or four keys) and is
- * read once per `sbx run --lang`; it is kept as an array in file order.
+ * read once per `hutch run --lang`; it is kept as an array in file order.
  * Templates are checked when the file is read, so a bad placeholder is
  * reported as file:line, not in the middle of a run.
  */
@@ -201,10 +201,10 @@ int lang_table_parse(const char *text, const char *display, struct lang_table **
 
 char *lang_table_default_path(void)
 {
-        const char *d = getenv("SBX_DATADIR");
+        const char *d = getenv("HUTCH_DATADIR");
         if (d && d[0])
                 return xasprintf("%s/languages.ini", d);
-        return xstrdup(SBX_DATADIR "/languages.ini");
+        return xstrdup(HUTCH_DATADIR "/languages.ini");
 }
 
 int lang_table_load(const char *path, struct lang_table **ret, char **ret_error)

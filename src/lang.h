@@ -5,7 +5,7 @@
  * the host's PATH (the sandbox sees the host's /usr, so the host PATH is
  * what the job gets).
  *
- * Use from `sbx run --lang NAME -c CODE | --file F | -`:
+ * Use from `hutch run --lang NAME -c CODE | --file F | -`:
  *
  *     _cleanup_(lang_table_freep) struct lang_table *t = NULL;
  *     _cleanup_(lang_plan_done) struct lang_plan plan = {};
@@ -17,7 +17,7 @@
  *     if plan.compile_argv: run it; non-zero -> status compile_error
  *     run plan.run_argv
  *
- * Errors: negative errno and one line in *ret_error (no "sbx: " prefix).
+ * Errors: negative errno and one line in *ret_error (no "hutch: " prefix).
  */
 #pragma once
 
@@ -35,8 +35,8 @@ struct lang {
 
 struct lang_table;              /* opaque: the languages of one file */
 
-/* The file read when lang_table_load() gets NULL: $SBX_DATADIR/languages.ini
- * if SBX_DATADIR is set, else SBX_DATADIR "/languages.ini" as installed.
+/* The file read when lang_table_load() gets NULL: $HUTCH_DATADIR/languages.ini
+ * if HUTCH_DATADIR is set, else HUTCH_DATADIR "/languages.ini" as installed.
  * Newly allocated. */
 char *lang_table_default_path(void);
 

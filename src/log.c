@@ -1,4 +1,4 @@
-/* log.c - sbx's stderr messages. The verbosity is the one static besides
+/* log.c - hutch's stderr messages. The verbosity is the one static besides
  * the resolved configuration; it is set once from the command line. */
 #include "config.h"
 
@@ -25,6 +25,6 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "sbx: %s\n", buf);
+        fprintf(stderr, "hutch: %s\n", buf);
         errno = saved;
 }

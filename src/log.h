@@ -1,4 +1,4 @@
-/* log.h - sbx's own messages, all on stderr and prefixed "sbx: ".
+/* log.h - hutch's own messages, all on stderr and prefixed "hutch: ".
  *
  * Modules return negative errno values and do not log (except at debug
  * level); the verb that called them logs once, in words, and returns.
@@ -13,7 +13,7 @@
 enum log_level {
         LOG_QUIET = 0,   /* errors only */
         LOG_NORMAL = 1,  /* warnings and notices */
-        LOG_VERBOSE = 2, /* -v: what sbx is doing */
+        LOG_VERBOSE = 2, /* -v: what hutch is doing */
         LOG_DEBUG = 3,   /* -vv: everything */
 };
 

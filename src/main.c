@@ -1,4 +1,4 @@
-/* main.c - sbx's entry point: global options, the verb table, and the
+/* main.c - hutch's entry point: global options, the verb table, and the
  * final check that everything printed on stdout really got out (a full
  * disk or a closed pipe must not turn into a silent success). */
 #include "config.h"
@@ -34,7 +34,7 @@ int cli_bad_value(const char *verb, const char *opt, const char *value, const ch
 static void usage(FILE *f)
 {
         fprintf(f,
-                "Usage: sbx [--version] [--help] VERB [ARGS...]\n"
+                "Usage: hutch [--version] [--help] VERB [ARGS...]\n"
                 "\n"
                 "Run untrusted jobs in a rootless throwaway sandbox.\n"
                 "\n"
@@ -43,7 +43,7 @@ static void usage(FILE *f)
                 fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
         fprintf(f,
                 "\n"
-                "`sbx VERB --help` describes each verb; man sbx(1) has the exit codes.\n");
+                "`hutch VERB --help` describes each verb; man hutch(1) has the exit codes.\n");
 }
 
 static int flush_stdout(int code)
@@ -67,13 +67,13 @@ int main(int argc, char **argv)
                 return flush_stdout(EXIT_OK);
         }
         if (streq(argv[1], "--version") || streq(argv[1], "version")) {
-                printf("sbx %s\n", PACKAGE_VERSION);
+                printf("hutch %s\n", PACKAGE_VERSION);
                 return flush_stdout(EXIT_OK);
         }
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(argv[1], verbs[i].name))
                         return flush_stdout(verbs[i].run(argc - 1, argv + 1));
 
-        log_error("unknown verb '%s' (see sbx --help)", argv[1]);
+        log_error("unknown verb '%s' (see hutch --help)", argv[1]);
         return EXIT_USAGE;
 }

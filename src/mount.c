@@ -351,7 +351,7 @@ static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failur
 
         if (mkdir(dev, 0755) < 0 && errno != EEXIST)
                 return fail_with(fail, -errno, "mkdir", "/dev");
-        if (mount("sbx-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+        if (mount("hutch-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
                 return fail_with(fail, -errno, "mount tmpfs", "/dev");
         r = attach_pending(dev_nodes_pending, fail);
         if (r < 0)
@@ -436,7 +436,7 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
 {
         char opts[64];
         snprintf(opts, sizeof(opts), "mode=0755,size=%llu", (unsigned long long)cfg->disk_bytes);
-        if (mount("sbx-scratch", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+        if (mount("hutch-scratch", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return fail_with(fail, -errno, "mount scratch tmpfs", SCRATCH);
 
         static const struct { const char *path; mode_t mode; } dirs[] = {
@@ -463,11 +463,11 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
 int mount_tmpfs_user_xattr(const char *path)
 {
         char probe[PATH_MAX];
-        snprintf(probe, sizeof(probe), "%s/.sbx-xattr-probe", path);
+        snprintf(probe, sizeof(probe), "%s/.hutch-xattr-probe", path);
         _cleanup_close_ int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        int r = fsetxattr(fd, "user.sbx.probe", "y", 1, 0) < 0 ? -errno : 1;
+        int r = fsetxattr(fd, "user.hutch.probe", "y", 1, 0) < 0 ? -errno : 1;
         (void)unlink(probe);
         if (r == -EOPNOTSUPP || r == -EPERM)
                 return 0;
@@ -541,13 +541,13 @@ static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
         if (r == 0)
                 r = -EOPNOTSUPP;
         if (r < 0)
-                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see sbx doctor)",
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see hutch doctor)",
                                  RW "/upper");
         if (sys_move_mount(lower_clone, "", AT_FDCWD, RW "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return fail_with(fail, -errno, "attach workdir", RW "/lower");
         /* safety: lower is a read-only clone; upper and work are on the
          * scratch; nosuid,nodev as for every writable area */
-        r = mount_overlay("sbx-workspace", RW "/workspace",
+        r = mount_overlay("hutch-workspace", RW "/workspace",
                           "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr");
         if (r < 0)
                 return fail_with(fail, r, "mount overlay", "/workspace");
@@ -575,14 +575,14 @@ static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
         if (r == 0)
                 r = -EOPNOTSUPP;
         if (r < 0)
-                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see sbx doctor)",
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see hutch doctor)",
                                  RW "/root-upper");
         char *t = xasprintf("%s,upperdir=" RW "/root-upper,workdir=" RW "/root-work,userxattr", opts);
         free(opts);
         opts = t;
         /* safety: layers are read-only clones, upper and work on the
          * scratch; nosuid,nodev like every writable area */
-        r = mount_overlay("sbx-root", NEWROOT, opts);
+        r = mount_overlay("hutch-root", NEWROOT, opts);
         if (r < 0)
                 return fail_with(fail, r, "mount overlay", "/");
         return 0;

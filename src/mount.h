@@ -8,7 +8,7 @@
 #include "run-config.h"
 
 /* Where the failing step went wrong, for the supervisor's one-line
- * report: "sbx: setup: <step> <path>: <reason>". */
+ * report: "hutch: setup: <step> <path>: <reason>". */
 struct setup_failure {
         const char *step;
         char path[416];
@@ -41,7 +41,7 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
 /* Clone host directory path as a detached, read-only, nosuid, nodev
  * mount (open_tree), for mount_workspace.lower_clone. Called in the new
  * namespaces *before* the sandbox takes its uid: the path is resolved
- * with the credentials of the user who started sbx (its owner), so a
+ * with the credentials of the user who started hutch (its owner), so a
  * directory in the user's private state dir can be the lower layer
  * even when the sandbox user maps to another host uid. Returns the fd
  * or -errno. */

@@ -15,7 +15,7 @@
  *
  * Trust: profiles found by name in the search path, and files given by a
  * path that lies inside one of those directories, are trusted. Any other
- * file may not ask for writable host binds (rw): a profile handed to sbx
+ * file may not ask for writable host binds (rw): a profile handed to hutch
  * by someone else must not be able to open the host for writing (STYLE
  * convention 6). The command line is the user and is always honoured.
  */
@@ -202,7 +202,7 @@ static const char *const seccomp_mode_words[] = {
  * canonical text. */
 const struct profile_key profile_keys[] = {
         { "", "description", "description", PROFILE_TEXT, "", NULL,
-          "one line saying what the profile is for (shown by sbx profile list)",
+          "one line saying what the profile is for (shown by hutch profile list)",
           FIELD(description) },
 
         { "artifacts", "dir", "artifacts-dir", PROFILE_STRING, "/workspace/output", "path",
@@ -289,7 +289,7 @@ const struct profile_key profile_keys[] = {
           "host name inside the sandbox",
           FIELD(hostname), .check = check_hostname },
         { "sandbox", "session_ttl", "session-ttl", PROFILE_DURATION, "1d", "ms",
-          "a --session workspace unused this long is removed by sbx gc",
+          "a --session workspace unused this long is removed by hutch gc",
           FIELD(session_ttl_ms), .zero = "none", .min = 1, .max = DURATION_MAX_MS },
         { "sandbox", "uid", "uid", PROFILE_COUNT, "1000", NULL,
           "user id of the job inside the sandbox",
@@ -314,7 +314,7 @@ const struct profile_key profile_keys[] = {
           "syscalls and @groups denied on top of the built-in baseline",
           FIELD(seccomp_deny), .check = check_syscall_name },
         { "seccomp", "mode", "seccomp-mode", PROFILE_ENUM, "deny", NULL,
-          "deny: the built-in deny list (@sbx-deny); allow: only the allow list (@sbx-strict)",
+          "deny: the built-in deny list (@hutch-deny); allow: only the allow list (@hutch-strict)",
           FIELD(seccomp_mode), .words = seccomp_mode_words },
 };
 const size_t profile_n_keys = ELEMENTSOF(profile_keys);
@@ -824,7 +824,7 @@ void profile_apply_defaults(struct run_config *cfg)
                 _cleanup_free_ char *err = NULL;
                 if (set_value(cfg, &profile_keys[i], profile_keys[i].def, false, ORIGIN_DEFAULT,
                               NULL, 0, &err) < 0) {
-                        fprintf(stderr, "sbx: BUG: bad built-in default: %s\n", err);
+                        fprintf(stderr, "hutch: BUG: bad built-in default: %s\n", err);
                         abort();
                 }
         }
@@ -1076,18 +1076,18 @@ char **profile_search_dirs(void)
 {
         char **dirs = NULL;
         const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-        const char *path = getenv("SBX_PROFILE_PATH");
+        const char *path = getenv("HUTCH_PROFILE_PATH");
 
         if (xdg && xdg[0] == '/') {
-                _cleanup_free_ char *d = xasprintf("%s/sbx/profiles", xdg);
+                _cleanup_free_ char *d = xasprintf("%s/hutch/profiles", xdg);
                 dirs = strv_append(dirs, d);
         } else if (home && home[0] == '/') {
-                _cleanup_free_ char *d = xasprintf("%s/.config/sbx/profiles", home);
+                _cleanup_free_ char *d = xasprintf("%s/.config/hutch/profiles", home);
                 dirs = strv_append(dirs, d);
         }
-        dirs = strv_append(dirs, "/etc/sbx/profiles");
-        if (!streq(SBX_SYSCONFDIR, "/etc"))
-                dirs = strv_append(dirs, SBX_SYSCONFDIR "/sbx/profiles");
+        dirs = strv_append(dirs, "/etc/hutch/profiles");
+        if (!streq(HUTCH_SYSCONFDIR, "/etc"))
+                dirs = strv_append(dirs, HUTCH_SYSCONFDIR "/hutch/profiles");
         if (path) {
                 _cleanup_free_ char *copy = xstrdup(path);
                 char *save = NULL;
@@ -1095,7 +1095,7 @@ char **profile_search_dirs(void)
                         if (!strv_contains(dirs, d))
                                 dirs = strv_append(dirs, d);
         } else
-                dirs = strv_append(dirs, SBX_DATADIR "/profiles");
+                dirs = strv_append(dirs, HUTCH_DATADIR "/profiles");
         return dirs;
 }
 
@@ -1147,7 +1147,7 @@ static char *dirs_text(char *const *dirs)
 }
 
 /* Find NAME.ini in the search path, skipping the file `skip` (a realpath;
- * so that ~/.config/sbx/profiles/python.ini can extend the python profile
+ * so that ~/.config/hutch/profiles/python.ini can extend the python profile
  * further down the path). Returns 0 with *ret_path, or -ENOENT. */
 static int find_profile(const char *name, const char *skip, char **ret_path)
 {

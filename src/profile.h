@@ -1,9 +1,9 @@
 /* profile.h - profiles: named INI files that set a run's limits, binds,
- * environment and policy (DESIGN §5, sbx-profile(5)).
+ * environment and policy (DESIGN §5, hutch-profile(5)).
  *
  * One table, profile_keys[], describes every key: its section, name, CLI
  * flag, type, default and documentation. The parser, the command line,
- * `sbx profile show`, run_config_init() and the tests all go through it.
+ * `hutch profile show`, run_config_init() and the tests all go through it.
  *
  * Building a run's settings:
  *
@@ -18,7 +18,7 @@
  *     profile_sha256_hex(text, hex);
  *
  * On failure every function returns a negative errno and, if ret_error is
- * not NULL, one line of explanation without the "sbx: " prefix, e.g.
+ * not NULL, one line of explanation without the "hutch: " prefix, e.g.
  *     profile python.ini:12: memory: expected a size like 512M, got "lots"
  *     --memory: expected a size like 512M, got "lots"
  * which the caller logs and turns into exit code 125 (or 2 for a bad
@@ -122,7 +122,7 @@ int profile_validate(const struct run_config *cfg, char **ret_error);
 int profile_load(struct run_config *cfg, const char *name_or_path, char **ret_error);
 
 /* Parse profile text as if read from a file shown as display_name (e.g. a
- * resolved profile kept with a past run, for `sbx rerun`). trusted decides
+ * resolved profile kept with a past run, for `hutch rerun`). trusted decides
  * whether rw is honoured. An `extends` by name uses the search path; by
  * path, it is relative to the current directory. Same returns as
  * profile_load(); does not touch profile_name or profile_path. */
@@ -130,9 +130,9 @@ int profile_load_text(struct run_config *cfg, const char *text, const char *disp
                       bool trusted, char **ret_error);
 
 /* The directories searched for NAME.ini, in order (all trusted):
- * $XDG_CONFIG_HOME/sbx/profiles (default ~/.config/sbx/profiles),
- * /etc/sbx/profiles, SBX_SYSCONFDIR/sbx/profiles if that is not /etc, then
- * each dir of $SBX_PROFILE_PATH if set, else SBX_DATADIR/profiles.
+ * $XDG_CONFIG_HOME/hutch/profiles (default ~/.config/hutch/profiles),
+ * /etc/hutch/profiles, HUTCH_SYSCONFDIR/hutch/profiles if that is not /etc, then
+ * each dir of $HUTCH_PROFILE_PATH if set, else HUTCH_DATADIR/profiles.
  * Returns a new NULL-terminated vector (free with strv_free). */
 char **profile_search_dirs(void);
 

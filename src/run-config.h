@@ -3,10 +3,10 @@
  * Built once, in order: built-in defaults, then the profile (and the
  * profiles it extends), then the command line; after that it is passed
  * around as `const struct run_config *` and never changed. It is the only
- * global state sbx has besides the log level.
+ * global state hutch has besides the log level.
  *
  * Every field a profile can set is named after its key (profile.c holds
- * the one table of keys, their types, defaults and docs; sbx-profile(5)
+ * the one table of keys, their types, defaults and docs; hutch-profile(5)
  * describes them). The comment on each field gives "[section] key".
  */
 #pragma once
@@ -31,7 +31,7 @@ enum seccomp_mode {
         _SECCOMP_MODE_INVALID = -EINVAL,
 };
 
-/* Where a setting came from, for `sbx profile show` and for trust. */
+/* Where a setting came from, for `hutch profile show` and for trust. */
 enum origin {
         ORIGIN_DEFAULT,         /* built-in default from the key table */
         ORIGIN_FILE,            /* a profile in a trusted directory */

@@ -3,8 +3,8 @@
  * the blob store next to the run database and listed in the `files`
  * table (store.h).
  *
- * `sbx run` calls runfiles_collect() once the sandbox is gone; `sbx diff`,
- * `sbx apply` and `sbx cp` read the records back with runfiles_load().
+ * `hutch run` calls runfiles_collect() once the sandbox is gone; `hutch diff`,
+ * `hutch apply` and `hutch cp` read the records back with runfiles_load().
  */
 #pragma once
 
@@ -17,7 +17,7 @@
 struct blobstore;
 
 /* Open the blob store of the run database s: the directory "blobs" next
- * to it ($SBX_STATE_DIR/blobs). 0 or -errno. */
+ * to it ($HUTCH_STATE_DIR/blobs). 0 or -errno. */
 int runfiles_open_blobs(struct store *s, struct blobstore **ret);
 
 /* Take the blob store's lock (the file ".lock" in it, an OFD lock, so

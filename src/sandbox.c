@@ -7,7 +7,7 @@
  *     every namespace flag at once and CLONE_PIDFD, so the child exists
  *     only inside its namespaces and we hold a race-free handle on it;
  *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
- *     (it must be the supervisor: when sbx runs as root, only a process
+ *     (it must be the supervisor: when hutch runs as root, only a process
  *     in the parent namespace may map the sandbox to an unprivileged id);
  *  3. supervisor: sends "go" (with the terminal size);
  *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
@@ -148,7 +148,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         /* If the supervisor is gone before we even start, so are we. */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* init holds no fd of the supervisor's but the ones it needs: not
-         * the host workspace dir, not whatever the caller passed sbx
+         * the host workspace dir, not whatever the caller passed hutch
          * beyond stdio (3</etc/passwd), which the job could otherwise
          * reach through /proc/1/fd as a way out of the sandbox. stdin
          * stays: it is the job's. */
@@ -158,7 +158,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                 _exit(EXIT_SETUP);
 
         /* The workspace's lower dir is resolved as the user who started
-         * sbx, who owns it (a session dir lives in their private state
+         * hutch, who owns it (a session dir lives in their private state
          * dir): the sandbox user may be another host uid. */
         int lower_clone = idmapped_lower;
         if (in->workspace_lower && lower_clone < 0) {
@@ -190,7 +190,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         /* a credential change clears the parent-death signal: arm it again */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 setup_failed(sync_fd, -errno, "pdeathsig", "");
-        (void)prctl(PR_SET_NAME, "sbx-init");
+        (void)prctl(PR_SET_NAME, "hutch-init");
 
         struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
                                       .root_clones = layers, .n_root_clones = n_layers,
@@ -267,7 +267,7 @@ static int idmap_workdir(const char *dir)
                 /* the run still works, but the job will find root's files
                  * read-only: say so once, where the user looks */
                 log_warning("run: --workdir %s: root's files stay read-only to the job: this filesystem "
-                            "cannot be idmapped (%s; see sbx doctor)", dir, strerror(-fd));
+                            "cannot be idmapped (%s; see hutch doctor)", dir, strerror(-fd));
                 return -1;
         }
         return fd;
@@ -306,13 +306,13 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         /* Root's sandbox user is host uid 65534, so a --workdir that root
          * owns would be read-only to the job. Through an idmapped clone
          * (host uid/gid 0 seen as 65534) its files are the sandbox user's,
-         * as a user's own files are when sbx runs as that user. Only a
+         * as a user's own files are when hutch runs as that user. Only a
          * dir root owns: a session tree is chowned to 65534 after each
          * commit and needs no mapping. Where the filesystem cannot be
          * idmapped the plain clone is used, as before.
          * Safety: the clone is read-only, nosuid, nodev like the plain
          * one; the job writes to the overlay's upper on the scratch, and
-         * root's files reach the host again only through sbx apply, as
+         * root's files reach the host again only through hutch apply, as
          * root, after the run. */
         ret->failed_step = "workdir idmap";
         if (in->workspace_lower && ns_real_root())

@@ -24,7 +24,7 @@ struct sandbox {
         int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
 };
 
-/* The signals sbx handles itself (through a signalfd) and forwards;
+/* The signals hutch handles itself (through a signalfd) and forwards;
  * they must be blocked before sandbox_spawn() so the child inherits the
  * mask and its init can read them from a signalfd too. */
 void sandbox_signal_set(sigset_t *set);

@@ -1,8 +1,8 @@
 /* sanitize.h - turn a job's raw output bytes into text that is safe to
  * put in JSON or on a terminal.
  *
- * Stored output is raw bytes (`sbx logs` gives them back exactly); the
- * JSON view and `sbx show` use this instead: ANSI/VT escape sequences are
+ * Stored output is raw bytes (`hutch logs` gives them back exactly); the
+ * JSON view and `hutch show` use this instead: ANSI/VT escape sequences are
  * removed and every invalid UTF-8 sequence becomes U+FFFD.
  */
 #pragma once

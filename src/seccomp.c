@@ -1,7 +1,7 @@
 /* seccomp.c - builds the job's syscall policy (see seccomp.h) from a
- * seccomp_settings and the groups in $SBX_DATADIR/seccomp.ini.
+ * seccomp_settings and the groups in $HUTCH_DATADIR/seccomp.ini.
  *
- * Shape of the work: this runs once per `sbx run`, in the supervisor.
+ * Shape of the work: this runs once per `hutch run`, in the supervisor.
  * The groups file is ~450 short lines; parsing it, expanding the lists
  * into a bitmap of native syscall numbers (a few hundred bits) and adding
  * one libseccomp rule per set bit costs well under a millisecond; loading
@@ -49,7 +49,7 @@
 
 /* How many syscall numbers past the last one libseccomp can name get
  * ENOSYS. The kernel adds 10-15 a year; 64 covers several years of
- * kernels newer than the libseccomp sbx was built with. */
+ * kernels newer than the libseccomp hutch was built with. */
 #define FUTURE_SYSCALLS 64
 
 /* New syscalls share one numbering on all current architectures from
@@ -218,9 +218,9 @@ static int groups_handler(void *user, const char *section, const char *name, con
 
 static char *groups_path(void)
 {
-        const char *dir = getenv("SBX_DATADIR");
+        const char *dir = getenv("HUTCH_DATADIR");
         if (!dir || !*dir)
-                dir = SBX_DATADIR;
+                dir = HUTCH_DATADIR;
         return xasprintf("%s/seccomp.ini", dir);
 }
 
@@ -279,7 +279,7 @@ static int expand(const struct group_table *t, const char *token, struct sysset 
         }
 
         /* "?" is for the groups file only: a user's own list names
-         * what this sbx knows, and a typo there must be an error. */
+         * what this hutch knows, and a typo there must be an error. */
         if (token[0] == '?' && where) {
                 optional = true;
                 token++;
@@ -422,7 +422,7 @@ static int build_args_filter(struct builder *b, const struct seccomp_settings *s
         }
 
         /* Terminal injection. TIOCSTI pushes bytes into a terminal's
-         * input queue: a job sharing the user's tty (sbx run -t, or an
+         * input queue: a job sharing the user's tty (hutch run -t, or an
          * inherited one) could type commands into the shell that runs
          * after it exits. TIOCLINUX can do the same on a virtual console
          * (selection paste) and read its screen. The kernel takes the
@@ -668,7 +668,7 @@ int seccomp_policy_load(const struct seccomp_policy *p)
 /* Blob layout: magic, instruction counts of the argument filter and the
  * name filter, then both programs back to back (argument filter first,
  * the order seccomp_policy_load() installs them in). */
-#define BLOB_MAGIC 0x73627862u  /* "sbxb" */
+#define BLOB_MAGIC 0x68757463u  /* "hutc" */
 struct blob_header {
         uint32_t magic;
         uint32_t n_args;
@@ -699,7 +699,7 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
 
         if (!p || !p->names || !p->args)
                 return -EINVAL;
-        _cleanup_close_ int fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
+        _cleanup_close_ int fd = memfd_create("hutch-bpf", MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
         struct blob_header h = { .magic = BLOB_MAGIC };
@@ -888,8 +888,8 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         /* bumped whenever the same settings build a different policy
          * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through), so no run
          * picks up a blob an older build cached */
-        key_add(&d, "format", "sbx-bpf-cache 2");
-        key_add(&d, "sbx", PACKAGE_VERSION);
+        key_add(&d, "format", "hutch-bpf-cache 2");
+        key_add(&d, "hutch", PACKAGE_VERSION);
         snprintf(buf, sizeof(buf), "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
         key_add(&d, "libseccomp", buf);
         key_add(&d, "arch", native_arch_name());
@@ -908,7 +908,7 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         return 0;
 }
 
-/* Cache file: "sbx-bpf <syscalls> <rules>\n" then the blob. */
+/* Cache file: "hutch-bpf <syscalls> <rules>\n" then the blob. */
 static int cache_read(const char *path, void **ret_blob, size_t *ret_len, unsigned *ret_syscalls,
                       unsigned *ret_rules)
 {
@@ -919,7 +919,7 @@ static int cache_read(const char *path, void **ret_blob, size_t *ret_len, unsign
         if (r < 0)
                 return r;
         char *nl = memchr(data, '\n', len);
-        if (!nl || sscanf(data, "sbx-bpf %u %u", &syscalls, &rules) != 2)
+        if (!nl || sscanf(data, "hutch-bpf %u %u", &syscalls, &rules) != 2)
                 return -EBADMSG;
         size_t off = (size_t)(nl + 1 - data);
         size_t blob_len = len - off;
@@ -950,7 +950,7 @@ static void cache_write(const char *dir, const char *path, const void *blob, siz
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
-        snprintf(head, sizeof(head), "sbx-bpf %u %u\n", syscalls, rules);
+        snprintf(head, sizeof(head), "hutch-bpf %u %u\n", syscalls, rules);
         bool ok = write_all(fd, head, strlen(head)) == 0 && write_all(fd, blob, len) == 0;
         ok = close(fd) == 0 && ok;
         /* rename: readers see the old file or the whole new one */
@@ -1058,7 +1058,7 @@ int seccomp_settings_default(struct seccomp_settings *s)
         *s = (struct seccomp_settings) {
                 .name = xstrdup("default"),
                 .default_action = xstrdup("errno"),
-                .deny = strv_append(NULL, "@sbx-deny"),
+                .deny = strv_append(NULL, "@hutch-deny"),
         };
         return 0;
 }
@@ -1068,8 +1068,8 @@ int seccomp_settings_strict(struct seccomp_settings *s)
         *s = (struct seccomp_settings) {
                 .name = xstrdup("strict"),
                 .default_action = xstrdup("errno"),
-                .allow = strv_append(NULL, "@sbx-strict"),
-                .deny = strv_append(NULL, "@sbx-deny"),
+                .allow = strv_append(NULL, "@hutch-strict"),
+                .deny = strv_append(NULL, "@hutch-deny"),
                 .allow_list_mode = true,
         };
         return 0;

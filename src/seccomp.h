@@ -1,7 +1,7 @@
 /* seccomp.h - the job's syscall policy: settings in, libseccomp filter out.
  *
  * A policy is a list of syscall names and @groups (groups are defined
- * once, in $SBX_DATADIR/seccomp.ini) plus a few switches. In deny-list
+ * once, in $HUTCH_DATADIR/seccomp.ini) plus a few switches. In deny-list
  * mode (the default profile) the listed calls are denied and the rest is
  * allowed; in allow-list mode (the strict profile) only the listed calls
  * are allowed. Either way the filter also carries the rules that cannot
@@ -66,12 +66,12 @@ struct seccomp_report {
 };
 
 /* Fill s with the default profile's policy: deny-list mode, action
- * "errno", deny = { "@sbx-deny" }. Any previous contents are ignored
+ * "errno", deny = { "@hutch-deny" }. Any previous contents are ignored
  * (not freed). Always returns 0; allocation failure exits (xmalloc). */
 int seccomp_settings_default(struct seccomp_settings *s);
 
 /* Fill s with the strict profile's policy: allow-list mode, action
- * "errno", allow = { "@sbx-strict" }, deny = { "@sbx-deny" } (so strict
+ * "errno", allow = { "@hutch-strict" }, deny = { "@hutch-deny" } (so strict
  * never allows what the default denies). Returns 0. */
 int seccomp_settings_strict(struct seccomp_settings *s);
 
@@ -83,16 +83,16 @@ struct seccomp_policy;
 
 /* Build the policy s describes for the native architecture.
  *
- * Groups come from $SBX_DATADIR/seccomp.ini when that variable is set and
- * non-empty, else from the compiled-in SBX_DATADIR. On success returns 0,
+ * Groups come from $HUTCH_DATADIR/seccomp.ini when that variable is set and
+ * non-empty, else from the compiled-in HUTCH_DATADIR. On success returns 0,
  * stores a new policy in *ret (free with seccomp_policy_free()) and, when
  * ret_report is not NULL, fills it. On failure returns -errno, leaves
  * *ret and *ret_report alone and, when ret_error is not NULL, stores a
  * malloc'ed message for the user (never NULL on failure), e.g.
  *   -EINVAL  seccomp: unknown syscall or group "@nope"
  *   -EINVAL  seccomp: unknown action "deny" (use errno, kill or log)
- *   -EINVAL  seccomp: /usr/share/sbx/seccomp.ini:12: group names start with @
- *   -ENOENT  seccomp: /usr/share/sbx/seccomp.ini: No such file or directory
+ *   -EINVAL  seccomp: /usr/share/hutch/seccomp.ini:12: group names start with @
+ *   -ENOENT  seccomp: /usr/share/hutch/seccomp.ini: No such file or directory
  * Needs no privileges and does not touch the calling process's filters.
  * Costs about a millisecond (measured numbers in the unit test's output). */
 int seccomp_policy_build(const struct seccomp_settings *s, struct seccomp_policy **ret,
@@ -113,7 +113,7 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
 /* seccomp_policy_build() + seccomp_policy_export(), remembered in
  * cache_dir (created 0700; NULL: no cache). The key covers everything
  * that decides the filter: the settings, the groups file (path, inode,
- * size, mtime), the libseccomp version, the architecture and sbx's
+ * size, mtime), the libseccomp version, the architecture and hutch's
  * version, so a changed input is never served a stale filter. Building
  * costs about a millisecond of libseccomp work per run; a cache hit is one
  * small file read. A cache that cannot be read or written is ignored. */
@@ -144,12 +144,12 @@ struct seccomp_policy *seccomp_policy_free(struct seccomp_policy *p);
 static inline void seccomp_policy_freep(struct seccomp_policy **p) { seccomp_policy_free(*p); }
 #define _cleanup_seccomp_policy_ _cleanup_(seccomp_policy_freep)
 
-/* Write both filters as libseccomp pseudo-code to fd, for `sbx profile
+/* Write both filters as libseccomp pseudo-code to fd, for `hutch profile
  * show --seccomp` and for reviewing the policy. Returns 0 or -errno. */
 int seccomp_policy_dump(const struct seccomp_policy *p, int fd);
 
 /* Check every group in the groups file: each member resolves (or is an
  * other-architecture or `?` name), each @reference exists, no cycles, and
  * each group has a description. Returns the number of groups, or -errno
- * with *ret_error as for seccomp_policy_build(). For tests and `sbx doctor`. */
+ * with *ret_error as for seccomp_policy_build(). For tests and `hutch doctor`. */
 int seccomp_groups_check(char **ret_error);

@@ -3,7 +3,7 @@
  * Data: a handful to hundreds of sessions per user, each a directory
  * tree of a workspace's size. Locking is an OFD lock on a per-session
  * file: it dies with its holder (a supervisor killed with SIGKILL frees the
- * session at once), and only ever excludes other sbx processes.
+ * session at once), and only ever excludes other hutch processes.
  *
  * Host writes: everything here happens beneath the user's own state dir,
  * through *at() calls on directory fds; removal and chown never follow a
@@ -45,7 +45,7 @@ char *session_root(const char *db_path)
 /* An open-file-description lock on the whole file: like flock() it
  * belongs to the open file (inherited copies share it, it goes when the
  * last one closes), and unlike flock() it can be queried without taking
- * it (F_OFD_GETLK), so `sbx session ls` never makes a run fail. */
+ * it (F_OFD_GETLK), so `hutch session ls` never makes a run fail. */
 static int lock_try(int fd)
 {
         struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };

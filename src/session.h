@@ -1,11 +1,11 @@
-/* session.h - persistent workspaces (`sbx run --session NAME`).
+/* session.h - persistent workspaces (`hutch run --session NAME`).
  *
- * Layout under the state dir (next to sbx.db):
+ * Layout under the state dir (next to hutch.db):
  *
  *      sessions/               mode 0700
  *      sessions/NAME/          mode 0700
  *      sessions/NAME/lock      locked (OFD write lock) by the one run (or
- *                              `sbx session rm`) using the session; its
+ *                              `hutch session rm`) using the session; its
  *                              mtime is the session's last use
  *      sessions/NAME/tree/     the workspace itself
  *

@@ -9,7 +9,7 @@ enum run_status {
         RUN_TIMEOUT,            /* wall deadline hit */
         RUN_CPU_TIMEOUT,        /* cpu-time limit hit */
         RUN_OOM,                /* memory limit hit */
-        RUN_CANCELLED,          /* Ctrl-C twice, SIGTERM to sbx, sbx kill */
+        RUN_CANCELLED,          /* Ctrl-C twice, SIGTERM to hutch, hutch kill */
         RUN_SETUP_ERROR,        /* sandbox could not be built */
         RUN_NOT_FOUND,          /* command not found */
         RUN_NOT_EXECUTABLE,     /* command could not be executed */

@@ -4,7 +4,7 @@
  * running before the job starts, completed when it ends) with heartbeat
  * updates in between, read by the history verbs. Up to a few hundred
  * thousand rows; each carries at most 2 x 2 x capture-limit bytes of
- * output. Workload: many short-lived sbx processes writing at once (one
+ * output. Workload: many short-lived hutch processes writing at once (one
  * connection each), so every write takes the write lock up front with
  * BEGIN IMMEDIATE (in WAL mode a deferred transaction that later wants to
  * write can fail at once with SQLITE_BUSY, without waiting) and every
@@ -12,7 +12,7 @@
  *
  * The schema is versioned with PRAGMA user_version. migrations[i] takes a
  * database from version i to i+1; migrations only ever get appended, and
- * a database written by a newer sbx is refused rather than guessed at.
+ * a database written by a newer hutch is refused rather than guessed at.
  */
 #include "config.h"
 
@@ -27,7 +27,7 @@
 #include "store.h"
 #include "util.h"
 
-/* Long enough for dozens of concurrent sbx processes queueing for the
+/* Long enough for dozens of concurrent hutch processes queueing for the
  * write lock (each holds it for a millisecond or so); short enough that a
  * stuck process is reported rather than waited for forever. */
 #define STORE_BUSY_TIMEOUT_MS 30000
@@ -82,7 +82,7 @@ static const char *const migrations[] = {
         "CREATE INDEX runs_session ON runs(session, started_at) WHERE session IS NOT NULL;\n"
         "CREATE INDEX runs_status ON runs(status, started_at);\n",
 
-        /* 2 -> 3: the code of a --lang run, so `sbx rerun` can repeat it */
+        /* 2 -> 3: the code of a --lang run, so `hutch rerun` can repeat it */
         "ALTER TABLE runs ADD COLUMN lang TEXT;\n"
         "ALTER TABLE runs ADD COLUMN code BLOB;\n",
 
@@ -330,7 +330,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
 {
         json_t *o = json_object();
 
-        json_object_set_new(o, "schema", json_string("sbx.result/1"));
+        json_object_set_new(o, "schema", json_string("hutch.result/1"));
         json_object_set_new(o, "id", json_string(rec->id));
         json_object_set_new(o, "status", json_string(run_status_to_string(rec->status)));
         json_object_set_new(o, "exit_code", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null());
@@ -549,16 +549,16 @@ int store_current_schema_version(void)
 
 int store_default_path(char **ret)
 {
-        const char *dir = getenv("SBX_STATE_DIR");
+        const char *dir = getenv("HUTCH_STATE_DIR");
         const char *xdg = getenv("XDG_STATE_HOME");
         const char *home = getenv("HOME");
 
         if (dir && *dir)
-                *ret = xasprintf("%s/sbx.db", dir);
+                *ret = xasprintf("%s/hutch.db", dir);
         else if (xdg && *xdg)
-                *ret = xasprintf("%s/sbx/sbx.db", xdg);
+                *ret = xasprintf("%s/hutch/hutch.db", xdg);
         else if (home && *home)
-                *ret = xasprintf("%s/.local/state/sbx/sbx.db", home);
+                *ret = xasprintf("%s/.local/state/hutch/hutch.db", home);
         else
                 return -ENOENT;
         return 0;
@@ -601,7 +601,7 @@ static int migrate(struct store *s)
         if (version > current) {
                 char msg[128];
                 snprintf(msg, sizeof(msg),
-                         "schema version %d is newer than this sbx understands (%d); upgrade sbx",
+                         "schema version %d is newer than this hutch understands (%d); upgrade hutch",
                          version, current);
                 return fail_msg(s, -EPROTONOSUPPORT, msg);
         }
@@ -609,7 +609,7 @@ static int migrate(struct store *s)
         r = begin_write(s);
         if (r < 0)
                 return r;
-        /* another sbx may have migrated while we waited for the lock */
+        /* another hutch may have migrated while we waited for the lock */
         version = store_schema_version(s);
         if (version < 0) {
                 rollback(s);
@@ -717,13 +717,13 @@ int store_open(const char *path, struct store **ret, char **ret_error)
                 goto fail;
         }
         sqlite3_extended_result_codes(s->db, 0);
-        /* Every sbx run opens and closes the store, and is usually its last
+        /* Every hutch run opens and closes the store, and is usually its last
          * connection: by default SQLite would then checkpoint and delete
          * the WAL on close and create it again on the next open, three
          * disk syncs per run. Keep the WAL and leave checkpoints to the
          * automatic ones (every 64 pages, see configure()), which amortise
          * the syncs over many runs. Committed rows are in the WAL either way; with
-         * synchronous=NORMAL they survive any crash of sbx, and only an OS
+         * synchronous=NORMAL they survive any crash of hutch, and only an OS
          * crash or power loss can lose the last few. */
         int on = 1;
         (void)sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
@@ -765,7 +765,7 @@ void store_checkpoint_if_due(struct store *s)
         if (!s || s->wal_frames < STORE_CHECKPOINT_FRAMES)
                 return;
         /* RESTART, so that the next write starts the WAL over: the next
-         * sbx to open the store (usually the first connection, the WAL
+         * hutch to open the store (usually the first connection, the WAL
          * index gone with the last one) rebuilds the index from every
          * valid frame in the file, checkpointed or not, and would find
          * it over the threshold again. The file keeps its size, so later

@@ -1,10 +1,10 @@
 /* store.h - the run history: one SQLite database per user (DESIGN §4).
  *
- * `sbx run` inserts a row (status running) before the job starts, updates
+ * `hutch run` inserts a row (status running) before the job starts, updates
  * its heartbeat while it runs, and completes it in one transaction at the
  * end; the history verbs (ls, show, logs, gc) read it. A supervisor that
  * dies leaves a running row whose pid is gone: that run is "orphaned",
- * which ls shows and gc records. Many sbx processes use the database at
+ * which ls shows and gc records. Many hutch processes use the database at
  * once: it is in WAL mode, writes take the lock up front (BEGIN
  * IMMEDIATE) and every connection waits for a busy lock instead of
  * failing.
@@ -47,10 +47,10 @@ struct run_output {
 struct run_record {
         char id[ULID_LEN + 1];
         char **argv;            /* NULL-terminated; stored as a JSON array */
-        char *cwd;              /* host directory sbx was started in */
+        char *cwd;              /* host directory hutch was started in */
         char *profile;          /* profile name */
         enum run_status status;
-        int exit_code;          /* what `sbx run` exited with: the job's code,
+        int exit_code;          /* what `hutch run` exited with: the job's code,
                                  * 124, 125, 126, 127, 128+N, ... (exit-codes.h);
                                  * -1 while running and when orphaned */
         int signal;             /* signal that ended the job; 0: none */
@@ -112,7 +112,7 @@ int proc_start_time(pid_t pid, uint64_t *ret);
  * False for every other status. */
 bool run_record_is_orphan(const struct run_record *rec);
 
-/* The JSON view of a run (schema "sbx.result/1"): the fields id, status,
+/* The JSON view of a run (schema "hutch.result/1"): the fields id, status,
  * exit_code, signal, message, argv, cwd, started_at, finished_at (ISO-8601
  * UTC with ms, or null), duration_ms, cpu_user_ms, cpu_sys_ms, cpu_ms,
  * peak_memory_mb, stdout, stderr (only when with_output: sanitised text,
@@ -122,7 +122,7 @@ bool run_record_is_orphan(const struct run_record *rec);
  * reference; never NULL. */
 json_t *run_record_to_json(const struct run_record *rec, bool with_output);
 /* The same, dumped compactly on one line (no trailing newline) with the
- * precision sbx uses for reals. Caller frees. Never NULL. */
+ * precision hutch uses for reals. Caller frees. Never NULL. */
 char *run_record_to_json_string(const struct run_record *rec, bool with_output);
 
 /* ms since the epoch -> "2026-11-29T13:41:39.123Z" (buf >= 32 bytes). */
@@ -130,8 +130,8 @@ const char *format_iso8601_ms(uint64_t ms, char *buf, size_t len);
 
 struct store;
 
-/* The database path: $SBX_STATE_DIR/sbx.db, else
- * ${XDG_STATE_HOME:-$HOME/.local/state}/sbx/sbx.db. Empty variables count
+/* The database path: $HUTCH_STATE_DIR/hutch.db, else
+ * ${XDG_STATE_HOME:-$HOME/.local/state}/hutch/hutch.db. Empty variables count
  * as unset. 0, or -ENOENT when neither XDG_STATE_HOME nor HOME is set. */
 int store_default_path(char **ret);
 
@@ -139,7 +139,7 @@ int store_default_path(char **ret);
  * at path, set WAL mode, synchronous=NORMAL and a busy timeout, and
  * migrate its schema to the current version. On success *ret owns the
  * connection. On failure returns -errno (-EBADMSG: not a database or
- * corrupt; -EPROTONOSUPPORT: written by a newer sbx; -EACCES, -EIO, ...)
+ * corrupt; -EPROTONOSUPPORT: written by a newer hutch; -EACCES, -EIO, ...)
  * and, if ret_error is not NULL, a new string "PATH: what went wrong"
  * for the caller to print (it exits 125). */
 int store_open(const char *path, struct store **ret, char **ret_error);
@@ -160,12 +160,12 @@ static inline void store_closep(struct store **s) { store_close(*s); }
 const char *store_error(const struct store *s);
 /* The database's schema version (PRAGMA user_version), or -errno. */
 int store_schema_version(struct store *s);
-/* The schema version this sbx writes. */
+/* The schema version this hutch writes. */
 int store_current_schema_version(void);
 /* The path s was opened with. */
 const char *store_path(const struct store *s);
 
-/* Insert rec as a new row (any status; `sbx run` inserts it running,
+/* Insert rec as a new row (any status; `hutch run` inserts it running,
  * before the job starts). -EEXIST if the id or idempotency key is taken. */
 int store_run_insert(struct store *s, const struct run_record *rec);
 /* Set the heartbeat of run id to now_ms. -ENOENT if there is no such row. */

@@ -9,9 +9,9 @@
  *
  *   state        event                   action                next
  *   RUNNING      deadline                SIGTERM to job        TERMINATING (reason timeout)
- *   RUNNING      SIGINT to sbx           SIGINT to job         RUNNING (count it)
- *   any          2nd SIGINT to sbx       SIGKILL init          KILLED (reason cancelled)
- *   RUNNING      SIGTERM to sbx          SIGTERM to job        TERMINATING (reason cancelled)
+ *   RUNNING      SIGINT to hutch           SIGINT to job         RUNNING (count it)
+ *   any          2nd SIGINT to hutch       SIGKILL init          KILLED (reason cancelled)
+ *   RUNNING      SIGTERM to hutch          SIGTERM to job        TERMINATING (reason cancelled)
  *   TERMINATING  grace expired           SIGKILL init          KILLED
  *
  * Killing init kills the whole pid namespace, so "SIGKILL init" is
@@ -395,7 +395,7 @@ static void decide(struct loop *l, struct run_outcome *out)
                 int s = l->reason == STOP_CANCEL_INT ? SIGINT : SIGTERM;
                 out->status = RUN_CANCELLED;
                 out->exit_code = s == SIGINT ? EXIT_CANCELLED_INT : EXIT_CANCELLED_TERM;
-                snprintf(out->message, sizeof(out->message), "cancelled by %s to sbx",
+                snprintf(out->message, sizeof(out->message), "cancelled by %s to hutch",
                          signal_name(s, sig, sizeof(sig)));
         } else if (l->have_setup_error) {
                 out->status = RUN_SETUP_ERROR;

@@ -27,7 +27,7 @@ struct supervise_hooks {
 
 struct run_outcome {
         enum run_status status;
-        int exit_code;          /* what `sbx run` exits with */
+        int exit_code;          /* what `hutch run` exits with */
         int job_exit_code;      /* -1 when the job did not exit normally */
         int signal;             /* signal that ended the job, or 0 */
         int error;              /* errno of a setup or exec failure */

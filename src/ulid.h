@@ -16,7 +16,7 @@
 
 /* Fill ret with a new NUL-terminated id. 0, or -errno if no randomness
  * could be had (getrandom failed). Not thread-safe: it keeps the last id
- * in a static to stay monotonic (sbx is single-threaded). */
+ * in a static to stay monotonic (hutch is single-threaded). */
 int ulid_new(char ret[ULID_LEN + 1]);
 
 /* Encode a timestamp (low 48 bits used) and 10 random bytes (big-endian)

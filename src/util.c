@@ -13,7 +13,7 @@
 
 static _noreturn_ void oom(void)
 {
-        static const char msg[] = "sbx: out of memory\n";
+        static const char msg[] = "hutch: out of memory\n";
         (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
         _exit(125);
 }

@@ -124,7 +124,7 @@
 #define TIOCLINUX 0x541C
 #endif
 
-#define NOPATH "/nonexistent-sbx-probe"
+#define NOPATH "/nonexistent-hutch-probe"
 
 struct errno_name {
         int value;
@@ -198,7 +198,7 @@ static long p_chroot(void) { return syscall(SYS_chroot, NOPATH); }
 static long p_move_mount(void) { return syscall(SYS_move_mount, -1, "", -1, "", 0); }
 static long p_open_tree(void) { return syscall(SYS_open_tree, -1, NOPATH, 0); }
 /* A filesystem type that does not exist: ENODEV when allowed. */
-static long p_fsopen(void) { return syscall(SYS_fsopen, "sbx-probe-nofs", 0); }
+static long p_fsopen(void) { return syscall(SYS_fsopen, "hutch-probe-nofs", 0); }
 static long p_fsconfig(void) { return syscall(SYS_fsconfig, -1, 0, NULL, NULL, 0); }
 static long p_fsmount(void) { return syscall(SYS_fsmount, -1, 0, 0); }
 static long p_fspick(void) { return syscall(SYS_fspick, -1, NOPATH, 0); }
@@ -264,7 +264,7 @@ static long p_kexec_load(void) { return syscall(SYS_kexec_load, 0UL, 0xffffUL, N
 static long p_kexec_file_load(void) { return syscall(SYS_kexec_file_load, -1, -1, 0UL, NULL, 0x80000000UL); }
 static long p_init_module(void) { return syscall(SYS_init_module, NULL, 0UL, ""); }
 static long p_finit_module(void) { return syscall(SYS_finit_module, -1, "", 0); }
-static long p_delete_module(void) { return syscall(SYS_delete_module, "sbx_probe_no_such_module", O_NONBLOCK); }
+static long p_delete_module(void) { return syscall(SYS_delete_module, "hutch_probe_no_such_module", O_NONBLOCK); }
 /* Wrong magic numbers: EINVAL when allowed, never a reboot. */
 static long p_reboot(void) { return syscall(SYS_reboot, 0, 0, 0, NULL); }
 static long p_swapon(void) { return syscall(SYS_swapon, NOPATH, 0); }
@@ -339,7 +339,7 @@ static long p_personality_default(void) { return syscall(SYS_personality, (unsig
 static long p_getpid(void) { return syscall(SYS_getpid); }
 
 /* Ids: in a user namespace with one mapped id, another id is EINVAL
- * unless sbx's id shim makes it the EPERM a host gives. Harmless as
+ * unless hutch's id shim makes it the EPERM a host gives. Harmless as
  * root: setuid(0) leaves root root; fchown(-1, ...) is EBADF. */
 static long p_setuid_root(void) { return syscall(SYS_setuid, 0); }
 static long p_setuid_self(void) { return syscall(SYS_setuid, getuid()); }

@@ -9,7 +9,7 @@ set -u
 bin=./tests/fuzz/fuzz-profile-lf
 corpus="${TESTS_DIR:?}/fuzz/corpus"
 
-if [ "${SBX_FUZZING:-no}" != yes ]; then
+if [ "${HUTCH_FUZZING:-no}" != yes ]; then
         exec ./tests/fuzz/fuzz-profile "$corpus"
 fi
 

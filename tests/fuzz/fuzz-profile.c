@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *text, *err = NULL;
         bool trusted = size > 0 && (data[0] & 1);
 
-        setenv("SBX_PROFILE_PATH", "/nonexistent/sbx-fuzz", 1);
-        setenv("XDG_CONFIG_HOME", "/nonexistent/sbx-fuzz", 1);
+        setenv("HUTCH_PROFILE_PATH", "/nonexistent/hutch-fuzz", 1);
+        setenv("XDG_CONFIG_HOME", "/nonexistent/hutch-fuzz", 1);
 
         text = xmalloc(size + 1);
         memcpy(text, data, size);

@@ -1,6 +1,6 @@
 /* replay.c - run a fuzz target over saved inputs, without libFuzzer.
  *
- * Used when sbx is configured without --enable-fuzzing, so the target is
+ * Used when hutch is configured without --enable-fuzzing, so the target is
  * always compiled and its seed corpus exercised by `make check`. Each
  * argument is a file or a directory of files; output is TAP, one test per
  * input. A crash is the failure signal, as under libFuzzer.

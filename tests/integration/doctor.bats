@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# sbx doctor: a report per capability, and an exit code that means something.
+# hutch doctor: a report per capability, and an exit code that means something.
 
 load lib
 
 @test "doctor reports each check and exits 0 when run works here" {
-        run "$SBX" doctor
+        run "$HUTCH" doctor
         [ "$status" -eq 0 ]
         [[ "$output" == *"unprivileged user namespaces"* ]]
         [[ "$output" == *"overlayfs in a user namespace"* ]]
@@ -12,30 +12,30 @@ load lib
         [[ "$output" == *"seccomp"* ]]
         [[ "$output" == *"cgroup v2"* ]]
         [[ "$output" == *"OK      a real sandbox runs"* ]]
-        [[ "$output" == *"sbx run works on this host."* ]]
+        [[ "$output" == *"hutch run works on this host."* ]]
 }
 
 @test "doctor exits 1 and explains when user namespaces are refused" {
         command -v unshare >/dev/null || skip "unshare(1) not installed"
         # a user namespace whose max_user_namespaces is 0 refuses nested ones
         unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
-        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" doctor' "$SBX"
+        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" doctor' "$HUTCH"
         [ "$status" -eq 1 ]
         [[ "$output" == *"MISSING unprivileged user namespaces"* ]]
         [[ "$output" == *"fix:"* ]]
-        [[ "$output" == *"sbx run cannot work on this host"* ]]
+        [[ "$output" == *"hutch run cannot work on this host"* ]]
 }
 
 @test "doctor, as root, says whether a root-owned --workdir can be idmapped here" {
         [ "$(id -u)" -eq 0 ] || skip "the idmapped workdir check is root's"
-        run "$SBX" doctor
+        run "$HUTCH" doctor
         [[ "$output" == *"idmapped --workdir (root): "* ]]
-        run sh -c 'cd /tmp && "$0" doctor' "$SBX"
+        run sh -c 'cd /tmp && "$0" doctor' "$HUTCH"
         [[ "$output" =~ (OK|WARN)\ +idmapped\ --workdir ]]
 }
 
 @test "doctor --help" {
-        run "$SBX" doctor --help
+        run "$HUTCH" doctor --help
         [ "$status" -eq 0 ]
-        [[ "$output" == *"Usage: sbx doctor"* ]]
+        [[ "$output" == *"Usage: hutch doctor"* ]]
 }

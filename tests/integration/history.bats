@@ -1,12 +1,12 @@
 #!/usr/bin/env bats
-# History: every `sbx run` leaves a row that ls, show, logs and gc read.
-# Needs `sbx run` to record runs (src/cli_run.c calling store.h); until
+# History: every `hutch run` leaves a row that ls, show, logs and gc read.
+# Needs `hutch run` to record runs (src/cli_run.c calling store.h); until
 # then these tests fail by design.
 
 bats_require_minimum_version 1.5.0
 
 setup() {
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
 }
 
 # Read JSON lines on stdin and print the Python expression $1 of each
@@ -23,24 +23,24 @@ for line in sys.stdin:
 
 # The id of the newest run.
 newest_id() {
-        "$SBX" ls --limit 1 --json | json "o['id']"
+        "$HUTCH" ls --limit 1 --json | json "o['id']"
 }
 
 @test "a run is recorded and ls lists it" {
-        run "$SBX" run -- sh -c 'echo hello'
+        run "$HUTCH" run -- sh -c 'echo hello'
         [ "$status" -eq 0 ]
         [ "$output" = hello ]
 
-        run "$SBX" ls
+        run "$HUTCH" ls
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 2 ]
         [[ "${lines[0]}" == ID*STARTED*DURATION*STATUS*EXIT*COMMAND ]]
         [[ "${lines[1]}" == *success*" 0  sh -c 'echo hello'" ]]
 
-        run "$SBX" ls --json
+        run "$HUTCH" ls --json
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 1 ]
-        [ "$(echo "$output" | json "o['schema']")" = sbx.result/1 ]
+        [ "$(echo "$output" | json "o['schema']")" = hutch.result/1 ]
         [ "$(echo "$output" | json "o['status']")" = success ]
         [ "$(echo "$output" | json "o['exit_code']")" = 0 ]
         [ "$(echo "$output" | json "o['argv']")" = "['sh', '-c', 'echo hello']" ]
@@ -52,21 +52,21 @@ newest_id() {
 }
 
 @test "each way a run ends is recorded with its status and exit code" {
-        run "$SBX" run -- sh -c 'exit 3'
+        run "$HUTCH" run -- sh -c 'exit 3'
         [ "$status" -eq 3 ]
-        run "$SBX" run -- sh -c 'kill -KILL $$'
+        run "$HUTCH" run -- sh -c 'kill -KILL $$'
         [ "$status" -eq 137 ]
-        run "$SBX" run --timeout 1s -- sleep 30
+        run "$HUTCH" run --timeout 1s -- sleep 30
         [ "$status" -eq 124 ]
-        run -127 "$SBX" run -- pyhton3-does-not-exist
+        run -127 "$HUTCH" run -- pyhton3-does-not-exist
         [ "$status" -eq 127 ]
-        run "$SBX" run -- /etc     # a directory: found, not executable
+        run "$HUTCH" run -- /etc     # a directory: found, not executable
         [ "$status" -eq 126 ]
-        run "$SBX" run -- true
+        run "$HUTCH" run -- true
         [ "$status" -eq 0 ]
 
         # newest first
-        run "$SBX" ls --json
+        run "$HUTCH" ls --json
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 6 ]
         [ "$(echo "$output" | json "o['status']" | tr '\n' ' ')" = \
@@ -78,36 +78,36 @@ newest_id() {
 }
 
 @test "ls filters by status, age and count" {
-        "$SBX" run -- sh -c 'exit 1' || true
-        "$SBX" run -- true
-        "$SBX" run -- sh -c 'exit 2' || true
+        "$HUTCH" run -- sh -c 'exit 1' || true
+        "$HUTCH" run -- true
+        "$HUTCH" run -- sh -c 'exit 2' || true
 
-        run "$SBX" ls --status failed --json
+        run "$HUTCH" ls --status failed --json
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 2 ]
         [ "$(echo "$output" | json "o['exit_code']" | tr '\n' ' ')" = "2 1 " ]
 
-        run "$SBX" ls --limit 1 --json
+        run "$HUTCH" ls --limit 1 --json
         [ "${#lines[@]}" -eq 1 ]
         [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
 
-        run "$SBX" ls --since 1h --json
+        run "$HUTCH" ls --since 1h --json
         [ "${#lines[@]}" -eq 3 ]
         sleep 1
-        run "$SBX" ls --since 500ms --json
+        run "$HUTCH" ls --since 500ms --json
         [ "$status" -eq 0 ]
         [ -z "$output" ]
 
-        run "$SBX" ls --status running
+        run "$HUTCH" ls --status running
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 1 ]        # the header only
 }
 
 @test "show gives everything about a run, as text or one JSON object" {
-        "$SBX" run -- sh -c 'echo out; echo err >&2; exit 4' || true
+        "$HUTCH" run -- sh -c 'echo out; echo err >&2; exit 4' || true
         id=$(newest_id)
 
-        run "$SBX" show "$id"
+        run "$HUTCH" show "$id"
         [ "$status" -eq 0 ]
         [[ "$output" == *"id:          $id"* ]]
         [[ "$output" == *"status:      failed"* ]]
@@ -116,7 +116,7 @@ newest_id() {
         [[ "$output" == *"stdout:      4 bytes, 1 line"* ]]
         [[ "$output" == *"--- stdout ---"*out*"--- stderr ---"*err* ]]
 
-        run "$SBX" show --json "$id"
+        run "$HUTCH" show --json "$id"
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 1 ]
         [ "$(echo "$output" | json "sorted(o)")" = "$(python3 -c 'print(sorted(["schema", "id", "status", "exit_code", "signal", "message", "argv", "cwd", "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms", "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated", "stderr_truncated", "limits", "enforcement", "profile", "profile_sha256", "rerun_of", "session", "files"]))')" ]
@@ -127,58 +127,58 @@ newest_id() {
 }
 
 @test "a run is found by a unique prefix; unknown or ambiguous ones exit 1" {
-        "$SBX" run -- true
-        "$SBX" run -- true
+        "$HUTCH" run -- true
+        "$HUTCH" run -- true
         id=$(newest_id)
 
-        run "$SBX" show "${id:0:20}"
+        run "$HUTCH" show "${id:0:20}"
         [ "$status" -eq 0 ]
         [[ "$output" == *"id:          $id"* ]]
         # prefixes are case-insensitive
-        run "$SBX" show --json "$(echo "${id:0:20}" | tr A-Z a-z)"
+        run "$HUTCH" show --json "$(echo "${id:0:20}" | tr A-Z a-z)"
         [ "$status" -eq 0 ]
 
-        run "$SBX" show ZZZZZZ
+        run "$HUTCH" show ZZZZZZ
         [ "$status" -eq 1 ]
-        [ "$output" = "sbx: show: no run matches 'ZZZZZZ'" ]
-        run "$SBX" logs ZZZZZZ
+        [ "$output" = "hutch: show: no run matches 'ZZZZZZ'" ]
+        run "$HUTCH" logs ZZZZZZ
         [ "$status" -eq 1 ]
-        [ "$output" = "sbx: logs: no run matches 'ZZZZZZ'" ]
+        [ "$output" = "hutch: logs: no run matches 'ZZZZZZ'" ]
 
         # both runs started within the same ~12 days: the first 4 characters
         # (top bits of the timestamp) are shared
-        run "$SBX" show "${id:0:4}"
+        run "$HUTCH" show "${id:0:4}"
         [ "$status" -eq 1 ]
         [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == "sbx: show: '${id:0:4}' is ambiguous"* ]]
+        [[ "$output" == "hutch: show: '${id:0:4}' is ambiguous"* ]]
         [[ "$output" == *"$id"* ]]
 }
 
 @test "logs gives back the stored bytes exactly" {
-        "$SBX" run -- sh -c 'printf "a\000b\377\033[31mred\n"; printf "E\n" >&2' >/dev/null 2>&1
+        "$HUTCH" run -- sh -c 'printf "a\000b\377\033[31mred\n"; printf "E\n" >&2' >/dev/null 2>&1
         id=$(newest_id)
 
-        "$SBX" logs --stdout "$id" > "$BATS_TEST_TMPDIR/out"
+        "$HUTCH" logs --stdout "$id" > "$BATS_TEST_TMPDIR/out"
         printf 'a\000b\377\033[31mred\n' > "$BATS_TEST_TMPDIR/want"
         cmp "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/want"
 
-        run "$SBX" logs --stderr "$id"
+        run "$HUTCH" logs --stderr "$id"
         [ "$output" = E ]
         # by default stdout goes to stdout and stderr to stderr
-        "$SBX" logs "$id" > "$BATS_TEST_TMPDIR/o" 2> "$BATS_TEST_TMPDIR/e"
+        "$HUTCH" logs "$id" > "$BATS_TEST_TMPDIR/o" 2> "$BATS_TEST_TMPDIR/e"
         cmp "$BATS_TEST_TMPDIR/o" "$BATS_TEST_TMPDIR/want"
         [ "$(cat "$BATS_TEST_TMPDIR/e")" = E ]
 
         # the JSON view is sanitised: no escape sequence, U+FFFD for \377
-        [ "$("$SBX" show --json "$id" | json "o['stdout'] == 'a\\x00b\\ufffdred\\n'")" = true ]
+        [ "$("$HUTCH" show --json "$id" | json "o['stdout'] == 'a\\x00b\\ufffdred\\n'")" = true ]
 }
 
 @test "5 MB of output is kept as head and tail with exact counts" {
         # 100000 lines of 50 bytes
-        "$SBX" run -- sh -c 'yes 0123456789012345678901234567890123456789012345678 | head -n 100000' >/dev/null
+        "$HUTCH" run -- sh -c 'yes 0123456789012345678901234567890123456789012345678 | head -n 100000' >/dev/null
         id=$(newest_id)
 
-        o=$("$SBX" show --json "$id")
+        o=$("$HUTCH" show --json "$id")
         [ "$(echo "$o" | json "o['stdout_bytes']")" = 5000000 ]
         [ "$(echo "$o" | json "o['stdout_lines']")" = 100000 ]
         [ "$(echo "$o" | json "o['stdout_truncated']")" = true ]
@@ -186,7 +186,7 @@ newest_id() {
 
         # 64 KiB head + marker line + 64 KiB tail: 4868928 bytes left out,
         # holding 100000 - 1310 (head) - 1311 (tail) newlines
-        "$SBX" logs --stdout "$id" > "$BATS_TEST_TMPDIR/kept"
+        "$HUTCH" logs --stdout "$id" > "$BATS_TEST_TMPDIR/kept"
         marker=$(printf '[\342\200\246 4868928 bytes, 97379 lines omitted \342\200\246]')
         grep -qxF "$marker" "$BATS_TEST_TMPDIR/kept"
         marker_bytes=$(printf '%s' "$marker" | wc -c)
@@ -196,72 +196,72 @@ newest_id() {
 }
 
 @test "a killed supervisor leaves a run that ls shows orphaned and gc marks" {
-        "$SBX" run -- sleep 60 >/dev/null 2>&1 3>&- &
+        "$HUTCH" run -- sleep 60 >/dev/null 2>&1 3>&- &
         sup=$!
         for ((i = 0; i < 100; i++)); do
-                [ -n "$("$SBX" ls --status running --json 2>/dev/null)" ] && break
+                [ -n "$("$HUTCH" ls --status running --json 2>/dev/null)" ] && break
                 sleep 0.1
         done
-        id=$("$SBX" ls --status running --json | json "o['id']")
+        id=$("$HUTCH" ls --status running --json | json "o['id']")
         [ -n "$id" ]
         kill -9 "$sup"
         wait "$sup" || true
 
-        run "$SBX" ls --json
+        run "$HUTCH" ls --json
         [ "$(echo "$output" | json "o['status']")" = orphaned ]
-        run "$SBX" ls --status orphaned
+        run "$HUTCH" ls --status orphaned
         [ "${#lines[@]}" -eq 2 ]
         [[ "${lines[1]}" == *orphaned*"sleep 60" ]]
-        run "$SBX" ls --status running
+        run "$HUTCH" ls --status running
         [ "${#lines[@]}" -eq 1 ]
 
-        run "$SBX" gc --dry-run
+        run "$HUTCH" gc --dry-run
         [ "$status" -eq 0 ]
         [[ "$output" == *"would mark orphaned $id"* ]]
 
-        run "$SBX" gc
+        run "$HUTCH" gc
         [ "$status" -eq 0 ]
         [[ "$output" == *"marked orphaned $id"* ]]
-        o=$("$SBX" show --json "$id")
+        o=$("$HUTCH" show --json "$id")
         [ "$(echo "$o" | json "o['status']")" = orphaned ]
         [ "$(echo "$o" | json "o['finished_at']")" = null ]
 
         # once is enough
-        run "$SBX" gc
+        run "$HUTCH" gc
         [[ "$output" != *"marked orphaned"* ]]
 }
 
 @test "gc deletes runs older than the retention, and --dry-run only says so" {
-        "$SBX" run -- true
-        "$SBX" run -- true
+        "$HUTCH" run -- true
+        "$HUTCH" run -- true
         sleep 0.1
 
-        run "$SBX" gc --dry-run --older-than 50ms
+        run "$HUTCH" gc --dry-run --older-than 50ms
         [ "$status" -eq 0 ]
         [[ "$output" == *"would delete 2 runs older than 50ms"* ]]
-        [ "$("$SBX" ls --json | wc -l)" -eq 2 ]
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
 
-        run "$SBX" gc
+        run "$HUTCH" gc
         [[ "$output" == *"deleted 0 runs older than 30d"* ]]
-        run "$SBX" gc --older-than 50ms
+        run "$HUTCH" gc --older-than 50ms
         [ "$status" -eq 0 ]
         [[ "$output" == *"deleted 2 runs older than 50ms"* ]]
-        [ -z "$("$SBX" ls --json)" ]
+        [ -z "$("$HUTCH" ls --json)" ]
 }
 
 @test "a corrupt store: run exits 125 without running the job; history verbs too" {
-        mkdir -p "$SBX_STATE_DIR"
-        head -c 8192 /dev/urandom > "$SBX_STATE_DIR/sbx.db"
+        mkdir -p "$HUTCH_STATE_DIR"
+        head -c 8192 /dev/urandom > "$HUTCH_STATE_DIR/hutch.db"
 
-        run "$SBX" run -- echo JOB-RAN
+        run "$HUTCH" run -- echo JOB-RAN
         [ "$status" -eq 125 ]
         [[ "$output" != *JOB-RAN* ]]
-        [[ "$output" == *"$SBX_STATE_DIR/sbx.db"*"not a database"* ]]
+        [[ "$output" == *"$HUTCH_STATE_DIR/hutch.db"*"not a database"* ]]
 
         for verb in ls "show 0000" "logs 0000" gc; do
-                run $SBX $verb
+                run $HUTCH $verb
                 [ "$status" -eq 125 ]
-                [[ "$output" == "sbx: ${verb%% *}: run store: $SBX_STATE_DIR/sbx.db: file is not a database" ]]
+                [[ "$output" == "hutch: ${verb%% *}: run store: $HUTCH_STATE_DIR/hutch.db: file is not a database" ]]
         done
 }
 
@@ -274,43 +274,43 @@ newest_id() {
         mkdir -p "$BATS_TEST_TMPDIR/full"
         run unshare -rm sh -c '
                 mount -t tmpfs -o size=64k none "$1" && { head -c 1M /dev/zero > "$1/fill" 2>/dev/null; true; }
-                SBX_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$SBX" "$BATS_TEST_TMPDIR/full" "$marker"
+                HUTCH_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$HUTCH" "$BATS_TEST_TMPDIR/full" "$marker"
         [ "$status" -eq 125 ]
         [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == "sbx: "*"$BATS_TEST_TMPDIR/full/state"* ]]
+        [[ "$output" == "hutch: "*"$BATS_TEST_TMPDIR/full/state"* ]]
         [ ! -e "$marker" ]
         # a read-only state dir, even for root
         mkdir -p "$BATS_TEST_TMPDIR/ro/state"
         run unshare -rm sh -c '
                 mount --bind -o ro "$1" "$1" 2>/dev/null || mount -o bind,remount,ro "$1" "$1"
-                SBX_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$SBX" "$BATS_TEST_TMPDIR/ro" "$marker"
+                HUTCH_STATE_DIR=$1/state "$0" run -- sh -c "echo > $2"' "$HUTCH" "$BATS_TEST_TMPDIR/ro" "$marker"
         [ "$status" -eq 125 ]
-        [[ "$output" == "sbx: "*"$BATS_TEST_TMPDIR/ro/state"* ]]
+        [[ "$output" == "hutch: "*"$BATS_TEST_TMPDIR/ro/state"* ]]
         [ ! -e "$marker" ]
 }
 
 @test "forty runs, eight at a time, are all recorded" {
         for ((i = 0; i < 40; i++)); do
                 echo "$i"
-        done | xargs -P 8 -I{} "$SBX" run -- sh -c 'echo {}' >/dev/null
-        [ "$("$SBX" ls --json | wc -l)" -eq 40 ]
-        [ "$("$SBX" ls --status success --json | wc -l)" -eq 40 ]
+        done | xargs -P 8 -I{} "$HUTCH" run -- sh -c 'echo {}' >/dev/null
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 40 ]
+        [ "$("$HUTCH" ls --status success --json | wc -l)" -eq 40 ]
 }
 
 @test "history verbs explain themselves and reject bad arguments" {
         for verb in ls show logs gc; do
-                run "$SBX" $verb --help
+                run "$HUTCH" $verb --help
                 [ "$status" -eq 0 ]
-                [[ "$output" == "Usage: sbx $verb"* ]]
+                [[ "$output" == "Usage: hutch $verb"* ]]
         done
-        run "$SBX" ls --status exploded
+        run "$HUTCH" ls --status exploded
         [ "$status" -eq 2 ]
-        run "$SBX" ls --limit none
+        run "$HUTCH" ls --limit none
         [ "$status" -eq 2 ]
-        run "$SBX" gc --older-than soon
+        run "$HUTCH" gc --older-than soon
         [ "$status" -eq 2 ]
-        run "$SBX" show
+        run "$HUTCH" show
         [ "$status" -eq 2 ]
-        run "$SBX" logs --stdout --stderr 0000
+        run "$HUTCH" logs --stdout --stderr 0000
         [ "$status" -eq 2 ]
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The binary sbx installs is an ordinary one: no setuid, no file capabilities.
+# The binary hutch installs is an ordinary one: no setuid, no file capabilities.
 
 load lib
 
@@ -18,14 +18,14 @@ check_plain_binary() {
 }
 
 @test "the built binary has no setuid bit and no file capabilities" {
-        check_plain_binary "$SBX"
+        check_plain_binary "$HUTCH"
 }
 
 @test "the installed binary has no setuid bit and no file capabilities" {
         [ -n "${TOP_BUILDDIR:-}" ] && [ -w "$TOP_BUILDDIR" ] || skip "build tree not writable from here"
         dest="$BATS_TEST_TMPDIR/dest"
         make -s -C "$TOP_BUILDDIR" install DESTDIR="$dest" >/dev/null
-        bin=$(find "$dest" -type f -name sbx -path '*/bin/*')
+        bin=$(find "$dest" -type f -name hutch -path '*/bin/*')
         [ -n "$bin" ]
         check_plain_binary "$bin"
         [ -z "$(find "$dest" -perm /6000)" ]

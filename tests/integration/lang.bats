@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# sbx run --lang: languages as data, compile_error, and sbx rerun.
+# hutch run --lang: languages as data, compile_error, and hutch rerun.
 
 load lib
 
@@ -15,20 +15,20 @@ have() {
 }
 
 last_id() {
-        "$SBX" ls --json --limit 1 | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["id"])'
+        "$HUTCH" ls --json --limit 1 | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["id"])'
 }
 
 @test "python: -c, --file and stdin" {
         have python3
-        run "$SBX" run --lang python -c 'print(6*7)'
+        run "$HUTCH" run --lang python -c 'print(6*7)'
         [ "$status" -eq 0 ]
         [ "$output" = 42 ]
-        f=$(mktemp /tmp/sbx-lang.XXXXXX.py)
+        f=$(mktemp /tmp/hutch-lang.XXXXXX.py)
         echo 'import sys; print("args", sys.argv[1:])' > "$f"
-        run "$SBX" run --lang python --file "$f" -- a b
+        run "$HUTCH" run --lang python --file "$f" -- a b
         rm -f "$f"
         [ "$output" = "args ['a', 'b']" ]
-        run sh -c "echo 'print(\"from stdin\")' | '$SBX' run --lang python -"
+        run sh -c "echo 'print(\"from stdin\")' | '$HUTCH' run --lang python -"
         [ "$output" = "from stdin" ]
 }
 
@@ -41,7 +41,7 @@ last_id() {
                 node) command -v node >/dev/null || continue ;;
                 perl) command -v perl >/dev/null || continue ;;
                 esac
-                run "$SBX" run --lang "$lang" -c "$code"
+                run "$HUTCH" run --lang "$lang" -c "$code"
                 [ "$status" -eq 0 ]
                 [[ "$output" == hi-* ]]
         done
@@ -49,11 +49,11 @@ last_id() {
 
 @test "c: compiled then run; a failed compile is compile_error with the compiler's messages" {
         have cc
-        run "$SBX" run --lang c -c '#include <stdio.h>
+        run "$HUTCH" run --lang c -c '#include <stdio.h>
 int main(void) { puts("compiled"); return 3; }'
         [ "$status" -eq 3 ]
         [ "$output" = compiled ]
-        run "$SBX" run --json --lang c -c 'int main(void) { return 1 + ; }'
+        run "$HUTCH" run --json --lang c -c 'int main(void) { return 1 + ; }'
         [ "$status" -ne 0 ]
         [ "$(field "$output" status)" = compile_error ]
         [[ "$(field "$output" stderr)" == *error* ]]
@@ -62,38 +62,38 @@ int main(void) { puts("compiled"); return 3; }'
 
 @test "the program failing is not a compile error" {
         have python3
-        run "$SBX" run --json --lang python -c 'raise SystemExit(4)'
+        run "$HUTCH" run --json --lang python -c 'raise SystemExit(4)'
         [ "$status" -eq 4 ]
         [ "$(field "$output" status)" = failed ]
 }
 
 @test "an unknown language or a missing interpreter is a clear error" {
-        run "$SBX" run --lang cobol-2099 -c 'x'
+        run "$HUTCH" run --lang cobol-2099 -c 'x'
         [ "$status" -eq 125 ]
         [[ "$output" == *cobol-2099* ]]
         d=$(mktemp -d)
-        printf '[ghost]\ncommand = ghost-interpreter-sbx {file}\nextension = .g\n' > "$d/languages.ini"
-        cp "$SBX_DATADIR/seccomp.ini" "$d/"
-        SBX_DATADIR=$d run "$SBX" run --lang ghost -c 'x'
+        printf '[ghost]\ncommand = ghost-interpreter-hutch {file}\nextension = .g\n' > "$d/languages.ini"
+        cp "$HUTCH_DATADIR/seccomp.ini" "$d/"
+        HUTCH_DATADIR=$d run "$HUTCH" run --lang ghost -c 'x'
         rm -rf "$d"
         [ "$status" -eq 125 ]
-        [[ "$output" == *'"ghost-interpreter-sbx" not found'* ]]
+        [[ "$output" == *'"ghost-interpreter-hutch" not found'* ]]
 }
 
 @test "--lang needs exactly one source of code" {
-        run "$SBX" run --lang python
+        run "$HUTCH" run --lang python
         [ "$status" -eq 2 ]
-        run "$SBX" run --lang python -c 'print(1)' --file /etc/hostname
+        run "$HUTCH" run --lang python -c 'print(1)' --file /etc/hostname
         [ "$status" -eq 2 ]
-        run "$SBX" run -c 'print(1)' -- true
+        run "$HUTCH" run -c 'print(1)' -- true
         [ "$status" -eq 2 ]
 }
 
 @test "--json prints one result object and no passthrough" {
-        run "$SBX" run --json -- sh -c 'echo out; echo err >&2; exit 2'
+        run "$HUTCH" run --json -- sh -c 'echo out; echo err >&2; exit 2'
         [ "$status" -eq 2 ]
         [ "$(echo "$output" | wc -l)" -eq 1 ]
-        [ "$(field "$output" schema)" = sbx.result/1 ]
+        [ "$(field "$output" schema)" = hutch.result/1 ]
         [ "$(field "$output" status)" = failed ]
         [ "$(field "$output" exit_code)" = 2 ]
         [ "$(field "$output" stdout)" = "out" ]
@@ -102,32 +102,32 @@ int main(void) { puts("compiled"); return 3; }'
 }
 
 @test "rerun repeats the command and the resolved profile, and points back" {
-        run "$SBX" run --timeout 7s -e GREETING=hello -- sh -c 'echo $GREETING'
+        run "$HUTCH" run --timeout 7s -e GREETING=hello -- sh -c 'echo $GREETING'
         [ "$output" = hello ]
         first=$(last_id)
-        run "$SBX" rerun --json "$first"
+        run "$HUTCH" rerun --json "$first"
         [ "$status" -eq 0 ]
         [ "$(field "$output" stdout)" = hello ]
         [ "$(field "$output" rerun_of)" = "$first" ]
         [ "$(field "$output" argv)" = '["sh", "-c", "echo $GREETING"]' ]
         second=$(field "$output" id)
-        a=$("$SBX" show --json "$first" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_sha256"])')
-        b=$("$SBX" show --json "$second" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_sha256"])')
+        a=$("$HUTCH" show --json "$first" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_sha256"])')
+        b=$("$HUTCH" show --json "$second" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_sha256"])')
         [ "$a" = "$b" ]
-        [ "$(field "$("$SBX" show --json "$second")" limits | python3 -c 'import json,sys; print(json.load(sys.stdin)["timeout_ms"])')" = 7000 ]
+        [ "$(field "$("$HUTCH" show --json "$second")" limits | python3 -c 'import json,sys; print(json.load(sys.stdin)["timeout_ms"])')" = 7000 ]
 }
 
 @test "rerun of a --lang run runs the same code" {
         have python3
-        run "$SBX" run --lang python -c 'import sys; print("code", sys.argv[1:])' -- x
+        run "$HUTCH" run --lang python -c 'import sys; print("code", sys.argv[1:])' -- x
         first=$(last_id)
-        run "$SBX" rerun "$first"
+        run "$HUTCH" rerun "$first"
         [ "$status" -eq 0 ]
         [ "$output" = "code ['x']" ]
 }
 
 @test "rerun of an unknown run exits 1" {
-        run "$SBX" rerun ZZZZZZZZ
+        run "$HUTCH" rerun ZZZZZZZZ
         [ "$status" -eq 1 ]
         [[ "$output" == *"no run matches"* ]]
 }

@@ -1,17 +1,17 @@
 # lib.bash - shared helpers for the integration tests.
-# $SBX is the sbx binary under test; $PROBE the static probe helper.
+# $HUTCH is the hutch binary under test; $PROBE the static probe helper.
 
-: "${SBX:?SBX must point at the sbx binary}"
+: "${HUTCH:?HUTCH must point at the hutch binary}"
 
 common_setup() {
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         # the job's environment must not depend on the caller's
-        unset SBX_CGROUP
+        unset HUTCH_CGROUP
 }
 
 # A name nobody else on the host uses, for markers we look for afterwards.
 unique() {
-        echo "sbx-test-$$-$BATS_TEST_NUMBER-$RANDOM$RANDOM"
+        echo "hutch-test-$$-$BATS_TEST_NUMBER-$RANDOM$RANDOM"
 }
 
 # Wait (up to $2 tenths of a second) for file $1 to contain something.
@@ -39,7 +39,7 @@ free_port() {
 # suite runs as root. Removed by host_dirs_cleanup (call it in teardown).
 host_dir() {
         local d
-        d=$(mktemp -d "${TMPDIR:-/tmp}/sbx-test.XXXXXX")
+        d=$(mktemp -d "${TMPDIR:-/tmp}/hutch-test.XXXXXX")
         chmod 755 "$d"
         echo "$d" >> "$BATS_TEST_TMPDIR/.host-dirs"
         echo "$d"
@@ -67,7 +67,7 @@ make_tree() {
 
 # The id of the newest run.
 last_run_id() {
-        "$SBX" ls --json | head -n 1 | jq -r .id
+        "$HUTCH" ls --json | head -n 1 | jq -r .id
 }
 
 # A listing of a tree with content hashes, to compare trees exactly.

@@ -1,40 +1,40 @@
 #!/usr/bin/env bats
 # Limits without cgroups (this is how they hold on a host with no
 # delegated cgroup v2): the memory and cpu watchdog, RLIMIT_NPROC,
-# RLIMIT_FSIZE. tests/vm/ covers the cgroup v2 mechanisms. SBX_CGROUP=none
+# RLIMIT_FSIZE. tests/vm/ covers the cgroup v2 mechanisms. HUTCH_CGROUP=none
 # pins the fallbacks, also on a host that does delegate a cgroup.
 
 load lib
 
 setup() {
         common_setup
-        export SBX_CGROUP=none
+        export HUTCH_CGROUP=none
 }
 
 @test "without a cgroup the report names each fallback, and --require refuses the rest" {
         command -v python3 >/dev/null || skip "python3 not installed"
-        run "$SBX" run --json --cpus 0.5 --cpu-time 10s -- true
+        run "$HUTCH" run --json --cpus 0.5 --cpu-time 10s -- true
         [ "$status" -eq 0 ]
         mech() { python3 -c 'import json,sys; l=json.load(sys.stdin)["enforcement"]["limits"]; print(" ".join(l[k]["mechanism"] for k in sys.argv[1:]))' "$@"; }
         [ "$(echo "$output" | mech memory cpu_time pids cpus)" = "watchdog watchdog rlimit not enforced" ]
-        run "$SBX" run --require memory --require pids -- true
+        run "$HUTCH" run --require memory --require pids -- true
         [ "$status" -eq 0 ]
-        run "$SBX" run --require cpus -- true
+        run "$HUTCH" run --require cpus -- true
         [ "$status" -eq 125 ]
         [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == *"required limit cpus cannot be enforced"*"SBX_CGROUP=none"* ]]
+        [[ "$output" == *"required limit cpus cannot be enforced"*"HUTCH_CGROUP=none"* ]]
 }
 
-@test "an unusable SBX_CGROUP is a warning, and the fallbacks hold" {
-        SBX_CGROUP=/nonexistent-sbx-cgroup run "$SBX" run -- echo ok
+@test "an unusable HUTCH_CGROUP is a warning, and the fallbacks hold" {
+        HUTCH_CGROUP=/nonexistent-hutch-cgroup run "$HUTCH" run -- echo ok
         [ "$status" -eq 0 ]
-        [ "${lines[0]}" = "sbx: run: SBX_CGROUP: SBX_CGROUP=/nonexistent-sbx-cgroup is not a cgroup v2 directory; limits fall back to the watchdog and rlimits" ]
+        [ "${lines[0]}" = "hutch: run: HUTCH_CGROUP: HUTCH_CGROUP=/nonexistent-hutch-cgroup is not a cgroup v2 directory; limits fall back to the watchdog and rlimits" ]
         [ "${lines[1]}" = ok ]
 }
 
 @test "a memory hog is killed by the watchdog: oom, exit 137" {
         command -v python3 >/dev/null || skip "python3 not installed"
-        run "$SBX" run --memory 64M -- python3 -c 'x = bytearray(400 * 1024 * 1024); print("survived")'
+        run "$HUTCH" run --memory 64M -- python3 -c 'x = bytearray(400 * 1024 * 1024); print("survived")'
         [ "$status" -eq 137 ]
         [[ "$output" != *survived* ]]
         [[ "$output" == *"memory limit 64M exceeded"*watchdog* ]]
@@ -43,7 +43,7 @@ setup() {
 @test "memory shared copy-on-write after fork is not counted twice" {
         command -v python3 >/dev/null || skip "python3 not installed"
         # 60M in the parent, 4 children sharing it: RSS sums to 300M, PSS to ~60M
-        run "$SBX" run --memory 150M -- python3 -c '
+        run "$HUTCH" run --memory 150M -- python3 -c '
 import os, time
 x = bytearray(60 * 1024 * 1024)
 pids = [os.fork() or (time.sleep(1), os._exit(0)) for _ in range(4)]
@@ -55,20 +55,20 @@ print("ok")'
 
 @test "a job under its memory limit is left alone" {
         command -v python3 >/dev/null || skip "python3 not installed"
-        run "$SBX" run --memory 200M -- python3 -c 'x = bytearray(50 * 1024 * 1024); print("ok")'
+        run "$HUTCH" run --memory 200M -- python3 -c 'x = bytearray(50 * 1024 * 1024); print("ok")'
         [ "$status" -eq 0 ]
         [ "$output" = ok ]
 }
 
 @test "cpu time is summed over the tree: cpu_timeout, exit 124" {
-        run "$SBX" run --cpu-time 1s --timeout 20s -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
+        run "$HUTCH" run --cpu-time 1s --timeout 20s -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
         [ "$status" -eq 124 ]
         [[ "$output" == *"cpu time limit 1s exceeded"* ]]
 }
 
 @test "a fork bomb is contained by the pids limit" {
         command -v python3 >/dev/null || skip "python3 not installed"
-        run "$SBX" run --pids 32 --timeout 20s -- python3 -c '
+        run "$HUTCH" run --pids 32 --timeout 20s -- python3 -c '
 import os, time
 n = 0
 try:
@@ -89,29 +89,29 @@ except OSError as e:
 @test "the pids limit counts this sandbox only, not the host uid's other processes" {
         # 40 processes of ours outside (same host uid when unprivileged)
         for i in $(seq 40); do sleep 10 & done
-        run "$SBX" run --pids 16 -- sh -c 'sleep 0.1 & sleep 0.1 & wait; echo ok'
+        run "$HUTCH" run --pids 16 -- sh -c 'sleep 0.1 & sleep 0.1 & wait; echo ok'
         kill $(jobs -p) 2>/dev/null || true
         [ "$status" -eq 0 ]
         [ "$output" = ok ]
 }
 
 @test "max-file-size stops a file at the limit with SIGXFSZ" {
-        run "$SBX" run --max-file-size 1M -- sh -c 'head -c 2M /dev/zero > /tmp/big'
+        run "$HUTCH" run --max-file-size 1M -- sh -c 'head -c 2M /dev/zero > /tmp/big'
         [ "$status" -eq $((128 + 25)) ]
 }
 
 # nofile is the hard limit; processes start at 1024 as on a host and may
 # raise themselves up to it (Go's os tests open 1200 files that way).
 @test "nofile: soft 1024, hard --nofile; the job may raise to the cap, not past it" {
-        run "$SBX" run -q -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 4096 && ulimit -Sn'
+        run "$HUTCH" run -q -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 4096 && ulimit -Sn'
         [ "$status" -eq 0 ]
         [ "$output" = "1024"$'\n'"4096"$'\n'"4096" ]
-        run "$SBX" run -q --nofile 100 -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 101 2>/dev/null || echo refused'
+        run "$HUTCH" run -q --nofile 100 -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Sn 101 2>/dev/null || echo refused'
         [ "$status" -eq 0 ]
         [ "$output" = "100"$'\n'"100"$'\n'"refused" ]
         # raised to the cap, EMFILE comes at the cap
         command -v python3 >/dev/null || skip "python3 not installed"
-        run "$SBX" run -q --nofile 2000 -- python3 -c '
+        run "$HUTCH" run -q --nofile 2000 -- python3 -c '
 import errno, os, resource
 resource.setrlimit(resource.RLIMIT_NOFILE, (2000, 2000))
 fds = []
@@ -125,9 +125,9 @@ except OSError as e:
 }
 
 @test "bad limit values are rejected with the option named" {
-        run "$SBX" run --memory lots -- true
+        run "$HUTCH" run --memory lots -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"memory"*lots* ]]
-        run "$SBX" run --pids 1.5 -- true
+        run "$HUTCH" run --pids 1.5 -- true
         [ "$status" -eq 2 ]
 }

@@ -1,37 +1,37 @@
 #!/usr/bin/env bats
-# profile.bats - `sbx profile list` and `sbx profile show` against the
-# shipped profiles ($SBX_PROFILE_PATH, set by make check), with a private
+# profile.bats - `hutch profile list` and `hutch profile show` against the
+# shipped profiles ($HUTCH_PROFILE_PATH, set by make check), with a private
 # $XDG_CONFIG_HOME so the user's own profiles stay out of it.
 
 setup() {
-        : "${SBX:?run through make check, or set SBX and SBX_PROFILE_PATH}"
+        : "${HUTCH:?run through make check, or set HUTCH and HUTCH_PROFILE_PATH}"
         export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
-        USER_DIR="$XDG_CONFIG_HOME/sbx/profiles"
+        USER_DIR="$XDG_CONFIG_HOME/hutch/profiles"
         # show prints resolved paths (symlinks and .. gone)
-        SHIPPED="$(realpath "$SBX_PROFILE_PATH")"
+        SHIPPED="$(realpath "$HUTCH_PROFILE_PATH")"
         mkdir -p "$USER_DIR"
         cd "$BATS_TEST_TMPDIR"
 }
 
 @test "profile list shows every shipped profile with its file and description" {
-        run "$SBX" profile list
+        run "$HUTCH" profile list
         [ "$status" -eq 0 ]
         [[ "${lines[0]}" =~ ^NAME\ +FILE\ +DESCRIPTION$ ]]
         for p in bash ci default node python strict; do
-                [[ "$output" =~ $'\n'"$p "+"$SBX_PROFILE_PATH/$p.ini "+[A-Z] ]]
+                [[ "$output" =~ $'\n'"$p "+"$HUTCH_PROFILE_PATH/$p.ini "+[A-Z] ]]
         done
         [ "${#lines[@]}" -eq 7 ]
 }
 
 @test "profile list: a user profile shadows the shipped one of the same name" {
         printf 'description = mine\n' > "$USER_DIR/python.ini"
-        run "$SBX" profile list
+        run "$HUTCH" profile list
         [ "$status" -eq 0 ]
         [[ "$output" =~ python\ +$USER_DIR/python.ini\ +mine ]]
 }
 
 @test "profile show resolves extends and says where each value came from" {
-        run "$SBX" profile show python
+        run "$HUTCH" profile show python
         [ "$status" -eq 0 ]
         [[ "${lines[0]}" == "; profile python: $SHIPPED/python.ini" ]]
         [[ "${lines[1]}" == "; extends $SHIPPED/default.ini" ]]
@@ -42,7 +42,7 @@ setup() {
 }
 
 @test "profile show: command-line overrides win and are marked" {
-        run "$SBX" profile show python --memory 2G --env EXTRA=1 --ro /srv
+        run "$HUTCH" profile show python --memory 2G --env EXTRA=1 --ro /srv
         [ "$status" -eq 0 ]
         [[ "$output" =~ $'\n'"memory = 2G "+"; command line"$'\n' ]]
         [[ "$output" =~ $'\n'"EXTRA = 1 "+"; command line"$'\n' ]]
@@ -50,7 +50,7 @@ setup() {
 }
 
 @test "profile show with no name shows the default profile" {
-        run "$SBX" profile show
+        run "$HUTCH" profile show
         [ "$status" -eq 0 ]
         [[ "${lines[0]}" == "; profile default: $SHIPPED/default.ini" ]]
         [[ "$output" =~ $'\n'"timeout = 30s " ]]
@@ -61,13 +61,13 @@ setup() {
 }
 
 @test "profile show --sha256 is the sha256 of --canonical, and the canonical text reads back" {
-        run "$SBX" profile show --sha256 strict --cpus 0.25
+        run "$HUTCH" profile show --sha256 strict --cpus 0.25
         [ "$status" -eq 0 ]
         sha="$output"
         [[ "$sha" =~ ^[0-9a-f]{64}$ ]]
-        "$SBX" profile show --canonical strict --cpus 0.25 > canonical.ini
+        "$HUTCH" profile show --canonical strict --cpus 0.25 > canonical.ini
         [ "$(sha256sum < canonical.ini | cut -d' ' -f1)" = "$sha" ]
-        run "$SBX" profile show --sha256 canonical.ini
+        run "$HUTCH" profile show --sha256 canonical.ini
         [ "$status" -eq 0 ]
         [ "$output" = "$sha" ]
         grep -qx 'cpus = 0.25' canonical.ini
@@ -76,86 +76,86 @@ setup() {
 
 @test "profile show: a bad value is one line naming file:line, exit 125" {
         printf '[limits]\nmemory = lots\n' > bad.ini
-        run "$SBX" profile show bad.ini
+        run "$HUTCH" profile show bad.ini
         [ "$status" -eq 125 ]
-        [ "$output" = 'sbx: profile bad.ini:2: memory: expected a size like 512M or none, got "lots"' ]
+        [ "$output" = 'hutch: profile bad.ini:2: memory: expected a size like 512M or none, got "lots"' ]
 }
 
 @test "profile show: unknown section, unknown key, duplicate key" {
         printf '# x\n[limit]\n' > a.ini
-        run "$SBX" profile show a.ini
+        run "$HUTCH" profile show a.ini
         [ "$status" -eq 125 ]
-        [[ "$output" == "sbx: profile a.ini:2: unknown section [limit] "* ]]
+        [[ "$output" == "hutch: profile a.ini:2: unknown section [limit] "* ]]
 
         printf '[limits]\nmemroy = 1G\n' > b.ini
-        run "$SBX" profile show b.ini
+        run "$HUTCH" profile show b.ini
         [ "$status" -eq 125 ]
-        [ "$output" = "sbx: profile b.ini:2: memroy: unknown key in [limits]" ]
+        [ "$output" = "hutch: profile b.ini:2: memroy: unknown key in [limits]" ]
 
         printf '[limits]\npids = 1\npids = 2\n' > c.ini
-        run "$SBX" profile show c.ini
+        run "$HUTCH" profile show c.ini
         [ "$status" -eq 125 ]
-        [ "$output" = "sbx: profile c.ini:3: pids: duplicate key (first set on line 2)" ]
+        [ "$output" = "hutch: profile c.ini:3: pids: duplicate key (first set on line 2)" ]
 }
 
 @test "profile show: missing extends target and cycles" {
         printf 'extends = nosuch\n' > "$USER_DIR/orphan.ini"
-        run "$SBX" profile show orphan
+        run "$HUTCH" profile show orphan
         [ "$status" -eq 125 ]
-        [[ "$output" == 'sbx: profile orphan.ini:1: extends: no profile named "nosuch" (looked in '* ]]
+        [[ "$output" == 'hutch: profile orphan.ini:1: extends: no profile named "nosuch" (looked in '* ]]
 
         printf 'extends = two\n' > "$USER_DIR/one.ini"
         printf 'extends = one\n' > "$USER_DIR/two.ini"
-        run "$SBX" profile show one
+        run "$HUTCH" profile show one
         [ "$status" -eq 125 ]
-        [ "$output" = "sbx: profile two.ini:1: extends: cycle: one -> two -> one" ]
+        [ "$output" = "hutch: profile two.ini:1: extends: cycle: one -> two -> one" ]
 }
 
 @test "profile show: rw only from trusted directories" {
         printf '[filesystem]\nrw = /srv\n' > rw.ini
-        run "$SBX" profile show rw.ini
+        run "$HUTCH" profile show rw.ini
         [ "$status" -eq 125 ]
-        [[ "$output" == "sbx: profile rw.ini:2: rw: writable binds are only honoured from profiles in trusted directories ("* ]]
+        [[ "$output" == "hutch: profile rw.ini:2: rw: writable binds are only honoured from profiles in trusted directories ("* ]]
 
         cp rw.ini "$USER_DIR/rw.ini"
-        run "$SBX" profile show rw
+        run "$HUTCH" profile show rw
         [ "$status" -eq 0 ]
         [[ "$output" =~ $'\n'"rw = /srv "+"; rw.ini:2"$'\n' ]]
 }
 
 @test "profile show: a user profile can extend the shipped one of its own name" {
         printf 'extends = python\n[limits]\npids = 7\n' > "$USER_DIR/python.ini"
-        run "$SBX" profile show python
+        run "$HUTCH" profile show python
         [ "$status" -eq 0 ]
         [[ "$output" =~ $'\n'"pids = 7 "+"; python.ini:3"$'\n' ]]
-        [[ "$output" =~ $'\n'"memory = 1G "+"; $SBX_PROFILE_PATH/python.ini:"[0-9]+$'\n' ]]
+        [[ "$output" =~ $'\n'"memory = 1G "+"; $HUTCH_PROFILE_PATH/python.ini:"[0-9]+$'\n' ]]
 }
 
 @test "profile show: bad command-line values and unknown profiles" {
-        run "$SBX" profile show --memory lots
+        run "$HUTCH" profile show --memory lots
         [ "$status" -eq 125 ]
-        [ "$output" = 'sbx: --memory: expected a size like 512M or none, got "lots"' ]
+        [ "$output" = 'hutch: --memory: expected a size like 512M or none, got "lots"' ]
 
-        run "$SBX" profile show nosuch
+        run "$HUTCH" profile show nosuch
         [ "$status" -eq 125 ]
-        [[ "$output" == 'sbx: profile "nosuch" not found (looked in '* ]]
+        [[ "$output" == 'hutch: profile "nosuch" not found (looked in '* ]]
 
-        run "$SBX" profile show --no-such-flag
+        run "$HUTCH" profile show --no-such-flag
         [ "$status" -eq 2 ]
 
-        run "$SBX" profile show a b
+        run "$HUTCH" profile show a b
         [ "$status" -eq 2 ]
 }
 
-@test "profile --help, and the verb is listed by sbx --help" {
-        run "$SBX" profile --help
+@test "profile --help, and the verb is listed by hutch --help" {
+        run "$HUTCH" profile --help
         [ "$status" -eq 0 ]
-        [[ "$output" =~ "sbx profile list" ]]
-        [[ "$output" =~ "sbx profile show" ]]
-        run "$SBX" profile show --help
+        [[ "$output" =~ "hutch profile list" ]]
+        [[ "$output" =~ "hutch profile show" ]]
+        run "$HUTCH" profile show --help
         [ "$status" -eq 0 ]
-        run "$SBX" profile frobnicate
+        run "$HUTCH" profile frobnicate
         [ "$status" -eq 2 ]
-        run "$SBX" --help
+        run "$HUTCH" --help
         [[ "$output" =~ "profile" ]]
 }

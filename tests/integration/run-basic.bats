@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# sbx run: exit codes, identity, environment, stdio.
+# hutch run: exit codes, identity, environment, stdio.
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -7,63 +7,63 @@ load lib
 setup() { common_setup; }
 
 @test "a job's exit code passes through" {
-        run "$SBX" run -- sh -c 'exit 0'
+        run "$HUTCH" run -- sh -c 'exit 0'
         [ "$status" -eq 0 ]
-        run "$SBX" run -- sh -c 'exit 3'
+        run "$HUTCH" run -- sh -c 'exit 3'
         [ "$status" -eq 3 ]
-        run "$SBX" run -- sh -c 'exit 255'
+        run "$HUTCH" run -- sh -c 'exit 255'
         [ "$status" -eq 255 ]
 }
 
 @test "a job killed by signal N exits 128+N" {
-        run "$SBX" run -- sh -c 'kill -KILL $$'
+        run "$HUTCH" run -- sh -c 'kill -KILL $$'
         [ "$status" -eq 137 ]
-        run "$SBX" run -- sh -c 'kill -SEGV $$'
+        run "$HUTCH" run -- sh -c 'kill -SEGV $$'
         [ "$status" -eq 139 ]
 }
 
 @test "command not found exits 127 and says so" {
-        run -127 "$SBX" run -- pyhton3-does-not-exist
+        run -127 "$HUTCH" run -- pyhton3-does-not-exist
         [ "$status" -eq 127 ]
-        [[ "$output" == *"sbx: command not found: pyhton3-does-not-exist"* ]]
+        [[ "$output" == *"hutch: command not found: pyhton3-does-not-exist"* ]]
 }
 
 @test "a command that cannot be executed exits 126" {
-        run "$SBX" run -- /etc/hostname
+        run "$HUTCH" run -- /etc/hostname
         [ "$status" -eq 126 ]
         [[ "$output" == *"cannot execute /etc/hostname"* ]]
 }
 
 @test "a setup failure exits 125 with one line naming step and path" {
-        run "$SBX" run --ro /nonexistent-sbx-path -- true
+        run "$HUTCH" run --ro /nonexistent-hutch-path -- true
         [ "$status" -eq 125 ]
         [ "${#lines[@]}" -eq 1 ]
-        [ "$output" = "sbx: setup: bind /nonexistent-sbx-path: No such file or directory" ]
+        [ "$output" = "hutch: setup: bind /nonexistent-hutch-path: No such file or directory" ]
 }
 
-# The sandbox can fail and exit while sbx's start message is on its way;
+# The sandbox can fail and exit while hutch's start message is on its way;
 # its report must still arrive (it once came out, a few runs in a hundred,
 # as "sandbox init exited before the job started").
 @test "a setup failure is reported as itself every time" {
         for i in $(seq 40); do
-                run "$SBX" run -q --ro /nonexistent-sbx-path -- true
-                [ "$output" = "sbx: setup: bind /nonexistent-sbx-path: No such file or directory" ] ||
+                run "$HUTCH" run -q --ro /nonexistent-hutch-path -- true
+                [ "$output" = "hutch: setup: bind /nonexistent-hutch-path: No such file or directory" ] ||
                         { echo "run $i: $output"; return 1; }
         done
 }
 
 @test "bad command-line values exit 2 and name the option" {
-        run "$SBX" run --timeout soon -- true
+        run "$HUTCH" run --timeout soon -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"timeout"*"soon"* ]]
-        run "$SBX" run
+        run "$HUTCH" run
         [ "$status" -eq 2 ]
-        run "$SBX" frobnicate
+        run "$HUTCH" frobnicate
         [ "$status" -eq 2 ]
 }
 
 @test "the job runs as uid/gid 1000 named sandbox, in /workspace, on host sandbox" {
-        run "$SBX" run -- sh -c 'id -u; id -g; id -un; pwd; hostname; echo $HOME'
+        run "$HUTCH" run -- sh -c 'id -u; id -g; id -un; pwd; hostname; echo $HOME'
         [ "$status" -eq 0 ]
         [ "${lines[0]}" = 1000 ]
         [ "${lines[1]}" = 1000 ]
@@ -74,14 +74,14 @@ setup() { common_setup; }
 }
 
 @test "--uid 0 gives a root-looking job that still has no capabilities" {
-        run "$SBX" run --uid 0 -- sh -c 'id -u; grep CapEff /proc/self/status; cat /etc/shadow'
+        run "$HUTCH" run --uid 0 -- sh -c 'id -u; grep CapEff /proc/self/status; cat /etc/shadow'
         [ "${lines[0]}" = 0 ]
         [[ "${lines[1]}" == *"0000000000000000" ]]
         [ "$status" -ne 0 ]
 }
 
 @test "the sandbox user is never host root" {
-        run "$SBX" run --uid 0 -- cat /proc/self/uid_map
+        run "$HUTCH" run --uid 0 -- cat /proc/self/uid_map
         [ "$status" -eq 0 ]
         read -r inside outside count <<<"$output"
         [ "$inside" = 0 ]
@@ -90,37 +90,37 @@ setup() { common_setup; }
 }
 
 @test "the environment is a fixed set plus -e" {
-        SBX_SECRET_TOKEN=hunter2 run "$SBX" run -e FOO=bar -e LANG=de_DE.UTF-8 -- env
+        HUTCH_SECRET_TOKEN=hunter2 run "$HUTCH" run -e FOO=bar -e LANG=de_DE.UTF-8 -- env
         [ "$status" -eq 0 ]
         [[ "$output" != *hunter2* ]]
-        [[ "$output" != *SBX_SECRET_TOKEN* ]]
-        run sh -c "SBX_SECRET_TOKEN=x '$SBX' run -e FOO=bar -e LANG=de_DE.UTF-8 -- env | sort"
+        [[ "$output" != *HUTCH_SECRET_TOKEN* ]]
+        run sh -c "HUTCH_SECRET_TOKEN=x '$HUTCH' run -e FOO=bar -e LANG=de_DE.UTF-8 -- env | sort"
         [ "$output" = "$(printf '%s\n' FOO=bar HOME=/home/sandbox LANG=de_DE.UTF-8 \
                 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TZ=UTC)" ]
 }
 
 @test "stdout and stderr stay separate streams" {
-        run sh -c "'$SBX' run -- sh -c 'echo out; echo err >&2' 2>/dev/null"
+        run sh -c "'$HUTCH' run -- sh -c 'echo out; echo err >&2' 2>/dev/null"
         [ "$output" = out ]
-        run sh -c "'$SBX' run -- sh -c 'echo out; echo err >&2' 2>&1 >/dev/null"
+        run sh -c "'$HUTCH' run -- sh -c 'echo out; echo err >&2' 2>&1 >/dev/null"
         [ "$output" = err ]
 }
 
 @test "stdin passes through" {
-        run sh -c "printf 'hello\nworld\n' | '$SBX' run -- sh -c 'wc -l'"
+        run sh -c "printf 'hello\nworld\n' | '$HUTCH' run -- sh -c 'wc -l'"
         [ "$status" -eq 0 ]
         [ "$output" = 2 ]
 }
 
 @test "only fds 0-2 are open in the job" {
-        run "$SBX" run -- sh -c 'ls /proc/self/fd'
+        run "$HUTCH" run -- sh -c 'ls /proc/self/fd'
         [ "$status" -eq 0 ]
         # 0 1 2 and the fd ls itself uses to read the directory
         [ "$(echo "$output" | tr '\n' ' ')" = "0 1 2 3 " ]
 }
 
 @test "a large output passes through intact" {
-        run sh -c "'$SBX' run -- sh -c 'head -c 20000000 /dev/zero' | wc -c"
+        run sh -c "'$HUTCH' run -- sh -c 'head -c 20000000 /dev/zero' | wc -c"
         [ "$output" = 20000000 ]
 }
 
@@ -130,7 +130,7 @@ setup() { common_setup; }
 @test "output passes through live, also right after a burst" {
         fifo="$BATS_TEST_TMPDIR/out"
         mkfifo "$fifo"
-        "$SBX" run -q -- sh -c 'head -c 300000 /dev/zero | tr "\000" x; echo; echo first; sleep 4; echo second' >"$fifo" &
+        "$HUTCH" run -q -- sh -c 'head -c 300000 /dev/zero | tr "\000" x; echo; echo first; sleep 4; echo second' >"$fifo" &
         pid=$!
         exec 7<"$fifo"
         start=$(date +%s%N)
@@ -149,7 +149,7 @@ setup() { common_setup; }
 
 @test "--tty gives the job a terminal and restores ours" {
         command -v script >/dev/null || skip "script(1) not installed"
-        run script -qec "stty -g > $BATS_TEST_TMPDIR/before; '$SBX' run -t -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty; tty'; stty -g > $BATS_TEST_TMPDIR/after" /dev/null
+        run script -qec "stty -g > $BATS_TEST_TMPDIR/before; '$HUTCH' run -t -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty; tty'; stty -g > $BATS_TEST_TMPDIR/after" /dev/null
         [ "$status" -eq 0 ]
         [[ "$output" == *is-a-tty* ]]
         [[ "$output" == */dev/pts/0* ]]
@@ -158,25 +158,25 @@ setup() { common_setup; }
 
 @test "without --tty the job has no controlling terminal" {
         command -v script >/dev/null || skip "script(1) not installed"
-        run script -qec "'$SBX' run -- sh -c 'tty; cat /dev/tty'" /dev/null
+        run script -qec "'$HUTCH' run -- sh -c 'tty; cat /dev/tty'" /dev/null
         [[ "$output" == *"not a tty"* ]]
 }
 
 @test "--help and --version work" {
-        run "$SBX" --version
+        run "$HUTCH" --version
         [ "$status" -eq 0 ]
-        [[ "$output" == "sbx "* ]]
-        run "$SBX" run --help
+        [[ "$output" == "hutch "* ]]
+        run "$HUTCH" run --help
         [ "$status" -eq 0 ]
-        [[ "$output" == *"Usage: sbx run"* ]]
-        run "$SBX" --help
+        [[ "$output" == *"Usage: hutch run"* ]]
+        run "$HUTCH" --help
         [ "$status" -eq 0 ]
         [[ "$output" == *run* ]]
 }
 
-@test "sbx's memory does not grow with output: 2 GiB leave its peak RSS under 8 MiB" {
+@test "hutch's memory does not grow with output: 2 GiB leave its peak RSS under 8 MiB" {
         command -v python3 >/dev/null || skip "python3 not installed"
-        # VmHWM is sbx's own high-water mark; sample it until sbx exits
+        # VmHWM is hutch's own high-water mark; sample it until hutch exits
         run python3 -c '
 import subprocess, sys, time
 p = subprocess.Popen([sys.argv[1], "run", "--", "head", "-c", "2147483648", "/dev/zero"], stdout=subprocess.DEVNULL)
@@ -189,7 +189,7 @@ while p.poll() is None:
     except OSError:
         pass
     time.sleep(0.02)
-print(p.returncode, hwm)' "$SBX"
+print(p.returncode, hwm)' "$HUTCH"
         [ "$status" -eq 0 ]
         read -r code kb <<<"$output"
         [ "$code" -eq 0 ]

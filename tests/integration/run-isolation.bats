@@ -1,26 +1,26 @@
 #!/usr/bin/env bats
-# sbx run: what the job can see and change, and what it cannot.
+# hutch run: what the job can see and change, and what it cannot.
 
 load lib
 
 setup() { common_setup; }
 
-@test "the job is not PID 1; PID 1 is sbx's init" {
-        run "$SBX" run -- sh -c 'echo $$; cat /proc/1/comm'
+@test "the job is not PID 1; PID 1 is hutch's init" {
+        run "$HUTCH" run -- sh -c 'echo $$; cat /proc/1/comm'
         [ "$status" -eq 0 ]
         [ "${lines[0]}" != 1 ]
-        [ "${lines[1]}" = sbx-init ]
+        [ "${lines[1]}" = hutch-init ]
 }
 
 @test "the job sees only the sandbox's processes" {
-        run "$SBX" run -- sh -c 'ls -d /proc/[0-9]* | wc -l'
+        run "$HUTCH" run -- sh -c 'ls -d /proc/[0-9]* | wc -l'
         [ "$status" -eq 0 ]
         # init, sh and ls (and nothing from the host)
         [ "$output" -le 4 ]
 }
 
 @test "no capabilities and no_new_privs inside" {
-        run "$SBX" run -- cat /proc/self/status
+        run "$HUTCH" run -- cat /proc/self/status
         [ "$status" -eq 0 ]
         echo "$output" | grep -qx 'CapEff:	0000000000000000'
         echo "$output" | grep -qx 'CapPrm:	0000000000000000'
@@ -31,7 +31,7 @@ setup() { common_setup; }
 
 @test "writes to /usr, /etc and / fail and nothing appears on the host" {
         m=$(unique)
-        run "$SBX" run -- sh -c "touch /usr/$m || echo usr-denied; touch /etc/$m || echo etc-denied; mkdir /$m || echo root-denied"
+        run "$HUTCH" run -- sh -c "touch /usr/$m || echo usr-denied; touch /etc/$m || echo etc-denied; mkdir /$m || echo root-denied"
         [[ "$output" == *usr-denied* ]]
         [[ "$output" == *etc-denied* ]]
         [[ "$output" == *root-denied* ]]
@@ -42,16 +42,16 @@ setup() { common_setup; }
 
 @test "a file written to /tmp inside does not appear on the host" {
         m=$(unique)
-        run "$SBX" run -- sh -c "echo x > /tmp/$m && cat /tmp/$m"
+        run "$HUTCH" run -- sh -c "echo x > /tmp/$m && cat /tmp/$m"
         [ "$status" -eq 0 ]
         [ "$output" = x ]
         [ ! -e "/tmp/$m" ]
 }
 
 @test "/tmp, /var/tmp, HOME and /workspace are writable and empty each run" {
-        run "$SBX" run -- sh -c 'touch /tmp/a /var/tmp/v $HOME/b /workspace/c && ls -A /workspace $HOME'
+        run "$HUTCH" run -- sh -c 'touch /tmp/a /var/tmp/v $HOME/b /workspace/c && ls -A /workspace $HOME'
         [ "$status" -eq 0 ]
-        run "$SBX" run -- sh -c 'find /tmp /var/tmp $HOME /workspace -mindepth 1 | wc -l'
+        run "$HUTCH" run -- sh -c 'find /tmp /var/tmp $HOME /workspace -mindepth 1 | wc -l'
         [ "$status" -eq 0 ]
         [ "$output" = 0 ]
 }
@@ -60,42 +60,42 @@ setup() { common_setup; }
 # use it): sticky and world-writable like /tmp, but its own directory;
 # the rest of /var is read-only.
 @test "/var/tmp is a temp dir of its own, mode 1777; /var itself is read-only" {
-        run "$SBX" run -q -- sh -c 'stat -c %a /tmp /var/tmp; touch /var/tmp/x; ls /tmp; mkdir /var/lib 2>&1 | grep -c "Read-only"'
+        run "$HUTCH" run -q -- sh -c 'stat -c %a /tmp /var/tmp; touch /var/tmp/x; ls /tmp; mkdir /var/lib 2>&1 | grep -c "Read-only"'
         [ "$status" -eq 0 ]
         [ "$output" = "1777"$'\n'"1777"$'\n'"1" ]
 }
 
 @test "/etc/shadow is not readable, not even by a uid 0 job" {
         [ -e /etc/shadow ] || skip "no /etc/shadow on this host"
-        run "$SBX" run -- cat /etc/shadow
+        run "$HUTCH" run -- cat /etc/shadow
         [ "$status" -ne 0 ]
-        run "$SBX" run --uid 0 -- cat /etc/shadow
+        run "$HUTCH" run --uid 0 -- cat /etc/shadow
         [ "$status" -ne 0 ]
         [[ "$output" != *root:* ]]
 }
 
 @test "sensitive /proc files are masked and /proc/sys is read-only" {
-        run "$SBX" run --uid 0 -- sh -c 'cat /proc/kcore; echo kcore=$?; echo c > /proc/sysrq-trigger; echo sysrq=$?; echo 1 > /proc/sys/kernel/ns_last_pid; echo sys=$?'
+        run "$HUTCH" run --uid 0 -- sh -c 'cat /proc/kcore; echo kcore=$?; echo c > /proc/sysrq-trigger; echo sysrq=$?; echo 1 > /proc/sys/kernel/ns_last_pid; echo sys=$?'
         [[ "$output" == *"kcore=1"* ]]
         [[ "$output" != *"sysrq=0"* ]]
         [[ "$output" != *"sys=0"* ]]
 }
 
 @test "/dev is minimal" {
-        run "$SBX" run -- ls /dev
+        run "$HUTCH" run -- ls /dev
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | tr '\n' ' ')" = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " ]
-        run "$SBX" run -- sh -c 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c'
+        run "$HUTCH" run -- sh -c 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c'
         [ "$output" = 4 ]
 }
 
 @test "only lo exists in the network namespace, and it is up" {
-        run "$SBX" run -- cat /proc/net/dev
+        run "$HUTCH" run -- cat /proc/net/dev
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | tail -n +3 | awk -F: '{gsub(/ /,"",$1); print $1}')" = lo ]
-        run "$SBX" run -- cat /sys/class/net/lo/operstate
+        run "$HUTCH" run -- cat /sys/class/net/lo/operstate
         # /sys is not mounted: fall back to asking the kernel through /proc
-        run "$SBX" run -- sh -c 'grep -c . /proc/net/if_inet6 2>/dev/null || true'
+        run "$HUTCH" run -- sh -c 'grep -c . /proc/net/if_inet6 2>/dev/null || true'
 }
 
 @test "a TCP listener on host 127.0.0.1 is not reachable" {
@@ -120,7 +120,7 @@ except Exception:
                 sleep 0.1
         done
         [ "$output" = host-secret ]
-        run "$SBX" run -- bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
+        run "$HUTCH" run -- bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && cat <&3"
         kill "$listener" 2>/dev/null || true
         [ "$status" -ne 0 ]
         [[ "$output" != *host-secret* ]]
@@ -128,21 +128,21 @@ except Exception:
 
 @test "the disk limit gives ENOSPC in /tmp, /var/tmp, HOME and /workspace" {
         for dir in /tmp /var/tmp /home/sandbox /workspace; do
-                run "$SBX" run --disk 2M -- sh -c "head -c 4000000 /dev/zero > $dir/fill"
+                run "$HUTCH" run --disk 2M -- sh -c "head -c 4000000 /dev/zero > $dir/fill"
                 [ "$status" -ne 0 ]
                 [[ "$output" == *"No space left on device"* ]]
         done
-        run "$SBX" run --disk 8M -- sh -c 'head -c 4000000 /dev/zero > /tmp/fill && wc -c < /tmp/fill'
+        run "$HUTCH" run --disk 8M -- sh -c 'head -c 4000000 /dev/zero > /tmp/fill && wc -c < /tmp/fill'
         [ "$status" -eq 0 ]
         [ "$output" = 4000000 ]
 }
 
 @test "--ro binds a host path read-only" {
         # the sandbox user may be another host uid: use a world-readable dir
-        d=$(mktemp -d /tmp/sbx-ro.XXXXXX)
+        d=$(mktemp -d /tmp/hutch-ro.XXXXXX)
         echo hello > "$d/f"
         chmod -R a+rX "$d"
-        run "$SBX" run --ro "$d:/data" -- sh -c 'cat /data/f; echo x > /data/f || echo denied'
+        run "$HUTCH" run --ro "$d:/data" -- sh -c 'cat /data/f; echo x > /data/f || echo denied'
         [ "${lines[0]}" = hello ]
         [[ "$output" == *denied* ]]
         [ "$(cat "$d/f")" = hello ]

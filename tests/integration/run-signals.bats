@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# sbx run: init, reaping, signals, timeouts, and the sandbox's lifetime.
+# hutch run: init, reaping, signals, timeouts, and the sandbox's lifetime.
 
 load lib
 
@@ -7,7 +7,7 @@ setup() { common_setup; }
 
 @test "--timeout 1s on sleep 100 exits 124 within 4s" {
         start=$(date +%s%N)
-        run "$SBX" run --timeout 1s -- sleep 100
+        run "$HUTCH" run --timeout 1s -- sleep 100
         end=$(date +%s%N)
         [ "$status" -eq 124 ]
         [[ "$output" == *"timed out after 1s"* ]]
@@ -16,37 +16,37 @@ setup() { common_setup; }
 
 @test "a job that ignores SIGTERM is killed after the grace period" {
         start=$(date +%s%N)
-        run "$SBX" run --timeout 300ms --grace 500ms -- sh -c 'trap "" TERM; while :; do sleep 0.05; done'
+        run "$HUTCH" run --timeout 300ms --grace 500ms -- sh -c 'trap "" TERM; while :; do sleep 0.05; done'
         end=$(date +%s%N)
         [ "$status" -eq 124 ]
         [ $(( (end - start) / 1000000 )) -lt 3000 ]
 }
 
 @test "on timeout the job gets SIGTERM first" {
-        run "$SBX" run --timeout 500ms -- sh -c 'trap "echo got-term; exit 0" TERM; sleep 10 & wait'
+        run "$HUTCH" run --timeout 500ms -- sh -c 'trap "echo got-term; exit 0" TERM; sleep 10 & wait'
         [ "$status" -eq 124 ]
         [[ "$output" == *got-term* ]]
 }
 
 @test "zombies are reaped: a job leaving 100 zombies exits cleanly" {
-        run "$SBX" run --timeout 20s -- sh -c 'for i in $(seq 100); do sh -c "exit 0" & done; sleep 0.5; ps -eo stat= 2>/dev/null | grep -c Z || true; exec true'
+        run "$HUTCH" run --timeout 20s -- sh -c 'for i in $(seq 100); do sh -c "exit 0" & done; sleep 0.5; ps -eo stat= 2>/dev/null | grep -c Z || true; exec true'
         [ "$status" -eq 0 ]
-        run "$SBX" run --timeout 20s -- sh -c '(for i in $(seq 100); do sh -c "exit 0" & done; exec sleep 1) & sleep 2; ls -d /proc/[0-9]* | wc -l'
+        run "$HUTCH" run --timeout 20s -- sh -c '(for i in $(seq 100); do sh -c "exit 0" & done; exec sleep 1) & sleep 2; ls -d /proc/[0-9]* | wc -l'
         [ "$status" -eq 0 ]
         # init + sh + ls: every orphaned zombie was reaped by init
         [ "$output" -le 4 ]
 }
 
-@test "a daemonised grandchild is gone on the host when sbx returns" {
+@test "a daemonised grandchild is gone on the host when hutch returns" {
         m=$(unique)
-        run "$SBX" run -- sh -c "(setsid bash -c 'exec -a $m sleep 1000' </dev/null >/dev/null 2>&1 &) ; sleep 0.3; exit 0"
+        run "$HUTCH" run -- sh -c "(setsid bash -c 'exec -a $m sleep 1000' </dev/null >/dev/null 2>&1 &) ; sleep 0.3; exit 0"
         [ "$status" -eq 0 ]
         ! host_has_process "$m"
 }
 
 @test "SIGINT and SIGTERM reach the job" {
         out="$BATS_TEST_TMPDIR/out"
-        "$SBX" run -- sh -c 'trap "echo got-int; exit 7" INT; echo ready; while :; do sleep 0.05; done' > "$out" &
+        "$HUTCH" run -- sh -c 'trap "echo got-int; exit 7" INT; echo ready; while :; do sleep 0.05; done' > "$out" &
         pid=$!
         wait_for_file "$out"
         kill -INT "$pid"
@@ -55,12 +55,12 @@ setup() { common_setup; }
         grep -q got-int "$out"
 
         : > "$out"
-        "$SBX" run -- sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.05; done' > "$out" &
+        "$HUTCH" run -- sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.05; done' > "$out" &
         pid=$!
         wait_for_file "$out"
         kill -TERM "$pid"
         st=0; wait "$pid" || st=$?
-        # SIGTERM to sbx cancels the run after letting the job clean up
+        # SIGTERM to hutch cancels the run after letting the job clean up
         [ "$st" -eq 143 ]
         grep -q got-term "$out"
 }
@@ -68,7 +68,7 @@ setup() { common_setup; }
 @test "other forwarded signals reach the job: HUP, USR1, USR2, QUIT" {
         for sig in HUP USR1 USR2 QUIT; do
                 out="$BATS_TEST_TMPDIR/out-$sig"
-                "$SBX" run -- sh -c "trap 'echo got-$sig; exit 5' $sig; echo ready; while :; do sleep 0.05; done" > "$out" &
+                "$HUTCH" run -- sh -c "trap 'echo got-$sig; exit 5' $sig; echo ready; while :; do sleep 0.05; done" > "$out" &
                 pid=$!
                 wait_for_file "$out"
                 kill -"$sig" "$pid"
@@ -80,7 +80,7 @@ setup() { common_setup; }
 
 @test "a second SIGINT cancels the run and kills the tree (130)" {
         out="$BATS_TEST_TMPDIR/out"
-        "$SBX" run -- sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
+        "$HUTCH" run -- sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
         pid=$!
         wait_for_file "$out"
         kill -INT "$pid"
@@ -90,10 +90,10 @@ setup() { common_setup; }
         [ "$st" -eq 130 ]
 }
 
-@test "sbx killed with SIGKILL leaves no sandbox processes behind" {
+@test "hutch killed with SIGKILL leaves no sandbox processes behind" {
         m=$(unique)
         out="$BATS_TEST_TMPDIR/out"
-        "$SBX" run -- bash -c "echo ready; exec -a $m sleep 1000" > "$out" &
+        "$HUTCH" run -- bash -c "echo ready; exec -a $m sleep 1000" > "$out" &
         pid=$!
         wait_for_file "$out"
         host_has_process "$m"
@@ -111,7 +111,7 @@ setup() { common_setup; }
         m=$(unique)
         bash -c "exec -a $m sleep 30" &
         outside=$!
-        run "$SBX" run -- sh -c 'sleep 100 & kill -9 -1; echo survived'
+        run "$HUTCH" run -- sh -c 'sleep 100 & kill -9 -1; echo survived'
         host_has_process "$m"
         kill "$outside"
 }

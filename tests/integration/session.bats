@@ -1,79 +1,79 @@
 #!/usr/bin/env bats
-# sbx run --session NAME: a persistent workspace that keeps a run's
-# changes only when the run succeeds, one run at a time; sbx session ls|rm
-# and the idle TTL enforced by sbx gc.
+# hutch run --session NAME: a persistent workspace that keeps a run's
+# changes only when the run succeeds, one run at a time; hutch session ls|rm
+# and the idle TTL enforced by hutch gc.
 
 bats_require_minimum_version 1.5.0
 load lib
 
 setup() {
         common_setup
-        TREE="$SBX_STATE_DIR/sessions/s/tree"
+        TREE="$HUTCH_STATE_DIR/sessions/s/tree"
 }
 
 @test "a successful run's changes persist into the next run of the session" {
-        run "$SBX" run -q --session s -- sh -c 'echo one > a; mkdir d; echo x > d/x'
+        run "$HUTCH" run -q --session s -- sh -c 'echo one > a; mkdir d; echo x > d/x'
         [ "$status" -eq 0 ]
-        run "$SBX" run -q --session s -- sh -c 'cat a d/x; echo two >> a; rm d/x'
+        run "$HUTCH" run -q --session s -- sh -c 'cat a d/x; echo two >> a; rm d/x'
         [ "$status" -eq 0 ]
         [ "$output" = "$(printf 'one\nx')" ]
-        run "$SBX" run -q --session s -- sh -c 'cat a; ls d'
+        run "$HUTCH" run -q --session s -- sh -c 'cat a; ls d'
         [ "$output" = "$(printf 'one\ntwo')" ]
         [ "$(cat "$TREE/a")" = "$(printf 'one\ntwo')" ]
-        run "$SBX" show "$(last_run_id)"
+        run "$HUTCH" show "$(last_run_id)"
         [[ "$output" == *"session:     s"* ]]
 }
 
 @test "a failed run leaves the session exactly as it was" {
-        "$SBX" run -q --session s -- sh -c 'echo keep > a; mkdir d; echo x > d/x'
+        "$HUTCH" run -q --session s -- sh -c 'echo keep > a; mkdir d; echo x > d/x'
         before=$(tree_digest "$TREE")
-        run "$SBX" run -q --session s -- sh -c 'echo junk > a; rm -r d; echo n > new; exit 3'
+        run "$HUTCH" run -q --session s -- sh -c 'echo junk > a; rm -r d; echo n > new; exit 3'
         [ "$status" -eq 3 ]
         [ "$(tree_digest "$TREE")" = "$before" ]
         # but its change set is recorded
-        run "$SBX" diff --stat "$(last_run_id)"
+        run "$HUTCH" diff --stat "$(last_run_id)"
         [[ "$output" == *"modified"*"a"* ]]
 }
 
 @test "a timed-out run leaves the session as it was" {
-        "$SBX" run -q --session s -- sh -c 'echo keep > a'
+        "$HUTCH" run -q --session s -- sh -c 'echo keep > a'
         before=$(tree_digest "$TREE")
-        run "$SBX" run -q --session s --timeout 1s --grace 0 -- sh -c 'echo junk > a; echo n > new; sleep 30'
+        run "$HUTCH" run -q --session s --timeout 1s --grace 0 -- sh -c 'echo junk > a; echo n > new; sleep 30'
         [ "$status" -eq 124 ]
         [ "$(tree_digest "$TREE")" = "$before" ]
 }
 
 @test "kill -9 of the supervisor leaves the session as it was, and unlocked" {
-        "$SBX" run -q --session s -- sh -c 'echo keep > a'
+        "$HUTCH" run -q --session s -- sh -c 'echo keep > a'
         before=$(tree_digest "$TREE")
-        "$SBX" run -q --session s -- sh -c 'echo junk > a; echo n > new; sleep 60' &
+        "$HUTCH" run -q --session s -- sh -c 'echo junk > a; echo n > new; sleep 60' &
         pid=$!
         for _ in $(seq 50); do
-                [ "$("$SBX" session ls --json | jq -r .in_use)" = true ] && break
+                [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ] && break
                 sleep 0.1
         done
-        [ "$("$SBX" session ls --json | jq -r .in_use)" = true ]
+        [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ]
         sleep 0.5
         kill -9 "$pid"
         wait "$pid" || true
         [ "$(tree_digest "$TREE")" = "$before" ]
-        run "$SBX" run -q --session s --session-wait 10s -- cat a
+        run "$HUTCH" run -q --session s --session-wait 10s -- cat a
         [ "$status" -eq 0 ]
         [ "$output" = keep ]
 }
 
 @test "a second concurrent run of a session fails at once, or waits with --session-wait" {
-        "$SBX" run -q --session s -- sh -c 'echo 0 > n'
-        "$SBX" run -q --session s -- sh -c 'sleep 2; echo $(( $(cat n) + 1 )) > n' &
+        "$HUTCH" run -q --session s -- sh -c 'echo 0 > n'
+        "$HUTCH" run -q --session s -- sh -c 'sleep 2; echo $(( $(cat n) + 1 )) > n' &
         pid=$!
         for _ in $(seq 50); do
-                [ "$("$SBX" session ls --json | jq -r .in_use)" = true ] && break
+                [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ] && break
                 sleep 0.1
         done
-        run "$SBX" run -q --session s -- true
+        run "$HUTCH" run -q --session s -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *"session s is in use by another run"*"--session-wait"* ]]
-        run "$SBX" run -q --session s --session-wait 20s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n'
+        run "$HUTCH" run -q --session s --session-wait 20s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n'
         [ "$status" -eq 0 ]
         [ "$output" = 2 ]
         wait "$pid"
@@ -81,64 +81,64 @@ setup() {
 }
 
 @test "many concurrent waiting runs of one session never lose an update" {
-        "$SBX" run -q --session s -- sh -c 'echo 0 > n'
+        "$HUTCH" run -q --session s -- sh -c 'echo 0 > n'
         for i in 1 2 3 4 5 6; do
-                "$SBX" run -q --session s --session-wait 60s -- sh -c 'v=$(cat n); echo $((v + 1)) > n' &
+                "$HUTCH" run -q --session s --session-wait 60s -- sh -c 'v=$(cat n); echo $((v + 1)) > n' &
         done
         wait
         [ "$(cat "$TREE/n")" = 6 ]
 }
 
 @test "--commit always keeps a failed run's changes" {
-        run "$SBX" run -q --session s --commit always -- sh -c 'echo partial > p; exit 1'
+        run "$HUTCH" run -q --session s --commit always -- sh -c 'echo partial > p; exit 1'
         [ "$status" -eq 1 ]
         [ "$(cat "$TREE/p")" = partial ]
 }
 
-@test "sbx session ls and rm; rm refuses a session in use" {
-        "$SBX" run -q --session one -- sh -c 'echo 1 > f'
-        "$SBX" run -q --session two -- true
-        run "$SBX" session ls
+@test "hutch session ls and rm; rm refuses a session in use" {
+        "$HUTCH" run -q --session one -- sh -c 'echo 1 > f'
+        "$HUTCH" run -q --session two -- true
+        run "$HUTCH" session ls
         [ "$status" -eq 0 ]
         [[ "$output" == *one*idle* ]]
         [[ "$output" == *two*idle* ]]
-        "$SBX" run -q --session two -- sleep 3 &
+        "$HUTCH" run -q --session two -- sleep 3 &
         pid=$!
         for _ in $(seq 50); do
-                "$SBX" session ls | grep -q 'two.*in use' && break
+                "$HUTCH" session ls | grep -q 'two.*in use' && break
                 sleep 0.1
         done
-        run "$SBX" session rm two
+        run "$HUTCH" session rm two
         [ "$status" -eq 1 ]
         [[ "$output" == *"in use"* ]]
         wait "$pid"
-        run "$SBX" session rm one two
+        run "$HUTCH" session rm one two
         [ "$status" -eq 0 ]
-        run "$SBX" session ls --json
+        run "$HUTCH" session ls --json
         [ -z "$output" ]
-        run "$SBX" session rm nope
+        run "$HUTCH" session rm nope
         [ "$status" -eq 1 ]
 }
 
-@test "sbx gc removes sessions idle longer than session_ttl, keeps the others" {
-        "$SBX" run -q --session old -- sh -c 'echo 1 > f'
-        "$SBX" run -q --session fresh -- sh -c 'echo 1 > f'
-        touch -d '2 days ago' "$SBX_STATE_DIR/sessions/old/lock"
-        run "$SBX" gc --dry-run
+@test "hutch gc removes sessions idle longer than session_ttl, keeps the others" {
+        "$HUTCH" run -q --session old -- sh -c 'echo 1 > f'
+        "$HUTCH" run -q --session fresh -- sh -c 'echo 1 > f'
+        touch -d '2 days ago' "$HUTCH_STATE_DIR/sessions/old/lock"
+        run "$HUTCH" gc --dry-run
         [[ "$output" == *"would remove 1 session"* ]]
-        [ -d "$SBX_STATE_DIR/sessions/old" ]
-        run "$SBX" gc
+        [ -d "$HUTCH_STATE_DIR/sessions/old" ]
+        run "$HUTCH" gc
         [ "$status" -eq 0 ]
         [[ "$output" == *"removed 1 session"* ]]
-        [ ! -e "$SBX_STATE_DIR/sessions/old" ]
-        [ -d "$SBX_STATE_DIR/sessions/fresh/tree" ]
+        [ ! -e "$HUTCH_STATE_DIR/sessions/old" ]
+        [ -d "$HUTCH_STATE_DIR/sessions/fresh/tree" ]
 }
 
 @test "bad session names and option combinations are usage errors" {
-        run "$SBX" run --session ../x -- true
+        run "$HUTCH" run --session ../x -- true
         [ "$status" -eq 2 ]
-        run "$SBX" run --session s --workdir / -- true
+        run "$HUTCH" run --session s --workdir / -- true
         [ "$status" -eq 2 ]
-        run "$SBX" run --session s --commit sometimes -- true
+        run "$HUTCH" run --session s --commit sometimes -- true
         [ "$status" -eq 2 ]
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Run the integration suite again as an unprivileged user.
 #
-# sbx is rootless: what works for root must work for an ordinary user,
+# hutch is rootless: what works for root must work for an ordinary user,
 # and root has shortcuts (it may write any uid map) an ordinary user does
 # not. When the suite runs as root, this script creates (once) a user
 # with no privileges, copies the built binaries and the tests somewhere
@@ -13,23 +13,23 @@ if [ "$(id -u)" -ne 0 ]; then
         echo "1..0 # SKIP already running unprivileged: the suite itself is the unprivileged run"
         exit 0
 fi
-: "${SBX:?}" "${TESTS_DIR:?}" "${BATS:?}"
+: "${HUTCH:?}" "${TESTS_DIR:?}" "${BATS:?}"
 
-user=sbx-unpriv
+user=hutch-unpriv
 if ! id "$user" >/dev/null 2>&1; then
         useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user" \
                 || { echo "1..0 # SKIP cannot create user $user"; exit 0; }
 fi
 command -v runuser >/dev/null || { echo "1..0 # SKIP runuser(1) not installed"; exit 0; }
 
-work=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+work=$(mktemp -d /tmp/hutch-unpriv.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/tests" "$work/tmp" "$work/home"
-cp "$SBX" "$work/bin/sbx"
+cp "$HUTCH" "$work/bin/hutch"
 [ -n "${PROBE:-}" ] && [ -x "$PROBE" ] && cp "$PROBE" "$work/bin/probe"
 cp -R "$TESTS_DIR/integration" "$work/tests/"
 [ -d "$TESTS_DIR/security" ] && cp -R "$TESTS_DIR/security" "$work/tests/"
-for d in "${SBX_DATADIR:-}" "${SBX_PROFILE_PATH:-}"; do
+for d in "${HUTCH_DATADIR:-}" "${HUTCH_PROFILE_PATH:-}"; do
         [ -n "$d" ] && [ -d "$d" ] && cp -R "$d" "$work/$(basename "$d")"
 done
 chown -R "$user" "$work/tmp" "$work/home"
@@ -40,7 +40,7 @@ cd "$work"
 exec runuser -u "$user" -- env -i \
         PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         HOME="$work/home" TMPDIR="$work/tmp" LANG=C.UTF-8 \
-        SBX="$work/bin/sbx" PROBE="$work/bin/probe" \
-        SBX_DATADIR="$work/share" SBX_PROFILE_PATH="$work/profiles" \
-        TESTS_DIR="$work/tests" SBX_STATE_DIR="$work/tmp/state" \
+        HUTCH="$work/bin/hutch" PROBE="$work/bin/probe" \
+        HUTCH_DATADIR="$work/share" HUTCH_PROFILE_PATH="$work/profiles" \
+        TESTS_DIR="$work/tests" HUTCH_STATE_DIR="$work/tmp/state" \
         "$BATS" --tap $files

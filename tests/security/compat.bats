@@ -12,7 +12,7 @@ setup() {
 }
 
 task_python() {
-        sbx_run_in "$1" "$2" -c '
+        hutch_run_in "$1" "$2" -c '
 import json, os, subprocess, tempfile, threading, hashlib
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 with tempfile.TemporaryDirectory() as d:
@@ -26,7 +26,7 @@ print("python ok", hashlib.sha256(b"x").hexdigest()[:6])'
 }
 
 task_node() {
-        sbx_run_in "$1" "$2" -e '
+        hutch_run_in "$1" "$2" -e '
 const fs = require("fs"), os = require("os"), path = require("path"), cp = require("child_process");
 const d = fs.mkdtempSync(path.join(os.tmpdir(), "n"));
 fs.writeFileSync(path.join(d, "x"), "hi");
@@ -39,7 +39,7 @@ setTimeout(() => console.log("node ok"), 5);'
 }
 
 task_bash() {
-        sbx_run_in "$1" "$2" -c '
+        hutch_run_in "$1" "$2" -c '
 x=$(echo hi | tr a-z A-Z); [[ $x == HI ]] || exit 1
 f() { echo "$1"; }; y=$(f ok)
 sleep 0.01 & wait
@@ -50,9 +50,9 @@ echo "bash $y $z"'
 }
 
 task_perl() {
-        sbx_run_in "$1" "$2" -e '
+        hutch_run_in "$1" "$2" -e '
 use strict; use warnings; use POSIX ();
-open(my $f, ">", "/tmp/sbx-perl-$$") or die; print $f "x\n"; close $f; unlink "/tmp/sbx-perl-$$";
+open(my $f, ">", "/tmp/hutch-perl-$$") or die; print $f "x\n"; close $f; unlink "/tmp/hutch-perl-$$";
 my $pid = fork(); if (!$pid) { exit 0 } waitpid($pid, 0);
 my $s = `echo sub`; chomp $s; print "perl ok $s\n";'
         [ "$status" -eq 0 ]
@@ -60,7 +60,7 @@ my $s = `echo sub`; chomp $s; print "perl ok $s\n";'
 }
 
 task_git() {
-        sbx_run_in "$1" /bin/sh -c "
+        hutch_run_in "$1" /bin/sh -c "
 set -e; d=\$(mktemp -d); cd \"\$d\"; $2 init -q r; cd r
 echo x > f; $2 add f
 $2 -c user.email=a@b -c user.name=n commit -qm first
@@ -70,7 +70,7 @@ $2 log --oneline | wc -l | tr -d ' '; $2 status --short; rm -rf \"\$d\"; echo gi
 }
 
 task_make() {
-        sbx_run_in "$1" /bin/sh -c "
+        hutch_run_in "$1" /bin/sh -c "
 set -e; cd \"\$(mktemp -d)\"; printf 'all: b\nb: a\n\tcp a b\n\t@echo make ok\n' > Makefile
 echo x > a; $2 -s; rm -rf \"\$PWD\""
         [ "$status" -eq 0 ]
@@ -78,7 +78,7 @@ echo x > a; $2 -s; rm -rf \"\$PWD\""
 }
 
 task_cc() {
-        sbx_run_in "$1" /bin/sh -c "
+        hutch_run_in "$1" /bin/sh -c "
 set -e; cd \"\$(mktemp -d)\"
 printf '#include <stdio.h>\n#include <pthread.h>\nstatic void *f(void *a) { return a; }\nint main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0); puts(\"cc ok\"); return 0; }\n' > h.c
 $2 -O2 -c h.c -o h.o; $2 -pthread h.o -o h; ./h; rm -rf \"\$PWD\""
@@ -137,21 +137,21 @@ for_tool() {
 # ADDR_NO_RANDOMIZE) and would warn on stderr if it could not.
 @test "allow-ptrace: strace, setarch -R and gdb work, gdb without warnings" {
         command -v strace >/dev/null || skip "strace is not installed"
-        run "$SBX" run -q --allow-ptrace yes -- strace -f -e trace=execve -o /tmp/t sh -c 'true; grep -c execve /tmp/t'
+        run "$HUTCH" run -q --allow-ptrace yes -- strace -f -e trace=execve -o /tmp/t sh -c 'true; grep -c execve /tmp/t'
         [ "$status" -eq 0 ] || { echo "$output"; return 1; }
         [ "${output##*$'\n'}" -ge 1 ]
-        run "$SBX" run -q --allow-ptrace yes -- setarch -R cat /proc/self/personality
+        run "$HUTCH" run -q --allow-ptrace yes -- setarch -R cat /proc/self/personality
         [ "$status" -eq 0 ] || { echo "$output"; return 1; }
         [ "$output" = 00040000 ]
         command -v gdb >/dev/null || skip "gdb is not installed"
-        run "$SBX" run -q --allow-ptrace yes -- gdb -q -batch -ex run -ex 'info inferiors' /bin/true
+        run "$HUTCH" run -q --allow-ptrace yes -- gdb -q -batch -ex run -ex 'info inferiors' /bin/true
         [ "$status" -eq 0 ] || { echo "$output"; return 1; }
         [[ "$output" == *"exited normally"* ]]
         [[ "$output" != *"address space randomization"* ]] || { echo "$output"; return 1; }
 }
 
 @test "allow-ptrace: ASLR stays on by default" {
-        run "$SBX" run -q -- setarch -R true
+        run "$HUTCH" run -q -- setarch -R true
         [ "$status" -ne 0 ]
         [[ "$output" == *"Operation not permitted"* ]]
 }

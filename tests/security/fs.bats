@@ -11,12 +11,12 @@ load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         M=$(marker)
         CANARIES=()
         # binds are resolved by the sandbox's own (unprivileged) host
         # uid: bats' 0700 temp dirs are out of its reach
-        WORK=$(mktemp -d /tmp/sbxsec.XXXXXX)
+        WORK=$(mktemp -d /tmp/hutchsec.XXXXXX)
         chmod 0755 "$WORK"
         CANARIES+=("$WORK")
 }
@@ -34,7 +34,7 @@ teardown() {
 # plant_canary DIR: a host file the job will attack (root only, but
 # DIR=$WORK, the suite's own dir, works for anyone).
 plant_canary() {
-        local f="$1/sbx-canary-$M"
+        local f="$1/hutch-canary-$M"
         { am_root || [ "$1" = "$WORK" ]; } && [ -d "$1" ] || return 1
         echo "canary $M" >"$f"
         chmod 0644 "$f"
@@ -213,7 +213,7 @@ plant_canary() {
         [ ! -s "$out" ]
 }
 
-@test "fs: host fds of sbx's caller never reach the job" {
+@test "fs: host fds of hutch's caller never reach the job" {
         local secret="$BATS_TEST_TMPDIR/secret" out="$BATS_TEST_TMPDIR/out"
         echo "s3cret-$M" >"$secret"
         : >"$out"

@@ -1,47 +1,47 @@
 # lib.bash - shared helpers for the security bats tests.
 #
-# The contract with `sbx run` lives here and only here, so a change in
+# The contract with `hutch run` lives here and only here, so a change in
 # its options is a one-line fix:
 #   - the probe is bound read-only at its host path (--ro) and run there;
 #   - a profile is chosen with -p NAME;
 #   - exit status 125 means the sandbox could not be set up.
-# make check exports SBX (the built sbx), PROBE (the built tests/probe)
-# and SBX_DATADIR (the source tree's share/, where seccomp.ini lives).
+# make check exports HUTCH (the built hutch), PROBE (the built tests/probe)
+# and HUTCH_DATADIR (the source tree's share/, where seccomp.ini lives).
 
-: "${SBX:?SBX must name the sbx binary}"
+: "${HUTCH:?HUTCH must name the hutch binary}"
 : "${PROBE:?PROBE must name the tests/probe binary}"
 
 # run_probe ARGS...: run the probe in a default sandbox, via bats' `run`.
 run_probe() {
-        run "$SBX" run --ro "$PROBE" -- "$PROBE" "$@"
+        run "$HUTCH" run --ro "$PROBE" -- "$PROBE" "$@"
 }
 
 # run_probe_in PROFILE ARGS...: the same under another profile.
 run_probe_in() {
         local profile=$1
         shift
-        run "$SBX" run -p "$profile" --ro "$PROBE" -- "$PROBE" "$@"
+        run "$HUTCH" run -p "$profile" --ro "$PROBE" -- "$PROBE" "$@"
 }
 
-# sbx_run_in PROFILE CMD...: run a host command in a sandbox.
-sbx_run_in() {
+# hutch_run_in PROFILE CMD...: run a host command in a sandbox.
+hutch_run_in() {
         local profile=$1
         shift
-        run "$SBX" run -p "$profile" -- "$@"
+        run "$HUTCH" run -p "$profile" -- "$@"
 }
 
 # Skip the whole file when this host cannot build a sandbox at all
-# (no user namespaces, say): that is `sbx doctor`'s business, not a
+# (no user namespaces, say): that is `hutch doctor`'s business, not a
 # seccomp failure. Any other failure is left to the tests.
 require_sandbox() {
         local out
         # every test records its runs in a store of its own, never in the
-        # caller's (whose schema another sbx may have moved on)
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        # caller's (whose schema another hutch may have moved on)
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         local rc=0
-        out=$("$SBX" run -- /bin/true 2>&1) || rc=$?
+        out=$("$HUTCH" run -- /bin/true 2>&1) || rc=$?
         if [ "$rc" -eq 125 ]; then
-                skip "sbx run cannot set up a sandbox here: ${out}"
+                skip "hutch run cannot set up a sandbox here: ${out}"
         fi
 }
 
@@ -49,7 +49,7 @@ require_sandbox() {
 assert_probe_says() {
         local want
         if [ "$status" -ne 0 ]; then
-                echo "sbx run exited $status; output: $output" >&2
+                echo "hutch run exited $status; output: $output" >&2
                 return 1
         fi
         if [ "$output" = UNSUPPORTED ]; then
@@ -79,17 +79,17 @@ find_tool() {
 # ---- helpers for the hostile suites (fs, process, tty, net, privilege,
 # resources). Every case attacks from inside and then looks at the host.
 #
-# Self-test: with SBX_SECURITY_SELFTEST=unsandboxed, `sandboxed` runs the
+# Self-test: with HUTCH_SECURITY_SELFTEST=unsandboxed, `sandboxed` runs the
 # command directly on the host instead of in a sandbox. Run a suite that
 # way (by hand, never in make check) to see that its cases can fail: an
 # attack that works on an unconfined host must turn the case red. Cases
 # that would harm the host when unconfined (kill -9 -1, guessing pids)
 # narrow or skip themselves in that mode, saying so.
 
-# sandboxed [SBX-RUN-OPTIONS...] -- CMD...: `sbx run` with the probe bound
+# sandboxed [HUTCH-RUN-OPTIONS...] -- CMD...: `hutch run` with the probe bound
 # read-only, via bats' `run`.
 sandboxed() {
-        if [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]; then
+        if [ "${HUTCH_SECURITY_SELFTEST:-}" = unsandboxed ]; then
                 while [ $# -gt 0 ] && [ "$1" != -- ]; do
                         shift
                 done
@@ -97,13 +97,13 @@ sandboxed() {
                 run "$@"
                 return
         fi
-        run "$SBX" run --ro "$PROBE" "$@"
+        run "$HUTCH" run --ro "$PROBE" "$@"
 }
 
 # The raw command line of `sandboxed`, for callers that need a pty, a
 # background job or redirections of their own (no `run`).
 sandbox_cmd() {
-        if [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]; then
+        if [ "${HUTCH_SECURITY_SELFTEST:-}" = unsandboxed ]; then
                 while [ $# -gt 0 ] && [ "$1" != -- ]; do
                         shift
                 done
@@ -111,11 +111,11 @@ sandbox_cmd() {
                 printf '%q ' "$@"
                 return
         fi
-        printf '%q ' "$SBX" run --ro "$PROBE" "$@"
+        printf '%q ' "$HUTCH" run --ro "$PROBE" "$@"
 }
 
 selftest() {
-        [ "${SBX_SECURITY_SELFTEST:-}" = unsandboxed ]
+        [ "${HUTCH_SECURITY_SELFTEST:-}" = unsandboxed ]
 }
 
 # skip_in_selftest REASON: this attack would hurt the host if unconfined.
@@ -127,7 +127,7 @@ skip_in_selftest() {
 
 # A name nobody else on the host uses, for markers looked for afterwards.
 marker() {
-        echo "sbxsec$$x${BATS_TEST_NUMBER}x$RANDOM$RANDOM"
+        echo "hutchsec$$x${BATS_TEST_NUMBER}x$RANDOM$RANDOM"
 }
 
 # A whole number unique enough to find a process by its command line

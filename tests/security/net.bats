@@ -9,7 +9,7 @@ load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         M=$(marker)
         LISTENER=
         LOG="$BATS_TEST_TMPDIR/accepted"

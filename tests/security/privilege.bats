@@ -2,7 +2,7 @@
 # privilege.bats - privilege escalation and secrets. setuid and
 # file-capability binaries must give nothing, every capability set must
 # be empty after exec, nested user namespaces, new keyrings and id-map
-# rewrites are refused, and secrets in sbx's own environment stay out of
+# rewrites are refused, and secrets in hutch's own environment stay out of
 # the job's reach. Host side: the account files, the host's key list and
 # the job's view of its maps are checked after each attempt.
 
@@ -10,9 +10,9 @@ load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         M=$(marker)
-        WORK=$(mktemp -d /tmp/sbxsec.XXXXXX)
+        WORK=$(mktemp -d /tmp/hutchsec.XXXXXX)
         chmod 0755 "$WORK"
 }
 
@@ -82,10 +82,10 @@ assert_no_caps() {
 }
 
 @test "privilege: a new session keyring is refused and shows nowhere on the host" {
-        sandboxed -- "$PROBE" keyring "sbxkey$M"
+        sandboxed -- "$PROBE" keyring "hutchkey$M"
         [ "$status" -eq 0 ]
         assert_refused
-        ! grep -q "sbxkey$M" /proc/keys 2>/dev/null
+        ! grep -q "hutchkey$M" /proc/keys 2>/dev/null
 }
 
 @test "privilege: the job cannot rewrite its uid_map, gid_map or setgroups" {
@@ -103,7 +103,7 @@ assert_no_caps() {
         [ "${lines[7]}" = 1000 ]
 }
 
-@test "privilege: secrets in sbx's environment are not visible to the job" {
+@test "privilege: secrets in hutch's environment are not visible to the job" {
         export AWS_SECRET_ACCESS_KEY="aws$M" GITHUB_TOKEN="gh$M" OPENAI_API_KEY="oa$M"
         # $PPID is init inside (and the caller, unconfined)
         sandboxed -- sh -c 'exec 2>/dev/null; env; cat /proc/self/environ /proc/1/environ /proc/*/environ

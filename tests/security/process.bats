@@ -2,14 +2,14 @@
 # process.bats - process escapes: the job tries to trace, signal and
 # outlive things; the host side then checks that its own process (a
 # `sleep` with a known pid) is alive and untraced, and that nothing the
-# job started is still running once sbx has returned, or after sbx was
+# job started is still running once hutch has returned, or after hutch was
 # killed with SIGKILL.
 
 load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         SECS=$(unique_secs)
         VICTIM=
 }
@@ -129,17 +129,17 @@ assert_victim_alive() {
         wait_gone "$SECS"
 }
 
-@test "process: sbx killed with SIGKILL mid-run leaves nothing running" {
+@test "process: hutch killed with SIGKILL mid-run leaves nothing running" {
         cmd=$(sandbox_cmd -- sh -c "$PROBE daemon $SECS; (trap '' TERM HUP; exec sleep $SECS) & exec sleep $SECS")
         bash -c "exec $cmd" >/dev/null 2>&1 &
-        local sbx=$!
+        local hutch=$!
         # wait for the job's processes to show on the host
         for ((i = 0; i < 50; i++)); do
                 [ "$(host_pids_matching "^sleep $SECS" | wc -l)" -ge 2 ] && break
                 sleep 0.1
         done
         [ "$(host_pids_matching "^sleep $SECS" | wc -l)" -ge 2 ]
-        kill -9 "$sbx"
-        wait "$sbx" || true
+        kill -9 "$hutch"
+        wait "$hutch" || true
         wait_gone "$SECS" 30
 }

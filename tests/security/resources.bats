@@ -2,13 +2,13 @@
 # resources.bats - resource abuse that must not hurt the host: a fork
 # bomb (bounded, host still responsive, nothing left), a memory hog
 # (killed as oom), a disk fill (ENOSPC inside, host /tmp untouched) and
-# an output flood (sbx's own memory stays small).
+# an output flood (hutch's own memory stays small).
 
 load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         M=$(marker)
         SECS=$(unique_secs)
 }
@@ -45,13 +45,13 @@ host_responsive() {
         cmd=$(sandbox_cmd --pids 128 --timeout 3s --grace 200ms -- bash -c \
                 ": $SECS; b() { b | b & }; b; sleep $SECS")
         bash -c "exec $cmd" >/dev/null 2>&1 &
-        local sbx=$!
+        local hutch=$!
         sleep 1
-        host_responsive 5 || { kill -9 "$sbx"; false; }
+        host_responsive 5 || { kill -9 "$hutch"; false; }
         # the host's own process count is not eaten up: we can still fork
         run bash -c 'for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo forked'
         [ "$output" = forked ]
-        wait "$sbx" || true
+        wait "$hutch" || true
         wait_gone "$SECS" 50
 }
 
@@ -96,23 +96,23 @@ host_responsive() {
         [ $((before - after)) -lt 8192 ]
 }
 
-@test "resources: a 64 MB output flood does not grow sbx's own memory" {
+@test "resources: a 64 MB output flood does not grow hutch's own memory" {
         [ -x /usr/bin/time ] || skip "/usr/bin/time (GNU time) is not installed"
-        local limit_kb=${SBX_SEC_MAX_RSS_KB:-32768}
+        local limit_kb=${HUTCH_SEC_MAX_RSS_KB:-32768}
         cmd=$(sandbox_cmd -- "$PROBE" spew 64M)
         run /usr/bin/time -f 'maxrss=%M' -o "$BATS_TEST_TMPDIR/time" bash -c "exec $cmd >/dev/null"
         [ "$status" -eq 0 ]
         rss=$(sed -n 's/^maxrss=//p' "$BATS_TEST_TMPDIR/time")
-        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "sbx peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
+        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "hutch peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
 }
 
-@test "resources: a 64 MB stderr flood on a pty (-t) does not grow sbx's own memory" {
+@test "resources: a 64 MB stderr flood on a pty (-t) does not grow hutch's own memory" {
         [ -x /usr/bin/time ] || skip "/usr/bin/time (GNU time) is not installed"
         command -v script >/dev/null || skip "script(1) is not installed"
-        local limit_kb=${SBX_SEC_MAX_RSS_KB:-32768}
+        local limit_kb=${HUTCH_SEC_MAX_RSS_KB:-32768}
         cmd=$(sandbox_cmd -t -- sh -c "$PROBE spew 64M >&2")
         run /usr/bin/time -f 'maxrss=%M' -o "$BATS_TEST_TMPDIR/time" \
                 script -qec "$cmd" /dev/null </dev/null >/dev/null
         rss=$(sed -n 's/^maxrss=//p' "$BATS_TEST_TMPDIR/time")
-        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "sbx peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
+        [ -n "$rss" ] && [ "$rss" -lt "$limit_kb" ] || { echo "hutch peak RSS ${rss} KB (limit ${limit_kb} KB)" >&2; false; }
 }

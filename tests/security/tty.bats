@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# tty.bats - terminal injection. script(1) gives sbx a real terminal, as
+# tty.bats - terminal injection. script(1) gives hutch a real terminal, as
 # an interactive shell would; the job tries to push keystrokes into it
 # (TIOCSTI, TIOCLINUX paste); then the *host* shell on that terminal
 # reads a line, and must read nothing the job typed.
@@ -8,12 +8,12 @@ load lib
 
 setup() {
         require_sandbox
-        export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         command -v script >/dev/null || skip "script(1) (util-linux) is not installed"
         M=$(marker)
 }
 
-# on_terminal SBX-RUN-ARGS... -- CMD...: run the sandbox under script(1),
+# on_terminal HUTCH-RUN-ARGS... -- CMD...: run the sandbox under script(1),
 # then read one line on the same terminal from the host side.
 on_terminal() {
         local cmd

@@ -16,7 +16,7 @@
 char *fst_mkdtemp(const char *tag)
 {
         const char *tmp = getenv("TMPDIR");
-        char *p = xasprintf("%s/sbx-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+        char *p = xasprintf("%s/hutch-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
 
         if (!mkdtemp(p)) {
                 free(p);

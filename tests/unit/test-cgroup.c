@@ -230,7 +230,7 @@ static void run_name_checked(void **state)
 static void run_open_checked(void **state)
 {
         struct cgroup_run *cg = NULL;
-        char dir[] = "/tmp/sbx-test-cgroup-XXXXXX";
+        char dir[] = "/tmp/hutch-test-cgroup-XXXXXX";
         assert_non_null(mkdtemp(dir));
         _cleanup_free_ char *run = xasprintf("%s/run-01ABC", dir);
         _cleanup_free_ char *other = xasprintf("%s/home", dir);

@@ -109,7 +109,7 @@ static void streaming_pieces(void **state)
 
 static void from_fd(void **state)
 {
-        char path[] = "/tmp/sbx-test-digest-XXXXXX", hex[DIGEST_HEX_SIZE];
+        char path[] = "/tmp/hutch-test-digest-XXXXXX", hex[DIGEST_HEX_SIZE];
         _cleanup_close_ int fd = mkstemp(path);
         unsigned char buf[1000];
         int pipefd[2];

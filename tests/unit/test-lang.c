@@ -12,7 +12,7 @@
 #include "lang.h"
 #include "util.h"
 
-/* The shipped file, found through $SBX_DATADIR as make check sets it. */
+/* The shipped file, found through $HUTCH_DATADIR as make check sets it. */
 static void shipped_table(void **state)
 {
         _cleanup_(lang_table_freep) struct lang_table *t = NULL;
@@ -20,7 +20,7 @@ static void shipped_table(void **state)
         const struct lang *l;
         static const char *const names[] = { "bash", "c", "node", "perl", "python", "sh" };
 
-        assert_non_null(getenv("SBX_DATADIR"));
+        assert_non_null(getenv("HUTCH_DATADIR"));
         assert_int_equal(lang_table_load(NULL, &t, &err), 0);
         assert_null(err);
         assert_int_equal(lang_table_count(t), ELEMENTSOF(names));
@@ -121,7 +121,7 @@ static void find_program(void **state)
         assert_int_equal(lang_find_program("sh", "/nonexistent:/bin:/usr/bin", &p), 0);
         assert_true(strstr(p, "/sh") != NULL);
         assert_int_equal(lang_find_program("/bin/sh", NULL, NULL), 0);
-        assert_int_equal(lang_find_program("sbx-no-such-interpreter", "/bin:/usr/bin", NULL), -ENOENT);
+        assert_int_equal(lang_find_program("hutch-no-such-interpreter", "/bin:/usr/bin", NULL), -ENOENT);
         /* a directory is not a program */
         assert_int_equal(lang_find_program("/tmp", NULL, NULL), -ENOENT);
         assert_int_equal(lang_find_program("", NULL, NULL), -ENOENT);
@@ -134,8 +134,8 @@ static void check_host(void **state)
         const struct lang *l;
 
         assert_int_equal(lang_table_parse("[sh]\ncommand = sh {file}\nextension = .sh\n"
-                                          "[ghost]\ncommand = sbx-no-such-interpreter {file}\nextension = .g\n"
-                                          "[cg]\ncompile = sbx-no-such-cc -o {out} {file}\ncommand = {out}\n"
+                                          "[ghost]\ncommand = hutch-no-such-interpreter {file}\nextension = .g\n"
+                                          "[cg]\ncompile = hutch-no-such-cc -o {out} {file}\ncommand = {out}\n"
                                           "extension = .c\n"
                                           "[self]\ncommand = {file}\nextension = .x\n",
                                           "t.ini", &t, &err), 0);
@@ -145,12 +145,12 @@ static void check_host(void **state)
 
         assert_int_equal(lang_lookup(t, "ghost", &l, &err), 0);
         assert_int_equal(lang_check_host(l, "/usr/bin:/bin", &err), -ENOENT);
-        assert_string_equal(err, "language ghost: interpreter \"sbx-no-such-interpreter\" not found on PATH "
+        assert_string_equal(err, "language ghost: interpreter \"hutch-no-such-interpreter\" not found on PATH "
                                  "(/usr/bin:/bin)");
 
         assert_int_equal(lang_lookup(t, "cg", &l, &err), 0);
         assert_int_equal(lang_check_host(l, "/usr/bin:/bin", &err), -ENOENT);
-        assert_string_equal(err, "language cg: compiler \"sbx-no-such-cc\" not found on PATH (/usr/bin:/bin)");
+        assert_string_equal(err, "language cg: compiler \"hutch-no-such-cc\" not found on PATH (/usr/bin:/bin)");
 
         /* the program is the file itself: nothing to look up */
         assert_int_equal(lang_lookup(t, "self", &l, &err), 0);

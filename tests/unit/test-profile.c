@@ -4,9 +4,9 @@
  * and the canonical text with its sha256.
  *
  * Each test runs with its own scratch directories as the search path
- * ($XDG_CONFIG_HOME and $SBX_PROFILE_PATH), so the host's and the user's
+ * ($XDG_CONFIG_HOME and $HUTCH_PROFILE_PATH), so the host's and the user's
  * profiles never leak in; the shipped profiles are read from the
- * $SBX_PROFILE_PATH that `make check` exports.
+ * $HUTCH_PROFILE_PATH that `make check` exports.
  */
 #include "config.h"
 
@@ -21,32 +21,32 @@
 #include "run-config.h"
 #include "util.h"
 
-static char *shipped_dir;       /* $SBX_PROFILE_PATH as make check set it */
+static char *shipped_dir;       /* $HUTCH_PROFILE_PATH as make check set it */
 
 struct scratch {
         char *root;
-        char *xdg;              /* XDG_CONFIG_HOME; profiles in xdg/sbx/profiles */
-        char *user;             /* xdg/sbx/profiles */
-        char *data;             /* SBX_PROFILE_PATH */
+        char *xdg;              /* XDG_CONFIG_HOME; profiles in xdg/hutch/profiles */
+        char *user;             /* xdg/hutch/profiles */
+        char *data;             /* HUTCH_PROFILE_PATH */
         char *elsewhere;        /* not in the search path: untrusted */
 };
 
 static int setup(void **state)
 {
         struct scratch *s = xcalloc(1, sizeof(*s));
-        char tmpl[] = "/tmp/sbx-test-profile-XXXXXX";
+        char tmpl[] = "/tmp/hutch-test-profile-XXXXXX";
 
         if (!mkdtemp(tmpl))
                 return -1;
         s->root = xstrdup(tmpl);
         s->xdg = xasprintf("%s/xdg", s->root);
-        s->user = xasprintf("%s/sbx/profiles", s->xdg);
+        s->user = xasprintf("%s/hutch/profiles", s->xdg);
         s->data = xasprintf("%s/data", s->root);
         s->elsewhere = xasprintf("%s/elsewhere", s->root);
         if (mkdir_p(s->user, 0755) < 0 || mkdir_p(s->data, 0755) < 0 || mkdir_p(s->elsewhere, 0755) < 0)
                 return -1;
         setenv("XDG_CONFIG_HOME", s->xdg, 1);
-        setenv("SBX_PROFILE_PATH", s->data, 1);
+        setenv("HUTCH_PROFILE_PATH", s->data, 1);
         *state = s;
         return 0;
 }
@@ -655,7 +655,7 @@ static void inheritance(void **state)
         }
 }
 
-/* ~/.config/sbx/profiles/NAME.ini may extend the NAME further down the path */
+/* ~/.config/hutch/profiles/NAME.ini may extend the NAME further down the path */
 static void extend_same_name(void **state)
 {
         struct scratch *s = *state;
@@ -703,8 +703,8 @@ static void extends_errors(void **state)
         run_config_init(&cfg);
         assert_int_equal(profile_load(&cfg, "orphan", &err), -ENOENT);
         expect = xasprintf("profile orphan.ini:1: extends: no profile named \"gone\" (looked in %s, "
-                           "/etc/sbx/profiles, %s%s)", s->user,
-                           streq(SBX_SYSCONFDIR, "/etc") ? "" : SBX_SYSCONFDIR "/sbx/profiles, ", s->data);
+                           "/etc/hutch/profiles, %s%s)", s->user,
+                           streq(HUTCH_SYSCONFDIR, "/etc") ? "" : HUTCH_SYSCONFDIR "/hutch/profiles, ", s->data);
         assert_string_equal(err, expect);
         run_config_done(&cfg);
 
@@ -795,9 +795,9 @@ static void trust(void **state)
         run_config_init(&cfg);
         assert_int_equal(profile_load(&cfg, untrusted, &err), -EPERM);
         expect = xasprintf("profile %s:2: rw: writable binds are only honoured from profiles in trusted "
-                           "directories (%s, /etc/sbx/profiles, %s%s) or from the command line",
+                           "directories (%s, /etc/hutch/profiles, %s%s) or from the command line",
                            untrusted, s->user,
-                           streq(SBX_SYSCONFDIR, "/etc") ? "" : SBX_SYSCONFDIR "/sbx/profiles, ", s->data);
+                           streq(HUTCH_SYSCONFDIR, "/etc") ? "" : HUTCH_SYSCONFDIR "/hutch/profiles, ", s->data);
         assert_string_equal(err, expect);
         assert_null(cfg.rw_paths);
         run_config_done(&cfg);
@@ -854,21 +854,21 @@ static void search_dirs(void **state)
 
         dirs = profile_search_dirs();
         assert_string_equal(dirs[0], s->user);
-        assert_string_equal(dirs[1], "/etc/sbx/profiles");
+        assert_string_equal(dirs[1], "/etc/hutch/profiles");
         assert_string_equal(dirs[strv_length(dirs) - 1], s->data);
 
-        setenv("SBX_PROFILE_PATH", "/one::/two", 1);
+        setenv("HUTCH_PROFILE_PATH", "/one::/two", 1);
         dirs2 = profile_search_dirs();
         assert_string_equal(dirs2[strv_length(dirs2) - 2], "/one");
         assert_string_equal(dirs2[strv_length(dirs2) - 1], "/two");
 
-        unsetenv("SBX_PROFILE_PATH");
+        unsetenv("HUTCH_PROFILE_PATH");
         unsetenv("XDG_CONFIG_HOME");
         setenv("HOME", "/home/someone", 1);
         dirs3 = profile_search_dirs();
-        assert_string_equal(dirs3[0], "/home/someone/.config/sbx/profiles");
-        assert_string_equal(dirs3[strv_length(dirs3) - 1], SBX_DATADIR "/profiles");
-        setenv("SBX_PROFILE_PATH", s->data, 1);
+        assert_string_equal(dirs3[0], "/home/someone/.config/hutch/profiles");
+        assert_string_equal(dirs3[strv_length(dirs3) - 1], HUTCH_DATADIR "/profiles");
+        setenv("HUTCH_PROFILE_PATH", s->data, 1);
         setenv("XDG_CONFIG_HOME", s->xdg, 1);
 }
 
@@ -878,7 +878,7 @@ static void shipped(void **state)
 {
         static const char *const names[] = { "default", "python", "node", "bash", "strict", "ci" };
 
-        setenv("SBX_PROFILE_PATH", shipped_dir, 1);
+        setenv("HUTCH_PROFILE_PATH", shipped_dir, 1);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 struct run_config cfg, again;
                 _cleanup_free_ char *err = NULL, *text = NULL, *text2 = NULL;
@@ -943,7 +943,7 @@ static void shipped(void **state)
                 assert_int_equal(cfg.net, NET_NONE);
                 run_config_done(&cfg);
         }
-        setenv("SBX_PROFILE_PATH", ((struct scratch *)*state)->data, 1);
+        setenv("HUTCH_PROFILE_PATH", ((struct scratch *)*state)->data, 1);
 }
 
 static void canonical(void **state)
@@ -1043,12 +1043,12 @@ static void canonical(void **state)
         run_config_done(&b);
 }
 
-/* sbx-profile(5) is hand-written: make sure it has an entry for every key,
+/* hutch-profile(5) is hand-written: make sure it has an entry for every key,
  * under the right section, with its flag. */
 static void man_page(void **state)
 {
         const char *tests_dir = getenv("TESTS_DIR");
-        _cleanup_free_ char *path = xasprintf("%s/../man/sbx-profile.5", tests_dir ? tests_dir : "tests");
+        _cleanup_free_ char *path = xasprintf("%s/../man/hutch-profile.5", tests_dir ? tests_dir : "tests");
         _cleanup_free_ char *man = NULL;
 
         assert_int_equal(read_file(path, &man, NULL), 0);
@@ -1127,7 +1127,7 @@ int main(void)
                 cmocka_unit_test(cli_options),
                 cmocka_unit_test(man_page),
         };
-        const char *p = getenv("SBX_PROFILE_PATH");
+        const char *p = getenv("HUTCH_PROFILE_PATH");
 
         /* the shipped profiles, as make check points at them */
         shipped_dir = xstrdup(p && *p ? p : "profiles");

@@ -10,7 +10,7 @@
  * an existing path) could pass for the kernel's own reasons, which is why
  * the unfiltered results are checked too (check_unfiltered).
  *
- * Needs SBX_DATADIR pointing at the source tree's share/ (make check sets it).
+ * Needs HUTCH_DATADIR pointing at the source tree's share/ (make check sets it).
  */
 #include "config.h"
 
@@ -42,7 +42,7 @@
 #define SYS_clone3 435
 #endif
 
-#define NOPATH "/nonexistent-sbx-test"
+#define NOPATH "/nonexistent-hutch-test"
 
 /* ---- helpers -------------------------------------------------------- */
 
@@ -78,7 +78,7 @@ static int run_child(const struct seccomp_settings *s, void (*fn)(void))
         size_t len;
 
         assert_int_equal(seccomp_policy_build(s, &p, NULL, &err), 0);
-        /* the form sbx run installs: exported BPF, loaded with seccomp(2) */
+        /* the form hutch run installs: exported BPF, loaded with seccomp(2) */
         assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
         fflush(stdout);
         fflush(stderr);
@@ -174,7 +174,7 @@ static void build_default(void **state)
         assert_string_equal(rep.policy, "default");
         assert_string_equal(rep.action, "errno");
         assert_string_equal(rep.mode, "deny-list");
-        assert_true(rep.syscalls >= 50);        /* the groups in @sbx-deny */
+        assert_true(rep.syscalls >= 50);        /* the groups in @hutch-deny */
         assert_true(rep.rules > rep.syscalls);  /* plus argument and future rules */
 #if defined(__x86_64__)
         assert_string_equal(rep.arch, "x86_64");
@@ -284,11 +284,11 @@ static void build_errors(void **state)
 static int build_with_groups(const char *text, char **ret_error)
 {
         _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
-        char dir[] = "/tmp/sbx-test-seccomp-XXXXXX";
+        char dir[] = "/tmp/hutch-test-seccomp-XXXXXX";
         _cleanup_free_ char *path = NULL;
         _cleanup_free_ char *saved = NULL;
         struct seccomp_settings s = {};
-        const char *old = getenv("SBX_DATADIR");
+        const char *old = getenv("HUTCH_DATADIR");
         int r;
 
         saved = old ? xstrdup(old) : NULL;
@@ -296,16 +296,16 @@ static int build_with_groups(const char *text, char **ret_error)
         path = xasprintf("%s/seccomp.ini", dir);
         if (text)
                 assert_int_equal(write_file(path, text, 0644), 0);
-        setenv("SBX_DATADIR", dir, 1);
+        setenv("HUTCH_DATADIR", dir, 1);
         s.deny = strv_append(NULL, "@a");
         r = seccomp_policy_build(&s, &p, NULL, ret_error);
         seccomp_settings_done(&s);
         unlink(path);
         rmdir(dir);
         if (saved)
-                setenv("SBX_DATADIR", saved, 1);
+                setenv("HUTCH_DATADIR", saved, 1);
         else
-                unsetenv("SBX_DATADIR");
+                unsetenv("HUTCH_DATADIR");
         return r;
 }
 
@@ -341,7 +341,7 @@ static void groups_file_errors(void **state)
         free(err);
 
         /* An optional member unknown to libseccomp is skipped. */
-        assert_int_equal(build_with_groups("[@a]\n?sbx_no_such_call = future\nmount =\n", &err), 0);
+        assert_int_equal(build_with_groups("[@a]\n?hutch_no_such_call = future\nmount =\n", &err), 0);
 }
 
 static void groups_shipped_file(void **state)
@@ -357,7 +357,7 @@ static void groups_shipped_file(void **state)
 
         /* inih's line buffer is 200 bytes; a longer line would be split
          * and misread, so keep the shipped file well inside it. */
-        path = xasprintf("%s/seccomp.ini", getenv("SBX_DATADIR"));
+        path = xasprintf("%s/seccomp.ini", getenv("HUTCH_DATADIR"));
         assert_int_equal(read_file(path, &text, &len), 0);
         for (size_t i = 0; i < len; i++, col++) {
                 if (text[i] == '\n') {
@@ -375,7 +375,7 @@ static void dump_pseudo_code(void **state)
         _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
         _cleanup_free_ char *text = NULL;
         struct seccomp_settings s;
-        char path[] = "/tmp/sbx-test-dump-XXXXXX";
+        char path[] = "/tmp/hutch-test-dump-XXXXXX";
         size_t len;
         int fd;
 
@@ -402,7 +402,7 @@ static uint64_t now_us(void)
         return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Not a pass/fail benchmark: prints what one `sbx run` pays, and fails
+/* Not a pass/fail benchmark: prints what one `hutch run` pays, and fails
  * only on a gross regression (tens of milliseconds). */
 static void build_and_load_time(void **state)
 {
@@ -733,7 +733,7 @@ static void blob_malformed(void **state)
  * keys on the settings, and ignores a damaged entry. */
 static void compile_cache(void **state)
 {
-        char dir[] = "/tmp/sbx-test-bpf-cache.XXXXXX";
+        char dir[] = "/tmp/hutch-test-bpf-cache.XXXXXX";
         struct seccomp_settings s = { 0 };
         struct seccomp_report r1, r2;
         _cleanup_free_ char *err = NULL;
@@ -774,7 +774,7 @@ static void compile_cache(void **state)
                         continue;
                 char path[512];
                 snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-                assert_int_equal(write_file(path, "sbx-bpf 1 1\ngarbage", 0600), 0);
+                assert_int_equal(write_file(path, "hutch-bpf 1 1\ngarbage", 0600), 0);
                 damaged++;
         }
         closedir(d);

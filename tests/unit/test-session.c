@@ -19,7 +19,7 @@ static char root[64];
 
 static int setup(void **state)
 {
-        snprintf(root, sizeof(root), "/tmp/sbx-test-session-XXXXXX");
+        snprintf(root, sizeof(root), "/tmp/hutch-test-session-XXXXXX");
         return mkdtemp(root) ? 0 : -1;
 }
 

@@ -26,10 +26,10 @@ struct fixture {
 static int setup(void **state)
 {
         struct fixture *f = xcalloc(1, sizeof(*f));
-        snprintf(f->dir, sizeof(f->dir), "/tmp/sbx-test-store-XXXXXX");
+        snprintf(f->dir, sizeof(f->dir), "/tmp/hutch-test-store-XXXXXX");
         if (!mkdtemp(f->dir))
                 return -1;
-        f->path = xasprintf("%s/state/sub/sbx.db", f->dir);
+        f->path = xasprintf("%s/state/sub/hutch.db", f->dir);
         *state = f;
         return 0;
 }
@@ -99,19 +99,19 @@ static void open_creates(void **state)
 static void default_path(void **state)
 {
         _cleanup_free_ char *p = NULL;
-        setenv("SBX_STATE_DIR", "/x/state", 1);
+        setenv("HUTCH_STATE_DIR", "/x/state", 1);
         assert_int_equal(store_default_path(&p), 0);
-        assert_string_equal(p, "/x/state/sbx.db");
+        assert_string_equal(p, "/x/state/hutch.db");
         free(TAKE_PTR(p));
-        unsetenv("SBX_STATE_DIR");
+        unsetenv("HUTCH_STATE_DIR");
         setenv("XDG_STATE_HOME", "/x/xdg", 1);
         assert_int_equal(store_default_path(&p), 0);
-        assert_string_equal(p, "/x/xdg/sbx/sbx.db");
+        assert_string_equal(p, "/x/xdg/hutch/hutch.db");
         free(TAKE_PTR(p));
         setenv("XDG_STATE_HOME", "", 1);
         setenv("HOME", "/home/u", 1);
         assert_int_equal(store_default_path(&p), 0);
-        assert_string_equal(p, "/home/u/.local/state/sbx/sbx.db");
+        assert_string_equal(p, "/home/u/.local/state/hutch/hutch.db");
         free(TAKE_PTR(p));
         unsetenv("XDG_STATE_HOME");
         unsetenv("HOME");
@@ -385,7 +385,7 @@ static void retention(void **state)
         run_record_free_many(recs, n);
 }
 
-/* The version-1 schema exactly as sbx 0.1 created it. Frozen here on
+/* The version-1 schema exactly as hutch 0.1 created it. Frozen here on
  * purpose: if migration 1 in store.c changes, this test still checks the
  * upgrade of databases that already exist. */
 static const char v1_schema[] =
@@ -622,7 +622,7 @@ static void json_view(void **state)
                         known |= streq(key, fields[i]);
                 assert_true(known);
         }
-        assert_string_equal(json_string_value(json_object_get(j, "schema")), "sbx.result/1");
+        assert_string_equal(json_string_value(json_object_get(j, "schema")), "hutch.result/1");
         assert_string_equal(json_string_value(json_object_get(j, "status")), "signaled");
         assert_true(json_is_null(json_object_get(j, "exit_code")));
         assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);

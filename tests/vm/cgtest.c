@@ -1,18 +1,18 @@
 /* cgtest.c - drives the cgroup module (src/cgroup.c) against a real
  * kernel, inside the test VM, as an unprivileged user with a delegated
- * cgroup v2 subtree. It does what `sbx run` does around the sandbox:
+ * cgroup v2 subtree. It does what `hutch run` does around the sandbox:
  * prepare the base, create a run cgroup with limits, clone3() a child
  * straight into it with CLONE_INTO_CGROUP, let the child misbehave,
  * then read the counters, kill and remove. Prints TAP on stdout.
  *
- *   cgtest limits   memory/oom, pids, cpu, kill+remove (needs SBX_CGROUP
+ *   cgtest limits   memory/oom, pids, cpu, kill+remove (needs HUTCH_CGROUP
  *                   or an own cgroup that is a usable base)
- *   cgtest own      sbx's own cgroup as the base: must move itself into
- *                   the sbx-supervisor leaf, then a run must work
+ *   cgtest own      hutch's own cgroup as the base: must move itself into
+ *                   the hutch-supervisor leaf, then a run must work
  *   cgtest busy     own cgroup shared with another process: prepare must
  *                   refuse and say why
  *   cgtest denied   base not writable: prepare and probe must say so
- *   cgtest outside  SBX_CGROUP outside sbx's reach: prepare must refuse,
+ *   cgtest outside  HUTCH_CGROUP outside hutch's reach: prepare must refuse,
  *                   and the kernel must refuse the clone3 there
  *   cgtest probe    print what cgroup_probe() finds (for any host)
  *
@@ -198,7 +198,7 @@ static void test_memory(const char *base, unsigned usable, const char *tag, bool
         check(r == 0 && !dir_exists(cgroup_run_path(cg)), "%s: run cgroup removed", tag);
 }
 
-/* What `sbx run` does: one clone3 makes the sandbox's namespaces and
+/* What `hutch run` does: one clone3 makes the sandbox's namespaces and
  * puts it in the run cgroup, so it is limited from its first
  * instruction and its cgroup namespace is rooted at the run cgroup. */
 static void test_sandbox_clone(const char *base, unsigned usable)
@@ -373,13 +373,13 @@ static int mode_own(void)
         unsigned usable = 0;
         int r = cgroup_base_prepare(CGROUP_ALL, &base, &usable, &reason);
 
-        check(r == 0 && usable == CGROUP_ALL, "own: prepare uses sbx's own cgroup %s (usable 0x%x)%s%s",
+        check(r == 0 && usable == CGROUP_ALL, "own: prepare uses hutch's own cgroup %s (usable 0x%x)%s%s",
               base ? base : "-", usable, reason ? ": " : "", reason ? reason : "");
         if (r < 0)
                 return 1;
         if (read_file("/proc/self/cgroup", &text, NULL) == 0)
                 (void)cgroup_parse_proc_cgroup(text, &self);
-        check(self && strstr(self, "/sbx-supervisor"), "own: sbx moved itself into the leaf (%s)",
+        check(self && strstr(self, "/hutch-supervisor"), "own: hutch moved itself into the leaf (%s)",
               self ? self : "?");
         test_memory(base, usable, "own", false);
         /* a second prepare from inside the leaf finds the same base */
@@ -407,12 +407,12 @@ static int mode_expect_failure(const char *what, const char *needle)
         return 0;
 }
 
-/* SBX_CGROUP names a delegated cgroup that does not contain sbx's own,
+/* HUTCH_CGROUP names a delegated cgroup that does not contain hutch's own,
  * and their common ancestor is not ours: prepare must refuse, and the
  * kernel indeed refuses to clone a child into a cgroup there. */
 static int mode_outside(void)
 {
-        const char *base = getenv("SBX_CGROUP");
+        const char *base = getenv("HUTCH_CGROUP");
         struct cgroup_limits lim = { 0 };
         _cleanup_cgroup_run_ struct cgroup_run *cg = NULL;
 
@@ -435,7 +435,7 @@ static int mode_outside(void)
         return 0;
 }
 
-/* What `sbx doctor` would be told, as diagnostics; never fails. */
+/* What `hutch doctor` would be told, as diagnostics; never fails. */
 static int mode_probe(void)
 {
         struct cgroup_probe p;

@@ -1,4 +1,4 @@
-# common.sh - the host side shared by sbx's VM suites (sourced by bash:
+# common.sh - the host side shared by hutch's VM suites (sourced by bash:
 # tests/vm/run and tests/vm/run-systemd). It finds the built tree, QEMU,
 # a static busybox and Debian's cloud kernel (fetched into the cache
 # with apt-get download on first use), copies programs with their shared
@@ -23,13 +23,13 @@ bail() {
 }
 
 # vm_paths: sets builddir, work (BUILDDIR/tests/vm), cache and timeout
-# from VM_BUILDDIR, $SBX, the current directory, VM_CACHE and VM_TIMEOUT.
+# from VM_BUILDDIR, $HUTCH, the current directory, VM_CACHE and VM_TIMEOUT.
 vm_paths() {
         if [ -n "${VM_BUILDDIR:-}" ]; then
                 builddir=$VM_BUILDDIR
-        elif [ -n "${SBX:-}" ] && [ -x "$SBX" ]; then
-                builddir=$(cd "$(dirname "$SBX")/.." && pwd)
-        elif [ -x src/sbx ]; then
+        elif [ -n "${HUTCH:-}" ] && [ -x "$HUTCH" ]; then
+                builddir=$(cd "$(dirname "$HUTCH")/.." && pwd)
+        elif [ -x src/hutch ]; then
                 builddir=$(pwd)
         else
                 builddir=$srcdir

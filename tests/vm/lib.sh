@@ -8,11 +8,11 @@
 # itself runs in $CG_AREA/shell, which root owns.
 
 T_FAILED=0
-SBX=${SBX:-/usr/bin/sbx}
+HUTCH=${HUTCH:-/usr/bin/hutch}
 PROBE=${PROBE:-/usr/bin/probe}
-# sbx's data files, put there by tests/vm/run
-export SBX_DATADIR=${SBX_DATADIR:-/usr/share/sbx}
-export SBX_PROFILE_PATH=${SBX_PROFILE_PATH:-/usr/share/sbx/profiles}
+# hutch's data files, put there by tests/vm/run
+export HUTCH_DATADIR=${HUTCH_DATADIR:-/usr/share/hutch}
+export HUTCH_PROFILE_PATH=${HUTCH_PROFILE_PATH:-/usr/share/hutch/profiles}
 
 t_ok() { echo "ok - $*"; }
 t_fail() {
@@ -76,7 +76,7 @@ cg_remove() {
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 
 # json_get KEY: the first string or number field named KEY in the JSON
-# on stdin (good enough for sbx's flat result fields, which come before
+# on stdin (good enough for hutch's flat result fields, which come before
 # any nested ones; there is no jq in the VM).
 json_get() {
         tr -d '\n' | awk -v k="\"$1\"" '{
@@ -86,24 +86,24 @@ json_get() {
                 print s }'
 }
 
-# sbx_ready: true when `sbx run` works in this VM. The sbx-level tests
-# are written against the contract of the finished `sbx run`; until it is
-# integrated they skip with the reason, unless VM_REQUIRE_SBX=1 (then
+# hutch_ready: true when `hutch run` works in this VM. The hutch-level tests
+# are written against the contract of the finished `hutch run`; until it is
+# integrated they skip with the reason, unless VM_REQUIRE_HUTCH=1 (then
 # the missing feature is a failure).
-sbx_ready() {
-        _o=$("$SBX" run -- true 2>&1)
+hutch_ready() {
+        _o=$("$HUTCH" run -- true 2>&1)
         _rc=$?
         [ $_rc -eq 0 ] && return 0
-        SBX_NOT_READY="sbx run does not work yet (sbx run -- true: exit $_rc: $(echo "$_o" | head -n1))"
+        HUTCH_NOT_READY="hutch run does not work yet (hutch run -- true: exit $_rc: $(echo "$_o" | head -n1))"
         return 1
 }
-# sbx_skip_all DESC...: report each named test as skipped (or failed).
-sbx_skip_all() {
+# hutch_skip_all DESC...: report each named test as skipped (or failed).
+hutch_skip_all() {
         for _d in "$@"; do
-                if [ "${VM_REQUIRE_SBX:-0}" = 1 ]; then
-                        t_fail "$_d ($SBX_NOT_READY)"
+                if [ "${VM_REQUIRE_HUTCH:-0}" = 1 ]; then
+                        t_fail "$_d ($HUTCH_NOT_READY)"
                 else
-                        t_skip "$_d" "$SBX_NOT_READY"
+                        t_skip "$_d" "$HUTCH_NOT_READY"
                 fi
         done
 }

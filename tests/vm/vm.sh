@@ -2,7 +2,7 @@
 # vm.sh - `make check`'s entry for the real-kernel suite: runs
 # tests/vm/run (bash) from the source tree against the build tree. That
 # script prints TAP and skips ("1..0 # SKIP reason") when QEMU, a static
-# busybox or the kernel package cannot be had; SBX_VM_TESTS=no skips it.
+# busybox or the kernel package cannot be had; HUTCH_VM_TESTS=no skips it.
 here=$(dirname "$0")
 if ! command -v bash >/dev/null 2>&1; then
         echo "1..0 # SKIP bash not installed"

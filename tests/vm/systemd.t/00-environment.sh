@@ -1,5 +1,5 @@
 #!/bin/sh
-# The machine sbx's systemd user manager fallback is meant for, checked
+# The machine hutch's systemd user manager fallback is meant for, checked
 # from inside: uid 1000 in a scope under user-1000.slice that root owns
 # and did not delegate (as an ssh login's session-N.scope), a running
 # user manager reachable on $XDG_RUNTIME_DIR/systemd/private, and that
@@ -28,8 +28,8 @@ if [ -w "$CG$cg/cgroup.procs" ] || sh -c 'echo $$ >"$1/cgroup.procs"' sh "$CG$cg
 else
         t_ok "uid 1000 cannot write its own cgroup.procs"
 fi
-if mkdir "$CG$cg/sbx-probe" 2>/dev/null; then
-        rmdir "$CG$cg/sbx-probe"
+if mkdir "$CG$cg/hutch-probe" 2>/dev/null; then
+        rmdir "$CG$cg/hutch-probe"
         t_fail "uid 1000 cannot make a cgroup below its own"
 else
         t_ok "uid 1000 cannot make a cgroup below its own"
@@ -49,7 +49,7 @@ t_diag "logind: $(systemctl is-active systemd-logind.service), our session: $(lo
 check "the user manager is running (systemctl --user is-system-running)" \
         sh -c 'state=$(systemctl --user is-system-running); echo "$state"; [ "$state" = running ]'
 
-# What the sbx feature does through sd-bus, done by systemd-run: a
+# What the hutch feature does through sd-bus, done by systemd-run: a
 # transient scope with Delegate=yes holding the caller. The scope must
 # be the user manager's and uid 1000's.
 out=$(systemd-run --user --scope --quiet -p Delegate=yes sh -c '
@@ -79,7 +79,7 @@ for c in memory pids cpu; do
         esac
 done
 
-# sbx dlopens libsystemd.so.0 by name: it must be in a directory of the
+# hutch dlopens libsystemd.so.0 by name: it must be in a directory of the
 # dynamic loader's system search path (there is no ld.so.cache here)
 lib=""
 for d in $(/lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | sed -n 's/^ *\(\/[^ ]*\) (system search path)$/\1/p'); do
@@ -88,7 +88,7 @@ done
 t_diag "libsystemd: ${lib:-none} -> $(readlink "$lib" 2>/dev/null)"
 check "libsystemd.so.0 is in the loader's system search path" test -n "$lib"
 
-check "sbx run -- true" "$SBX" run -- true
-t_diag "sbx doctor on cgroups: $("$SBX" doctor 2>&1 | grep -i cgroup | head -n 3 | tr '\n' ' ')"
+check "hutch run -- true" "$HUTCH" run -- true
+t_diag "hutch doctor on cgroups: $("$HUTCH" doctor 2>&1 | grep -i cgroup | head -n 3 | tr '\n' ' ')"
 
 t_done

@@ -8,9 +8,9 @@
 check "running as root" test "$(id -u)" = 0
 cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
 t_diag "own cgroup: $cg"
-check "own cgroup is the test service's" test "$cg" = /system.slice/sbx-vmtest.service
+check "own cgroup is the test service's" test "$cg" = /system.slice/hutch-vmtest.service
 check "the test service is not delegated" \
-        sh -c 'd=$(systemctl show -P Delegate sbx-vmtest.service); echo "Delegate=$d"; [ "$d" = no ]'
+        sh -c 'd=$(systemctl show -P Delegate hutch-vmtest.service); echo "Delegate=$d"; [ "$d" = no ]'
 check "PID 1's private socket /run/systemd/private" test -S /run/systemd/private
 check "the system bus socket /run/dbus/system_bus_socket" test -S /run/dbus/system_bus_socket
 
@@ -22,6 +22,6 @@ case $out in
 *) t_fail "systemd-run --scope -p Delegate=yes moves us to a scope of PID 1's (exit $rc)" ;;
 esac
 
-check "sbx run -- true (as root)" "$SBX" run -- true
+check "hutch run -- true (as root)" "$HUTCH" run -- true
 
 t_done

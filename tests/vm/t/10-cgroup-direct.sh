@@ -1,4 +1,4 @@
-# 10-cgroup-direct.sh - the kernel facts sbx's limits rest on, checked
+# 10-cgroup-direct.sh - the kernel facts hutch's limits rest on, checked
 # straight through cgroupfs as the unprivileged test user: in a
 # delegated subtree uid 1000 can enable controllers and set limits, and
 # the kernel enforces memory.max (OOM kill counted in memory.events),

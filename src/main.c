@@ -6,9 +6,9 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "cli.h"
-#include "exit-codes.h"
-#include "log.h"
+#include "cli/cli.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
 
 static const struct verb verbs[] = {
         { "run",     verb_run,     "run a command in a fresh sandbox" },

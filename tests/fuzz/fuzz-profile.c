@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ini-text.h"
-#include "profile.h"
-#include "run-config.h"
-#include "util.h"
+#include "config/ini-text.h"
+#include "config/profile.h"
+#include "config/run-config.h"
+#include "lib/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

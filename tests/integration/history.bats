@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # History: every `hutch run` leaves a row that ls, show, logs and gc read.
-# Needs `hutch run` to record runs (src/cli_run.c calling store.h); until
+# Needs `hutch run` to record runs (src/cli/run.c calling store.h); until
 # then these tests fail by design.
 
 bats_require_minimum_version 1.5.0

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 
 #include "fstest.h"
-#include "util.h"
+#include "lib/util.h"
 
 char *fst_mkdtemp(const char *tag)
 {

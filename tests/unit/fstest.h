@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "digest.h"
+#include "lib/digest.h"
 
 /* A new empty directory under $TMPDIR (default /tmp); caller frees. */
 char *fst_mkdtemp(const char *tag);

@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "apply.h"
-#include "blobstore.h"
-#include "changeset.h"
-#include "fsutil.h"
+#include "workspace/apply.h"
+#include "record/blobstore.h"
+#include "workspace/changeset.h"
+#include "lib/fsutil.h"
 #include "fstest.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct fixture {
         struct fst_overlay o;

@@ -14,11 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "artifacts.h"
-#include "blobstore.h"
-#include "fsutil.h"
+#include "workspace/artifacts.h"
+#include "record/blobstore.h"
+#include "lib/fsutil.h"
 #include "fstest.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct fixture {
         char *base, *out;

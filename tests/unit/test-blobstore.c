@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "blobstore.h"
+#include "record/blobstore.h"
 #include "fstest.h"
-#include "fsutil.h"
-#include "util.h"
+#include "lib/fsutil.h"
+#include "lib/util.h"
 
 static int put_text(struct blobstore *bs, const char *text, char hex[DIGEST_HEX_SIZE])
 {

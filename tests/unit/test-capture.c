@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "capture.h"
-#include "util.h"
+#include "supervise/capture.h"
+#include "lib/util.h"
 
 static uint64_t naive_newlines(const char *p, size_t n)
 {

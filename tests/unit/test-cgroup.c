@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "cgroup.h"
-#include "iomax.h"
-#include "util.h"
+#include "limits/cgroup.h"
+#include "limits/iomax.h"
+#include "lib/util.h"
 
 static void keyed(void **state)
 {

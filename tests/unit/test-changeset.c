@@ -21,11 +21,11 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
-#include "blobstore.h"
-#include "changeset.h"
-#include "fsutil.h"
+#include "record/blobstore.h"
+#include "workspace/changeset.h"
+#include "lib/fsutil.h"
 #include "fstest.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct fixture {
         struct fst_overlay o;

@@ -11,8 +11,8 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "digest.h"
-#include "util.h"
+#include "lib/digest.h"
+#include "lib/util.h"
 
 static void hex_of(const char *s, char hex[DIGEST_HEX_SIZE])
 {

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "cgroup.h"
-#include "enforce.h"
-#include "util.h"
+#include "limits/cgroup.h"
+#include "limits/enforce.h"
+#include "lib/util.h"
 
 static const char *mechanism(json_t *report, const char *name)
 {

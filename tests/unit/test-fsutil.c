@@ -18,9 +18,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "fsutil.h"
+#include "lib/fsutil.h"
 #include "fstest.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct fixture {
         char *base, *root, *outside;

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "lang.h"
-#include "util.h"
+#include "config/lang.h"
+#include "lib/util.h"
 
 /* The shipped file, found through $HUTCH_DATADIR as make check sets it. */
 static void shipped_table(void **state)

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "profile.h"
-#include "run-config.h"
-#include "util.h"
+#include "config/profile.h"
+#include "config/run-config.h"
+#include "lib/util.h"
 
 static char *shipped_dir;       /* $HUTCH_PROFILE_PATH as make check set it */
 

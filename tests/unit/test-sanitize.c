@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sanitize.h"
-#include "util.h"
+#include "lib/sanitize.h"
+#include "lib/util.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -1,4 +1,4 @@
-/* test-seccomp.c - unit tests for the syscall policy (src/seccomp.c).
+/* test-seccomp.c - unit tests for the syscall policy (src/sandbox/seccomp.c).
  *
  * Two kinds of test. Building: policies from settings and from broken
  * groups files, checking results, reports and error messages. Behaviour:
@@ -35,8 +35,8 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "seccomp.h"
-#include "util.h"
+#include "sandbox/seccomp.h"
+#include "lib/util.h"
 
 #ifndef SYS_clone3
 #define SYS_clone3 435

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "session.h"
-#include "util.h"
+#include "workspace/session.h"
+#include "lib/util.h"
 
 static char root[64];
 

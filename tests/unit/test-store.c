@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "capture.h"
-#include "store.h"
-#include "util.h"
+#include "supervise/capture.h"
+#include "record/store.h"
+#include "lib/util.h"
 
 struct fixture {
         char dir[64];

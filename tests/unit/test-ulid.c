@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "ulid.h"
-#include "util.h"
+#include "record/ulid.h"
+#include "lib/util.h"
 
 static void encoding(void **state)
 {

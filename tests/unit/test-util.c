@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 static void sizes(void **state)
 {

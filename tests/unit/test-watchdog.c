@@ -11,8 +11,8 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "util.h"
-#include "watchdog.h"
+#include "lib/util.h"
+#include "limits/watchdog.h"
 
 /* A child that forks `n` grandchildren, each touching `mib` MiB, then
  * signals readiness on `ready_fd` and sleeps. */

@@ -1,4 +1,4 @@
-/* cgtest.c - drives the cgroup module (src/cgroup.c) against a real
+/* cgtest.c - drives the cgroup module (src/limits/cgroup.c) against a real
  * kernel, inside the test VM, as an unprivileged user with a delegated
  * cgroup v2 subtree. It does what `hutch run` does around the sandbox:
  * prepare the base, create a run cgroup with limits, clone3() a child
@@ -32,8 +32,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "cgroup.h"
-#include "util.h"
+#include "limits/cgroup.h"
+#include "lib/util.h"
 
 #define MiB (1024ULL * 1024ULL)
 

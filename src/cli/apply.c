@@ -1,0 +1,147 @@
+/* cli/apply.c - `hutch apply ID [--to DIR]`: carry the workspace changes a
+ * run recorded into a directory (by default the --workdir DIR it ran on),
+ * all or nothing (apply.h): when the directory changed under the run in
+ * a way that collides with the changes, nothing is written and every
+ * conflict is listed. Also the shared helper behind `hutch run --apply`. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "workspace/apply.h"
+#include "record/blobstore.h"
+#include "cli/cli.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "record/runfiles.h"
+#include "lib/sanitize.h"
+#include "record/store.h"
+
+static void help(void)
+{
+        printf("Usage: hutch apply [--to DIR] [--force] ID\n"
+               "\n"
+               "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
+               "default the --workdir the run was started with. If DIR changed\n"
+               "since in a way that collides with them, nothing is changed, the\n"
+               "conflicts are listed and hutch apply exits 1. Applying twice is\n"
+               "harmless.\n"
+               "\n"
+               "  --to DIR    apply to DIR instead\n"
+               "  --force     apply even if the run did not succeed or some changes\n"
+               "              were not recorded (they are left out); conflicts are\n"
+               "              never overridden\n"
+               "  -h, --help  this text\n");
+}
+
+int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
+                        struct blobstore *bs, bool force)
+{
+        struct apply_result res = { 0 };
+        struct apply_source src = { .upper_fd = -1, .blobs = bs };
+        size_t skipped = cs->n - cs->n_carried;
+        int r;
+
+        if (skipped && !force) {
+                log_error("%s: %zu change%s could not be recorded (see hutch show): not applying a partial "
+                          "change set (--force applies the rest)", verb, skipped, skipped == 1 ? "" : "s");
+                return EXIT_FAILURE_GENERIC;
+        }
+        /* The target is the user's own directory. apply_changeset() works
+         * beneath this fd only, never follows a symlink on the way, and
+         * writes only after checking every path (apply.h). */
+        _cleanup_close_ int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                log_error_errno(-errno, "%s: %s: %m", verb, target);
+                return EXIT_FAILURE_GENERIC;
+        }
+        r = apply_changeset(cs, fd, &src, NULL, &res);
+        if (r == -ESTALE) {
+                log_error("%s: %s changed since the run; nothing was applied. Conflicts:", verb, target);
+                for (size_t i = 0; i < res.n_conflicts; i++) {
+                        _cleanup_free_ char *p = sanitize_text(res.conflicts[i].path,
+                                                               strlen(res.conflicts[i].path), NULL);
+                        fprintf(stderr, "  %-9s %s\n",
+                                apply_conflict_reason_to_string(res.conflicts[i].reason), p);
+                }
+                apply_result_done(&res);
+                return EXIT_FAILURE_GENERIC;
+        }
+        if (r < 0) {
+                log_error_errno(r, "%s: applying to %s failed, rolled back%s: %m", verb, target,
+                                res.n_rollback_failed ? " (not completely)" : "");
+                apply_result_done(&res);
+                return EXIT_FAILURE_GENERIC;
+        }
+        log_info("applied %zu change%s to %s%s", res.n_applied, res.n_applied == 1 ? "" : "s", target,
+                 res.n_already ? " (some were already there)" : "");
+        apply_result_done(&res);
+        return EXIT_OK;
+}
+
+int verb_apply(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "to",    required_argument, NULL, 't' },
+                { "force", no_argument,       NULL, 'f' },
+                { "help",  no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_store_ struct store *s = NULL;
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        _cleanup_free_ char *workdir = NULL;
+        struct changeset cs = { 0 };
+        const char *to = NULL;
+        bool force = false;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 't':
+                        to = optarg;
+                        break;
+                case 'f':
+                        force = true;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                default:
+                        return EXIT_USAGE;
+                }
+        r = cli_open_run("apply", argc, argv, optind, &s, &rec);
+        if (r != EXIT_OK)
+                return r;
+        if (rec->status == RUN_RUNNING) {
+                log_error("apply: run %s is still running", rec->id);
+                return EXIT_FAILURE_GENERIC;
+        }
+        if (rec->status != RUN_SUCCESS && !force) {
+                log_error("apply: run %s ended %s; --force applies its changes anyway", rec->id,
+                          run_status_to_string(rec->status));
+                return EXIT_FAILURE_GENERIC;
+        }
+        if (store_workspace_get(s, rec->id, &workdir, NULL) < 0 || !workdir) {
+                if (!to) {
+                        log_error("apply: run %s had no --workdir: say where with --to DIR", rec->id);
+                        return EXIT_FAILURE_GENERIC;
+                }
+        }
+        r = runfiles_load_changeset(s, rec->id, &cs);
+        if (r < 0) {
+                log_error("apply: run store %s: %s", store_path(s), store_error(s));
+                return EXIT_SETUP;
+        }
+        r = runfiles_open_blobs(s, &bs);
+        if (r < 0) {
+                changeset_done(&cs);
+                log_error_errno(r, "apply: blob store: %m");
+                return EXIT_SETUP;
+        }
+        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force);
+        changeset_done(&cs);
+        return r;
+}

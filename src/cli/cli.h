@@ -1,0 +1,73 @@
+/* cli.h - the verb table's contract. Each verb lives in cli_<verb>.c,
+ * parses its own options with getopt_long, and returns an exit code
+ * (exit-codes.h). main.c owns dispatch and the final stdout check. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct verb {
+        const char *name;
+        int (*run)(int argc, char **argv);  /* argv[0] is the verb name */
+        const char *summary;                /* one line for `hutch --help` */
+};
+
+/* Verb entry points. */
+int verb_run(int argc, char **argv);
+int verb_rerun(int argc, char **argv);  /* cli/run.c */
+int verb_doctor(int argc, char **argv);
+int verb_profile(int argc, char **argv);   /* cli/profile.c */
+int verb_ls(int argc, char **argv);
+int verb_show(int argc, char **argv);
+int verb_logs(int argc, char **argv);
+int verb_gc(int argc, char **argv);
+int verb_diff(int argc, char **argv);
+int verb_apply(int argc, char **argv);
+int verb_cp(int argc, char **argv);
+int verb_session(int argc, char **argv);
+
+/* Shared by the verbs that use the run history (cli/history.c). */
+struct store;
+struct run_record;
+/* Open the user's store (store_default_path()). On failure prints
+ * "hutch: <verb>: run store: <path>: <why>" and returns EXIT_SETUP;
+ * otherwise EXIT_OK and *ret. */
+int cli_open_store(const char *verb, struct store **ret);
+/* Find the run named by id (a full id or a unique prefix). On failure
+ * prints one line ("hutch: <verb>: no run matches 'abcd'", "... is
+ * ambiguous: ...") and returns EXIT_FAILURE_GENERIC, or EXIT_SETUP when
+ * the store failed; otherwise EXIT_OK and *ret. A running row whose
+ * supervisor is gone comes back with status RUN_ORPHANED. */
+int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret);
+/* The common tail of the verbs that take one run id: check that exactly
+ * one argument is left after the options (argv[optind]), open the store
+ * and find the run. Prints one line on failure and returns the exit code
+ * (EXIT_USAGE, EXIT_FAILURE_GENERIC, EXIT_SETUP); EXIT_OK with both out
+ * parameters set otherwise. */
+int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
+                 struct store **ret_store, struct run_record **ret_rec);
+/* A run as the hutch.result/1 JSON text, its recorded files included.
+ * Caller frees. */
+char *cli_run_json(struct store *s, const struct run_record *rec);
+/* argv as one line for people: words joined by spaces, quoted when they
+ * need it, control characters shown as '?', cut to max_width columns
+ * with "…" (0: no limit). Caller frees. */
+char *cli_format_argv(char *const *argv, size_t max_width);
+
+/* Shared by verbs: an option that wants a value got a bad one. Prints
+ * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
+int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
+
+/* Apply change set cs to host directory target (cli/apply.c), blobs from
+ * bs. Prints conflicts (all of them; then nothing was changed) or a
+ * one-line summary. Refuses a partial change set (entries skipped) unless
+ * force. Returns EXIT_OK, or EXIT_FAILURE_GENERIC after printing why. */
+struct changeset;
+struct blobstore;
+int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
+                        struct blobstore *bs, bool force);
+
+/* Remove sessions unused for longer than the default profile's
+ * session_ttl (cli/session.c), printing one summary line; with dry_run
+ * only count them. Returns an exit code. */
+int cli_session_gc(struct store *s, bool dry_run);

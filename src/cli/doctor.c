@@ -1,0 +1,423 @@
+/* cli/doctor.c - `hutch doctor`: what this host supports, and how to fix
+ * what it does not. Each check runs the real kernel operation in a
+ * throwaway child rather than reading sysctls alone, because container
+ * runtimes, LSMs and seccomp filters can refuse what the sysctls allow;
+ * the sysctls are read afterwards to explain a failure. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
+#include <linux/seccomp.h>
+
+#include "limits/cgroup.h"
+#include "limits/cgroup-systemd.h"
+#include "cli/cli.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "sandbox/mount.h"
+#include "sandbox/ns.h"
+#include "config/run-config.h"
+#include "sandbox/sandbox.h"
+#include "supervise/supervise.h"
+
+enum check_result { CHECK_OK, CHECK_MISSING, CHECK_WARN };
+
+static void report(enum check_result r, const char *what, const char *detail, const char *fix)
+{
+        static const char *const tag[] = { "OK     ", "MISSING", "WARN   " };
+        printf("%s %s%s%s\n", tag[r], what, detail && *detail ? ": " : "", detail ? detail : "");
+        if (fix && *fix && r != CHECK_OK)
+                printf("        fix: %s\n", fix);
+}
+
+static int read_sysctl(const char *path, long *ret)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = read_file(path, &text, NULL);
+        if (r < 0)
+                return r;
+        *ret = strtol(text, NULL, 10);
+        return 0;
+}
+
+/* Run fn in a child that first enters new namespaces (flags); returns the
+ * child's exit code, or -errno if the clone itself failed. */
+static int in_child(unsigned long flags, int (*fn)(void *), void *arg)
+{
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                uid_t uid = geteuid();
+                gid_t gid = getegid();
+                if (unshare((int)flags) < 0)
+                        _exit(100 + (errno & 0x1f));
+                if (flags & CLONE_NEWUSER) {
+                        char map[64];
+                        int fd;
+                        snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+                        if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+                                (void)!write(fd, "deny", 4);
+                                close(fd);
+                        }
+                        if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 ||
+                            write(fd, map, strlen(map)) < 0)
+                                _exit(99);
+                        close(fd);
+                        snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+                        if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 ||
+                            write(fd, map, strlen(map)) < 0)
+                                _exit(99);
+                        close(fd);
+                }
+                _exit(fn ? fn(arg) : 0);
+        }
+        int status;
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 98;
+}
+
+static int try_overlay(void *arg)
+{
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return 1;
+        if (mount("none", "/tmp", "tmpfs", 0, NULL) < 0)
+                return 2;
+        if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/u", 0755) < 0 ||
+            mkdir("/tmp/w", 0755) < 0 || mkdir("/tmp/m", 0755) < 0)
+                return 3;
+        if (mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") < 0)
+                return 4;
+        return 0;
+}
+
+/* Can an overlay upper dir on tmpfs mark opaque directories? (user.*
+ * xattrs on tmpfs: Linux 6.6+) */
+static int try_tmpfs_xattr(void *arg)
+{
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return 1;
+        if (mount("none", "/tmp", "tmpfs", 0, NULL) < 0)
+                return 2;
+        return mount_tmpfs_user_xattr("/tmp") == 1 ? 0 : 3;
+}
+
+static int try_proc(void *arg)
+{
+        /* a fresh /proc needs a pid namespace of our own: fork into it */
+        pid_t pid = fork();
+        if (pid < 0)
+                return 1;
+        if (pid == 0) {
+                if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0 ||
+                    mount("none", "/tmp", "tmpfs", 0, NULL) < 0 ||
+                    mkdir("/tmp/p", 0755) < 0)
+                        _exit(2);
+                _exit(mount("proc", "/tmp/p", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? 3 : 0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+}
+
+static bool check_userns(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
+        if (r == 0) {
+                report(CHECK_OK, "unprivileged user namespaces", NULL, NULL);
+                return true;
+        }
+        long v;
+        if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
+                report(CHECK_MISSING, "unprivileged user namespaces", "kernel.unprivileged_userns_clone = 0",
+                       "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)");
+        else if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
+                report(CHECK_MISSING, "unprivileged user namespaces",
+                       "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
+                       "add an AppArmor profile allowing 'userns' for the hutch binary, or "
+                       "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
+        else if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
+                report(CHECK_MISSING, "unprivileged user namespaces", "user.max_user_namespaces = 0",
+                       "sysctl -w user.max_user_namespaces=15000");
+        else
+                report(CHECK_MISSING, "unprivileged user namespaces",
+                       "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",
+                       "run hutch on the host, or start the container with user namespaces allowed "
+                       "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
+        return false;
+}
+
+static bool check_proc(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID, try_proc, NULL);
+        if (r == 0) {
+                report(CHECK_OK, "fresh /proc in a pid namespace", NULL, NULL);
+                return true;
+        }
+        report(CHECK_MISSING, "fresh /proc in a pid namespace",
+               "mounting proc is refused (a container that masks parts of /proc does this)",
+               "run hutch on the host, or give the container an unmasked /proc (e.g. --security-opt systempaths=unconfined)");
+        return false;
+}
+
+static void check_overlay(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS, try_overlay, NULL);
+        if (r == 0)
+                report(CHECK_OK, "overlayfs in a user namespace", NULL, NULL);
+        else
+                report(CHECK_MISSING, "overlayfs in a user namespace",
+                       "needed for --workdir, sessions and image roots (Linux >= 5.11)",
+                       "use a kernel >= 5.11 with CONFIG_OVERLAY_FS");
+        if (r != 0)
+                return;
+        if (in_child(CLONE_NEWUSER | CLONE_NEWNS, try_tmpfs_xattr, NULL) == 0)
+                report(CHECK_OK, "user xattrs on tmpfs (overlay workspaces)", NULL, NULL);
+        else
+                report(CHECK_MISSING, "user xattrs on tmpfs (overlay workspaces)",
+                       "without them an overlay cannot record a directory that was removed and made "
+                       "again, so --workdir, --session and image roots are refused",
+                       "use Linux >= 6.6 (Debian 12's 6.1 lacks them)");
+}
+
+/* Root only: a --workdir root owns is shown through an idmapped mount
+ * (host uid 0 as the sandbox user's 65534). Tried on the filesystem of
+ * the current directory, where a checkout usually is; the detached
+ * clone is dropped at once, nothing is mounted. */
+static void check_idmap(void)
+{
+        struct statfs sfs;
+        char fs[32] = "?";
+        if (statfs(".", &sfs) == 0)
+                snprintf(fs, sizeof(fs), "0x%lx", (unsigned long)sfs.f_type);
+        _cleanup_close_ int userns = ns_idmap_userns(0, 0, ns_host_uid(), ns_host_gid());
+        int r = userns < 0 ? userns : mount_clone_lower_idmapped(".", userns);
+        if (r >= 0) {
+                close(r);
+                report(CHECK_OK, "idmapped --workdir (root)",
+                       "root's files in a --workdir on this filesystem are the sandbox user's", NULL);
+                return;
+        }
+        _cleanup_free_ char *detail = xasprintf("the current directory's filesystem (magic %s) cannot be "
+                                                "idmapped: %s; root's files in a --workdir there stay "
+                                                "read-only to the job", fs, strerror(-r));
+        report(CHECK_WARN, "idmapped --workdir (root)", detail,
+               "keep checkouts on a filesystem that supports idmapped mounts (ext4, xfs, btrfs; tmpfs "
+               "from Linux 6.3), or chown the directory to 65534:65534");
+}
+
+static void check_seccomp(void)
+{
+        if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+                report(CHECK_MISSING, "seccomp filters", strerror(errno), "use a kernel with CONFIG_SECCOMP_FILTER");
+                return;
+        }
+        _cleanup_free_ char *actions = NULL;
+        if (read_file("/proc/sys/kernel/seccomp/actions_avail", &actions, NULL) < 0) {
+                report(CHECK_WARN, "seccomp filters", "actions_avail not readable", NULL);
+                return;
+        }
+        actions[strcspn(actions, "\n")] = '\0';
+        report(CHECK_OK, "seccomp filters", actions, NULL);
+}
+
+/* No delegated cgroup where hutch runs, but a systemd manager that can
+ * hand out delegated scopes: say what runs will get from it. Returns
+ * false when it cannot, for the plain report to follow. */
+static bool check_systemd_scope(struct cgroup_probe *p)
+{
+        _cleanup_free_ char *detail = NULL, *why = NULL, *line = NULL;
+        unsigned controllers = 0;
+
+        if (cgroup_systemd_probe(&detail, &controllers, &why) < 0) {
+                char *both = xasprintf("%s; %s", p->reason ? p->reason : "no delegated cgroup", why);
+                free(p->reason);
+                p->reason = both;
+                return false;
+        }
+        controllers &= CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS;
+        if (!controllers) {
+                char *both = xasprintf("%s; %s offers no cpu, memory or pids controller to delegate",
+                                       p->reason ? p->reason : "no delegated cgroup", detail);
+                free(p->reason);
+                p->reason = both;
+                return false;
+        }
+        line = xasprintf("each run gets a transient scope hutch-ID.scope with Delegate=yes from %s, "
+                         "controllers:", detail);
+        for (unsigned bit = 1; bit <= CGROUP_PIDS; bit <<= 1)
+                if (controllers & bit) {
+                        char *d = xasprintf("%s %s", line, cgroup_controller_name(bit));
+                        free(line);
+                        line = d;
+                }
+        report(CHECK_OK, "cgroup v2 delegation", line, NULL);
+        for (unsigned bit = 1; bit <= CGROUP_PIDS; bit <<= 1)
+                if (!(controllers & bit)) {
+                        _cleanup_free_ char *what = xasprintf("cgroup v2 controller %s", cgroup_controller_name(bit));
+                        report(CHECK_WARN, what, "not in the systemd manager's cgroup",
+                               "delegate it to the user manager (systemctl edit user@.service: "
+                               "[Service] Delegate=cpu memory pids)");
+                }
+        cgroup_probe_done(p);
+        return true;
+}
+
+/* What cgroup_probe() finds, without changing anything: the base hutch
+ * run would use and which of the controllers it uses (cpu, memory,
+ * pids) runs would get, or why not and how to get them. */
+static void check_cgroup(void)
+{
+        static const struct { unsigned bit; const char *limits; } used[] = {
+                { CGROUP_MEMORY, "memory (memory.max; else the watchdog) and memory_high (else not enforced)" },
+                { CGROUP_CPU, "cpus (cpu.max; else not enforced)" },
+                { CGROUP_PIDS, "pids (pids.max; else RLIMIT_NPROC)" },
+        };
+        struct cgroup_probe p;
+        struct statfs sfs;
+        const char *env = getenv("HUTCH_CGROUP");
+
+        if (env && streq(env, "none")) {
+                report(CHECK_WARN, "cgroup v2 delegation", "turned off by HUTCH_CGROUP=none",
+                       "unset HUTCH_CGROUP to let hutch run use a delegated cgroup");
+                return;
+        }
+        (void)cgroup_probe(&p);
+        unsigned usable = p.usable & (CGROUP_MEMORY | CGROUP_CPU | CGROUP_PIDS);
+        if (!usable && !(env && *env) && cgroup_systemd_available() && check_systemd_scope(&p))
+                return;
+        if (!usable) {
+                bool hybrid = statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type != CGROUP2_SUPER_MAGIC;
+                report(CHECK_MISSING, "cgroup v2 delegation", p.reason ? p.reason : "no controller usable",
+                       hybrid ? "boot with systemd.unified_cgroup_hierarchy=1 (cgroups are a v1/v2 "
+                                "hybrid here); until then memory and cpu_time are held by the watchdog, "
+                                "pids by RLIMIT_NPROC, and cpus and memory_high are not enforced "
+                                "(hutch show lists which)"
+                       : cgroup_systemd_built()
+                              ? "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
+                                "processes, or have a systemd manager for this user (user@UID.service, "
+                                "started by a PAM login or `loginctl enable-linger`): hutch then asks it "
+                                "for a delegated scope per run (by hand: systemd-run --user --scope "
+                                "-p Delegate=yes hutch run ...); until then "
+                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
+                                "and cpus and memory_high are not enforced"
+                              : "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
+                                "processes, or start hutch in its own delegated scope: "
+                                "systemd-run --user --scope -p Delegate=yes hutch run ... (this hutch was "
+                                "built without sd-bus, so it cannot ask systemd itself); until then "
+                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
+                                "and cpus and memory_high are not enforced");
+                cgroup_probe_done(&p);
+                return;
+        }
+        _cleanup_free_ char *detail = NULL;
+        detail = xasprintf("%s%s, controllers:", p.base, getenv("HUTCH_CGROUP") ? " ($HUTCH_CGROUP)" : "");
+        for (size_t i = 0; i < ELEMENTSOF(used); i++)
+                if (usable & used[i].bit) {
+                        char *d = xasprintf("%s %s", detail, cgroup_controller_name(used[i].bit));
+                        free(detail);
+                        detail = d;
+                }
+        report(CHECK_OK, "cgroup v2 delegation", detail, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(used); i++) {
+                if (usable & used[i].bit)
+                        continue;
+                _cleanup_free_ char *what = xasprintf("cgroup v2 controller %s", cgroup_controller_name(used[i].bit));
+                _cleanup_free_ char *fix = xasprintf("enable it in the parent's cgroup.subtree_control "
+                                                     "(systemd: Delegate=yes); until then %s", used[i].limits);
+                unsigned idx = 0;
+                while ((1U << idx) != used[i].bit)
+                        idx++;
+                report(CHECK_WARN, what, p.why_not[idx] ? p.why_not[idx] : "not usable", fix);
+        }
+        cgroup_probe_done(&p);
+}
+
+static bool check_sandbox(void)
+{
+        struct run_config cfg;
+        struct sandbox sb;
+        struct run_outcome out = { 0 };
+        sigset_t set, old;
+        int saved_stdout = dup(STDOUT_FILENO);
+        bool ok = false;
+
+        run_config_init(&cfg);
+        cfg.argv = strv_append(cfg.argv, "true");
+        cfg.timeout_ms = 10000;
+        sandbox_signal_set(&set);
+        sigprocmask(SIG_BLOCK, &set, &old);
+        struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv };
+        int r = sandbox_spawn(&cfg, &in, NULL, &sb);
+        if (r >= 0)
+                r = sandbox_start(&sb, NULL, 0);
+        if (r >= 0) {
+                r = supervise(&cfg, &sb, NULL, &out);
+                sandbox_close(&sb);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (saved_stdout >= 0)
+                close(saved_stdout);
+        if (r < 0)
+                report(CHECK_MISSING, "a real sandbox runs `true`", strerror(-r), "see the lines above");
+        else if (out.status != RUN_SUCCESS)
+                report(CHECK_MISSING, "a real sandbox runs `true`", out.message, "see the lines above");
+        else {
+                report(CHECK_OK, "a real sandbox runs `true`", NULL, NULL);
+                ok = true;
+        }
+        run_config_done(&cfg);
+        return ok;
+}
+
+int verb_doctor(int argc, char **argv)
+{
+        static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, {} };
+        int c;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        printf("Usage: hutch doctor\n\n"
+                               "Check what this host supports (user namespaces, /proc in a pid\n"
+                               "namespace, overlayfs in a user namespace, for root idmapped\n"
+                               "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
+                               "that hands out delegated scopes) and say how to fix what is\n"
+                               "missing. Exits 0 when `hutch run` can work, 1 when it cannot.\n");
+                        return EXIT_OK;
+                }
+                fprintf(stderr, "Try 'hutch doctor --help'.\n");
+                return EXIT_USAGE;
+        }
+
+        printf("hutch %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),
+               geteuid() == 0 ? " (the sandbox user maps to unprivileged uid 65534)" : "");
+        bool userns = check_userns();
+        bool proc = userns && check_proc();
+        if (userns)
+                check_overlay();
+        if (userns && ns_real_root())
+                check_idmap();
+        check_seccomp();
+        check_cgroup();
+        bool sandbox = userns && proc && check_sandbox();
+        fflush(stdout);
+        if (!sandbox) {
+                printf("hutch run cannot work on this host until the MISSING items above are fixed.\n");
+                return EXIT_FAILURE_GENERIC;
+        }
+        printf("hutch run works on this host.\n");
+        return EXIT_OK;
+}

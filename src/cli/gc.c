@@ -1,0 +1,154 @@
+/* cli/gc.c - `hutch gc`: the history's retention policy. It first records
+ * runs whose supervisor died (a running row with a dead supervisor pid
+ * becomes status orphaned, finished_at unknown), then deletes finished
+ * runs that started longer ago than --older-than (default 30 days).
+ * Rows still running are never deleted. An orphaned run's cgroup, which
+ * its killed supervisor could not remove, is removed with it. Then
+ * --session workspaces unused for longer than session_ttl are removed,
+ * and last the blobs no remaining file record refers to. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "limits/cgroup.h"
+#include "cli/cli.h"
+#include "lib/exit-codes.h"
+#include "record/blobstore.h"
+#include "lib/log.h"
+#include "record/runfiles.h"
+#include "record/store.h"
+
+#define DEFAULT_RETENTION "30d"
+
+static void help(void)
+{
+        printf("Usage: hutch gc [--dry-run] [--older-than DURATION]\n"
+               "\n"
+               "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
+               "left behind), then delete finished runs started more than DURATION ago\n"
+               "(default " DEFAULT_RETENTION "), remove sessions unused for longer than the\n"
+               "profile key session_ttl, and delete blobs no run refers to any more.\n"
+               "\n"
+               "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
+               "  --dry-run              say what would be done, change nothing\n"
+               "  -h, --help             this text\n");
+}
+
+/* The run cgroup an orphaned run left behind (its supervisor was killed
+ * before it could remove it): kill what may be left and remove it. The
+ * processes died with the supervisor (init has PDEATHSIG), so this is
+ * an empty directory in practice. Returns a line to print, or NULL. */
+static char *remove_orphan_cgroup(struct store *s, const char *id, bool dry_run)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        _cleanup_cgroup_run_ struct cgroup_run *cg = NULL;
+        json_t *e;
+        char *line = NULL;
+        int r;
+
+        if (store_run_get(s, id, &rec, NULL) < 0 || !rec->enforcement_json)
+                return NULL;
+        e = json_loads(rec->enforcement_json, 0, NULL);
+        const char *path = json_string_value(json_object_get(json_object_get(e, "cgroup"), "path"));
+        if (path && dry_run) {
+                if (access(path, F_OK) == 0)
+                        line = xasprintf("would remove cgroup %s of run %s", path, id);
+        } else if (path) {
+                r = cgroup_run_open(path, &cg);
+                if (r == 0) {
+                        r = cgroup_run_remove(cg, 1000);
+                        line = r < 0 ? xasprintf("cannot remove cgroup %s of run %s: %s", path, id, strerror(-r))
+                                     : xasprintf("removed cgroup %s of run %s", path, id);
+                } else if (r != -ENOENT)
+                        line = xasprintf("cannot remove cgroup %s of run %s: %s", path, id, strerror(-r));
+        }
+        json_decref(e);
+        return line;
+}
+
+/* Blobs no recorded file refers to any more (their runs were deleted). */
+static int gc_blobs(struct store *s, bool dry_run)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        int r = runfiles_open_blobs(s, &bs);
+        if (r >= 0)
+                r = runfiles_gc_blobs(s, bs, dry_run);
+        if (r < 0) {
+                log_error_errno(r, "gc: blob store: %m");
+                return EXIT_SETUP;
+        }
+        if (!dry_run)
+                printf("deleted %d unreferenced blob%s\n", r, r == 1 ? "" : "s");
+        return EXIT_OK;
+}
+
+int verb_gc(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "dry-run",    no_argument,       NULL, 'n' },
+                { "older-than", required_argument, NULL, 'o' },
+                { "help",       no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_strv_ char **orphans = NULL;
+        const char *older_than = DEFAULT_RETENTION;
+        bool dry_run = false;
+        uint64_t retention_ms, now, cutoff;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'n':
+                        dry_run = true;
+                        break;
+                case 'o':
+                        older_than = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (optind < argc) {
+                log_error("gc: unexpected argument '%s' (see hutch gc --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (parse_duration_ms(older_than, &retention_ms) < 0)
+                return cli_bad_value("gc", "older-than", older_than,
+                                     "expected a duration like 12h or 30d");
+
+        r = cli_open_store("gc", &s);
+        if (r != EXIT_OK)
+                return r;
+
+        r = store_mark_orphans(s, dry_run, &orphans);
+        if (r < 0) {
+                log_error("gc: run store: %s", store_error(s));
+                return EXIT_SETUP;
+        }
+        for (char **id = orphans; id && *id; id++) {
+                printf("%s %s: supervisor died\n", dry_run ? "would mark orphaned" : "marked orphaned", *id);
+                _cleanup_free_ char *line = remove_orphan_cgroup(s, *id, dry_run);
+                if (line)
+                        printf("%s\n", line);
+        }
+
+        now = now_realtime_ms();
+        cutoff = retention_ms < now ? now - retention_ms : 0;
+        r = store_delete_older_than(s, cutoff, dry_run);
+        if (r < 0) {
+                log_error("gc: run store: %s", store_error(s));
+                return EXIT_SETUP;
+        }
+        printf("%s %d run%s older than %s\n", dry_run ? "would delete" : "deleted",
+               r, r == 1 ? "" : "s", older_than);
+        r = cli_session_gc(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
+        return gc_blobs(s, dry_run);
+}

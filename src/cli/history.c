@@ -1,0 +1,160 @@
+/* cli/history.c - what the history verbs (ls, show, logs, gc; later run)
+ * share: opening the user's store with one clear error, resolving a run
+ * id or prefix into a record, and printing a command line for people. */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "record/runfiles.h"
+#include "record/store.h"
+
+int cli_open_store(const char *verb, struct store **ret)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = store_default_path(&path);
+        if (r < 0) {
+                log_error("%s: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME", verb);
+                return EXIT_SETUP;
+        }
+        r = store_open(path, ret, &error);
+        if (r < 0) {
+                log_error("%s: run store: %s", verb, error ? error : path);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
+int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret)
+{
+        _cleanup_strv_ char **candidates = NULL;
+        struct run_record *rec = NULL;
+        int r;
+
+        r = store_run_get(s, id, &rec, &candidates);
+        if (r == -ENOENT || r == -EINVAL) {
+                log_error("%s: no run matches '%s'", verb, id);
+                return EXIT_FAILURE_GENERIC;
+        }
+        if (r == -ENOTUNIQ) {
+                _cleanup_free_ char *list = NULL;
+                for (char **c = candidates; c && *c; c++) {
+                        char *next = xasprintf("%s%s%s", list ? list : "", list ? ", " : "", *c);
+                        free(list);
+                        list = next;
+                }
+                log_error("%s: '%s' is ambiguous, it matches %s%s", verb, id, list ? list : "",
+                          strv_length(candidates) >= 10 ? ", ..." : "");
+                return EXIT_FAILURE_GENERIC;
+        }
+        if (r < 0) {
+                log_error("%s: run store: %s", verb, store_error(s));
+                return EXIT_SETUP;
+        }
+        if (run_record_is_orphan(rec))
+                rec->status = RUN_ORPHANED;
+        *ret = rec;
+        return EXIT_OK;
+}
+
+static bool needs_quotes(const char *w)
+{
+        if (!*w)
+                return true;
+        for (const char *p = w; *p; p++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789_@%+=:,./-", *p) && !((unsigned char)*p & 0x80))
+                        return true;
+        return false;
+}
+
+char *cli_format_argv(char *const *argv, size_t max_width)
+{
+        size_t cap = 64, len = 0, width = 0;
+        char *out = xmalloc(cap);
+
+#define PUT(c) do {                                                     \
+                if (len + 8 >= cap)                                     \
+                        out = xrealloc(out, cap *= 2);                  \
+                out[len++] = (c);                                       \
+        } while (0)
+
+        for (size_t i = 0; argv && argv[i]; i++) {
+                bool quote = needs_quotes(argv[i]);
+                if (i > 0)
+                        PUT(' ');
+                if (quote)
+                        PUT('\'');
+                for (const char *p = argv[i]; *p; p++) {
+                        unsigned char c = (unsigned char)*p;
+                        if (c == '\'') {
+                                PUT('\'');
+                                PUT('\\');
+                                PUT('\'');
+                                PUT('\'');
+                        } else
+                                PUT(c < 0x20 || c == 0x7f ? '?' : (char)c);
+                }
+                if (quote)
+                        PUT('\'');
+        }
+        out[len] = '\0';
+#undef PUT
+
+        if (max_width == 0)
+                return out;
+        /* cut at max_width characters (UTF-8 continuation bytes are free) */
+        for (size_t i = 0; i < len; i++) {
+                if (((unsigned char)out[i] & 0xc0) == 0x80)
+                        continue;
+                if (++width == max_width && i + 1 < len) {
+                        /* room for "…" (3 bytes) instead of this character */
+                        size_t rest = 0;
+                        for (size_t j = i + 1; j < len; j++)
+                                rest += ((unsigned char)out[j] & 0xc0) != 0x80;
+                        if (rest == 0)
+                                break;
+                        out = xrealloc(out, i + 4);
+                        memcpy(out + i, "\xe2\x80\xa6", 3);
+                        out[i + 3] = '\0';
+                        break;
+                }
+        }
+        return out;
+}
+
+int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
+                 struct store **ret_store, struct run_record **ret_rec)
+{
+        struct store *s = NULL;
+        int r;
+
+        if (argc - optind_now != 1) {
+                log_error("%s: expected one run id (see hutch %s --help)", verb, verb);
+                return EXIT_USAGE;
+        }
+        r = cli_open_store(verb, &s);
+        if (r != EXIT_OK)
+                return r;
+        r = cli_find_run(verb, s, argv[optind_now], ret_rec);
+        if (r != EXIT_OK) {
+                store_close(s);
+                return r;
+        }
+        *ret_store = s;
+        return EXIT_OK;
+}
+
+char *cli_run_json(struct store *s, const struct run_record *rec)
+{
+        json_t *o = run_record_to_json(rec, true);
+        json_object_set_new(o, "files", runfiles_json(s, rec->id));
+        char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        return text;
+}

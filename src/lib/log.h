@@ -1,0 +1,35 @@
+/* log.h - hutch's own messages, all on stderr and prefixed "hutch: ".
+ *
+ * Modules return negative errno values and do not log (except at debug
+ * level); the verb that called them logs once, in words, and returns.
+ * log_error_errno() returns its (negative) error so that pattern is one
+ * line:  return log_error_errno(r, "overlay on '%s': %m", root);
+ * "%m" in the format stands for strerror(-error).
+ */
+#pragma once
+
+#include "lib/util.h"
+
+enum log_level {
+        LOG_QUIET = 0,   /* errors only */
+        LOG_NORMAL = 1,  /* warnings and notices */
+        LOG_VERBOSE = 2, /* -v: what hutch is doing */
+        LOG_DEBUG = 3,   /* -vv: everything */
+};
+
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+
+void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+
+#define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
+#define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_VERBOSE, 0, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, 0, __VA_ARGS__)
+
+#define log_error_errno(error, ...) \
+        ({ int _e = (error); log_msg(LOG_QUIET, _e, __VA_ARGS__); _e < 0 ? _e : -_e; })
+#define log_warning_errno(error, ...) \
+        ({ int _e = (error); log_msg(LOG_NORMAL, _e, __VA_ARGS__); _e < 0 ? _e : -_e; })
+#define log_debug_errno(error, ...) \
+        ({ int _e = (error); log_msg(LOG_DEBUG, _e, __VA_ARGS__); _e < 0 ? _e : -_e; })

@@ -1,0 +1,27 @@
+/* init.h - PID 1 inside the sandbox: a built-in, tini-like init.
+ *
+ * It forks the job, reaps every process that ends up as its child,
+ * forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH
+ * to the job's process group, reports the job's wait status to the
+ * supervisor and exits when the job does. Everything else the job
+ * started dies with the pid namespace when init exits.
+ */
+#pragma once
+
+#include "config/run-config.h"
+
+struct init_stdio {
+        int stdout_fd;          /* pipe write ends, or -1 with a tty */
+        int stderr_fd;
+        int tty_slave;          /* pty slave, or -1 */
+};
+
+struct sandbox_inputs;
+
+/* Never returns. sync_fd is the sandbox's end of the sync channel. */
+_Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inputs *in,
+                         int sync_fd, const struct init_stdio *stdio);
+
+/* Report a setup failure to the supervisor (also used before init runs). */
+void init_report(int sync_fd, int kind, int error, int status, int pid,
+                 const char *step, const char *path);

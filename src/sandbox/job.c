@@ -1,0 +1,211 @@
+/* job.c - turn the forked child of init into the job (see job.h).
+ *
+ * Every step here narrows what the job can do, and none can be undone by
+ * it afterwards: a new session (no controlling terminal it could inject
+ * keystrokes into with TIOCSTI, and its own process group for signal
+ * delivery), only fds 0-2 kept across exec, a fixed environment, no
+ * capabilities in any set, locked securebits, no_new_privs.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include "sandbox/caps.h"
+#include "lib/exit-codes.h"
+#include "sandbox/job.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/seccomp.h"
+#include "sandbox/sync.h"
+#include "lib/util.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* the soft RLIMIT_NOFILE a job starts with (FD_SETSIZE) */
+#define NOFILE_SOFT_START 1024
+
+static _Noreturn void fail(int sync_fd, int kind, int error, const char *step, const char *path)
+{
+        init_report(sync_fd, kind, error, 0, getpid(), step, path);
+        if (kind == SYNC_EXEC_ERROR)
+                _exit(error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE);
+        _exit(EXIT_SETUP);
+}
+
+static char **build_env(const struct run_config *cfg)
+{
+        char **env = NULL;
+        const char *term = getenv("TERM");
+        bool has_path = false;
+
+        for (char **e = cfg->env; e && *e; e++)
+                if (startswith(*e, "PATH="))
+                        has_path = true;
+        if (!has_path)
+                env = strv_append(env, "PATH=" DEFAULT_PATH);
+        env = strv_append(env, xasprintf("HOME=%s", cfg->home));
+        env = strv_append(env, "LANG=C.UTF-8");
+        env = strv_append(env, "TZ=UTC");
+        if (cfg->tty)
+                env = strv_append(env, xasprintf("TERM=%s", term && *term ? term : "xterm"));
+        /* -e and [env] come last so they override the fixed set */
+        for (char **e = cfg->env; e && *e; e++) {
+                size_t klen = strcspn(*e, "=");
+                for (char **old = env; *old; old++)
+                        if (strncmp(*old, *e, klen + 1) == 0) {
+                                free(*old);
+                                *old = xstrdup("");
+                        }
+                env = strv_append(env, *e);
+        }
+        /* drop the overridden (emptied) slots */
+        size_t w = 0;
+        for (size_t i = 0; env[i]; i++) {
+                if (env[i][0])
+                        env[w++] = env[i];
+                else
+                        free(env[i]);
+        }
+        env[w] = NULL;
+        return env;
+}
+
+static const char *env_get(char **env, const char *key)
+{
+        size_t len = strlen(key);
+        for (char **e = env; *e; e++)
+                if (strncmp(*e, key, len) == 0 && (*e)[len] == '=')
+                        return *e + len + 1;
+        return NULL;
+}
+
+/* execve with a PATH search in the *job's* environment, keeping the
+ * most telling error: EACCES anywhere beats ENOENT (like execvp). */
+static int exec_search(char **argv, char **env)
+{
+        const char *cmd = argv[0];
+        if (strchr(cmd, '/')) {
+                execve(cmd, argv, env);
+                return -errno;
+        }
+        const char *path = env_get(env, "PATH");
+        if (!path)
+                path = DEFAULT_PATH;
+        int best = -ENOENT;
+        _cleanup_free_ char *copy = xstrdup(path);
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                char full[PATH_MAX];
+                snprintf(full, sizeof(full), "%s/%s", *dir ? dir : ".", cmd);
+                execve(full, argv, env);
+                if (errno == EACCES || errno == EPERM)
+                        best = -errno;
+                else if (errno != ENOENT && errno != ENOTDIR)
+                        return -errno;
+        }
+        return best;
+}
+
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
+                        int sync_fd, const struct init_stdio *stdio)
+{
+        sigset_t none;
+        int r;
+
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int s = 1; s < NSIG; s++)
+                signal(s, SIG_DFL);
+
+        if (setsid() < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "setsid", "");
+        if (stdio->tty_slave >= 0) {
+                if (ioctl(stdio->tty_slave, TIOCSCTTY, 0) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "controlling tty", "");
+                for (int fd = 0; fd < 3; fd++)
+                        if (dup2(stdio->tty_slave, fd) < 0)
+                                fail(sync_fd, SYNC_SETUP_ERROR, errno, "dup2", "tty");
+        } else {
+                if (dup2(stdio->stdout_fd, STDOUT_FILENO) < 0 ||
+                    dup2(stdio->stderr_fd, STDERR_FILENO) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "dup2", "stdio");
+        }
+        /* Everything but 0-2 closes at exec; the sync socket stays open
+         * until then so an exec failure can still be reported. */
+        if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "close_range", "");
+
+        /* No core dumps, and the hard limit too, so the job cannot raise
+         * it: core_pattern is not namespaced, and where it pipes cores to
+         * a host program (systemd-coredump, apport) the kernel starts
+         * that program outside the sandbox, as root, fed by the job. */
+        struct rlimit core = { 0, 0 };
+        if (setrlimit(RLIMIT_CORE, &core) < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CORE");
+        /* nofile is the hard limit, the job's real cap (never above what
+         * we hold). The soft limit starts at 1024 as on most hosts: a
+         * program that select()s must not see fds past FD_SETSIZE, and
+         * one that wants more raises it itself (Go and Node do so at
+         * start) up to the cap. */
+        struct rlimit nofile;
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+                rlim_t cap = cfg->nofile ? cfg->nofile : nofile.rlim_max;
+                if (nofile.rlim_max != RLIM_INFINITY && cap > nofile.rlim_max)
+                        cap = nofile.rlim_max;
+                nofile.rlim_max = cap;
+                nofile.rlim_cur = MIN(cap, (rlim_t)NOFILE_SOFT_START);
+                if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NOFILE");
+        }
+
+        /* Limits without cgroups (DESIGN §3). RLIMIT_NPROC counts the
+         * processes of our uid in *this* user namespace (ucounts, Linux
+         * >= 5.14), so it bounds the sandbox alone, whatever the same host
+         * uid runs elsewhere; init counts as one of them. RLIMIT_CPU is
+         * per process and only a backstop: the supervisor's watchdog sums
+         * cpu time over the whole tree. With a run cgroup, pids.max holds
+         * the pids limit alone: RLIMIT_NPROC is checked first in fork, so
+         * it would hide every refusal from pids.events. */
+        if (cfg->pids && !in->pids_in_cgroup) {
+                struct rlimit rl = { cfg->pids, cfg->pids };
+                if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");
+        }
+        if (cfg->cpu_time_ms) {
+                rlim_t secs = (cfg->cpu_time_ms + 999) / 1000;
+                struct rlimit rl = { secs, secs + 1 };
+                if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CPU");
+        }
+        if (cfg->max_file_size) {
+                struct rlimit rl = { cfg->max_file_size, cfg->max_file_size };
+                if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_FSIZE");
+        }
+
+        char **env = build_env(cfg);
+
+        r = caps_drop_all();
+        if (r < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+
+        /* The syscall filter goes on last: everything above may need calls
+         * it denies, and after it only exec (and, if that fails, one
+         * message and _exit) remain. A policy that fails to load must
+         * not leave a half-filtered job running. */
+        if (in->seccomp_blob) {
+                r = seccomp_id_shim_load((uint32_t)getuid(), (uint32_t)getgid());
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp id shim", "");
+                r = seccomp_blob_load(in->seccomp_blob, in->seccomp_blob_len);
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
+        }
+
+        r = exec_search(argv, env);
+        fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
+}

@@ -1,0 +1,16 @@
+/* job.h - the last steps before the job's execve, in the forked job
+ * process: new session, stdio, working dir, rlimits, environment, no
+ * capabilities, no_new_privs, then exec. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "sandbox/init.h"
+#include "config/run-config.h"
+
+/* Never returns: execs the job, or reports SYNC_EXEC_ERROR on sync_fd and
+ * exits 127 (not found) / 126 (not executable). RLIMIT_NPROC is set
+ * from cfg->pids unless in->pids_in_cgroup (pids.max holds it then). */
+struct sandbox_inputs;
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
+                        int sync_fd, const struct init_stdio *stdio);

@@ -1,0 +1,772 @@
+/* mount.c - the sandbox's filesystem view (see mount.h).
+ *
+ * Layout while building (inside our own mount namespace, so none of this
+ * is visible on the host):
+ *
+ *   /tmp            the run's scratch tmpfs (size = disk limit); it hides
+ *                   the host /tmp for this namespace only
+ *   /tmp/root       the new root (bound onto itself so it can be pivoted to)
+ *   /tmp/rw/{tmp,var-tmp,home,workspace,shm}
+ *                   the writable areas, bound into the root; living on the
+ *                   scratch is what makes the disk limit cover them all
+ *   /tmp/rw/empty-file, empty-dir
+ *                   mode 0000 objects bound over masked paths
+ *
+ * After pivot_root the old root is detached, so the job can reach the
+ * scratch only through those binds.
+ *
+ * Safety argument, mount by mount:
+ *  - host system dirs are cloned recursively (open_tree) and made
+ *    read-only, nosuid and nodev recursively (mount_setattr) *before*
+ *    they are attached, so there is no moment where a writable or
+ *    suid-honouring view exists, and submounts are covered too;
+ *  - masks are read-only binds of empty mode-0000 objects: even a uid 0
+ *    job has no capabilities (caps.c) and so cannot read them;
+ *  - /proc is a fresh instance for our pid namespace: it shows only the
+ *    sandbox's processes; files that reveal or poke host kernel state are
+ *    masked and /proc/sys & co. are read-only;
+ *  - /dev holds only bind mounts of six harmless character devices, a
+ *    private devpts instance, and symlinks; the tmpfs itself is made
+ *    read-only so no device node can be added (mknod is denied in a user
+ *    namespace anyway);
+ *  - everything writable is nosuid,nodev and size-capped by the scratch;
+ *  - --workdir DIR: DIR is cloned (open_tree) and made read-only before
+ *    the sandbox takes its uid (mount_clone_lower) and so before the
+ *    scratch goes over /tmp, attached at /tmp/rw/lower and used only as an
+ *    overlay lower layer; upper and work dirs live on the scratch, so the
+ *    job's writes land there and the host DIR is never written (the clone
+ *    is read-only: even a bug here could not write through it). The
+ *    overlay is nosuid,nodev like every writable area, and mounted with
+ *    userxattr (the only mode a user namespace may use);
+ *  - --input HOST[:NAME]: read-only, nosuid, nodev binds like --ro;
+ *  - root = DIR[:DIR...] (an image): each layer is cloned read-only like
+ *    the workdir, attached on the scratch, and the new root is
+ *    overlay(lowerdir = layers, upper and work on the scratch), nosuid,
+ *    nodev: writable everywhere, discarded with the scratch, the layers
+ *    themselves never written. No host system dir is bound then.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <linux/mount.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+
+#include "sandbox/mount.h"
+#include "lib/util.h"
+
+#define SCRATCH "/tmp"
+#define NEWROOT SCRATCH "/root"
+#define RW SCRATCH "/rw"
+#define EMPTY_FILE RW "/empty-file"
+#define EMPTY_DIR RW "/empty-dir"
+
+static int fail_with(struct setup_failure *fail, int r, const char *step, const char *path)
+{
+        fail->step = step;
+        snprintf(fail->path, sizeof(fail->path), "%s", path ? path : "");
+        return r;
+}
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+        return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+        return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
+{
+        return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+/* Attach a copy of host `src` at `dst` with attributes `attrs` applied to
+ * the whole copied tree before it becomes visible. */
+static int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t attrs)
+{
+        unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+        _cleanup_close_ int fd = sys_open_tree(AT_FDCWD, src, flags);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = attrs };
+        if (attrs && sys_mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
+                return -errno;
+        if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+        if (dir) {
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                return 0;
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        close(fd);
+        return 0;
+}
+
+/* A host file or tree to appear in the new root. Host paths are resolved
+ * and cloned *before* the scratch tmpfs goes over /tmp, so host paths
+ * under /tmp stay reachable; the clone is detached and already read-only
+ * until it is attached at `inside`. */
+struct pending {
+        char *inside;
+        int fd;                 /* detached mount from open_tree, or -1 */
+        char *link_target;      /* a symlink to recreate instead, or NULL */
+        bool dir;
+};
+
+struct pending_list {
+        struct pending *items;
+        size_t n;
+};
+
+static void pending_list_free(struct pending_list *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].inside);
+                free(l->items[i].link_target);
+                if (l->items[i].fd >= 0)
+                        close(l->items[i].fd);
+        }
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+}
+
+/* Clone host path `host` for later attachment at `inside`. A missing
+ * system dir is skipped (not every host has /lib32); a path the user
+ * asked for must exist. Symlinks among the system dirs (merged /usr) are
+ * kept as symlinks so /bin -> usr/bin keeps meaning the same thing. */
+static int clone_host(struct pending_list *l, const char *host, const char *inside,
+                      bool required, bool recursive, uint64_t attrs, struct setup_failure *fail)
+{
+        struct stat st;
+        struct pending p = { .fd = -1 };
+
+        if ((required ? stat(host, &st) : lstat(host, &st)) < 0)
+                return errno == ENOENT && !required ? 0 : fail_with(fail, -errno, "bind", host);
+        if (inside[0] != '/')
+                return fail_with(fail, -EINVAL, "bind (destination must be absolute)", inside);
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlink(host, target, sizeof(target) - 1);
+                if (n < 0)
+                        return fail_with(fail, -errno, "readlink", host);
+                target[n] = '\0';
+                p.link_target = xstrdup(target);
+        } else {
+                unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+                p.fd = sys_open_tree(AT_FDCWD, host, flags);
+                if (p.fd < 0)
+                        return fail_with(fail, -errno, "bind", host);
+                struct mount_attr attr = { .attr_set = attrs };
+                if (sys_mount_setattr(p.fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0) {
+                        int e = -errno;
+                        close(p.fd);
+                        return fail_with(fail, e, "bind", host);
+                }
+                p.dir = S_ISDIR(st.st_mode);
+        }
+        p.inside = xstrdup(inside);
+        l->items = xrealloc(l->items, (l->n + 1) * sizeof(*l->items));
+        l->items[l->n++] = p;
+        return 0;
+}
+
+/* "SRC" or "SRC:DEST" from --ro/--rw and the profile's ro/rw lists. A
+ * writable bind is still nosuid and nodev: the job may change the files,
+ * never gain privilege through them. */
+static int clone_user(struct pending_list *l, const char *spec, bool writable, struct setup_failure *fail)
+{
+        _cleanup_free_ char *src = xstrdup(spec);
+        char *colon = strchr(src, ':');
+        const char *dest = src;
+        if (colon) {
+                *colon = '\0';
+                dest = colon + 1;
+        }
+        return clone_host(l, src, dest, true, true,
+                          (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+}
+
+/* Attach everything cloned by clone_host() under the new root. */
+static int attach_pending(struct pending_list *l, struct setup_failure *fail)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                struct pending *p = &l->items[i];
+                char dst[PATH_MAX];
+                snprintf(dst, sizeof(dst), NEWROOT "%s", p->inside);
+                _cleanup_free_ char *parent = xstrdup(dst);
+                *strrchr(parent, '/') = '\0';
+                int r = mkdir_p(parent, 0755);
+                if (r < 0)
+                        return fail_with(fail, r, "mkdir", p->inside);
+                if (p->link_target) {
+                        if (symlink(p->link_target, dst) < 0 && errno != EEXIST)
+                                return fail_with(fail, -errno, "symlink", p->inside);
+                        continue;
+                }
+                r = make_mountpoint(dst, p->dir);
+                if (r < 0)
+                        return fail_with(fail, r, "mkdir", p->inside);
+                if (sys_move_mount(p->fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return fail_with(fail, -errno, "bind", p->inside);
+        }
+        return 0;
+}
+
+/* Hide `path` (inside the new root, without the NEWROOT prefix) behind an
+ * empty mode-0000 object of the same kind. */
+static int mask_one(const char *inside, struct setup_failure *fail)
+{
+        char dst[PATH_MAX];
+        struct stat st;
+
+        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
+        if (lstat(dst, &st) < 0 || S_ISLNK(st.st_mode))
+                return 0;       /* absent, or a link whose target is masked on its own */
+        const char *src = S_ISDIR(st.st_mode) ? EMPTY_DIR : EMPTY_FILE;
+        int r = bind_with_attrs(src, dst, false,
+                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        if (r < 0)
+                return fail_with(fail, r, "mask", inside);
+        return 0;
+}
+
+static int mask_pattern(const char *pattern, struct setup_failure *fail)
+{
+        if (!strpbrk(pattern, "*?["))
+                return mask_one(pattern, fail);
+
+        char full[PATH_MAX];
+        glob_t g;
+        snprintf(full, sizeof(full), NEWROOT "%s", pattern);
+        int gr = glob(full, GLOB_NOSORT, NULL, &g);
+        if (gr == GLOB_NOMATCH)
+                return 0;
+        if (gr != 0)
+                return fail_with(fail, -EIO, "mask", pattern);
+        int r = 0;
+        for (size_t i = 0; i < g.gl_pathc && r == 0; i++)
+                r = mask_one(g.gl_pathv[i] + strlen(NEWROOT), fail);
+        globfree(&g);
+        return r;
+}
+
+static int bind_rw(const char *backing, const char *inside, struct setup_failure *fail)
+{
+        char dst[PATH_MAX];
+        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
+        int r = mkdir_p(dst, 0755);
+        if (r < 0)
+                return fail_with(fail, r, "mkdir", inside);
+        r = bind_with_attrs(backing, dst, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (r < 0)
+                return fail_with(fail, r, "bind", inside);
+        return 0;
+}
+
+/* /proc entries that expose host kernel state or let a process poke it.
+ * A fresh proc instance still shows these system-wide files. */
+static const char *const proc_masked[] = {
+        "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+        "/proc/timer_stats", "/proc/latency_stats", "/proc/sched_debug",
+        "/proc/sysrq-trigger", "/proc/kallsyms", "/proc/kpagecount",
+        "/proc/kpageflags", "/proc/kpagecgroup", "/proc/vmallocinfo",
+        "/proc/acpi", "/proc/scsi", "/proc/asound",
+};
+static const char *const proc_readonly[] = {
+        "/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
+};
+
+static int setup_proc(struct setup_failure *fail)
+{
+        const char *dst = NEWROOT "/proc";
+        if (mkdir(dst, 0555) < 0 && errno != EEXIST)
+                return fail_with(fail, -errno, "mkdir", "/proc");
+        if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return fail_with(fail, -errno, "mount proc", "/proc");
+        for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), NEWROOT "%s", proc_readonly[i]);
+                if (access(p, F_OK) < 0)
+                        continue;
+                int r = bind_with_attrs(p, p, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                if (r < 0)
+                        return fail_with(fail, r, "read-only", proc_readonly[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
+                int r = mask_one(proc_masked[i], fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+static const struct { const char *name, *target; } dev_links[] = {
+        { "fd", "/proc/self/fd" },
+        { "stdin", "/proc/self/fd/0" },
+        { "stdout", "/proc/self/fd/1" },
+        { "stderr", "/proc/self/fd/2" },
+        { "ptmx", "pts/ptmx" },
+};
+
+static int clone_dev_nodes(struct pending_list *l, struct setup_failure *fail)
+{
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+                char host[64], inside[64];
+                snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+                snprintf(inside, sizeof(inside), "/dev/%s", dev_nodes[i]);
+                int r = clone_host(l, host, inside, false, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failure *fail)
+{
+        const char *dev = NEWROOT "/dev";
+        char p[PATH_MAX];
+        int r;
+
+        if (mkdir(dev, 0755) < 0 && errno != EEXIST)
+                return fail_with(fail, -errno, "mkdir", "/dev");
+        if (mount("hutch-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+                return fail_with(fail, -errno, "mount tmpfs", "/dev");
+        r = attach_pending(dev_nodes_pending, fail);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(dev_links); i++) {
+                snprintf(p, sizeof(p), "%s/%s", dev, dev_links[i].name);
+                if (symlink(dev_links[i].target, p) < 0)
+                        return fail_with(fail, -errno, "symlink", p + strlen(NEWROOT));
+        }
+        snprintf(p, sizeof(p), "%s/pts", dev);
+        if (mkdir(p, 0755) < 0)
+                return fail_with(fail, -errno, "mkdir", "/dev/pts");
+        /* newinstance: the job's ptys are its own; it cannot open the host's */
+        if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=0620") < 0)
+                return fail_with(fail, -errno, "mount devpts", "/dev/pts");
+        r = bind_rw(RW "/shm", "/dev/shm", fail);
+        if (r < 0)
+                return r;
+        if (mount(NULL, dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+                return fail_with(fail, -errno, "read-only", "/dev");
+        return 0;
+}
+
+/* A passwd and group that name the sandbox user, so `id`, `whoami` and
+ * shells behave, without showing the host's account list. */
+static int setup_identity(const struct run_config *cfg, struct setup_failure *fail)
+{
+        char text[1024];
+        int r;
+
+        if (access(NEWROOT "/etc/passwd", F_OK) < 0)
+                return 0;
+        if (cfg->uid == 0)
+                snprintf(text, sizeof(text),
+                         "root:x:0:0:root:%s:/bin/sh\n"
+                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", cfg->home);
+        else
+                snprintf(text, sizeof(text),
+                         "root:x:0:0:root:/root:/bin/sh\n"
+                         "sandbox:x:%u:%u:sandbox:%s:/bin/sh\n"
+                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                         (unsigned)cfg->uid, (unsigned)cfg->gid, cfg->home);
+        r = write_file(RW "/passwd", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/passwd");
+        if (cfg->gid == 0)
+                snprintf(text, sizeof(text), "root:x:0:\nnobody:x:65534:\n");
+        else
+                snprintf(text, sizeof(text), "root:x:0:\nsandbox:x:%u:\nnobody:x:65534:\n",
+                         (unsigned)cfg->gid);
+        r = write_file(RW "/group", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/group");
+        snprintf(text, sizeof(text),
+                 "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                 cfg->hostname);
+        r = write_file(RW "/hosts", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/hosts");
+        snprintf(text, sizeof(text), "%s\n", cfg->hostname);
+        r = write_file(RW "/hostname", text, 0644);
+        if (r < 0)
+                return fail_with(fail, r, "write", "/etc/hostname");
+
+        static const char *const files[] = { "passwd", "group", "hosts", "hostname" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char src[PATH_MAX], dst[PATH_MAX];
+                snprintf(src, sizeof(src), RW "/%s", files[i]);
+                snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", files[i]);
+                if (access(dst, F_OK) < 0)
+                        continue;
+                r = bind_with_attrs(src, dst, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                if (r < 0)
+                        return fail_with(fail, r, "bind", dst + strlen(NEWROOT));
+        }
+        return 0;
+}
+
+static int setup_scratch(const struct run_config *cfg, struct setup_failure *fail)
+{
+        char opts[64];
+        snprintf(opts, sizeof(opts), "mode=0755,size=%llu", (unsigned long long)cfg->disk_bytes);
+        if (mount("hutch-scratch", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return fail_with(fail, -errno, "mount scratch tmpfs", SCRATCH);
+
+        static const struct { const char *path; mode_t mode; } dirs[] = {
+                { NEWROOT, 0755 }, { RW, 0755 }, { RW "/tmp", 01777 }, { RW "/var-tmp", 01777 },
+                { RW "/shm", 01777 },
+                { RW "/home", 0755 }, { RW "/workspace", 0755 }, { EMPTY_DIR, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                if (mkdir(dirs[i].path, dirs[i].mode) < 0)
+                        return fail_with(fail, -errno, "mkdir", dirs[i].path);
+                /* mkdir obeys the umask; sticky and 0777 bits must be exact */
+                if (chmod(dirs[i].path, dirs[i].mode) < 0)
+                        return fail_with(fail, -errno, "chmod", dirs[i].path);
+        }
+        int fd = open(EMPTY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (fd < 0)
+                return fail_with(fail, -errno, "create", EMPTY_FILE);
+        close(fd);
+        if (mount(NEWROOT, NEWROOT, NULL, MS_BIND, NULL) < 0)
+                return fail_with(fail, -errno, "bind", NEWROOT);
+        return 0;
+}
+
+int mount_tmpfs_user_xattr(const char *path)
+{
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof(probe), "%s/.hutch-xattr-probe", path);
+        _cleanup_close_ int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = fsetxattr(fd, "user.hutch.probe", "y", 1, 0) < 0 ? -errno : 1;
+        (void)unlink(probe);
+        if (r == -EOPNOTSUPP || r == -EPERM)
+                return 0;
+        return r;
+}
+
+int mount_clone_lower(const char *path)
+{
+        /* not recursive: overlay does not look into submounts of a layer */
+        int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+int mount_clone_lower_idmapped(const char *path, int userns_fd)
+{
+        int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP,
+                .userns_fd = (uint64_t)userns_fd,
+        };
+        if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+/* overlay(opts) on target, nosuid,nodev like every writable area.
+ * xino=on gives every file the overlay's own st_dev, as one filesystem
+ * would. Without it (layers on different filesystems: tmpfs upper,
+ * the host's lower) directories report the overlay's device and files
+ * a pseudo device per layer, and tools that take "same st_dev" for
+ * "same filesystem" go wrong: tar --one-file-system leaves the files
+ * out of the archive, ls asks for xattrs once per "device". The price:
+ * inode numbers of lower files carry the layer in their top bits. A
+ * kernel that refuses the option gets the plain overlay. */
+static int mount_overlay(const char *source, const char *target, const char *opts)
+{
+        _cleanup_free_ char *with_xino = xasprintf("%s,xino=on", opts);
+        if (mount(source, target, "overlay", MS_NOSUID | MS_NODEV, with_xino) == 0)
+                return 0;
+        if (errno != EINVAL)
+                return -errno;
+        return mount(source, target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
+}
+
+/* The overlay workspace: the lower clone attached on the scratch, then
+ * overlay(lower, upper, work) mounted on RW/workspace, which the normal
+ * path binds at the workspace. */
+static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
+{
+        static const char *const dirs[] = { RW "/lower", RW "/upper", RW "/work" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (mkdir(dirs[i], 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", dirs[i]);
+        /* Without user xattrs on the upper (tmpfs before Linux 6.6) overlay
+         * could not record an opaque directory, and "rm -r d; mkdir d"
+         * would resurrect d's old files: refuse instead of being wrong. */
+        int r = mount_tmpfs_user_xattr(RW "/upper");
+        if (r == 0)
+                r = -EOPNOTSUPP;
+        if (r < 0)
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see hutch doctor)",
+                                 RW "/upper");
+        if (sys_move_mount(lower_clone, "", AT_FDCWD, RW "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return fail_with(fail, -errno, "attach workdir", RW "/lower");
+        /* safety: lower is a read-only clone; upper and work are on the
+         * scratch; nosuid,nodev as for every writable area */
+        r = mount_overlay("hutch-workspace", RW "/workspace",
+                          "lowerdir=" RW "/lower,upperdir=" RW "/upper,workdir=" RW "/work,userxattr");
+        if (r < 0)
+                return fail_with(fail, r, "mount overlay", "/workspace");
+        return 0;
+}
+
+/* root = DIR[:DIR...]: overlay of the layer clones over NEWROOT. */
+static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
+{
+        _cleanup_free_ char *opts = xstrdup("lowerdir=");
+        for (size_t i = 0; i < n; i++) {
+                char dir[64];
+                snprintf(dir, sizeof(dir), RW "/layer-%zu", i);
+                if (mkdir(dir, 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", dir);
+                if (sys_move_mount(clones[i], "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return fail_with(fail, -errno, "attach root layer", dir);
+                char *t = xasprintf("%s%s%s", opts, i ? ":" : "", dir);
+                free(opts);
+                opts = t;
+        }
+        if (mkdir(RW "/root-upper", 0755) < 0 || mkdir(RW "/root-work", 0755) < 0)
+                return fail_with(fail, -errno, "mkdir", RW "/root-upper");
+        int r = mount_tmpfs_user_xattr(RW "/root-upper");
+        if (r == 0)
+                r = -EOPNOTSUPP;
+        if (r < 0)
+                return fail_with(fail, r, "overlay upper needs user xattrs on tmpfs (Linux 6.6+; see hutch doctor)",
+                                 RW "/root-upper");
+        char *t = xasprintf("%s,upperdir=" RW "/root-upper,workdir=" RW "/root-work,userxattr", opts);
+        free(opts);
+        opts = t;
+        /* safety: layers are read-only clones, upper and work on the
+         * scratch; nosuid,nodev like every writable area */
+        r = mount_overlay("hutch-root", NEWROOT, opts);
+        if (r < 0)
+                return fail_with(fail, r, "mount overlay", "/");
+        return 0;
+}
+
+/* --input HOST:NAME -> a read-only clone for <workspace>/input/NAME. */
+static int clone_inputs(struct pending_list *l, const struct run_config *cfg, char **inputs,
+                        struct setup_failure *fail)
+{
+        for (char **p = inputs; p && *p; p++) {
+                const char *colon = strrchr(*p, ':');
+                if (!colon)
+                        return fail_with(fail, -EINVAL, "input", *p);
+                _cleanup_free_ char *host = xstrdup(*p);
+                host[colon - *p] = '\0';
+                _cleanup_free_ char *inside = xasprintf("%s/input/%s", cfg->workdir_inside, colon + 1);
+                int r = clone_host(l, host, inside, true, true,
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
+                     struct setup_failure *fail)
+{
+        struct pending_list system = { 0 }, binds = { 0 }, dev_clones = { 0 };
+        _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
+        int r;
+
+        /* Our mounts must not propagate back to the host, and the host's
+         * later mounts need not reach us. */
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return fail_with(fail, -errno, "make private", "/");
+
+        const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        bool image = ws && ws->n_root_clones > 0;
+        for (char **p = cfg->ro_binds; !image && p && *p; p++) {
+                r = clone_host(&system, *p, *p, false, true, ro, fail);
+                if (r < 0)
+                        goto out;
+        }
+        for (char **p = cfg->ro_paths; p && *p; p++) {
+                r = clone_user(&binds, *p, false, fail);
+                if (r < 0)
+                        goto out;
+        }
+        for (char **p = cfg->rw_paths; p && *p; p++) {
+                r = clone_user(&binds, *p, true, fail);
+                if (r < 0)
+                        goto out;
+        }
+        r = clone_dev_nodes(&dev_clones, fail);
+        if (r < 0)
+                goto out;
+        if (ws) {
+                r = clone_inputs(&binds, cfg, ws->inputs, fail);
+                if (r < 0)
+                        goto out;
+        }
+        if (ws)
+                ws->lower_clone = -1;   /* ours now */
+
+        r = setup_scratch(cfg, fail);
+        if (r < 0)
+                goto out;
+        if (image) {
+                r = setup_image_root(ws->root_clones, ws->n_root_clones, fail);
+                if (r < 0)
+                        goto out;
+        }
+        if (lower_clone >= 0) {
+                r = setup_overlay_workspace(lower_clone, fail);
+                if (r < 0)
+                        goto out;
+                upper_fd = open(RW "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper_fd < 0) {
+                        r = fail_with(fail, -errno, "open", RW "/upper");
+                        goto out;
+                }
+        }
+        r = attach_pending(&system, fail);
+        if (r < 0)
+                goto out;
+        r = setup_identity(cfg, fail);
+        if (r < 0)
+                goto out;
+        r = setup_proc(fail);
+        if (r < 0)
+                goto out;
+        r = setup_dev(&dev_clones, fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/tmp", "/tmp", fail);
+        if (r < 0)
+                goto out;
+        /* the FHS's other temp dir: programs use it by default (cvs,
+         * vim, rpm) and fail without it */
+        r = bind_rw(RW "/var-tmp", "/var/tmp", fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/home", cfg->home, fail);
+        if (r < 0)
+                goto out;
+        r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
+        if (r < 0)
+                goto out;
+        if (ws) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), NEWROOT "%s", cfg->workdir_inside);
+                workspace_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (workspace_fd < 0) {
+                        r = fail_with(fail, -errno, "open", cfg->workdir_inside);
+                        goto out;
+                }
+        }
+        /* Extra empty tmpfs dirs live on the scratch too, so they count
+         * against the disk limit like every other writable path. */
+        for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
+                char backing[64];
+                snprintf(backing, sizeof(backing), RW "/tmpfs-%zu", i);
+                if (mkdir(backing, 0755) < 0) {
+                        r = fail_with(fail, -errno, "mkdir", backing);
+                        goto out;
+                }
+                r = bind_rw(backing, cfg->tmpfs_paths[i], fail);
+                if (r < 0)
+                        goto out;
+        }
+        /* The user's binds go on top of the writable areas (a path under
+         * /tmp must not vanish under the sandbox's own /tmp), and the
+         * masks on top of everything, so no bind can uncover a secret. */
+        r = attach_pending(&binds, fail);
+        if (r < 0)
+                goto out;
+        for (char **p = cfg->masks; p && *p; p++) {
+                r = mask_pattern(*p, fail);
+                if (r < 0)
+                        goto out;
+        }
+
+        if (chdir(NEWROOT) < 0) {
+                r = fail_with(fail, -errno, "chdir", NEWROOT);
+                goto out;
+        }
+        /* pivot_root(".", ".") stacks the old root on top of the new one;
+         * detaching it leaves nothing of the host but the binds above. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0) {
+                r = fail_with(fail, -errno, "pivot_root", NEWROOT);
+                goto out;
+        }
+        if (umount2(".", MNT_DETACH) < 0) {
+                r = fail_with(fail, -errno, "detach old root", "/");
+                goto out;
+        }
+        if (chdir("/") < 0) {
+                r = fail_with(fail, -errno, "chdir", "/");
+                goto out;
+        }
+        /* The root itself holds only mountpoints: nothing to write there.
+         * An image root is the exception: writable everywhere, on the
+         * scratch. */
+        if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+                r = fail_with(fail, -errno, "read-only", "/");
+                goto out;
+        }
+        if (chdir(cfg->workdir_inside) < 0) {
+                r = fail_with(fail, -errno, "chdir", cfg->workdir_inside);
+                goto out;
+        }
+        if (ws) {
+                ws->ret_upper_fd = TAKE_FD(upper_fd);
+                ws->ret_workspace_fd = TAKE_FD(workspace_fd);
+        }
+        r = 0;
+out:
+        for (size_t i = 0; ws && i < ws->n_root_clones; i++)
+                if (ws->root_clones[i] >= 0) {
+                        close(ws->root_clones[i]);
+                        ws->root_clones[i] = -1;
+                }
+        pending_list_free(&system);
+        pending_list_free(&binds);
+        pending_list_free(&dev_clones);
+        return r;
+}

@@ -1,0 +1,151 @@
+/* ns.c - uid/gid maps, hostname and loopback for the sandbox (ns.h). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <net/if.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "sandbox/ns.h"
+#include "lib/util.h"
+
+#define OVERFLOW_ID 65534
+
+/* Could this process be host root? uid 0 whose id, one level up, is
+ * also 0. That holds for real root and for root of a user namespace that
+ * real root created with itself mapped in (unshare -r): either way, the
+ * sandbox must not be mapped to it. Root of a rootless container (uid 0
+ * mapped to an ordinary uid) is an ordinary user and maps to itself. */
+bool ns_real_root(void)
+{
+        static int cached = -1;
+        if (cached < 0) {
+                _cleanup_free_ char *map = NULL;
+                cached = 0;
+                if (geteuid() == 0 && read_file("/proc/self/uid_map", &map, NULL) == 0) {
+                        char *save = NULL;
+                        for (char *line = strtok_r(map, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                                unsigned long inside, outside, count;
+                                if (sscanf(line, "%lu %lu %lu", &inside, &outside, &count) == 3 &&
+                                    inside == 0 && outside == 0)
+                                        cached = 1;
+                        }
+                }
+        }
+        return cached;
+}
+
+uid_t ns_host_uid(void)
+{
+        return ns_real_root() ? OVERFLOW_ID : geteuid();
+}
+
+gid_t ns_host_gid(void)
+{
+        return ns_real_root() ? OVERFLOW_ID : getegid();
+}
+
+static int write_proc(pid_t pid, const char *file, const char *text)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* the kernel takes a map in one write() or not at all */
+        ssize_t n = write(fd, text, strlen(text));
+        if (n < 0)
+                return -errno;
+        return n == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_uid, gid_t host_gid)
+{
+        char map[64];
+        int r;
+
+        r = write_proc(pid, "setgroups", "deny");
+        if (r < 0 && r != -ENOENT)
+                return r;
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)inside_uid, (unsigned)host_uid);
+        r = write_proc(pid, "uid_map", map);
+        if (r < 0)
+                return r;
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)inside_gid, (unsigned)host_gid);
+        return write_proc(pid, "gid_map", map);
+}
+
+int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid)
+{
+        int ready[2], done[2];
+        char path[64], c;
+        int r = 0, fd = -1;
+
+        /* A helper enters a new user namespace and says so; we write its
+         * maps and keep only its /proc/PID/ns/user fd: a namespace
+         * without processes is fine as an idmapping. */
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return -errno;
+        if (pipe2(done, O_CLOEXEC) < 0) {
+                r = -errno;
+                close(ready[0]);
+                close(ready[1]);
+                return r;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(ready[0]);
+                close(done[1]);
+                c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                (void)!write(ready[1], &c, 1);
+                /* wait until the parent holds the namespace (or died) */
+                (void)!read(done[0], &c, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(done[0]);
+        if (pid < 0)
+                r = -errno;
+        else if (read(ready[0], &c, 1) != 1 || c != 'y')
+                r = -EPERM;
+        if (r == 0)
+                r = ns_write_id_maps(pid, from_uid, from_gid, to_uid, to_gid);
+        if (r == 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+        }
+        close(ready[0]);
+        close(done[1]);
+        if (pid > 0)
+                (void)waitpid(pid, NULL, 0);
+        return r < 0 ? r : fd;
+}
+
+int ns_set_hostname(const char *name)
+{
+        if (sethostname(name, strlen(name)) < 0)
+                return -errno;
+        return 0;
+}
+
+int ns_loopback_up(void)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct ifreq ifr = { 0 };
+
+        if (fd < 0)
+                return -errno;
+        strcpy(ifr.ifr_name, "lo");
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+                return -errno;
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,436 @@
+/* sandbox.c - clone the sandbox and take it from "new namespaces" to
+ * "init is running" (see sandbox.h). The child builds itself while the
+ * supervisor records the run, and starts the job only on "start".
+ *
+ * Order, and why:
+ *  1. supervisor: pipes and the sync socketpair, then clone3() with
+ *     every namespace flag at once and CLONE_PIDFD, so the child exists
+ *     only inside its namespaces and we hold a race-free handle on it;
+ *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
+ *     (it must be the supervisor: when hutch runs as root, only a process
+ *     in the parent namespace may map the sandbox to an unprivileged id);
+ *  3. supervisor: sends "go" (with the terminal size);
+ *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
+ *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
+ *     which would clear it), builds the root (mount.c), sets hostname and
+ *     loopback, opens the pty, and becomes init.
+ * Any failure in 4 goes back as (errno, step, path) and the child exits.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <pty.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <sys/syscall.h>
+
+#include "sandbox/caps.h"
+#include "limits/cgroup.h"
+#include "lib/exit-codes.h"
+#include "sandbox/init.h"
+#include "lib/log.h"
+#include "sandbox/mount.h"
+#include "sandbox/ns.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sync.h"
+#include "lib/util.h"
+
+void sandbox_signal_set(sigset_t *set)
+{
+        sigemptyset(set);
+        sigaddset(set, SIGINT);
+        sigaddset(set, SIGTERM);
+        sigaddset(set, SIGHUP);
+        sigaddset(set, SIGQUIT);
+        sigaddset(set, SIGUSR1);
+        sigaddset(set, SIGUSR2);
+        sigaddset(set, SIGWINCH);
+        sigaddset(set, SIGCHLD);
+        sigaddset(set, SIGPIPE);
+}
+
+struct go_msg {
+        struct winsize ws;
+        int has_ws;
+};
+
+static _Noreturn void setup_failed(int sync_fd, int r, const char *step, const char *path)
+{
+        init_report(sync_fd, SYNC_SETUP_ERROR, -r, 0, 0, step, path);
+        _exit(EXIT_SETUP);
+}
+
+static int open_pty(const struct winsize *ws, int *ret_master, int *ret_slave)
+{
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return -errno;
+        if (unlockpt(master) < 0) {
+                int e = -errno;
+                close(master);
+                return e;
+        }
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0) {
+                int e = -errno;
+                close(master);
+                return e;
+        }
+        if (ws)
+                (void)ioctl(slave, TIOCSWINSZ, ws);
+        *ret_master = master;
+        *ret_slave = slave;
+        return 0;
+}
+
+/* Hand the workspace dirs to the supervisor before the job exists, so
+ * it can read the change set and the artifacts after the sandbox is
+ * gone. We keep no copy: the job must not inherit them. */
+static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
+{
+        int fds[2] = { workspace_fd, upper_fd };
+        size_t n = upper_fd >= 0 ? 2 : 1;
+        struct sync_msg msg = { .kind = SYNC_WORKSPACE, .status = (int32_t)n };
+        char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 };
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = cbuf, .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+        int r = sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+        close(workspace_fd);
+        if (upper_fd >= 0)
+                close(upper_fd);
+        return r;
+}
+
+/* Close every fd above 2 except the (up to five) given ones (-1: none). */
+static void close_all_but(int a, int b, int c, int d, int e)
+{
+        int keep[5] = { a, b, c, d, e };
+        /* sort the few fds to keep, then close the gaps between them */
+        for (int i = 0; i < 5; i++)
+                for (int j = i + 1; j < 5; j++)
+                        if (keep[j] < keep[i]) {
+                                int t = keep[i];
+                                keep[i] = keep[j];
+                                keep[j] = t;
+                        }
+        unsigned from = 3;
+        for (int i = 0; i < 5; i++) {
+                if (keep[i] < (int)from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        (void)syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        (void)syscall(SYS_close_range, from, ~0U, 0);
+}
+
+static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
+                                 int sync_fd, int stdout_w, int stderr_w, int idmapped_lower)
+{
+        struct setup_failure fail = { 0 };
+        struct go_msg go;
+        int r;
+
+        /* If the supervisor is gone before we even start, so are we. */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* init holds no fd of the supervisor's but the ones it needs: not
+         * the host workspace dir, not whatever the caller passed hutch
+         * beyond stdio (3</etc/passwd), which the job could otherwise
+         * reach through /proc/1/fd as a way out of the sandbox. stdin
+         * stays: it is the job's. */
+        close_all_but(sync_fd, stdout_w, stderr_w, in->code_fd, idmapped_lower);
+        ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
+        if (n != (ssize_t)sizeof(go))
+                _exit(EXIT_SETUP);
+
+        /* The workspace's lower dir is resolved as the user who started
+         * hutch, who owns it (a session dir lives in their private state
+         * dir): the sandbox user may be another host uid. */
+        int lower_clone = idmapped_lower;
+        if (in->workspace_lower && lower_clone < 0) {
+                lower_clone = mount_clone_lower(in->workspace_lower);
+                if (lower_clone < 0)
+                        setup_failed(sync_fd, lower_clone, "workdir", in->workspace_lower);
+        }
+        size_t n_layers = strv_length(cfg->root_layers);
+        int *layers = n_layers ? xcalloc(n_layers, sizeof(int)) : NULL;
+        for (size_t i = 0; i < n_layers; i++) {
+                layers[i] = mount_clone_lower(cfg->root_layers[i]);
+                if (layers[i] < 0)
+                        setup_failed(sync_fd, layers[i], "root layer", cfg->root_layers[i]);
+        }
+
+        /* Become the sandbox user. KEEPCAPS keeps the permitted set across
+         * the uid change; the effective set is raised again below. These
+         * capabilities are only good inside our own user namespace. */
+        if (prctl(PR_SET_KEEPCAPS, 1) < 0)
+                setup_failed(sync_fd, -errno, "keepcaps", "");
+        if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
+                setup_failed(sync_fd, -errno, "setgid", "");
+        if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
+                setup_failed(sync_fd, -errno, "setuid", "");
+        r = caps_raise_effective();
+        if (r < 0)
+                setup_failed(sync_fd, r, "capabilities", "");
+        (void)prctl(PR_SET_KEEPCAPS, 0);
+        /* a credential change clears the parent-death signal: arm it again */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                setup_failed(sync_fd, -errno, "pdeathsig", "");
+        (void)prctl(PR_SET_NAME, "hutch-init");
+
+        struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
+                                      .root_clones = layers, .n_root_clones = n_layers,
+                                      .ret_upper_fd = -1, .ret_workspace_fd = -1 };
+        r = mount_build_root(cfg, &ws, &fail);
+        if (r < 0)
+                setup_failed(sync_fd, r, fail.step, fail.path);
+        r = send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
+        if (r < 0)
+                setup_failed(sync_fd, r, "send workspace", "");
+        r = ns_set_hostname(cfg->hostname);
+        if (r < 0)
+                setup_failed(sync_fd, r, "hostname", cfg->hostname);
+        if (cfg->net == NET_NONE) {
+                r = ns_loopback_up();
+                if (r < 0)
+                        setup_failed(sync_fd, r, "loopback up", "lo");
+        }
+
+        struct init_stdio stdio = { .stdout_fd = stdout_w, .stderr_fd = stderr_w, .tty_slave = -1 };
+        if (cfg->tty) {
+                int master = -1;
+                r = open_pty(go.has_ws ? &go.ws : NULL, &master, &stdio.tty_slave);
+                if (r < 0)
+                        setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
+                /* hand the master to the supervisor, which relays it */
+                struct sync_msg msg = { .kind = SYNC_READY };
+                char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+                struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                                     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &master, sizeof(int));
+                if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
+                        _exit(EXIT_SETUP);
+                close(master);
+        }
+        /* Built. The job may start once the supervisor has recorded the
+         * run; EOF means it gave up (or died): then nothing runs. */
+        struct sandbox_inputs started = *in;
+        size_t max = 1 << 16;
+        char *start = xmalloc(max);
+        n = recv(sync_fd, start, max, 0);
+        if (n < 1)
+                _exit(EXIT_SETUP);
+        if (n > 1) {
+                started.seccomp_blob = start + 1;
+                started.seccomp_blob_len = (size_t)n - 1;
+        } else if (in->seccomp_required) {
+                /* never run a job without the filter it was promised */
+                init_report(sync_fd, SYNC_SETUP_ERROR, EINVAL, 0, 0, "seccomp", "no filter received");
+                _exit(EXIT_SETUP);
+        }
+        init_main(cfg, &started, sync_fd, &stdio);
+}
+
+/* An idmapped read-only clone of dir when root owns it, else -1 (also
+ * when the kernel or filesystem cannot idmap it). */
+static int idmap_workdir(const char *dir)
+{
+        struct stat st;
+        if (stat(dir, &st) < 0 || st.st_uid != 0)
+                return -1;
+        _cleanup_close_ int userns = ns_idmap_userns(0, 0, ns_host_uid(), ns_host_gid());
+        if (userns < 0) {
+                log_debug("workdir %s: no idmap user namespace: %s", dir, strerror(-userns));
+                return -1;
+        }
+        int fd = mount_clone_lower_idmapped(dir, userns);
+        if (fd < 0) {
+                /* the run still works, but the job will find root's files
+                 * read-only: say so once, where the user looks */
+                log_warning("run: --workdir %s: root's files stay read-only to the job: this filesystem "
+                            "cannot be idmapped (%s; see hutch doctor)", dir, strerror(-fd));
+                return -1;
+        }
+        return fd;
+}
+
+static int sys_clone3(struct clone_args *args)
+{
+        return (int)syscall(SYS_clone3, args, sizeof(*args));
+}
+
+int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
+                  const struct winsize *winsize, struct sandbox *ret)
+{
+        int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
+        int pidfd = -1, idmapped_lower = -1, r;
+
+        ret->failed_step = "sync socket";
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
+                return -errno;
+        ret->failed_step = "pipes";
+        if (!cfg->tty) {
+                if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                /* a larger pipe means fewer wakeups for chatty jobs */
+                (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+                /* the supervisor drains a stream in one go; only our ends
+                 * are non-blocking, the job's writes block as usual */
+                if (fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+        }
+
+        /* Root's sandbox user is host uid 65534, so a --workdir that root
+         * owns would be read-only to the job. Through an idmapped clone
+         * (host uid/gid 0 seen as 65534) its files are the sandbox user's,
+         * as a user's own files are when hutch runs as that user. Only a
+         * dir root owns: a session tree is chowned to 65534 after each
+         * commit and needs no mapping. Where the filesystem cannot be
+         * idmapped the plain clone is used, as before.
+         * Safety: the clone is read-only, nosuid, nodev like the plain
+         * one; the job writes to the overlay's upper on the scratch, and
+         * root's files reach the host again only through hutch apply, as
+         * root, after the run. */
+        ret->failed_step = "workdir idmap";
+        if (in->workspace_lower && ns_real_root())
+                idmapped_lower = idmap_workdir(in->workspace_lower);
+
+        /* Root on the host keeps no supplementary groups into the sandbox:
+         * setgroups is denied inside, so they could never be shed there. */
+        ret->failed_step = "drop supplementary groups";
+        if (ns_real_root() && setgroups(0, NULL) < 0) {
+                r = -errno;
+                goto fail;
+        }
+
+        struct clone_args args = {
+                .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+                         CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
+                         (cfg->net == NET_NONE ? CLONE_NEWNET : 0),
+                .pidfd = (uint64_t)(uintptr_t)&pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        ret->failed_step = "clone namespaces";
+        /* Safety: with a run cgroup the child is born inside it, so no
+         * instruction of the sandbox ever runs outside its limits (moving
+         * it after clone would leave a window, and would need write
+         * access to the source cgroup too). */
+        if (in->cgroup) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t)cgroup_run_fd(in->cgroup);
+        }
+        pid_t pid = sys_clone3(&args);
+        if (pid < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (pid == 0) {
+                close(sync_pair[0]);
+                if (!cfg->tty) {
+                        close(out[0]);
+                        close(err[0]);
+                }
+                child_main(cfg, in, sync_pair[1], out[1], err[1], idmapped_lower);
+        }
+        if (idmapped_lower >= 0) {
+                close(idmapped_lower);  /* the sandbox has its copy */
+                idmapped_lower = -1;
+        }
+
+        close(sync_pair[1]);
+        sync_pair[1] = -1;
+        if (!cfg->tty) {
+                close(out[1]);
+                close(err[1]);
+                out[1] = err[1] = -1;
+        }
+
+        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
+        r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
+        if (r < 0) {
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
+        }
+        ret->failed_step = "start the sandbox";
+        struct go_msg go = { .has_ws = winsize != NULL };
+        if (winsize)
+                go.ws = *winsize;
+        if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
+                r = -errno;
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
+        }
+
+        *ret = (struct sandbox) {
+                .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
+                .stdout_fd = out[0], .stderr_fd = err[0], .cgroup = in->cgroup,
+                .workspace_fd = -1, .upper_fd = -1,
+        };
+        return 0;
+
+fail:
+        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd,
+                                idmapped_lower, -2 };
+             *fd != -2; fd++)
+                if (*fd >= 0)
+                        close(*fd);
+        return r;
+}
+
+int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len)
+{
+        /* one message: a start byte, then the filter */
+        char mark = 1;
+        struct iovec iov[2] = {
+                { .iov_base = &mark, .iov_len = 1 },
+                { .iov_base = (void *)seccomp_blob, .iov_len = seccomp_blob ? len : 0 },
+        };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+        /* a sandbox that already failed its setup has closed its end; its
+         * report is waiting in the socket for the supervisor either way */
+        if (sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
+                return -errno;
+        return 0;
+}
+
+void sandbox_abort(struct sandbox *sb)
+{
+        (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        (void)waitpid(sb->pid, NULL, 0);
+}
+
+void sandbox_close(struct sandbox *sb)
+{
+        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdout_fd, &sb->stderr_fd,
+                       &sb->workspace_fd, &sb->upper_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+}

@@ -1,0 +1,70 @@
+/* sandbox.h - creating the sandbox: clone into fresh namespaces, map the
+ * sandbox user, and hand the child to init (init.c). The supervisor
+ * (supervise.c) then owns the returned handles. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config/run-config.h"
+
+struct cgroup_run;
+
+struct sandbox {
+        pid_t pid;              /* init's pid on the host */
+        int pidfd;              /* pidfd of init */
+        int sync_fd;            /* supervisor's end of the sync channel */
+        int stdout_fd;          /* read ends of the job's stdout/stderr; */
+        int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+        const char *failed_step;/* set when sandbox_spawn() fails: what failed */
+        struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */
+        int workspace_fd;       /* the job's workspace dir, sent before the job
+                                 * started (SYNC_WORKSPACE), else -1 */
+        int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
+};
+
+/* The signals hutch handles itself (through a signalfd) and forwards;
+ * they must be blocked before sandbox_spawn() so the child inherits the
+ * mask and its init can read them from a signalfd too. */
+void sandbox_signal_set(sigset_t *set);
+
+/* What a run brings into the sandbox besides its configuration. */
+struct cgroup_run;
+struct sandbox_inputs {
+        int code_fd;            /* --lang code to write at code_path, or -1 */
+        const char *code_path;  /* inside path, under the workspace */
+        char **compile_argv;    /* run before the job; failing = compile_error */
+        char **argv;            /* the job's command */
+        /* The syscall filter (seccomp_policy_export()) arrives with the
+         * "start" message: the supervisor builds it while the sandbox
+         * builds its root. Set inside the sandbox only. */
+        const void *seccomp_blob;
+        size_t seccomp_blob_len;
+        bool seccomp_required;  /* no filter in the start message: refuse to run */
+        struct cgroup_run *cgroup; /* clone init straight into this run cgroup
+                                    * (CLONE_INTO_CGROUP); NULL = no cgroup.
+                                    * Not owned. */
+        bool pids_in_cgroup;    /* pids.max holds cfg->pids: no RLIMIT_NPROC */
+        const char *workspace_lower; /* host dir under an overlay workspace, or NULL */
+        char **inputs;          /* "HOST:NAME" read-only at <workspace>/input/NAME */
+};
+
+/* Clone the sandbox, write its uid/gid maps and let it build itself.
+ * Setup errors arrive later on sync_fd. `winsize` may be NULL (no tty).
+ * 0 or -errno (then nothing was started). */
+struct winsize;
+int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
+                  const struct winsize *winsize, struct sandbox *ret);
+
+/* Let the sandbox start the job. Until then it builds itself but runs
+ * nothing of the job's, so the supervisor can record the run in parallel
+ * with the setup and still before the job exists. 0 or -errno. */
+int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
+
+/* Kill a sandbox that will not be started, and reap it. */
+void sandbox_abort(struct sandbox *sb);
+
+/* Close the handles, the workspace fds included (does not kill
+ * anything). */
+void sandbox_close(struct sandbox *sb);

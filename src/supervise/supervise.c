@@ -1,0 +1,647 @@
+/* supervise.c - the supervisor's event loop (see supervise.h).
+ *
+ * One poll() over: the job's stdout and stderr pipes (or the pty master),
+ * our stdin (tty mode only), the sync channel from the sandbox, a
+ * signalfd for the signals we handle, a timerfd for the deadline and
+ * grace steps, and init's pidfd.
+ *
+ * Termination is a small state table:
+ *
+ *   state        event                   action                next
+ *   RUNNING      deadline                SIGTERM to job        TERMINATING (reason timeout)
+ *   RUNNING      SIGINT to hutch           SIGINT to job         RUNNING (count it)
+ *   any          2nd SIGINT to hutch       SIGKILL init          KILLED (reason cancelled)
+ *   RUNNING      SIGTERM to hutch          SIGTERM to job        TERMINATING (reason cancelled)
+ *   TERMINATING  grace expired           SIGKILL init          KILLED
+ *
+ * Killing init kills the whole pid namespace, so "SIGKILL init" is
+ * "SIGKILL everything the job started".
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+#include "limits/cgroup.h"
+#include "lib/exit-codes.h"
+#include "supervise/supervise.h"
+#include "sandbox/sync.h"
+#include "lib/util.h"
+#include "limits/watchdog.h"
+
+enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
+enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_OOM, STOP_CPU };
+
+/* How often the watchdog samples the tree when no cgroup holds memory or
+ * cpu time: often enough that a hog cannot outrun it by much, rarely
+ * enough to cost nothing noticeable (one /proc walk per tick). */
+#define WATCHDOG_INTERVAL_MS 50
+
+struct loop {
+        const struct run_config *cfg;
+        struct sandbox *sb;
+        const struct supervise_hooks *hooks;
+        enum phase phase;
+        enum stop_reason reason;
+        int sigints;
+        int timer_fd, signal_fd, tty_master, watchdog_fd;
+        struct tree_sample worst;       /* what the watchdog saw when it acted */
+        uint64_t peak_memory;           /* largest tree memory the watchdog saw */
+        struct cgroup_run *cg;          /* the run cgroup, or NULL */
+        bool cg_memory;                 /* memory.max holds cfg->memory_bytes */
+        uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */
+        struct cgroup_stats cg_stats;   /* read after init was reaped */
+        bool have_cg_stats;
+        bool init_exited, stdin_open, stdout_broken;
+        int init_status;
+        struct rusage rusage;
+        struct sync_msg setup_error, exec_error, job_exit, compile_failed;
+        bool have_setup_error, have_exec_error, have_job_exit, have_compile_failed;
+        int heartbeat_fd;
+        uint64_t started_ms;
+        uint64_t last_round_ns;         /* when output was last relayed */
+        size_t stdout_capacity, stderr_capacity;        /* of the job's pipes */
+        char buf[512 * 1024];
+};
+
+static int send_init(struct loop *l, int sig)
+{
+        if (l->init_exited)
+                return 0;
+        if (syscall(SYS_pidfd_send_signal, l->sb->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+                return -errno;
+        return 0;
+}
+
+static void arm_timer(struct loop *l, uint64_t ms)
+{
+        struct itimerspec its = { 0 };
+        if (ms == 0)
+                ms = 1;
+        its.it_value.tv_sec = (time_t)(ms / 1000);
+        its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+        (void)timerfd_settime(l->timer_fd, 0, &its, NULL);
+}
+
+/* Ask the job to stop; SIGKILL follows after the grace period. */
+static void begin_termination(struct loop *l, enum stop_reason reason)
+{
+        if (l->reason == STOP_NONE)
+                l->reason = reason;
+        if (l->phase != PHASE_RUNNING)
+                return;
+        l->phase = PHASE_TERMINATING;
+        (void)send_init(l, SIGTERM);
+        arm_timer(l, l->cfg->grace_ms);
+}
+
+static void kill_now(struct loop *l, enum stop_reason reason)
+{
+        if (l->reason == STOP_NONE)
+                l->reason = reason;
+        l->phase = PHASE_KILLED;
+        (void)send_init(l, SIGKILL);
+}
+
+static void on_timer(struct loop *l)
+{
+        uint64_t ticks;
+        (void)!read(l->timer_fd, &ticks, sizeof(ticks));
+        if (l->phase == PHASE_RUNNING)
+                begin_termination(l, STOP_TIMEOUT);
+        else if (l->phase == PHASE_TERMINATING)
+                kill_now(l, l->reason);
+}
+
+/* The 50 ms tick: cpu time from the run cgroup's cpu.stat when there
+ * is one (it counts every process the run ever had, exited ones too),
+ * and the /proc tree walk only for what no cgroup holds. */
+static void on_watchdog(struct loop *l)
+{
+        uint64_t ticks, usec;
+        struct tree_sample s;
+
+        (void)!read(l->watchdog_fd, &ticks, sizeof(ticks));
+        if (l->phase == PHASE_KILLED)
+                return;
+        /* a cgroup whose cpu.stat cannot be read leaves cpu time to the
+         * tree walk: the limit must hold either way */
+        bool cg_cpu = l->cg && cgroup_run_sample(l->cg, &usec) == 0;
+        if (cg_cpu && l->cfg->cpu_time_ms && usec / 1000 >= l->cfg->cpu_time_ms) {
+                l->cg_cpu_ms = usec / 1000;
+                kill_now(l, STOP_CPU);
+                return;
+        }
+        bool tree_memory = l->cfg->memory_bytes && !l->cg_memory;
+        bool tree_cpu = l->cfg->cpu_time_ms && !cg_cpu;
+        if ((!tree_memory && !tree_cpu) || watchdog_sample(l->sb->pid, &s) < 0)
+                return;
+        l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
+        if (tree_memory && s.memory_bytes > l->cfg->memory_bytes) {
+                l->worst = s;
+                kill_now(l, STOP_OOM);
+        } else if (tree_cpu && s.cpu_ms >= l->cfg->cpu_time_ms) {
+                l->worst = s;
+                kill_now(l, STOP_CPU);
+        }
+}
+
+static void on_signal(struct loop *l)
+{
+        struct signalfd_siginfo si;
+        while (read(l->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                int sig = (int)si.ssi_signo;
+                switch (sig) {
+                case SIGCHLD:
+                case SIGPIPE:
+                        break;
+                case SIGINT:
+                        if (++l->sigints >= 2)
+                                kill_now(l, STOP_CANCEL_INT);
+                        else
+                                (void)send_init(l, SIGINT);
+                        break;
+                case SIGTERM:
+                        begin_termination(l, STOP_CANCEL_TERM);
+                        break;
+                case SIGWINCH:
+                        if (l->tty_master >= 0) {
+                                struct winsize ws;
+                                if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+                                        (void)ioctl(l->tty_master, TIOCSWINSZ, &ws);
+                                break;
+                        }
+                        (void)send_init(l, sig);
+                        break;
+                default:
+                        (void)send_init(l, sig);
+                        break;
+                }
+        }
+}
+
+/* Returns false once the channel is closed. */
+static bool on_sync(struct loop *l)
+{
+        struct sync_msg msg;
+        char cbuf[CMSG_SPACE(2 * sizeof(int))];
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+
+        ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        /* An init that failed its setup and exited before reading our
+         * start message leaves ECONNRESET pending here. The kernel
+         * reports (and clears) that error before the messages still
+         * queued, among them init's report of what failed: read again. */
+        if (n < 0 && (errno == EAGAIN || errno == EINTR || errno == ECONNRESET))
+                return true;
+        if (n <= 0)
+                return false;
+        if (n != (ssize_t)sizeof(msg))
+                return true;    /* not ours; ignore */
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < nfd; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (l->tty_master < 0 && msg.kind == SYNC_READY)
+                                        l->tty_master = fd;
+                                else if (msg.kind == SYNC_WORKSPACE && i == 0 && l->sb->workspace_fd < 0)
+                                        l->sb->workspace_fd = fd;
+                                else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
+                                        l->sb->upper_fd = fd;
+                                else
+                                        close(fd);
+                        }
+                }
+        msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
+        switch (msg.kind) {
+        case SYNC_READY:
+                if (l->hooks && l->hooks->on_job_started)
+                        l->hooks->on_job_started(l->hooks->userdata);
+                break;
+        case SYNC_SETUP_ERROR:
+                l->setup_error = msg;
+                l->have_setup_error = true;
+                break;
+        case SYNC_EXEC_ERROR:
+                l->exec_error = msg;
+                l->have_exec_error = true;
+                break;
+        case SYNC_JOB_EXIT:
+                l->job_exit = msg;
+                l->have_job_exit = true;
+                break;
+        case SYNC_COMPILE_FAILED:
+                l->compile_failed = msg;
+                l->have_compile_failed = true;
+                break;
+        default:
+                break;
+        }
+        return true;
+}
+
+static void on_init_exit(struct loop *l)
+{
+        int status;
+        pid_t p = wait4(l->sb->pid, &status, WNOHANG, &l->rusage);
+        if (p == l->sb->pid) {
+                l->init_exited = true;
+                l->init_status = status;
+        }
+}
+
+/* Reads what one stream has ready, up to RELAY_ROUND_MAX so the other
+ * events keep their turn, and passes it on.  Returns false at EOF (or
+ * when the other end is gone); *moved gets the bytes relayed. */
+#define RELAY_ROUND_MAX (4u << 20)
+static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *moved)
+{
+        int out = stream == STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO;
+        bool pass = !(l->hooks && l->hooks->quiet_output);
+
+        *moved = 0;
+        while (*moved < RELAY_ROUND_MAX) {
+                ssize_t n = read(fd, l->buf, sizeof(l->buf));
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return true;
+                if (n <= 0)
+                        return false;   /* EOF, or EIO from a pty whose slave closed */
+                *moved += (size_t)n;
+                if (pass && !(stream == STREAM_STDOUT && l->stdout_broken)) {
+                        /* A reader that went away must not stop the job or the
+                         * record: keep draining, stop passing through. */
+                        if (write_all(out, l->buf, (size_t)n) < 0 && stream == STREAM_STDOUT)
+                                l->stdout_broken = true;
+                }
+                if (l->hooks && l->hooks->on_output)
+                        l->hooks->on_output(l->hooks->userdata, stream, l->buf, (size_t)n);
+                if ((size_t)n < sizeof(l->buf) || fd == l->tty_master)
+                        return true;    /* drained; a pipe gives all it has */
+        }
+        return true;
+}
+
+/* A job streaming output wakes us on every write into an empty pipe:
+ * two context switches per few KiB, which cost more than the copying
+ * (a 1 GiB stream took 50k of them). After a round that moved a lot,
+ * sleep about as long as the pipe takes to fill halfway at the rate
+ * just seen, so the next round moves hundreds of KiB at once. The pipe
+ * never fills because of it, so the job is not slowed, and a job that
+ * writes little is relayed at once. */
+#define PACE_MIN_BYTES (64u << 10)
+#define PACE_MAX_NS 2000000ull
+static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
+{
+        uint64_t now = now_monotonic_ns();
+        uint64_t since = now - l->last_round_ns;
+        size_t moved = MAX(out_moved, err_moved);
+        size_t capacity = out_moved >= err_moved ? l->stdout_capacity : l->stderr_capacity;
+
+        l->last_round_ns = now;
+        /* capacity 0: a pty, whose reads are not batched */
+        if (moved < PACE_MIN_BYTES || capacity == 0 || l->phase != PHASE_RUNNING || l->init_exited)
+                return;
+        uint64_t pause = since * (capacity / 2) / moved;
+        pause = MIN(pause, PACE_MAX_NS);
+        struct timespec ts = { 0, (long)pause };
+        (void)nanosleep(&ts, NULL);
+        l->last_round_ns = now_monotonic_ns();
+}
+
+static void relay_stdin(struct loop *l)
+{
+        ssize_t n = read(STDIN_FILENO, l->buf, sizeof(l->buf));
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n <= 0) {
+                l->stdin_open = false;
+                /* tell the job's terminal that input ended */
+                static const char eot = 4;
+                if (l->tty_master >= 0)
+                        (void)!write(l->tty_master, &eot, 1);
+                return;
+        }
+        if (l->tty_master >= 0)
+                (void)write_all(l->tty_master, l->buf, (size_t)n);
+}
+
+static const char *signal_name(int sig, char *buf, size_t len)
+{
+        const char *abbrev = sigabbrev_np(sig);
+        if (abbrev)
+                snprintf(buf, len, "SIG%s", abbrev);
+        else
+                snprintf(buf, len, "signal %d", sig);
+        return buf;
+}
+
+static void decide(struct loop *l, struct run_outcome *out)
+{
+        char tmp[64], sig[32];
+
+        out->job_exit_code = -1;
+        if (l->have_job_exit && WIFEXITED(l->job_exit.status))
+                out->job_exit_code = WEXITSTATUS(l->job_exit.status);
+        if (l->have_job_exit && WIFSIGNALED(l->job_exit.status))
+                out->signal = WTERMSIG(l->job_exit.status);
+
+        bool cg_oom = l->have_cg_stats &&
+                      (l->cg_stats.memory_events.oom_kill || l->cg_stats.memory_events.oom_group_kill);
+        if (l->reason == STOP_NONE && cg_oom) {
+                char lim[32], peak[32];
+                out->status = RUN_OOM;
+                out->exit_code = EXIT_OOM;
+                snprintf(out->message, sizeof(out->message),
+                         "memory limit %s exceeded: the kernel's OOM killer ended the sandbox in its cgroup "
+                         "(memory.max; %llu process%s killed, peak %s)",
+                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
+                         (unsigned long long)l->cg_stats.memory_events.oom_kill,
+                         l->cg_stats.memory_events.oom_kill == 1 ? "" : "es",
+                         format_size((l->cg_stats.memory_peak >> 20) << 20, peak, sizeof(peak)));
+        } else if (l->reason == STOP_OOM) {
+                char lim[32], used[32];
+                out->status = RUN_OOM;
+                out->exit_code = EXIT_OOM;
+                snprintf(out->message, sizeof(out->message),
+                         "memory limit %s exceeded: the watchdog measured %s in use and killed the sandbox",
+                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
+                         format_size((l->worst.memory_bytes >> 20) << 20, used, sizeof(used)));
+        } else if (l->reason == STOP_CPU ||
+                   (l->reason == STOP_NONE && out->signal == SIGXCPU && l->cfg->cpu_time_ms)) {
+                out->status = RUN_CPU_TIMEOUT;
+                out->exit_code = EXIT_TIMEOUT;
+                snprintf(out->message, sizeof(out->message), "cpu time limit %s exceeded%s",
+                         format_duration_ms(l->cfg->cpu_time_ms, tmp, sizeof(tmp)),
+                         l->cg_cpu_ms ? " (cgroup cpu.stat)" : "");
+        } else if (l->reason == STOP_TIMEOUT) {
+                out->status = RUN_TIMEOUT;
+                out->exit_code = EXIT_TIMEOUT;
+                snprintf(out->message, sizeof(out->message), "timed out after %s",
+                         format_duration_ms(l->cfg->timeout_ms, tmp, sizeof(tmp)));
+        } else if (l->reason == STOP_CANCEL_INT || l->reason == STOP_CANCEL_TERM) {
+                int s = l->reason == STOP_CANCEL_INT ? SIGINT : SIGTERM;
+                out->status = RUN_CANCELLED;
+                out->exit_code = s == SIGINT ? EXIT_CANCELLED_INT : EXIT_CANCELLED_TERM;
+                snprintf(out->message, sizeof(out->message), "cancelled by %s to hutch",
+                         signal_name(s, sig, sizeof(sig)));
+        } else if (l->have_setup_error) {
+                out->status = RUN_SETUP_ERROR;
+                out->exit_code = EXIT_SETUP;
+                out->error = l->setup_error.error;
+                snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s",
+                         l->setup_error.step, l->setup_error.path[0] ? " " : "",
+                         l->setup_error.path, strerror(l->setup_error.error));
+        } else if (l->have_exec_error) {
+                int e = l->exec_error.error;
+                out->error = e;
+                if (e == ENOENT || e == ENOTDIR) {
+                        out->status = RUN_NOT_FOUND;
+                        out->exit_code = EXIT_NOT_FOUND;
+                        snprintf(out->message, sizeof(out->message), "command not found: %s",
+                                 l->exec_error.path);
+                } else {
+                        out->status = RUN_NOT_EXECUTABLE;
+                        out->exit_code = EXIT_NOT_EXECUTABLE;
+                        snprintf(out->message, sizeof(out->message), "cannot execute %s: %s",
+                                 l->exec_error.path, strerror(e));
+                }
+        } else if (l->have_compile_failed) {
+                int st = l->compile_failed.status;
+                out->status = RUN_COMPILE_ERROR;
+                out->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_SIGNAL_BASE + WTERMSIG(st);
+                out->job_exit_code = -1;
+                snprintf(out->message, sizeof(out->message), "compile step failed: %s %s %d",
+                         l->compile_failed.path, WIFEXITED(st) ? "exited with code" : "killed by signal",
+                         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        } else if (l->have_job_exit && WIFEXITED(l->job_exit.status)) {
+                int code = WEXITSTATUS(l->job_exit.status);
+                out->status = code == 0 ? RUN_SUCCESS : RUN_FAILED;
+                out->exit_code = code;
+                if (code)
+                        snprintf(out->message, sizeof(out->message), "exited with code %d", code);
+        } else if (l->have_job_exit && WIFSIGNALED(l->job_exit.status)) {
+                out->status = RUN_SIGNALED;
+                out->exit_code = EXIT_SIGNAL_BASE + out->signal;
+                snprintf(out->message, sizeof(out->message), "killed by %s",
+                         signal_name(out->signal, sig, sizeof(sig)));
+        } else {
+                /* init ended without telling us about the job */
+                int s = WIFSIGNALED(l->init_status) ? WTERMSIG(l->init_status) : 0;
+                out->status = s ? RUN_SIGNALED : RUN_SETUP_ERROR;
+                out->signal = s;
+                out->exit_code = s ? EXIT_SIGNAL_BASE + s : EXIT_SETUP;
+                if (s)
+                        snprintf(out->message, sizeof(out->message),
+                                 "sandbox init was killed by %s", signal_name(s, sig, sizeof(sig)));
+                else
+                        snprintf(out->message, sizeof(out->message),
+                                 "sandbox init exited before the job started");
+        }
+}
+
+int supervise(const struct run_config *cfg, struct sandbox *sb,
+              const struct supervise_hooks *hooks, struct run_outcome *out)
+{
+        struct loop *l = xcalloc(1, sizeof(*l));
+        sigset_t set;
+        int r = 0;
+
+        *l = (struct loop) {
+                .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
+                .heartbeat_fd = -1,
+                .stdin_open = cfg->tty, .started_ms = now_monotonic_ms(),
+                .cg = sb->cgroup,
+                .cg_memory = sb->cgroup && (cgroup_run_enforced(sb->cgroup) & CGROUP_LIMIT_MEMORY),
+        };
+        if (sb->stdout_fd >= 0) {
+                int c1 = fcntl(sb->stdout_fd, F_GETPIPE_SZ), c2 = fcntl(sb->stderr_fd, F_GETPIPE_SZ);
+                l->stdout_capacity = c1 > 0 ? (size_t)c1 : 65536;
+                l->stderr_capacity = c2 > 0 ? (size_t)c2 : 65536;
+        }
+        l->last_round_ns = now_monotonic_ns();
+        sandbox_signal_set(&set);
+        l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (l->signal_fd < 0 || l->timer_fd < 0) {
+                r = -errno;
+                (void)send_init(l, SIGKILL);
+                (void)waitpid(sb->pid, NULL, 0);
+                goto finish;
+        }
+        if (cfg->timeout_ms)
+                arm_timer(l, cfg->timeout_ms);
+        if (hooks && hooks->on_heartbeat && hooks->heartbeat_ms) {
+                struct itimerspec its = {
+                        .it_value = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
+                        .it_interval = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
+                };
+                l->heartbeat_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (l->heartbeat_fd >= 0)
+                        (void)timerfd_settime(l->heartbeat_fd, 0, &its, NULL);
+        }
+        if (cfg->memory_bytes || cfg->cpu_time_ms) {
+                struct itimerspec its = {
+                        .it_value = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
+                        .it_interval = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
+                };
+                l->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (l->watchdog_fd >= 0)
+                        (void)timerfd_settime(l->watchdog_fd, 0, &its, NULL);
+        }
+
+        bool sync_open = true, out_open = sb->stdout_fd >= 0, err_open = sb->stderr_fd >= 0;
+        bool master_open = cfg->tty;
+        uint64_t drain_deadline = 0;
+
+        for (;;) {
+                struct pollfd p[10];
+                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_WATCHDOG, P_HEARTBEAT, P_PIDFD };
+                int idx[10], n = 0;
+                for (int i = 0; i < 10; i++)
+                        idx[i] = -1;
+#define WATCH(slot, fdv, cond) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = POLLIN }; } } while (0)
+                WATCH(P_SYNC, sb->sync_fd, sync_open);
+                WATCH(P_OUT, sb->stdout_fd, out_open);
+                WATCH(P_ERR, sb->stderr_fd, err_open);
+                WATCH(P_MASTER, l->tty_master, master_open && l->tty_master >= 0);
+                WATCH(P_STDIN, STDIN_FILENO, l->stdin_open && l->tty_master >= 0);
+                WATCH(P_SIG, l->signal_fd, true);
+                WATCH(P_TIMER, l->timer_fd, !l->init_exited);
+                WATCH(P_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0);
+                WATCH(P_HEARTBEAT, l->heartbeat_fd, !l->init_exited && l->heartbeat_fd >= 0);
+#undef WATCH
+                struct pollfd pidp = { .fd = sb->pidfd, .events = POLLIN };
+                bool watch_pid = !l->init_exited;
+                if (watch_pid) {
+                        idx[P_PIDFD] = n;
+                        p[n++] = pidp;
+                }
+
+                bool output_pending = out_open || err_open || (master_open && l->tty_master >= 0);
+                if (l->init_exited && !sync_open && !output_pending)
+                        break;
+                if (l->init_exited && !output_pending && sync_open) {
+                        /* drain whatever init sent before it died */
+                        while (on_sync(l) && sync_open) {
+                                struct pollfd q = { .fd = sb->sync_fd, .events = POLLIN };
+                                if (poll(&q, 1, 0) <= 0)
+                                        break;
+                        }
+                        sync_open = false;
+                        continue;
+                }
+                int timeout = -1;
+                if (l->init_exited) {
+                        /* Every writer died with the pid namespace, so EOF is
+                         * due; a fd smuggled out of the sandbox must not keep
+                         * us here forever. */
+                        uint64_t now = now_monotonic_ms();
+                        if (!drain_deadline)
+                                drain_deadline = now + 2000;
+                        if (now >= drain_deadline)
+                                break;
+                        timeout = (int)(drain_deadline - now);
+                }
+                int pr = poll(p, (nfds_t)n, timeout);
+                if (pr < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        kill_now(l, l->reason);
+                        break;
+                }
+#define READY(slot) (idx[slot] >= 0 && (p[idx[slot]].revents & (POLLIN | POLLHUP | POLLERR)))
+                if (READY(P_SYNC))
+                        sync_open = on_sync(l);
+                /* a pty replaces both pipes: its output counts as stdout */
+                size_t out_moved = 0, err_moved = 0;
+                if (READY(P_OUT))
+                        out_open = relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved);
+                if (READY(P_ERR))
+                        err_open = relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved);
+                if (READY(P_MASTER))
+                        master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
+                if (READY(P_STDIN))
+                        relay_stdin(l);
+                if (READY(P_SIG))
+                        on_signal(l);
+                if (READY(P_TIMER))
+                        on_timer(l);
+                if (READY(P_WATCHDOG))
+                        on_watchdog(l);
+                if (READY(P_HEARTBEAT)) {
+                        uint64_t ticks;
+                        (void)!read(l->heartbeat_fd, &ticks, sizeof(ticks));
+                        hooks->on_heartbeat(hooks->userdata);
+                }
+                if (READY(P_PIDFD))
+                        on_init_exit(l);
+#undef READY
+                if (cfg->tty && l->tty_master < 0 && !sync_open)
+                        master_open = false;
+                pace_output(l, out_moved, err_moved);
+        }
+
+finish:
+        if (!l->init_exited) {
+                (void)send_init(l, SIGKILL);
+                int status;
+                if (wait4(sb->pid, &status, 0, &l->rusage) == sb->pid) {
+                        l->init_exited = true;
+                        l->init_status = status;
+                }
+        }
+        out->wall_ms = now_monotonic_ms() - l->started_ms;
+        out->cpu_user_ms = (uint64_t)l->rusage.ru_utime.tv_sec * 1000 + (uint64_t)l->rusage.ru_utime.tv_usec / 1000;
+        out->cpu_sys_ms = (uint64_t)l->rusage.ru_stime.tv_sec * 1000 + (uint64_t)l->rusage.ru_stime.tv_usec / 1000;
+        out->peak_rss_bytes = (uint64_t)l->rusage.ru_maxrss * 1024;
+        out->peak_tree_memory_bytes = l->peak_memory;
+        /* init is reaped: what the cgroup counted is final now */
+        if (l->cg && cgroup_run_stats(l->cg, &l->cg_stats) == 0) {
+                l->have_cg_stats = true;
+                out->cgroup_metered = true;
+                if (l->cg_stats.have & CGROUP_HAVE_CPU_STAT) {
+                        out->cpu_user_ms = l->cg_stats.cpu.user_usec / 1000;
+                        out->cpu_sys_ms = l->cg_stats.cpu.system_usec / 1000;
+                }
+                if (l->cg_stats.have & (CGROUP_HAVE_MEMORY_PEAK | CGROUP_HAVE_MEMORY_SAMPLED))
+                        out->cgroup_memory_peak_bytes = l->cg_stats.memory_peak;
+                out->cgroup_oom_kills = l->cg_stats.memory_events.oom_kill;
+                out->pids_max_events = l->cg_stats.pids_max_events;
+        }
+        decide(l, out);
+        if (out->pids_max_events && l->cfg->pids) {
+                size_t len = strlen(out->message);
+                snprintf(out->message + len, sizeof(out->message) - len,
+                         "%spids limit %llu reached: pids.max refused %llu fork%s%s",
+                         len ? " (" : "", (unsigned long long)l->cfg->pids,
+                         (unsigned long long)out->pids_max_events,
+                         out->pids_max_events == 1 ? "" : "s", len ? ")" : "");
+        }
+
+        if (l->tty_master >= 0)
+                close(l->tty_master);
+        if (l->signal_fd >= 0)
+                close(l->signal_fd);
+        if (l->timer_fd >= 0)
+                close(l->timer_fd);
+        if (l->watchdog_fd >= 0)
+                close(l->watchdog_fd);
+        if (l->heartbeat_fd >= 0)
+                close(l->heartbeat_fd);
+        free(l);
+        return r;
+}

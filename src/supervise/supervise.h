@@ -1,0 +1,56 @@
+/* supervise.h - the supervisor's loop: relay the job's output, forward
+ * signals, enforce the wall-clock deadline, and decide how the run ended. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/run-config.h"
+#include "sandbox/sandbox.h"
+#include "supervise/status.h"
+
+enum output_stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
+
+struct supervise_hooks {
+        /* every chunk of job output, after it was passed through */
+        void (*on_output)(void *userdata, enum output_stream stream, const void *buf, size_t n);
+        /* called about every heartbeat_ms while the job runs (0: never) */
+        void (*on_heartbeat)(void *userdata);
+        /* called once the sandbox has started the job: from here on the
+         * supervisor's own work no longer delays it */
+        void (*on_job_started)(void *userdata);
+        uint64_t heartbeat_ms;
+        void *userdata;
+        bool quiet_output;      /* capture only, do not pass output through (--json) */
+};
+
+struct run_outcome {
+        enum run_status status;
+        int exit_code;          /* what `hutch run` exits with */
+        int job_exit_code;      /* -1 when the job did not exit normally */
+        int signal;             /* signal that ended the job, or 0 */
+        int error;              /* errno of a setup or exec failure */
+        char message[600];      /* human explanation, "" on success */
+        uint64_t wall_ms;
+        uint64_t cpu_user_ms, cpu_sys_ms;
+        uint64_t peak_rss_bytes;/* largest RSS of any process of the job */
+        uint64_t peak_tree_memory_bytes; /* largest sum the watchdog saw, 0 if it never ran */
+        /* from the run cgroup (sb->cgroup), read after init was reaped;
+         * with one, cpu_user_ms/cpu_sys_ms come from its cpu.stat */
+        bool cgroup_metered;    /* the fields below (and cpu) are the cgroup's */
+        uint64_t cgroup_memory_peak_bytes; /* memory.peak (or sampled peak), 0 if unknown */
+        uint64_t cgroup_oom_kills;  /* oom_kill in memory.events */
+        uint64_t pids_max_events;   /* forks refused by pids.max */
+};
+
+/* Run the loop until the sandbox is gone and its output drained. The
+ * signals in sandbox_signal_set() must already be blocked. Fills *out.
+ * With sb->cgroup, cpu_time is watched through the cgroup's cpu.stat,
+ * memory is left to its memory.max when that was written (an OOM kill
+ * there ends as status oom), and the metering comes from the cgroup;
+ * the cgroup itself is left for the caller to remove.
+ * Returns 0, or -errno if the supervisor itself failed (the sandbox is
+ * killed in that case). */
+int supervise(const struct run_config *cfg, struct sandbox *sb,
+              const struct supervise_hooks *hooks, struct run_outcome *out);

@@ -2,7 +2,7 @@
  *
  * The mechanisms named here must match what the code really does:
  * supervise.c (timer, watchdog), job.c (rlimits), mount.c (tmpfs size),
- * seccomp.c and caps.c, and the run cgroup (cgroup.c) for the limits
+ * seccomp.c and caps.c, and the run cgroup (cgroup-run.c) for the limits
  * whose bit cgroup_run_new() reported as written. Without a delegated
  * cgroup v2, cpus and memory_high have no mechanism at all, and the
  * report says so, with the reason the cgroup could not be had.

@@ -1,4 +1,4 @@
-/* cgtest.c - drives the cgroup module (src/limits/cgroup.c) against a real
+/* cgtest.c - drives the cgroup module (src/limits/cgroup-*.c) against a real
  * kernel, inside the test VM, as an unprivileged user with a delegated
  * cgroup v2 subtree. It does what `hutch run` does around the sandbox:
  * prepare the base, create a run cgroup with limits, clone3() a child

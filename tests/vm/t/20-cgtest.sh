@@ -1,4 +1,4 @@
-# 20-cgtest.sh - the cgroup module itself (src/limits/cgroup.c, through the
+# 20-cgtest.sh - the cgroup module itself (src/limits/cgroup-*.c, through the
 # tests/vm/cgtest driver) on a real kernel, as uid 1000: a run cgroup
 # made with cgroup_run_new(), a child born in it with clone3
 # CLONE_INTO_CGROUP, limits enforced and counters read back; and the

@@ -1,6 +1,9 @@
-/* cli/run.c - `hutch run`: command line -> run_config -> record -> sandbox
- * -> record -> exit code. This is the one place that logs what went
- * wrong with a run.
+/* cli/run.c - `hutch run` and `hutch rerun`: the run's flow, command
+ * line -> run_config -> record -> sandbox -> record -> exit code. This
+ * is the one place that logs what went wrong with a run. The parts live
+ * beside it (cli/run-internal.h): the command line in run-options.c,
+ * the seccomp filter and the run cgroup in run-limits.c, the workspace
+ * in run-workspace.c, the user's terminal in run-tty.c.
  *
  * Order matters for "never lose a run": the profile is resolved and the
  * syscall policy built first (a bad profile runs nothing and records
@@ -17,22 +20,18 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <termios.h>
 
-#include "workspace/apply.h"
-#include "record/blobstore.h"
 #include "supervise/capture.h"
 #include "limits/cgroup.h"
-#include "limits/cgroup-systemd.h"
 #include "limits/iomax.h"
 #include "cli/cli.h"
+#include "cli/run-internal.h"
 #include "limits/enforce.h"
 #include "lib/exit-codes.h"
 #include "config/lang.h"
 #include "lib/log.h"
 #include "sandbox/ns.h"
 #include "config/profile.h"
-#include "record/runfiles.h"
 #include "config/run-config.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
@@ -41,324 +40,6 @@
 #include "supervise/supervise.h"
 
 #define HEARTBEAT_MS 5000
-
-static void run_help(FILE *f)
-{
-        fprintf(f,
-"Usage: hutch run [OPTIONS] [--] COMMAND [ARG...]\n"
-"       hutch run [OPTIONS] --lang LANG (-c CODE | --file FILE | -) [-- ARG...]\n"
-"\n"
-"Run COMMAND in a fresh rootless sandbox: new user, mount, pid, net, ipc,\n"
-"uts and cgroup namespaces, a read-only view of the host's system dirs,\n"
-"and a throwaway writable /tmp, $HOME and /workspace. Every run is\n"
-"recorded (see hutch ls, hutch show).\n"
-"\n"
-"Options:\n"
-"  -p, --profile NAME|PATH  settings to start from (default: default)\n"
-"  -t, --tty                give the job a pseudo-terminal (interactive use)\n"
-"  -e, --env KEY=VALUE      set an environment variable (repeatable)\n"
-"      --lang LANG          run code in LANG (share/languages.ini: python,\n"
-"                           node, bash, sh, perl, c, ...), given by\n"
-"  -c, --code CODE          ... this argument,\n"
-"      --file FILE          ... this host file, or\n"
-"  -                        ... standard input\n"
-"      --json               print one JSON object (hutch.result/1) at the end\n"
-"                           instead of passing the job's output through\n"
-"      --net MODE           none (default: only loopback) or host\n"
-"  -w, --workdir DIR        show host DIR at the workspace (/workspace) through\n"
-"                           an overlay: the job may change anything there,\n"
-"                           DIR itself is never written; the changes are\n"
-"                           recorded (hutch diff, hutch apply)\n"
-"      --apply              apply the changes to DIR when the job succeeds\n"
-"  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
-"                           <workspace>/input/NAME (NAME: PATH's last part)\n"
-"      --session NAME       work in persistent workspace NAME (created on first\n"
-"                           use); the changes are kept only if the job succeeds\n"
-"      --session-wait DURATION  wait this long for another run of the session\n"
-"                           (default: fail at once)\n"
-"      --commit success|always  when to keep a session's changes (default success)\n"
-"      --workdir-inside DIR the job's working directory inside the sandbox\n"
-"                           (profile key workdir, default /workspace)\n"
-"  -v, --verbose            say what hutch is doing (the run id, ...)\n"
-"  -q, --quiet              print nothing but errors\n"
-"  -h, --help               show this help\n"
-"\n"
-"Every profile key is an option too (hutch-profile(5)), e.g.:\n"
-"      --timeout DURATION   wall-clock limit (default 30s), then SIGTERM and\n"
-"                           SIGKILL after --grace (default 2s)\n"
-"      --memory SIZE        memory limit (default 512M)\n"
-"      --cpu-time DURATION  cpu time limit of the whole job (default none)\n"
-"      --pids N             process limit (default 256)\n"
-"      --disk SIZE          writable scratch space (default 1G)\n"
-"      --max-file-size SIZE, --nofile N, --cpus N, --memory-high SIZE\n"
-"      --io-max \"DEV KEY=VAL\"  disk I/O cap (io.max), e.g. \"8:0 wbps=10M\"\n"
-"      --capture SIZE       head and tail of each stream kept (default 64K)\n"
-"      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
-"      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
-"      --uid N, --gid N, --hostname NAME\n"
-"      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
-"      --allow-ptrace yes|no, --require LIMITS\n"
-"\n"
-"Exit status: the job's own exit code; 128+N if it was killed by signal N;\n"
-"124 timed out (wall or cpu); 125 the sandbox could not be set up (or the\n"
-"profile or the run store is unusable); 126 the command is not executable;\n"
-"127 the command was not found; 130/143 cancelled (Ctrl-C twice, or SIGTERM\n"
-"to hutch); 137 memory limit. See hutch-run(1).\n");
-}
-
-enum {
-        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
-        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT,
-        OPT_KEY_BASE = 0x200,
-};
-
-struct run_args {
-        const char *profile;
-        char **overrides;       /* key, value, key, value, ... */
-        bool json;
-        const char *lang;
-        const char *code;
-        const char *code_file;
-        bool code_stdin;
-        int verbosity;
-        const char *workdir;    /* --workdir: host dir under the workspace */
-        bool apply;
-        char **inputs;          /* --input, as given */
-        const char *session;    /* --session NAME */
-        uint64_t session_wait_ms;
-        bool commit_always;
-};
-
-static int parse_run_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
-{
-        static const struct option own[] = {
-                { "profile", required_argument, NULL, 'p' },
-                { "tty",     no_argument,       NULL, 't' },
-                { "env",     required_argument, NULL, 'e' },
-                { "code",    required_argument, NULL, 'c' },
-                { "lang",    required_argument, NULL, OPT_LANG },
-                { "file",    required_argument, NULL, OPT_FILE },
-                { "json",    no_argument,       NULL, OPT_JSON },
-                { "net",     required_argument, NULL, OPT_NET },
-                { "verbose", no_argument,       NULL, 'v' },
-                { "quiet",   no_argument,       NULL, 'q' },
-                { "workdir", required_argument, NULL, 'w' },
-                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
-                { "apply",   no_argument,       NULL, OPT_APPLY },
-                { "input",   required_argument, NULL, 'i' },
-                { "session", required_argument, NULL, OPT_SESSION },
-                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
-                { "commit",  required_argument, NULL, OPT_COMMIT },
-                { "help",    no_argument,       NULL, 'h' },
-                {}
-        };
-        _cleanup_free_ struct option *opts = profile_cli_options(own, OPT_KEY_BASE);
-        int c;
-
-        optind = 1;
-        opterr = 0;
-        a->verbosity = LOG_NORMAL;
-        /* '+': options end at the first non-option, the job's command */
-        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
-                switch (c) {
-                case 'p':
-                        a->profile = optarg;
-                        break;
-                case 't':
-                        cfg->tty = true;
-                        break;
-                case 'e':
-                        if (!strchr(optarg, '=') || optarg[0] == '=')
-                                return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
-                        a->overrides = strv_append(a->overrides, "env");
-                        a->overrides = strv_append(a->overrides, optarg);
-                        break;
-                case 'c':
-                        a->code = optarg;
-                        break;
-                case OPT_LANG:
-                        a->lang = optarg;
-                        break;
-                case OPT_FILE:
-                        a->code_file = optarg;
-                        break;
-                case OPT_JSON:
-                        a->json = true;
-                        break;
-                case OPT_NET:
-                        a->overrides = strv_append(a->overrides, "network");
-                        a->overrides = strv_append(a->overrides, optarg);
-                        break;
-                case 'v':
-                        a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
-                        break;
-                case 'q':
-                        a->verbosity = LOG_QUIET;
-                        break;
-                case 'w':
-                        a->workdir = optarg;
-                        break;
-                case OPT_WORKDIR_INSIDE:
-                        a->overrides = strv_append(a->overrides, "workdir");
-                        a->overrides = strv_append(a->overrides, optarg);
-                        break;
-                case OPT_APPLY:
-                        a->apply = true;
-                        break;
-                case 'i':
-                        a->inputs = strv_append(a->inputs, optarg);
-                        break;
-                case OPT_SESSION:
-                        if (!session_name_valid(optarg))
-                                return cli_bad_value("run", "session", optarg,
-                                                     "expected 1-64 letters, digits, '.', '_' or '-', "
-                                                     "not starting with '.'");
-                        a->session = optarg;
-                        break;
-                case OPT_SESSION_WAIT:
-                        if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
-                                return cli_bad_value("run", "session-wait", optarg, "expected a duration");
-                        break;
-                case OPT_COMMIT:
-                        if (!streq(optarg, "success") && !streq(optarg, "always"))
-                                return cli_bad_value("run", "commit", optarg, "expected success or always");
-                        a->commit_always = streq(optarg, "always");
-                        break;
-                case 'h':
-                        run_help(stdout);
-                        return -1;
-                case ':':
-                        log_error("run: option '%s' needs a value (see hutch run --help)", argv[optind - 1]);
-                        return EXIT_USAGE;
-                case '?':
-                        log_error("run: unknown option '%s' (see hutch run --help)", argv[optind - 1]);
-                        return EXIT_USAGE;
-                default:
-                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
-                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
-                                                          ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
-                                a->overrides = strv_append(a->overrides, key);
-                                a->overrides = strv_append(a->overrides, optarg);
-                                break;
-                        }
-                        return EXIT_USAGE;
-                }
-        }
-        log_set_level((enum log_level)a->verbosity);
-
-        if (a->lang) {
-                if (optind < argc && streq(argv[optind], "-")) {
-                        a->code_stdin = true;
-                        optind++;
-                }
-                if (optind < argc && streq(argv[optind], "--"))
-                        optind++;
-                if (!!a->code + !!a->code_file + a->code_stdin != 1) {
-                        log_error("run: --lang needs exactly one of -c CODE, --file FILE or - (stdin)");
-                        return EXIT_USAGE;
-                }
-                for (int i = optind; i < argc; i++)
-                        cfg->argv = strv_append(cfg->argv, argv[i]);
-                return 0;
-        }
-        if (a->code || a->code_file) {
-                log_error("run: -c and --file need --lang (e.g. hutch run --lang python -c 'print(42)')");
-                return EXIT_USAGE;
-        }
-        if (optind >= argc) {
-                log_error("run: no command given (try: hutch run -- sh -c 'echo hi')");
-                return EXIT_USAGE;
-        }
-        for (int i = optind; i < argc; i++)
-                cfg->argv = strv_append(cfg->argv, argv[i]);
-        return 0;
-}
-
-/* The user's terminal, put in raw mode for -t and restored on every exit
- * path that returns through here (the loop handles every signal that
- * would otherwise kill us). */
-struct tty_state {
-        bool saved;
-        int excl;               /* TIOCGEXCL before the run */
-        struct termios orig;
-};
-
-static void tty_raw(struct tty_state *t)
-{
-        struct termios raw;
-        t->excl = -1;
-        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
-                return;
-        raw = t->orig;
-        cfmakeraw(&raw);
-        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
-                t->saved = true;
-}
-
-/* Without -t the job's stdin *is* the user's terminal when hutch runs
- * from one, and a terminal's modes belong to the terminal, not to the
- * fd: a job could leave the user's shell with echo off, no line editing
- * or output stopped (stty -echo -icanon, tcflow(TCOOFF)), or in exclusive
- * mode (TIOCEXCL: every later open of it fails with EBUSY, so sudo, ssh
- * and less cannot prompt), long after the run. Save the state before the
- * run; tty_restore() puts it back once the sandbox, and so every process
- * that held the terminal, is gone. */
-static void tty_save(struct tty_state *t)
-{
-        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
-                return;
-        if (ioctl(STDIN_FILENO, TIOCGEXCL, &t->excl) < 0)
-                t->excl = -1;   /* unknown: leave it as the job does */
-        t->saved = true;
-}
-
-static void tty_restore(struct tty_state *t)
-{
-        if (t->saved) {
-                /* output first: TCSADRAIN would wait forever on a
-                 * terminal whose output the job stopped */
-                (void)tcflow(STDIN_FILENO, TCOON);
-                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &t->orig);
-                if (t->excl == 0)
-                        (void)ioctl(STDIN_FILENO, TIOCNXCL);
-        }
-        t->saved = false;
-}
-
-/* The syscall policy the profile asks for, compiled to BPF (cached next
- * to the run store: the same profile gives the same filter). */
-static int build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
-                         struct seccomp_report *report, char **ret_error)
-{
-        _cleanup_free_ char *db = NULL, *cache = NULL;
-        if (store_default_path(&db) == 0) {
-                char *slash = strrchr(db, '/');
-                if (slash)
-                        *slash = '\0';
-                cache = xasprintf("%s/cache", db);
-        }
-        struct seccomp_settings s = { 0 };
-        int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(&s)
-                                                        : seccomp_settings_default(&s);
-        if (r < 0)
-                return r;
-        free(s.name);
-        s.name = xstrdup(cfg->profile_name ? cfg->profile_name : "default");
-        if (cfg->seccomp_default_action) {
-                free(s.default_action);
-                s.default_action = xstrdup(streq(cfg->seccomp_default_action, "eperm")
-                                           ? "errno" : cfg->seccomp_default_action);
-        }
-        for (char **p = cfg->seccomp_deny; p && *p; p++)
-                s.deny = strv_append(s.deny, *p);
-        for (char **p = cfg->seccomp_allow; p && *p; p++)
-                s.allow = strv_append(s.allow, *p);
-        s.allow_ptrace = cfg->seccomp_allow_ptrace;
-        s.allow_io_uring = cfg->seccomp_allow_io_uring;
-        r = seccomp_policy_compile(&s, cache, ret_blob, ret_len, report, ret_error);
-        seccomp_settings_done(&s);
-        return r;
-}
 
 /* --lang: where the code comes from, what runs it. */
 struct lang_job {
@@ -417,224 +98,6 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         if (r < 0 && !*ret_error)
                 *ret_error = xasprintf("reading the code: %s", strerror(-r));
         return r;
-}
-
-/* The run's own cgroup, when a delegated cgroup v2 subtree is usable
- * (cgroup.h: $HUTCH_CGROUP, else hutch's own cgroup): made before the
- * sandbox exists, so init is cloned straight into it. Only limits the
- * profile sets are written. Without one, *ret stays NULL, *ret_reason
- * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
- * the limits instead. HUTCH_CGROUP=none asks for the fallbacks. */
-/* How long systemd may take to hand out a scope before the run goes on
- * without one: it answers in milliseconds unless it is wedged. */
-#define SYSTEMD_SCOPE_TIMEOUT_MS 5000
-
-static void prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
-                           struct cgroup_run **ret, char **ret_unit, char **ret_reason)
-{
-        _cleanup_free_ char *base = NULL, *name = NULL;
-        const char *env = getenv("HUTCH_CGROUP");
-        /* io only when asked: enabling it costs the kernel per-I/O accounting */
-        const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS | (io_max ? CGROUP_IO : 0);
-        unsigned usable = 0;
-        int r;
-
-        if (env && streq(env, "none")) {
-                *ret_reason = xstrdup("cgroups turned off by HUTCH_CGROUP=none");
-                return;
-        }
-        r = cgroup_base_prepare(want, &base, &usable, ret_reason);
-        if (r < 0 && !(env && *env) && cgroup_systemd_available()) {
-                /* Nothing delegated to us where we run (an ssh session's
-                 * scope, say): systemd can give us a scope of our own. */
-                _cleanup_free_ char *why = NULL;
-                r = cgroup_systemd_scope(run_id, SYSTEMD_SCOPE_TIMEOUT_MS, ret_unit, &why);
-                if (r < 0) {
-                        char *both = xasprintf("%s; %s", *ret_reason ? *ret_reason : "no delegated cgroup", why);
-                        free(*ret_reason);
-                        *ret_reason = both;
-                        return;
-                }
-                free(*ret_reason);
-                *ret_reason = NULL;
-                r = cgroup_base_prepare(want, &base, &usable, ret_reason);
-                if (r < 0 && *ret_reason) {
-                        char *more = xasprintf("in systemd's scope %s: %s", *ret_unit, *ret_reason);
-                        free(*ret_reason);
-                        *ret_reason = more;
-                }
-        }
-        if (r < 0) {
-                if (!*ret_reason)
-                        *ret_reason = xstrdup(strerror(-r));
-                return;
-        }
-        struct cgroup_limits lim = {
-                .memory_max = cfg->memory_bytes,
-                /* memory.high only when the profile asks for it: the
-                 * throttling it adds before memory.max can hold a hog
-                 * for seconds before the OOM verdict (see hutch-run(1));
-                 * high >= max means "not set" to cgroup_run_new() */
-                .memory_high = cfg->memory_high_bytes ? cfg->memory_high_bytes : cfg->memory_bytes,
-                .cpus = cfg->cpus,
-                .pids_max = cfg->pids,
-                .io_max = io_max,
-                /* an OOM kill ends the whole run, never half of it */
-                .oom_group = true,
-        };
-        name = xasprintf("run-%s", run_id);
-        r = cgroup_run_new(base, name, usable, &lim, ret);
-        if (r < 0)
-                *ret_reason = xasprintf("cannot create the run cgroup %s/%s: %s", base, name, strerror(-r));
-}
-
-/* --workdir and --input, resolved on the host before the sandbox exists. */
-struct workspace_plan {
-        char *workdir;          /* canonical host path, or NULL */
-        int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
-        char **inputs;          /* "CANONICAL_PATH:NAME" */
-        struct session session; /* --session: locked while we run */
-};
-
-/* --session: lock the session (waiting if asked) and use its tree as
- * the lower dir. Returns an exit code. */
-static int open_session(const struct run_args *a, const char *db_path, struct workspace_plan *wp)
-{
-        _cleanup_free_ char *root = session_root(db_path);
-        int r = session_acquire(root, a->session, a->session_wait_ms, &wp->session);
-        if (r == -EBUSY) {
-                log_error("run: session %s is in use by another run%s", a->session,
-                          a->session_wait_ms ? " (waited --session-wait)" : "; --session-wait DURATION waits for it");
-                return EXIT_SETUP;
-        }
-        if (r < 0) {
-                log_error_errno(r, "run: session %s in %s: %m", a->session, root);
-                return EXIT_SETUP;
-        }
-        session_touch(&wp->session);
-        wp->workdir = xstrdup(wp->session.tree);
-        wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (wp->lower_fd < 0) {
-                log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
-                return EXIT_SETUP;
-        }
-        return EXIT_OK;
-}
-
-static int prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
-{
-        if (a->apply && !a->workdir) {
-                *ret_error = xstrdup("--apply needs --workdir DIR");
-                return -EINVAL;
-        }
-        if (a->session && a->workdir) {
-                *ret_error = xstrdup("--session and --workdir cannot be combined");
-                return -EINVAL;
-        }
-        if (a->workdir) {
-                wp->workdir = realpath(a->workdir, NULL);
-                if (!wp->workdir) {
-                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
-                        return -errno;
-                }
-                wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (wp->lower_fd < 0) {
-                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
-                        return -errno;
-                }
-        }
-        for (char **p = a->inputs; p && *p; p++) {
-                _cleanup_free_ char *host = xstrdup(*p);
-                char *colon = strrchr(host, ':');
-                const char *name;
-                if (colon && colon[1] && !strchr(colon + 1, '/')) {
-                        *colon = '\0';
-                        name = colon + 1;
-                } else {
-                        char *slash;
-                        while ((slash = strrchr(host, '/')) && slash != host && !slash[1])
-                                *slash = '\0';
-                        name = strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
-                }
-                if (!*name || streq(name, ".") || streq(name, "..") || strchr(name, ':')) {
-                        *ret_error = xasprintf("--input %s: cannot name it (use PATH:NAME)", *p);
-                        return -EINVAL;
-                }
-                _cleanup_free_ char *real = realpath(host, NULL);
-                if (!real) {
-                        *ret_error = xasprintf("--input %s: %s", host, strerror(errno));
-                        return -errno;
-                }
-                _cleanup_free_ char *spec = xasprintf("%s:%s", real, name);
-                wp->inputs = strv_append(wp->inputs, spec);
-        }
-        return 0;
-}
-
-/* After the sandbox is gone: record the change set and the artifacts,
- * and apply the changes if --apply and the job succeeded. Returns the
- * exit code to use instead of the job's (1 when --apply could not
- * apply), or -1 to keep the job's. */
-static int collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
-                         const struct run_args *a, struct workspace_plan *wp,
-                         int workspace_fd, int upper_fd, const struct run_outcome *out)
-{
-        _cleanup_blobstore_ struct blobstore *bs = NULL;
-        struct runfiles_result res = { 0 };
-        const char *step = "blob store";
-        const char *output_rel = NULL;
-        size_t wl = strlen(cfg->workdir_inside);
-        int r, code = -1;
-
-        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
-            (cfg->artifacts_dir[wl] == '/' || (wl == 1 && cfg->workdir_inside[0] == '/')))
-                output_rel = cfg->artifacts_dir + wl + (cfg->artifacts_dir[wl] == '/');
-        else if (cfg->artifacts_dir)
-                log_debug("artifacts dir %s is outside the workspace %s: not collected",
-                          cfg->artifacts_dir, cfg->workdir_inside);
-        struct runfiles_params p = {
-                .workspace_fd = workspace_fd, .upper_fd = upper_fd, .lower_fd = wp->lower_fd,
-                .output_rel = output_rel && *output_rel ? output_rel : NULL,
-                .has_inputs = wp->inputs != NULL,
-                .max_files = cfg->artifacts_max_files, .max_bytes = cfg->artifacts_max_bytes,
-        };
-        r = runfiles_open_blobs(store, &bs);
-        if (r >= 0)
-                r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
-        if (r < 0) {
-                log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
-                runfiles_result_done(&res);
-                return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
-        }
-        if (res.cs.n)
-                log_info("%zu change%s in the workspace (hutch diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
-                         rec->id);
-        if (res.n_outputs || res.n_outputs_skipped)
-                log_info("%zu artifact%s collected%s", res.n_outputs, res.n_outputs == 1 ? "" : "s",
-                         res.n_outputs_skipped ? ", some skipped (see hutch show)" : "");
-        if (a->apply) {
-                if (out->status != RUN_SUCCESS)
-                        log_info("not applying the changes: the job did not succeed");
-                else
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
-        }
-        if (a->session) {
-                /* the session keeps a run's changes only when it succeeded
-                 * (or --commit always); we still hold its lock */
-                if (out->status != RUN_SUCCESS && !a->commit_always)
-                        log_info("session %s left as it was: the job did not succeed", a->session);
-                else if (res.cs.n) {
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
-                        /* root's sandbox user is uid 65534: the next run must
-                         * be able to change what this one committed */
-                        if (code == EXIT_OK && geteuid() == 0 &&
-                            (r = session_chown_tree(&wp->session, ns_host_uid(), ns_host_gid())) < 0)
-                                log_error_errno(r, "run: session %s: chown: %m", a->session);
-                }
-                session_touch(&wp->session);
-        }
-        runfiles_result_done(&res);
-        return code == EXIT_OK ? -1 : code;
 }
 
 struct run_ctx {
@@ -719,7 +182,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         int r, code = EXIT_SETUP;
         json_t *enforcement = NULL;
 
-        r = prepare_workspace(a, &wp, &err);
+        r = run_prepare_workspace(a, &wp, &err);
         if (r < 0) {
                 log_error("run: %s", err);
                 code = EXIT_USAGE;
@@ -744,7 +207,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                         log_error("run: no state dir (set HUTCH_STATE_DIR or HOME)");
                         goto out;
                 }
-                code = open_session(a, db_path, &wp);
+                code = run_open_session(a, db_path, &wp);
                 if (code != EXIT_OK)
                         goto out;
                 code = EXIT_SETUP;
@@ -761,7 +224,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("run: %s", err);
                 goto out;
         }
-        prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
+        run_prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
         else if (getenv("HUTCH_CGROUP") && *getenv("HUTCH_CGROUP") && !streq(getenv("HUTCH_CGROUP"), "none"))
@@ -805,7 +268,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
 
         /* The syscall filter is compiled here, in parallel with the
          * sandbox's own setup, and travels with the start message. */
-        r = build_seccomp(cfg, &bpf, &bpf_len, &sc_report, &err);
+        r = run_build_seccomp(cfg, &bpf, &bpf_len, &sc_report, &err);
         if (r < 0) {
                 log_error("%s", err ? err : strerror(-r));
                 goto abort;
@@ -881,11 +344,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         } else {
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg->tty)
-                        tty_raw(&tty);
+                        run_tty_raw(&tty);
                 else
-                        tty_save(&tty);
+                        run_tty_save(&tty);
                 r = supervise(cfg, &sb, &hooks, &out);
-                tty_restore(&tty);
+                run_tty_restore(&tty);
                 /* init is reaped: nothing can write to the workspace now */
                 workspace_fd = TAKE_FD(sb.workspace_fd);
                 upper_fd = TAKE_FD(sb.upper_fd);
@@ -900,7 +363,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
 
         int files_code = -1;
         if (workspace_fd >= 0)
-                files_code = collect_files(store, rec, cfg, a, &wp, workspace_fd, upper_fd, &out);
+                files_code = run_collect_files(store, rec, cfg, a, &wp, workspace_fd, upper_fd, &out);
 
         if (cgroup) {
                 /* init is reaped; nothing of the run may stay behind */
@@ -999,7 +462,7 @@ int verb_run(int argc, char **argv)
         int r, code = EXIT_SETUP;
 
         run_config_init(&cfg);
-        r = parse_run_args(argc, argv, &cfg, &a);
+        r = run_parse_args(argc, argv, &cfg, &a);
         if (r != 0) {
                 code = r < 0 ? EXIT_OK : r;
                 goto out;

@@ -1,0 +1,103 @@
+/* cli/run-internal.h - internal to the run verb (`hutch run`, `hutch
+ * rerun`): what cli/run.c, the flow, shares with the files that parse
+ * its command line, set up its limits, plan and collect its workspace
+ * and look after the user's terminal. Not an API: nothing outside
+ * cli/run*.c includes it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <termios.h>
+
+#include "workspace/session.h"
+
+struct cgroup_run;
+struct run_config;
+struct run_outcome;
+struct run_record;
+struct seccomp_report;
+struct store;
+
+enum {
+        OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
+        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT,
+        OPT_KEY_BASE = 0x200,
+};
+
+struct run_args {
+        const char *profile;
+        char **overrides;       /* key, value, key, value, ... */
+        bool json;
+        const char *lang;
+        const char *code;
+        const char *code_file;
+        bool code_stdin;
+        int verbosity;
+        const char *workdir;    /* --workdir: host dir under the workspace */
+        bool apply;
+        char **inputs;          /* --input, as given */
+        const char *session;    /* --session NAME */
+        uint64_t session_wait_ms;
+        bool commit_always;
+};
+
+/* cli/run-options.c */
+
+/* Parse `hutch run`'s command line into *cfg (the job's argv, -t) and *a
+ * (everything else; profile keys as overrides) and set the log level.
+ * Returns 0 to go on, -1 after --help (exit 0), or an exit code
+ * (EXIT_USAGE) after saying what is wrong. */
+int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a);
+
+/* cli/run-tty.c */
+
+/* The user's terminal, put in raw mode for -t and restored on every exit
+ * path that returns through here (the loop handles every signal that
+ * would otherwise kill us). */
+struct tty_state {
+        bool saved;
+        int excl;               /* TIOCGEXCL before the run */
+        struct termios orig;
+};
+
+/* -t: put the user's terminal in raw mode, if stdin is one. */
+void run_tty_raw(struct tty_state *t);
+/* Without -t: save the terminal's state, if stdin is one. */
+void run_tty_save(struct tty_state *t);
+/* Put back what run_tty_raw() or run_tty_save() saved; safe to repeat. */
+void run_tty_restore(struct tty_state *t);
+
+/* cli/run-limits.c */
+
+/* Compile the profile's syscall policy to BPF into *ret_blob and *ret_len,
+ * and fill *report. Returns 0 or -errno (with *ret_error set when known). */
+int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
+                      struct seccomp_report *report, char **ret_error);
+/* Make the run's cgroup into *ret (and *ret_unit, when systemd gave a
+ * scope), or leave *ret NULL and say why in *ret_reason. */
+void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
+                        struct cgroup_run **ret, char **ret_unit, char **ret_reason);
+
+/* cli/run-workspace.c */
+
+/* --workdir and --input, resolved on the host before the sandbox exists. */
+struct workspace_plan {
+        char *workdir;          /* canonical host path, or NULL */
+        int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
+        char **inputs;          /* "CANONICAL_PATH:NAME" */
+        struct session session; /* --session: locked while we run */
+};
+
+/* --session: lock the session and open its tree as wp's lower dir.
+ * Logs and returns an exit code (EXIT_OK to go on). */
+int run_open_session(const struct run_args *a, const char *db_path, struct workspace_plan *wp);
+/* Resolve --workdir and --input on the host into *wp. Returns 0, or
+ * -errno with *ret_error set (a usage error). */
+int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error);
+/* After the sandbox is gone: record the changes and the artifacts, apply
+ * them for --apply or --session. Returns an exit code to use instead of
+ * the job's, or -1 to keep the job's. */
+int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+                      const struct run_args *a, struct workspace_plan *wp,
+                      int workspace_fd, int upper_fd, const struct run_outcome *out);

@@ -1,0 +1,121 @@
+/* cli/run-limits.c - what holds a run's limits, prepared before the job
+ * starts: the profile's syscall policy compiled to a seccomp filter, and
+ * the run's own cgroup (delegated, or from a systemd scope) with the
+ * profile's limits written into it.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/run-internal.h"
+#include "config/run-config.h"
+#include "lib/log.h"
+#include "limits/cgroup.h"
+#include "limits/cgroup-systemd.h"
+#include "record/store.h"
+#include "sandbox/seccomp.h"
+
+/* The syscall policy the profile asks for, compiled to BPF (cached next
+ * to the run store: the same profile gives the same filter). */
+int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
+                      struct seccomp_report *report, char **ret_error)
+{
+        _cleanup_free_ char *db = NULL, *cache = NULL;
+        if (store_default_path(&db) == 0) {
+                char *slash = strrchr(db, '/');
+                if (slash)
+                        *slash = '\0';
+                cache = xasprintf("%s/cache", db);
+        }
+        struct seccomp_settings s = { 0 };
+        int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(&s)
+                                                        : seccomp_settings_default(&s);
+        if (r < 0)
+                return r;
+        free(s.name);
+        s.name = xstrdup(cfg->profile_name ? cfg->profile_name : "default");
+        if (cfg->seccomp_default_action) {
+                free(s.default_action);
+                s.default_action = xstrdup(streq(cfg->seccomp_default_action, "eperm")
+                                           ? "errno" : cfg->seccomp_default_action);
+        }
+        for (char **p = cfg->seccomp_deny; p && *p; p++)
+                s.deny = strv_append(s.deny, *p);
+        for (char **p = cfg->seccomp_allow; p && *p; p++)
+                s.allow = strv_append(s.allow, *p);
+        s.allow_ptrace = cfg->seccomp_allow_ptrace;
+        s.allow_io_uring = cfg->seccomp_allow_io_uring;
+        r = seccomp_policy_compile(&s, cache, ret_blob, ret_len, report, ret_error);
+        seccomp_settings_done(&s);
+        return r;
+}
+
+/* The run's own cgroup, when a delegated cgroup v2 subtree is usable
+ * (cgroup.h: $HUTCH_CGROUP, else hutch's own cgroup): made before the
+ * sandbox exists, so init is cloned straight into it. Only limits the
+ * profile sets are written. Without one, *ret stays NULL, *ret_reason
+ * says why, and the fallbacks of DESIGN §3 (watchdog, rlimits) hold
+ * the limits instead. HUTCH_CGROUP=none asks for the fallbacks. */
+/* How long systemd may take to hand out a scope before the run goes on
+ * without one: it answers in milliseconds unless it is wedged. */
+#define SYSTEMD_SCOPE_TIMEOUT_MS 5000
+
+void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
+                        struct cgroup_run **ret, char **ret_unit, char **ret_reason)
+{
+        _cleanup_free_ char *base = NULL, *name = NULL;
+        const char *env = getenv("HUTCH_CGROUP");
+        /* io only when asked: enabling it costs the kernel per-I/O accounting */
+        const unsigned want = CGROUP_CPU | CGROUP_MEMORY | CGROUP_PIDS | (io_max ? CGROUP_IO : 0);
+        unsigned usable = 0;
+        int r;
+
+        if (env && streq(env, "none")) {
+                *ret_reason = xstrdup("cgroups turned off by HUTCH_CGROUP=none");
+                return;
+        }
+        r = cgroup_base_prepare(want, &base, &usable, ret_reason);
+        if (r < 0 && !(env && *env) && cgroup_systemd_available()) {
+                /* Nothing delegated to us where we run (an ssh session's
+                 * scope, say): systemd can give us a scope of our own. */
+                _cleanup_free_ char *why = NULL;
+                r = cgroup_systemd_scope(run_id, SYSTEMD_SCOPE_TIMEOUT_MS, ret_unit, &why);
+                if (r < 0) {
+                        char *both = xasprintf("%s; %s", *ret_reason ? *ret_reason : "no delegated cgroup", why);
+                        free(*ret_reason);
+                        *ret_reason = both;
+                        return;
+                }
+                free(*ret_reason);
+                *ret_reason = NULL;
+                r = cgroup_base_prepare(want, &base, &usable, ret_reason);
+                if (r < 0 && *ret_reason) {
+                        char *more = xasprintf("in systemd's scope %s: %s", *ret_unit, *ret_reason);
+                        free(*ret_reason);
+                        *ret_reason = more;
+                }
+        }
+        if (r < 0) {
+                if (!*ret_reason)
+                        *ret_reason = xstrdup(strerror(-r));
+                return;
+        }
+        struct cgroup_limits lim = {
+                .memory_max = cfg->memory_bytes,
+                /* memory.high only when the profile asks for it: the
+                 * throttling it adds before memory.max can hold a hog
+                 * for seconds before the OOM verdict (see hutch-run(1));
+                 * high >= max means "not set" to cgroup_run_new() */
+                .memory_high = cfg->memory_high_bytes ? cfg->memory_high_bytes : cfg->memory_bytes,
+                .cpus = cfg->cpus,
+                .pids_max = cfg->pids,
+                .io_max = io_max,
+                /* an OOM kill ends the whole run, never half of it */
+                .oom_group = true,
+        };
+        name = xasprintf("run-%s", run_id);
+        r = cgroup_run_new(base, name, usable, &lim, ret);
+        if (r < 0)
+                *ret_reason = xasprintf("cannot create the run cgroup %s/%s: %s", base, name, strerror(-r));
+}

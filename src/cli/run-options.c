@@ -1,0 +1,228 @@
+/* cli/run-options.c - `hutch run`'s command line: the usage text, the
+ * option table (hutch's own options plus one per profile key) and the
+ * parser that turns argv into a run_config and the run's arguments
+ * (struct run_args). A bad command line runs nothing and records
+ * nothing.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/run-internal.h"
+#include "config/profile.h"
+#include "config/run-config.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "workspace/session.h"
+
+static void run_help(FILE *f)
+{
+        fprintf(f,
+"Usage: hutch run [OPTIONS] [--] COMMAND [ARG...]\n"
+"       hutch run [OPTIONS] --lang LANG (-c CODE | --file FILE | -) [-- ARG...]\n"
+"\n"
+"Run COMMAND in a fresh rootless sandbox: new user, mount, pid, net, ipc,\n"
+"uts and cgroup namespaces, a read-only view of the host's system dirs,\n"
+"and a throwaway writable /tmp, $HOME and /workspace. Every run is\n"
+"recorded (see hutch ls, hutch show).\n"
+"\n"
+"Options:\n"
+"  -p, --profile NAME|PATH  settings to start from (default: default)\n"
+"  -t, --tty                give the job a pseudo-terminal (interactive use)\n"
+"  -e, --env KEY=VALUE      set an environment variable (repeatable)\n"
+"      --lang LANG          run code in LANG (share/languages.ini: python,\n"
+"                           node, bash, sh, perl, c, ...), given by\n"
+"  -c, --code CODE          ... this argument,\n"
+"      --file FILE          ... this host file, or\n"
+"  -                        ... standard input\n"
+"      --json               print one JSON object (hutch.result/1) at the end\n"
+"                           instead of passing the job's output through\n"
+"      --net MODE           none (default: only loopback) or host\n"
+"  -w, --workdir DIR        show host DIR at the workspace (/workspace) through\n"
+"                           an overlay: the job may change anything there,\n"
+"                           DIR itself is never written; the changes are\n"
+"                           recorded (hutch diff, hutch apply)\n"
+"      --apply              apply the changes to DIR when the job succeeds\n"
+"  -i, --input PATH[:NAME]  show host file or dir PATH read-only at\n"
+"                           <workspace>/input/NAME (NAME: PATH's last part)\n"
+"      --session NAME       work in persistent workspace NAME (created on first\n"
+"                           use); the changes are kept only if the job succeeds\n"
+"      --session-wait DURATION  wait this long for another run of the session\n"
+"                           (default: fail at once)\n"
+"      --commit success|always  when to keep a session's changes (default success)\n"
+"      --workdir-inside DIR the job's working directory inside the sandbox\n"
+"                           (profile key workdir, default /workspace)\n"
+"  -v, --verbose            say what hutch is doing (the run id, ...)\n"
+"  -q, --quiet              print nothing but errors\n"
+"  -h, --help               show this help\n"
+"\n"
+"Every profile key is an option too (hutch-profile(5)), e.g.:\n"
+"      --timeout DURATION   wall-clock limit (default 30s), then SIGTERM and\n"
+"                           SIGKILL after --grace (default 2s)\n"
+"      --memory SIZE        memory limit (default 512M)\n"
+"      --cpu-time DURATION  cpu time limit of the whole job (default none)\n"
+"      --pids N             process limit (default 256)\n"
+"      --disk SIZE          writable scratch space (default 1G)\n"
+"      --max-file-size SIZE, --nofile N, --cpus N, --memory-high SIZE\n"
+"      --io-max \"DEV KEY=VAL\"  disk I/O cap (io.max), e.g. \"8:0 wbps=10M\"\n"
+"      --capture SIZE       head and tail of each stream kept (default 64K)\n"
+"      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
+"      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
+"      --uid N, --gid N, --hostname NAME\n"
+"      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
+"      --allow-ptrace yes|no, --require LIMITS\n"
+"\n"
+"Exit status: the job's own exit code; 128+N if it was killed by signal N;\n"
+"124 timed out (wall or cpu); 125 the sandbox could not be set up (or the\n"
+"profile or the run store is unusable); 126 the command is not executable;\n"
+"127 the command was not found; 130/143 cancelled (Ctrl-C twice, or SIGTERM\n"
+"to hutch); 137 memory limit. See hutch-run(1).\n");
+}
+
+int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
+{
+        static const struct option own[] = {
+                { "profile", required_argument, NULL, 'p' },
+                { "tty",     no_argument,       NULL, 't' },
+                { "env",     required_argument, NULL, 'e' },
+                { "code",    required_argument, NULL, 'c' },
+                { "lang",    required_argument, NULL, OPT_LANG },
+                { "file",    required_argument, NULL, OPT_FILE },
+                { "json",    no_argument,       NULL, OPT_JSON },
+                { "net",     required_argument, NULL, OPT_NET },
+                { "verbose", no_argument,       NULL, 'v' },
+                { "quiet",   no_argument,       NULL, 'q' },
+                { "workdir", required_argument, NULL, 'w' },
+                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
+                { "apply",   no_argument,       NULL, OPT_APPLY },
+                { "input",   required_argument, NULL, 'i' },
+                { "session", required_argument, NULL, OPT_SESSION },
+                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
+                { "commit",  required_argument, NULL, OPT_COMMIT },
+                { "help",    no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_free_ struct option *opts = profile_cli_options(own, OPT_KEY_BASE);
+        int c;
+
+        optind = 1;
+        opterr = 0;
+        a->verbosity = LOG_NORMAL;
+        /* '+': options end at the first non-option, the job's command */
+        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'p':
+                        a->profile = optarg;
+                        break;
+                case 't':
+                        cfg->tty = true;
+                        break;
+                case 'e':
+                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                                return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
+                        a->overrides = strv_append(a->overrides, "env");
+                        a->overrides = strv_append(a->overrides, optarg);
+                        break;
+                case 'c':
+                        a->code = optarg;
+                        break;
+                case OPT_LANG:
+                        a->lang = optarg;
+                        break;
+                case OPT_FILE:
+                        a->code_file = optarg;
+                        break;
+                case OPT_JSON:
+                        a->json = true;
+                        break;
+                case OPT_NET:
+                        a->overrides = strv_append(a->overrides, "network");
+                        a->overrides = strv_append(a->overrides, optarg);
+                        break;
+                case 'v':
+                        a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
+                        break;
+                case 'q':
+                        a->verbosity = LOG_QUIET;
+                        break;
+                case 'w':
+                        a->workdir = optarg;
+                        break;
+                case OPT_WORKDIR_INSIDE:
+                        a->overrides = strv_append(a->overrides, "workdir");
+                        a->overrides = strv_append(a->overrides, optarg);
+                        break;
+                case OPT_APPLY:
+                        a->apply = true;
+                        break;
+                case 'i':
+                        a->inputs = strv_append(a->inputs, optarg);
+                        break;
+                case OPT_SESSION:
+                        if (!session_name_valid(optarg))
+                                return cli_bad_value("run", "session", optarg,
+                                                     "expected 1-64 letters, digits, '.', '_' or '-', "
+                                                     "not starting with '.'");
+                        a->session = optarg;
+                        break;
+                case OPT_SESSION_WAIT:
+                        if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
+                                return cli_bad_value("run", "session-wait", optarg, "expected a duration");
+                        break;
+                case OPT_COMMIT:
+                        if (!streq(optarg, "success") && !streq(optarg, "always"))
+                                return cli_bad_value("run", "commit", optarg, "expected success or always");
+                        a->commit_always = streq(optarg, "always");
+                        break;
+                case 'h':
+                        run_help(stdout);
+                        return -1;
+                case ':':
+                        log_error("run: option '%s' needs a value (see hutch run --help)", argv[optind - 1]);
+                        return EXIT_USAGE;
+                case '?':
+                        log_error("run: unknown option '%s' (see hutch run --help)", argv[optind - 1]);
+                        return EXIT_USAGE;
+                default:
+                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
+                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
+                                                          ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
+                                a->overrides = strv_append(a->overrides, key);
+                                a->overrides = strv_append(a->overrides, optarg);
+                                break;
+                        }
+                        return EXIT_USAGE;
+                }
+        }
+        log_set_level((enum log_level)a->verbosity);
+
+        if (a->lang) {
+                if (optind < argc && streq(argv[optind], "-")) {
+                        a->code_stdin = true;
+                        optind++;
+                }
+                if (optind < argc && streq(argv[optind], "--"))
+                        optind++;
+                if (!!a->code + !!a->code_file + a->code_stdin != 1) {
+                        log_error("run: --lang needs exactly one of -c CODE, --file FILE or - (stdin)");
+                        return EXIT_USAGE;
+                }
+                for (int i = optind; i < argc; i++)
+                        cfg->argv = strv_append(cfg->argv, argv[i]);
+                return 0;
+        }
+        if (a->code || a->code_file) {
+                log_error("run: -c and --file need --lang (e.g. hutch run --lang python -c 'print(42)')");
+                return EXIT_USAGE;
+        }
+        if (optind >= argc) {
+                log_error("run: no command given (try: hutch run -- sh -c 'echo hi')");
+                return EXIT_USAGE;
+        }
+        for (int i = optind; i < argc; i++)
+                cfg->argv = strv_append(cfg->argv, argv[i]);
+        return 0;
+}

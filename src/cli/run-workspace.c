@@ -1,0 +1,164 @@
+/* cli/run-workspace.c - a run's workspace on the host side: --workdir,
+ * --input and --session resolved (and the session locked) before the
+ * sandbox exists, and after it is gone the change set and artifacts
+ * recorded and, for --apply or --session, the changes applied.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/run-internal.h"
+#include "config/run-config.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "record/blobstore.h"
+#include "record/runfiles.h"
+#include "record/store.h"
+#include "sandbox/ns.h"
+#include "supervise/supervise.h"
+#include "workspace/session.h"
+
+/* --session: lock the session (waiting if asked) and use its tree as
+ * the lower dir. Returns an exit code. */
+int run_open_session(const struct run_args *a, const char *db_path, struct workspace_plan *wp)
+{
+        _cleanup_free_ char *root = session_root(db_path);
+        int r = session_acquire(root, a->session, a->session_wait_ms, &wp->session);
+        if (r == -EBUSY) {
+                log_error("run: session %s is in use by another run%s", a->session,
+                          a->session_wait_ms ? " (waited --session-wait)" : "; --session-wait DURATION waits for it");
+                return EXIT_SETUP;
+        }
+        if (r < 0) {
+                log_error_errno(r, "run: session %s in %s: %m", a->session, root);
+                return EXIT_SETUP;
+        }
+        session_touch(&wp->session);
+        wp->workdir = xstrdup(wp->session.tree);
+        wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (wp->lower_fd < 0) {
+                log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
+int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
+{
+        if (a->apply && !a->workdir) {
+                *ret_error = xstrdup("--apply needs --workdir DIR");
+                return -EINVAL;
+        }
+        if (a->session && a->workdir) {
+                *ret_error = xstrdup("--session and --workdir cannot be combined");
+                return -EINVAL;
+        }
+        if (a->workdir) {
+                wp->workdir = realpath(a->workdir, NULL);
+                if (!wp->workdir) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+                wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (wp->lower_fd < 0) {
+                        *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
+                        return -errno;
+                }
+        }
+        for (char **p = a->inputs; p && *p; p++) {
+                _cleanup_free_ char *host = xstrdup(*p);
+                char *colon = strrchr(host, ':');
+                const char *name;
+                if (colon && colon[1] && !strchr(colon + 1, '/')) {
+                        *colon = '\0';
+                        name = colon + 1;
+                } else {
+                        char *slash;
+                        while ((slash = strrchr(host, '/')) && slash != host && !slash[1])
+                                *slash = '\0';
+                        name = strrchr(host, '/') ? strrchr(host, '/') + 1 : host;
+                }
+                if (!*name || streq(name, ".") || streq(name, "..") || strchr(name, ':')) {
+                        *ret_error = xasprintf("--input %s: cannot name it (use PATH:NAME)", *p);
+                        return -EINVAL;
+                }
+                _cleanup_free_ char *real = realpath(host, NULL);
+                if (!real) {
+                        *ret_error = xasprintf("--input %s: %s", host, strerror(errno));
+                        return -errno;
+                }
+                _cleanup_free_ char *spec = xasprintf("%s:%s", real, name);
+                wp->inputs = strv_append(wp->inputs, spec);
+        }
+        return 0;
+}
+
+/* After the sandbox is gone: record the change set and the artifacts,
+ * and apply the changes if --apply and the job succeeded. Returns the
+ * exit code to use instead of the job's (1 when --apply could not
+ * apply), or -1 to keep the job's. */
+int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+                      const struct run_args *a, struct workspace_plan *wp,
+                      int workspace_fd, int upper_fd, const struct run_outcome *out)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        struct runfiles_result res = { 0 };
+        const char *step = "blob store";
+        const char *output_rel = NULL;
+        size_t wl = strlen(cfg->workdir_inside);
+        int r, code = -1;
+
+        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
+            (cfg->artifacts_dir[wl] == '/' || (wl == 1 && cfg->workdir_inside[0] == '/')))
+                output_rel = cfg->artifacts_dir + wl + (cfg->artifacts_dir[wl] == '/');
+        else if (cfg->artifacts_dir)
+                log_debug("artifacts dir %s is outside the workspace %s: not collected",
+                          cfg->artifacts_dir, cfg->workdir_inside);
+        struct runfiles_params p = {
+                .workspace_fd = workspace_fd, .upper_fd = upper_fd, .lower_fd = wp->lower_fd,
+                .output_rel = output_rel && *output_rel ? output_rel : NULL,
+                .has_inputs = wp->inputs != NULL,
+                .max_files = cfg->artifacts_max_files, .max_bytes = cfg->artifacts_max_bytes,
+        };
+        r = runfiles_open_blobs(store, &bs);
+        if (r >= 0)
+                r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
+        if (r < 0) {
+                log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
+                runfiles_result_done(&res);
+                return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
+        }
+        if (res.cs.n)
+                log_info("%zu change%s in the workspace (hutch diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
+                         rec->id);
+        if (res.n_outputs || res.n_outputs_skipped)
+                log_info("%zu artifact%s collected%s", res.n_outputs, res.n_outputs == 1 ? "" : "s",
+                         res.n_outputs_skipped ? ", some skipped (see hutch show)" : "");
+        if (a->apply) {
+                if (out->status != RUN_SUCCESS)
+                        log_info("not applying the changes: the job did not succeed");
+                else
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+        }
+        if (a->session) {
+                /* the session keeps a run's changes only when it succeeded
+                 * (or --commit always); we still hold its lock */
+                if (out->status != RUN_SUCCESS && !a->commit_always)
+                        log_info("session %s left as it was: the job did not succeed", a->session);
+                else if (res.cs.n) {
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+                        /* root's sandbox user is uid 65534: the next run must
+                         * be able to change what this one committed */
+                        if (code == EXIT_OK && geteuid() == 0 &&
+                            (r = session_chown_tree(&wp->session, ns_host_uid(), ns_host_gid())) < 0)
+                                log_error_errno(r, "run: session %s: chown: %m", a->session);
+                }
+                session_touch(&wp->session);
+        }
+        runfiles_result_done(&res);
+        return code == EXIT_OK ? -1 : code;
+}

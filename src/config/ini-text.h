@@ -6,7 +6,7 @@
  * key. This wrapper feeds inih one line at a time from a string, so it
  * knows the line of every callback and whether it was a continuation. It
  * also refuses lines inih would silently split (longer than its buffer).
- * Profiles (profile.c) and the language table (lang.c) both read through it.
+ * Profiles (profile-load.c) and the language table (lang.c) both read through it.
  */
 #pragma once
 

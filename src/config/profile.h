@@ -49,7 +49,7 @@ enum profile_type {
 };
 
 /* One key. Public so the CLI, `profile show` and the tests can walk the
- * table; only profile.c reads the fields after `doc`. */
+ * table; only the profile-*.c files read the fields after `doc`. */
 struct profile_key {
         const char *section;    /* "limits", ...; "" for top-level keys */
         const char *name;       /* key as written in the file */

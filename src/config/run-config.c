@@ -1,6 +1,6 @@
 /* run-config.c - lifetime of struct run_config and its provenance records.
  *
- * The defaults themselves live in the profile key table (profile.c), so
+ * The defaults themselves live in the profile key table (profile-keys.c), so
  * that the parser, `hutch profile show`, the man page and this file cannot
  * disagree about them: run_config_init() applies that table.
  */

@@ -5,7 +5,7 @@
  * around as `const struct run_config *` and never changed. It is the only
  * global state hutch has besides the log level.
  *
- * Every field a profile can set is named after its key (profile.c holds
+ * Every field a profile can set is named after its key (profile-keys.c holds
  * the one table of keys, their types, defaults and docs; hutch-profile(5)
  * describes them). The comment on each field gives "[section] key".
  */

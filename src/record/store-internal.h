@@ -1,0 +1,55 @@
+/* store-internal.h - internal to the store: only src/record/store*.c
+ * include it. The store's code is split by concern (connection and
+ * schema, plumbing, records, queries); this is what those files share:
+ * the connection struct and the SQLite plumbing of store-sql.c.
+ */
+#pragma once
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct store {
+        sqlite3 *db;
+        char *path;
+        char *error;
+        int wal_frames;         /* after our last commit, once checkpoints are deferred */
+};
+
+/* ---- store-sql.c -------------------------------------------------------- */
+
+/* Remember sqlite's message for rc and return rc as -errno. */
+int store_fail(struct store *s, int rc);
+/* Remember msg as the message for store_error() and return error. */
+int store_fail_msg(struct store *s, int error, const char *msg);
+int store_exec(struct store *s, const char *sql);
+int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret);
+void store_finalizep(sqlite3_stmt **st);
+#define _cleanup_stmt_ _cleanup_(store_finalizep)
+
+/* BEGIN IMMEDIATE: the write lock up front. */
+int store_begin_write(struct store *s);
+/* Commit, or roll back if the commit fails. */
+int store_commit(struct store *s);
+/* Roll back the open transaction, if any. */
+void store_rollback(struct store *s);
+
+/* NULL binds NULL. */
+void store_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* RUN_UNSET binds NULL. */
+void store_bind_u64(sqlite3_stmt *st, int i, uint64_t v);
+/* A copy of column i (NULL for NULL). */
+char *store_column_text(sqlite3_stmt *st, int i);
+/* Column i, RUN_UNSET for NULL. */
+uint64_t store_column_u64(sqlite3_stmt *st, int i);
+
+/* One-statement write transactions: see store-sql.c. */
+int store_begin_statement(struct store *s, const char *sql, sqlite3_stmt **ret);
+int store_finish_update(struct store *s, sqlite3_stmt *st, bool must_change);
+
+/* ---- store-record.c ----------------------------------------------------- */
+
+/* argv as JSON array text for the argv column, and back (NULL for text
+ * that is not an array). */
+char *store_argv_to_text(char *const *argv);
+char **store_argv_from_text(const char *text);

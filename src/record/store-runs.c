@@ -1,0 +1,495 @@
+/* store-runs.c - the queries on the `runs` table (see store.h): a run's
+ * insert, heartbeats and completion, lookups by id, id prefix and
+ * idempotency key, listing, and what gc changes (orphans, old rows).
+ *
+ * Shape of the data: one row per run, written twice (inserted running
+ * before the job starts, completed when it ends) with heartbeat updates in
+ * between, read by the history verbs. Up to a few hundred thousand rows;
+ * each carries at most 2 x 2 x capture-limit bytes of output.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "record/store.h"
+#include "record/store-internal.h"
+#include "lib/util.h"
+
+#define MAX_CANDIDATES 10
+#define MIN_PREFIX 4
+
+static void bind_int_or_null(sqlite3_stmt *st, int i, int v, bool set)
+{
+        if (set)
+                sqlite3_bind_int(st, i, v);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+static void bind_blob(sqlite3_stmt *st, int i, const struct run_output *o)
+{
+        if (o->data)
+                sqlite3_bind_blob64(st, i, o->data, o->len, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+/* The columns every read selects, in this order. */
+#define RUN_COLUMNS \
+        "id, argv, cwd, profile, status, exit_code, signal, message, "  \
+        "started_at, finished_at, duration_ms, cpu_user_ms, cpu_sys_ms, " \
+        "peak_memory_bytes, stdout_bytes, stderr_bytes, stdout_lines, " \
+        "stderr_lines, stdout_truncated, stderr_truncated, limits, "    \
+        "enforcement, supervisor_pid, supervisor_start, heartbeat_at, " \
+        "session, idempotency_key, rerun_of, profile_sha256"
+/* ... and a full read adds these. */
+#define DETAIL_COLUMNS ", stdout, stderr, profile_text, lang, code"
+
+static void read_output(sqlite3_stmt *st, int i, struct run_output *o)
+{
+        const void *p = sqlite3_column_blob(st, i);
+        size_t n = (size_t)sqlite3_column_bytes(st, i);
+
+        free(o->data);
+        o->data = xmalloc(n + 1);
+        if (n)
+                memcpy(o->data, p, n);
+        o->data[n] = '\0';
+        o->len = n;
+}
+
+static struct run_record *read_row(sqlite3_stmt *st, bool detail)
+{
+        struct run_record *rec = run_record_new();
+        const unsigned char *id = sqlite3_column_text(st, 0);
+        _cleanup_free_ char *status = NULL;
+        int i = 0;
+
+        snprintf(rec->id, sizeof(rec->id), "%s", id ? (const char *)id : "");
+        i++;
+        {
+                _cleanup_free_ char *argv = store_column_text(st, i++);
+                rec->argv = store_argv_from_text(argv);
+        }
+        rec->cwd = store_column_text(st, i++);
+        rec->profile = store_column_text(st, i++);
+        status = store_column_text(st, i++);
+        rec->status = run_status_from_string(status);
+        rec->exit_code = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
+        i++;
+        rec->signal = sqlite3_column_int(st, i++);
+        rec->message = store_column_text(st, i++);
+        rec->started_at_ms = store_column_u64(st, i++);
+        rec->finished_at_ms = store_column_u64(st, i++);
+        rec->duration_ms = store_column_u64(st, i++);
+        rec->cpu_user_ms = store_column_u64(st, i++);
+        rec->cpu_sys_ms = store_column_u64(st, i++);
+        rec->peak_memory_bytes = store_column_u64(st, i++);
+        rec->out.total_bytes = (uint64_t)sqlite3_column_int64(st, i++);
+        rec->err.total_bytes = (uint64_t)sqlite3_column_int64(st, i++);
+        rec->out.lines = (uint64_t)sqlite3_column_int64(st, i++);
+        rec->err.lines = (uint64_t)sqlite3_column_int64(st, i++);
+        rec->out.truncated = sqlite3_column_int(st, i++) != 0;
+        rec->err.truncated = sqlite3_column_int(st, i++) != 0;
+        rec->limits_json = store_column_text(st, i++);
+        rec->enforcement_json = store_column_text(st, i++);
+        rec->supervisor_pid = (pid_t)sqlite3_column_int(st, i++);
+        rec->supervisor_start = store_column_u64(st, i++);
+        rec->heartbeat_at_ms = store_column_u64(st, i++);
+        rec->session = store_column_text(st, i++);
+        rec->idempotency_key = store_column_text(st, i++);
+        rec->rerun_of = store_column_text(st, i++);
+        rec->profile_sha256 = store_column_text(st, i++);
+        if (detail) {
+                read_output(st, i++, &rec->out);
+                read_output(st, i++, &rec->err);
+                rec->profile_text = store_column_text(st, i++);
+                rec->lang = store_column_text(st, i++);
+                if (sqlite3_column_type(st, i) != SQLITE_NULL) {
+                        struct run_output code = { 0 };
+                        read_output(st, i, &code);
+                        rec->code = code.data;
+                        rec->code_len = code.len;
+                }
+                i++;
+        }
+        return rec;
+}
+
+int store_run_insert(struct store *s, const struct run_record *rec)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *argv = store_argv_to_text(rec->argv);
+        int r;
+
+        r = store_begin_statement(s,
+                    "INSERT INTO runs (" RUN_COLUMNS DETAIL_COLUMNS ") VALUES ("
+                    "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                    "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
+                    "?31, ?32, ?33, ?34)", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, rec->id);
+        store_bind_text(st, 2, argv);
+        store_bind_text(st, 3, rec->cwd);
+        store_bind_text(st, 4, rec->profile);
+        store_bind_text(st, 5, run_status_to_string(rec->status));
+        bind_int_or_null(st, 6, rec->exit_code, rec->exit_code >= 0);
+        bind_int_or_null(st, 7, rec->signal, rec->signal > 0);
+        store_bind_text(st, 8, rec->message);
+        store_bind_u64(st, 9, rec->started_at_ms == RUN_UNSET ? now_realtime_ms() : rec->started_at_ms);
+        store_bind_u64(st, 10, rec->finished_at_ms);
+        store_bind_u64(st, 11, rec->duration_ms);
+        store_bind_u64(st, 12, rec->cpu_user_ms);
+        store_bind_u64(st, 13, rec->cpu_sys_ms);
+        store_bind_u64(st, 14, rec->peak_memory_bytes);
+        sqlite3_bind_int64(st, 15, (sqlite3_int64)rec->out.total_bytes);
+        sqlite3_bind_int64(st, 16, (sqlite3_int64)rec->err.total_bytes);
+        sqlite3_bind_int64(st, 17, (sqlite3_int64)rec->out.lines);
+        sqlite3_bind_int64(st, 18, (sqlite3_int64)rec->err.lines);
+        sqlite3_bind_int(st, 19, rec->out.truncated);
+        sqlite3_bind_int(st, 20, rec->err.truncated);
+        store_bind_text(st, 21, rec->limits_json);
+        store_bind_text(st, 22, rec->enforcement_json);
+        bind_int_or_null(st, 23, rec->supervisor_pid, rec->supervisor_pid > 0);
+        store_bind_u64(st, 24, rec->supervisor_start);
+        store_bind_u64(st, 25, rec->heartbeat_at_ms);
+        store_bind_text(st, 26, rec->session);
+        store_bind_text(st, 27, rec->idempotency_key);
+        store_bind_text(st, 28, rec->rerun_of);
+        store_bind_text(st, 29, rec->profile_sha256);
+        bind_blob(st, 30, &rec->out);
+        bind_blob(st, 31, &rec->err);
+        store_bind_text(st, 32, rec->profile_text);
+        store_bind_text(st, 33, rec->lang);
+        if (rec->code)
+                sqlite3_bind_blob64(st, 34, rec->code, rec->code_len, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(st, 34);
+        return store_finish_update(s, TAKE_PTR(st), false);
+}
+
+int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r;
+
+        r = store_begin_statement(s, "UPDATE runs SET heartbeat_at = ?1 WHERE id = ?2", &st);
+        if (r < 0)
+                return r;
+        store_bind_u64(st, 1, now_ms);
+        store_bind_text(st, 2, id);
+        return store_finish_update(s, TAKE_PTR(st), true);
+}
+
+int store_run_finish(struct store *s, const struct run_record *rec)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r;
+
+        r = store_begin_statement(s,
+                    "UPDATE runs SET status = ?2, exit_code = ?3, signal = ?4, message = ?5, "
+                    "finished_at = ?6, duration_ms = ?7, cpu_user_ms = ?8, cpu_sys_ms = ?9, "
+                    "peak_memory_bytes = ?10, stdout = ?11, stderr = ?12, stdout_bytes = ?13, "
+                    "stderr_bytes = ?14, stdout_lines = ?15, stderr_lines = ?16, "
+                    "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, "
+                    "enforcement = ?20, heartbeat_at = ?21 WHERE id = ?1", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, rec->id);
+        store_bind_text(st, 2, run_status_to_string(rec->status));
+        bind_int_or_null(st, 3, rec->exit_code, rec->exit_code >= 0);
+        bind_int_or_null(st, 4, rec->signal, rec->signal > 0);
+        store_bind_text(st, 5, rec->message);
+        store_bind_u64(st, 6, rec->finished_at_ms == RUN_UNSET ? now_realtime_ms() : rec->finished_at_ms);
+        store_bind_u64(st, 7, rec->duration_ms);
+        store_bind_u64(st, 8, rec->cpu_user_ms);
+        store_bind_u64(st, 9, rec->cpu_sys_ms);
+        store_bind_u64(st, 10, rec->peak_memory_bytes);
+        bind_blob(st, 11, &rec->out);
+        bind_blob(st, 12, &rec->err);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64)rec->out.total_bytes);
+        sqlite3_bind_int64(st, 14, (sqlite3_int64)rec->err.total_bytes);
+        sqlite3_bind_int64(st, 15, (sqlite3_int64)rec->out.lines);
+        sqlite3_bind_int64(st, 16, (sqlite3_int64)rec->err.lines);
+        sqlite3_bind_int(st, 17, rec->out.truncated);
+        sqlite3_bind_int(st, 18, rec->err.truncated);
+        store_bind_text(st, 19, rec->limits_json);
+        store_bind_text(st, 20, rec->enforcement_json);
+        store_bind_u64(st, 21, now_realtime_ms());
+        return store_finish_update(s, TAKE_PTR(st), true);
+}
+
+static int get_exact(struct store *s, const char *id, struct run_record **ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        r = store_prepare(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs WHERE id = ?1", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc);
+        *ret = read_row(st, true);
+        return 0;
+}
+
+int store_run_get(struct store *s, const char *id_or_prefix, struct run_record **ret,
+                  char ***ret_candidates)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *prefix = xstrdup(id_or_prefix);
+        _cleanup_free_ char *upper = NULL;
+        _cleanup_strv_ char **ids = NULL;
+        size_t len = strlen(prefix);
+        int r, rc;
+
+        for (char *p = prefix; *p; p++) {
+                if (!ulid_char_valid(*p))
+                        return store_fail_msg(s, -EINVAL, "not a run id");
+                *p = (char)toupper((unsigned char)*p);
+        }
+        if (len == ULID_LEN) {
+                r = get_exact(s, prefix, ret);
+                if (r != -ENOENT)
+                        return r;
+        }
+        if (len < MIN_PREFIX)
+                return store_fail_msg(s, -EINVAL, "run id prefix too short");
+        if (len > ULID_LEN)
+                return -ENOENT;
+
+        /* every id starting with prefix sorts in [prefix, prefix "~"): ids
+         * are made of [0-9A-Z] only, all below '~' */
+        upper = xasprintf("%s~", prefix);
+        r = store_prepare(s, "SELECT id FROM runs WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, prefix);
+        store_bind_text(st, 2, upper);
+        sqlite3_bind_int(st, 3, MAX_CANDIDATES + 1);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                ids = strv_append(ids, (const char *)sqlite3_column_text(st, 0));
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc);
+        if (strv_length(ids) == 0)
+                return -ENOENT;
+        if (strv_length(ids) > 1) {
+                if (ret_candidates) {
+                        if (strv_length(ids) > MAX_CANDIDATES) {
+                                free(ids[MAX_CANDIDATES]);
+                                ids[MAX_CANDIDATES] = NULL;
+                        }
+                        *ret_candidates = TAKE_PTR(ids);
+                }
+                return -ENOTUNIQ;
+        }
+        return get_exact(s, ids[0], ret);
+}
+
+int store_run_get_by_key(struct store *s, const char *key, struct run_record **ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        r = store_prepare(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs "
+                       "WHERE idempotency_key = ?1 AND status != 'running'", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, key);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc);
+        *ret = read_row(st, true);
+        return 0;
+}
+
+static bool matches_status(const struct run_record *rec, int status)
+{
+        if (status == RUN_RUNNING)
+                return rec->status == RUN_RUNNING && !run_record_is_orphan(rec);
+        if (status == RUN_ORPHANED)
+                return rec->status == RUN_ORPHANED || run_record_is_orphan(rec);
+        return true;    /* the query already filtered */
+}
+
+int store_run_foreach(struct store *s, const struct store_filter *f,
+                      int (*cb)(struct run_record *rec, void *userdata), void *userdata)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *sql = NULL;
+        /* running/orphaned depend on a process check the query cannot do */
+        bool post = f->status == RUN_RUNNING || f->status == RUN_ORPHANED;
+        size_t n = 0;
+        int r, rc, arg = 1;
+
+        sql = xasprintf("SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s "
+                        "ORDER BY started_at DESC, id DESC%s",
+                        f->status < 0 ? "" :
+                        post ? " AND status IN ('running', 'orphaned')" : " AND status = ?",
+                        f->since_ms > 0 ? " AND started_at >= ?" : "",
+                        f->limit > 0 && !post ? " LIMIT ?" : "");
+        r = store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
+        if (f->status >= 0 && !post)
+                store_bind_text(st, arg++, run_status_to_string(f->status));
+        if (f->since_ms > 0)
+                store_bind_u64(st, arg++, f->since_ms);
+        if (f->limit > 0 && !post)
+                sqlite3_bind_int64(st, arg++, (sqlite3_int64)MIN(f->limit, (size_t)INT64_MAX));
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct run_record *rec = read_row(st, false);
+                if (post && !matches_status(rec, f->status)) {
+                        run_record_free(rec);
+                        continue;
+                }
+                r = cb(rec, userdata);
+                if (r < 0)
+                        return r;
+                if (f->limit > 0 && ++n >= f->limit)
+                        return 0;
+        }
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc);
+        return 0;
+}
+
+struct collect {
+        struct run_record **recs;
+        size_t n, cap;
+};
+
+static int collect_one(struct run_record *rec, void *userdata)
+{
+        struct collect *c = userdata;
+        if (c->n == c->cap)
+                c->recs = xrealloc(c->recs, (c->cap = c->cap ? c->cap * 2 : 64) * sizeof(*c->recs));
+        c->recs[c->n++] = rec;
+        return 0;
+}
+
+int store_run_list(struct store *s, const struct store_filter *f,
+                   struct run_record ***ret, size_t *ret_n)
+{
+        struct collect c = {};
+        int r;
+
+        r = store_run_foreach(s, f, collect_one, &c);
+        if (r < 0) {
+                run_record_free_many(c.recs, c.n);
+                return r;
+        }
+        *ret = c.recs;
+        *ret_n = c.n;
+        return 0;
+}
+
+int store_mark_orphans(struct store *s, bool dry_run, char ***ret_ids)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_strv_ char **ids = NULL;
+        _cleanup_strv_ char **done = NULL;
+        int r, rc, count = 0;
+
+        /* find them first, outside the write lock: looking at /proc is slow
+         * compared with a write transaction */
+        r = store_prepare(s, "SELECT " RUN_COLUMNS " FROM runs WHERE status = 'running'", &st);
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                _cleanup_run_record_ struct run_record *rec = read_row(st, false);
+                if (run_record_is_orphan(rec))
+                        ids = strv_append(ids, rec->id);
+        }
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc);
+        sqlite3_finalize(TAKE_PTR(st));
+
+        if (dry_run || !ids) {
+                count = (int)strv_length(ids);
+                if (ret_ids)
+                        *ret_ids = TAKE_PTR(ids);
+                return count;
+        }
+
+        r = store_begin_write(s);
+        if (r < 0)
+                return r;
+        r = store_prepare(s, "UPDATE runs SET status = 'orphaned', finished_at = NULL, "
+                       "message = 'supervisor (pid ' || ifnull(supervisor_pid, '?') || ') died' "
+                       "WHERE id = ?1 AND status = 'running'", &st);
+        if (r < 0)
+                goto out;
+        for (char **id = ids; *id; id++) {
+                sqlite3_reset(st);
+                store_bind_text(st, 1, *id);
+                rc = sqlite3_step(st);
+                if (rc != SQLITE_DONE) {
+                        r = store_fail(s, rc);
+                        goto out;
+                }
+                /* a supervisor that finished in between keeps its outcome */
+                if (sqlite3_changes(s->db) > 0) {
+                        done = strv_append(done, *id);
+                        count++;
+                }
+        }
+        sqlite3_finalize(TAKE_PTR(st));
+        r = store_commit(s);
+        if (r < 0)
+                return r;
+        if (ret_ids)
+                *ret_ids = TAKE_PTR(done);
+        return count;
+out:
+        store_rollback(s);
+        return r;
+}
+
+int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r, rc, count;
+
+        if (dry_run) {
+                r = store_prepare(s, "SELECT count(*) FROM runs WHERE started_at < ?1 "
+                               "AND status != 'running'", &st);
+                if (r < 0)
+                        return r;
+                store_bind_u64(st, 1, before_ms);
+                rc = sqlite3_step(st);
+                if (rc != SQLITE_ROW)
+                        return store_fail(s, rc);
+                return sqlite3_column_int(st, 0);
+        }
+
+        r = store_begin_write(s);
+        if (r < 0)
+                return r;
+        r = store_prepare(s, "DELETE FROM runs WHERE started_at < ?1 AND status != 'running'", &st);
+        if (r < 0)
+                goto out;
+        store_bind_u64(st, 1, before_ms);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc);
+                goto out;
+        }
+        count = sqlite3_changes(s->db);
+        sqlite3_finalize(TAKE_PTR(st));
+        r = store_commit(s);
+        return r < 0 ? r : count;
+out:
+        store_rollback(s);
+        return r;
+}

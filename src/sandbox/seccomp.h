@@ -5,7 +5,7 @@
  * mode (the default profile) the listed calls are denied and the rest is
  * allowed; in allow-list mode (the strict profile) only the listed calls
  * are allowed. Either way the filter also carries the rules that cannot
- * be written as names (src/sandbox/seccomp.c argues each one):
+ * be written as names (src/sandbox/seccomp-rules.c argues each one):
  *   - clone/unshare with any CLONE_NEW* flag are denied, clone3 answers
  *     ENOSYS (it cannot be argument-filtered; libc falls back to clone),
  *     unless allow_namespaces;
@@ -130,7 +130,7 @@ int seccomp_blob_load(const void *blob, size_t len);
 /* The id shim: a small extra filter that answers set*id and chown calls
  * naming an id other than uid/gid (or -1) with EPERM, as a process
  * without privileges sees on a host, instead of the EINVAL a user
- * namespace with one mapped id gives. See seccomp.c for why it is safe.
+ * namespace with one mapped id gives. See seccomp-idshim.c for why it is safe.
  * _build writes the program to insns (at most max instructions) for the
  * unit tests; _load installs it on the calling thread (no_new_privs
  * must be set). 0 or -errno. */

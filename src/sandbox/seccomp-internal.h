@@ -1,0 +1,63 @@
+/* seccomp-internal.h - internal to the seccomp module: the types and
+ * helpers that seccomp.c (the policy), seccomp-rules.c (the filters'
+ * rules) and seccomp-cache.c (the compiled blob and its cache) share.
+ * Not an API: nothing outside those files includes it. The public API is
+ * sandbox/seccomp.h.
+ */
+#pragma once
+
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox/seccomp.h"
+#include "lib/util.h"
+
+struct seccomp_policy {
+        scmp_filter_ctx names;  /* deny-list or allow-list by syscall number */
+        scmp_filter_ctx args;   /* argument rules only; default allow */
+};
+
+/* A set of native syscall numbers. Native numbers are small and dense
+ * (x86_64: < 512); a bitmap grows to the largest member. */
+struct sysset {
+        uint64_t *words;
+        size_t n;
+};
+
+/* One filter being built: its context, its default action and how many
+ * rules were added to it (for the report). */
+struct builder {
+        scmp_filter_ctx ctx;
+        uint32_t default_action;
+        unsigned rules;
+};
+
+/* seccomp.c */
+
+/* Whether nr is in s (false for negative numbers). */
+bool seccomp_sysset_has(const struct sysset *s, int nr);
+
+/* Set *ret_error (if wanted) to "seccomp: " + message, return error. */
+int seccomp_fail(char **ret_error, int error, const char *fmt, ...) _printf_(3, 4);
+
+/* The groups file's path, $HUTCH_DATADIR/seccomp.ini; malloc'd. */
+char *seccomp_groups_path(void);
+
+/* Parse an action name ("errno" or NULL, "kill", "log") into the
+ * libseccomp action and its static name. 0, or -EINVAL for another. */
+int seccomp_parse_action(const char *s, uint32_t *ret, const char **ret_name);
+
+/* seccomp-rules.c */
+
+/* A new filter for the native architecture only, foreign ones taking
+ * `deny`; NULL on failure. */
+scmp_filter_ctx seccomp_filter_new(uint32_t default_action, uint32_t deny);
+
+/* Add the argument filter's rules to b. 0 or a libseccomp -errno. */
+int seccomp_build_args_filter(struct builder *b, const struct seccomp_settings *s, uint32_t deny);
+
+/* Add the name filter's rules for base (the mode's syscall set) to b,
+ * plus clone3's and the future syscalls' ENOSYS. 0 or -errno. */
+int seccomp_build_names_filter(struct builder *b, const struct seccomp_settings *s,
+                               const struct sysset *base, uint32_t deny, uint32_t enosys);

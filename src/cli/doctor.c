@@ -151,6 +151,10 @@ static bool check_userns(void)
         else if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
                 report(CHECK_MISSING, "unprivileged user namespaces", "user.max_user_namespaces = 0",
                        "sysctl -w user.max_user_namespaces=15000");
+        else if (r == 100 + (ENOSPC & 0x1f))
+                report(CHECK_MISSING, "unprivileged user namespaces",
+                       "user.max_user_namespaces is used up (clone: ENOSPC)",
+                       "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)");
         else
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",

@@ -64,7 +64,7 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ret_error);
         if (r < 0)
                 return r;
-        r = lang_plan_make(l, cfg->workdir_inside ? cfg->workdir_inside : "/workspace", &lj->plan, ret_error);
+        r = lang_plan_make(l, &lj->plan, ret_error);
         if (r < 0)
                 return r;
         lj->profile = l->profile;
@@ -235,7 +235,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_debug("no run cgroup (%s): falling back to the watchdog and rlimits", cg_reason);
 
         struct sandbox_inputs inputs = {
-                .code_fd = lj->code_fd, .code_path = lj->plan.source,
+                .code_fd = lj->code_fd, .code_name = lj->plan.source_name,
                 .compile_argv = lj->plan.compile_argv, .argv = cfg->argv,
                 .seccomp_required = true,
                 .cgroup = cgroup,
@@ -337,8 +337,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 out.status = RUN_SETUP_ERROR;
                 out.exit_code = EXIT_SETUP;
                 out.error = -spawn_r;
-                snprintf(out.message, sizeof(out.message), "setup: %s: %s%s",
-                         sb.failed_step ? sb.failed_step : "start the sandbox", strerror(-spawn_r),
+                const char *why = ns_explain_clone_error(spawn_r);
+                snprintf(out.message, sizeof(out.message), "setup: %s%s%s: %s%s",
+                         sb.failed_step ? sb.failed_step : "start the sandbox",
+                         sb.failed_path[0] ? " " : "", sb.failed_path,
+                         why && sb.failed_step && streq(sb.failed_step, "clone namespaces")
+                         ? why : strerror(-spawn_r),
                          spawn_r == -EPERM || spawn_r == -ENOSPC || spawn_r == -EINVAL || spawn_r == -EACCES
                          ? " (see: hutch doctor)" : "");
         } else {
@@ -581,7 +585,7 @@ int verb_rerun(int argc, char **argv)
                 if (r >= 0)
                         r = lang_lookup(lj.table, orig->lang, &l, &err);
                 if (r >= 0)
-                        r = lang_plan_make(l, cfg.workdir_inside, &lj.plan, &err);
+                        r = lang_plan_make(l, &lj.plan, &err);
                 if (r < 0) {
                         log_error("rerun: %s", err);
                         goto out;

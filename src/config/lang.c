@@ -398,13 +398,14 @@ int lang_check_host(const struct lang *l, const char *path_env, char **ret_error
         return check_word(l, l->command, "interpreter", path_env, ret_error);
 }
 
-int lang_plan_make(const struct lang *l, const char *dir, struct lang_plan *ret, char **ret_error)
+int lang_plan_make(const struct lang *l, struct lang_plan *ret, char **ret_error)
 {
         struct lang_plan plan = {};
         int r;
 
-        plan.source = xasprintf("%s/main%s", dir, l->extension);
-        plan.output = xasprintf("%s/main", dir);
+        plan.source_name = xasprintf("main%s", l->extension);
+        plan.source = xasprintf(LANG_CODE_DIR "/%s", plan.source_name);
+        plan.output = xstrdup(LANG_BUILD_DIR "/main");
         if (l->compile) {
                 r = lang_expand(l->compile, plan.source, plan.output, &plan.compile_argv, ret_error);
                 if (r < 0)
@@ -423,6 +424,7 @@ fail:
 void lang_plan_done(struct lang_plan *plan)
 {
         free(plan->source);
+        free(plan->source_name);
         free(plan->output);
         strv_free(plan->compile_argv);
         strv_free(plan->run_argv);

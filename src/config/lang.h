@@ -12,7 +12,7 @@
  *     r = lang_table_load(NULL, &t, &err);              share/languages.ini
  *     r = lang_lookup(t, "python", &l, &err);
  *     r = lang_check_host(l, getenv("PATH"), &err);     interpreter on PATH?
- *     r = lang_plan_make(l, "/workspace", &plan, &err);
+ *     r = lang_plan_make(l, &plan, &err);
  *     write CODE to plan.source (as seen inside); profile: l->profile
  *     if plan.compile_argv: run it; non-zero -> status compile_error
  *     run plan.run_argv
@@ -79,13 +79,21 @@ int lang_find_program(const char *program, const char *path_env, char **ret_path
  * "language python: interpreter \"python3\" not found on PATH (/usr/bin:/bin)". */
 int lang_check_host(const struct lang *l, const char *path_env, char **ret_error);
 
-/* What to run for l with the source in dir (a path inside the sandbox). */
+/* Where the code lives inside the sandbox: a read-only dir of its own on
+ * the run's scratch, outside the workspace, so the code is never part of
+ * a change set, a session or an apply, and a workspace's own main.py is
+ * left alone. A compile step writes its program to LANG_BUILD_DIR. */
+#define LANG_CODE_DIR "/run/hutch/code"
+#define LANG_BUILD_DIR "/run/hutch/build"
+
+/* What to run for l. */
 struct lang_plan {
-        char *source;           /* dir/main<extension>: write the code here */
-        char *output;           /* dir/main: the compiled program (compile only) */
+        char *source;           /* LANG_CODE_DIR/main<extension> */
+        char *source_name;      /* main<extension> */
+        char *output;           /* LANG_BUILD_DIR/main: the compiled program */
         char **compile_argv;    /* NULL when the language has no compile step */
         char **run_argv;
 };
-int lang_plan_make(const struct lang *l, const char *dir, struct lang_plan *ret, char **ret_error);
+int lang_plan_make(const struct lang *l, struct lang_plan *ret, char **ret_error);
 /* Free what a plan owns; NULL-safe on fields. */
 void lang_plan_done(struct lang_plan *plan);

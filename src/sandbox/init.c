@@ -45,24 +45,6 @@ static int exit_code_for(int status)
         return EXIT_SETUP;
 }
 
-/* Write the --lang code into the workspace, as the sandbox user. */
-static int place_code(int code_fd, const char *path)
-{
-        char buf[65536];
-        ssize_t n;
-        _cleanup_close_ int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (out < 0)
-                return -errno;
-        if (lseek(code_fd, 0, SEEK_SET) < 0)
-                return -errno;
-        while ((n = read(code_fd, buf, sizeof(buf))) > 0) {
-                int r = write_all(out, buf, (size_t)n);
-                if (r < 0)
-                        return r;
-        }
-        return n < 0 ? -errno : 0;
-}
-
 /* Run the compile step to completion; its output is the job's stderr and
  * stdout. Returns its wait status, or -errno. */
 static int run_compile(const struct run_config *cfg, const struct sandbox_inputs *in,
@@ -91,14 +73,9 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 _exit(EXIT_SETUP);
         }
 
-        if (in->code_fd >= 0) {
-                int r = place_code(in->code_fd, in->code_path);
-                if (r < 0) {
-                        init_report(sync_fd, SYNC_SETUP_ERROR, -r, 0, 0, "write code", in->code_path);
-                        _exit(EXIT_SETUP);
-                }
+        /* the --lang code is in place already (mount.c, LANG_CODE_DIR) */
+        if (in->code_fd >= 0)
                 close(in->code_fd);
-        }
         if (in->compile_argv) {
                 int status = run_compile(cfg, in, sync_fd, stdio);
                 if (status < 0) {

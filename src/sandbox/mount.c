@@ -56,6 +56,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
+#include "config/lang.h"
 #include "sandbox/mount.h"
 #include "lib/util.h"
 
@@ -155,15 +156,28 @@ static void pending_list_free(struct pending_list *l)
  * asked for must exist. Symlinks among the system dirs (merged /usr) are
  * kept as symlinks so /bin -> usr/bin keeps meaning the same thing. */
 static int clone_host(struct pending_list *l, const char *host, const char *inside,
-                      bool required, bool recursive, uint64_t attrs, struct setup_failure *fail)
+                      bool required, bool recursive, uint64_t attrs, int *clone,
+                      struct setup_failure *fail)
 {
         struct stat st;
         struct pending p = { .fd = -1 };
 
-        if ((required ? stat(host, &st) : lstat(host, &st)) < 0)
-                return errno == ENOENT && !required ? 0 : fail_with(fail, -errno, "bind", host);
         if (inside[0] != '/')
                 return fail_with(fail, -EINVAL, "bind (destination must be absolute)", inside);
+        if (clone && *clone >= 0) {
+                /* named_open() cloned it as the caller, attributes set */
+                if (fstat(*clone, &st) < 0)
+                        return fail_with(fail, -errno, "bind", host);
+                p.fd = *clone;
+                *clone = -1;
+                p.dir = S_ISDIR(st.st_mode);
+                p.inside = xstrdup(inside);
+                l->items = xrealloc(l->items, (l->n + 1) * sizeof(*l->items));
+                l->items[l->n++] = p;
+                return 0;
+        }
+        if ((required ? stat(host, &st) : lstat(host, &st)) < 0)
+                return errno == ENOENT && !required ? 0 : fail_with(fail, -errno, "bind", host);
         if (S_ISLNK(st.st_mode)) {
                 char target[PATH_MAX];
                 ssize_t n = readlink(host, target, sizeof(target) - 1);
@@ -193,7 +207,8 @@ static int clone_host(struct pending_list *l, const char *host, const char *insi
 /* "SRC" or "SRC:DEST" from --ro/--rw and the profile's ro/rw lists. A
  * writable bind is still nosuid and nodev: the job may change the files,
  * never gain privilege through them. */
-static int clone_user(struct pending_list *l, const char *spec, bool writable, struct setup_failure *fail)
+static int clone_user(struct pending_list *l, const char *spec, bool writable, int *clone,
+                      struct setup_failure *fail)
 {
         _cleanup_free_ char *src = xstrdup(spec);
         char *colon = strchr(src, ':');
@@ -203,7 +218,7 @@ static int clone_user(struct pending_list *l, const char *spec, bool writable, s
                 dest = colon + 1;
         }
         return clone_host(l, src, dest, true, true,
-                          (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                          (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, clone, fail);
 }
 
 /* Attach everything cloned by clone_host() under the new root. */
@@ -336,7 +351,7 @@ static int clone_dev_nodes(struct pending_list *l, struct setup_failure *fail)
                 char host[64], inside[64];
                 snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
                 snprintf(inside, sizeof(inside), "/dev/%s", dev_nodes[i]);
-                int r = clone_host(l, host, inside, false, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, fail);
+                int r = clone_host(l, host, inside, false, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, NULL, fail);
                 if (r < 0)
                         return r;
         }
@@ -554,6 +569,49 @@ static int setup_overlay_workspace(int lower_clone, struct setup_failure *fail)
         return 0;
 }
 
+/* --lang: the code in a dir of its own on the scratch, shown read-only
+ * at LANG_CODE_DIR, and an empty writable LANG_BUILD_DIR for a compile
+ * step's program. Outside the workspace, so the code is never part of
+ * the change set, a session or an apply, and never meets a main.py of
+ * the workspace's own.
+ * Safety: both live on the scratch (the disk limit covers them) and are
+ * nosuid,nodev like every writable area; the code dir is read-only, so
+ * the job cannot change what the record says ran. */
+static int setup_code(int code_fd, const char *name, struct setup_failure *fail)
+{
+        char buf[65536], path[PATH_MAX], dst[PATH_MAX];
+        ssize_t n;
+
+        if (!name || !*name || strchr(name, '/'))
+                return fail_with(fail, -EINVAL, "write code", name ? name : "");
+        if (mkdir(RW "/code", 0755) < 0 || mkdir(RW "/build", 0755) < 0)
+                return fail_with(fail, -errno, "mkdir", RW "/code");
+        snprintf(path, sizeof(path), RW "/code/%s", name);
+        _cleanup_close_ int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (out < 0)
+                return fail_with(fail, -errno, "write code", LANG_CODE_DIR);
+        if (lseek(code_fd, 0, SEEK_SET) < 0)
+                return fail_with(fail, -errno, "write code", LANG_CODE_DIR);
+        while ((n = read(code_fd, buf, sizeof(buf))) != 0) {
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return fail_with(fail, -errno, "write code", LANG_CODE_DIR);
+                }
+                int r = write_all(out, buf, (size_t)n);
+                if (r < 0)
+                        return fail_with(fail, r, "write code", LANG_CODE_DIR);
+        }
+        snprintf(dst, sizeof(dst), NEWROOT "%s", LANG_CODE_DIR);
+        int r = mkdir_p(dst, 0755);
+        if (r < 0)
+                return fail_with(fail, r, "mkdir", LANG_CODE_DIR);
+        r = bind_with_attrs(RW "/code", dst, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (r < 0)
+                return fail_with(fail, r, "bind", LANG_CODE_DIR);
+        return bind_rw(RW "/build", LANG_BUILD_DIR, fail);
+}
+
 /* root = DIR[:DIR...]: overlay of the layer clones over NEWROOT. */
 static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
 {
@@ -590,9 +648,10 @@ static int setup_image_root(int *clones, size_t n, struct setup_failure *fail)
 
 /* --input HOST:NAME -> a read-only clone for <workspace>/input/NAME. */
 static int clone_inputs(struct pending_list *l, const struct run_config *cfg, char **inputs,
-                        struct setup_failure *fail)
+                        int *clones, struct setup_failure *fail)
 {
-        for (char **p = inputs; p && *p; p++) {
+        size_t i = 0;
+        for (char **p = inputs; p && *p; p++, i++) {
                 const char *colon = strrchr(*p, ':');
                 if (!colon)
                         return fail_with(fail, -EINVAL, "input", *p);
@@ -600,7 +659,8 @@ static int clone_inputs(struct pending_list *l, const struct run_config *cfg, ch
                 host[colon - *p] = '\0';
                 _cleanup_free_ char *inside = xasprintf("%s/input/%s", cfg->workdir_inside, colon + 1);
                 int r = clone_host(l, host, inside, true, true,
-                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, fail);
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                   clones ? &clones[i] : NULL, fail);
                 if (r < 0)
                         return r;
         }
@@ -622,17 +682,19 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         bool image = ws && ws->n_root_clones > 0;
         for (char **p = cfg->ro_binds; !image && p && *p; p++) {
-                r = clone_host(&system, *p, *p, false, true, ro, fail);
+                r = clone_host(&system, *p, *p, false, true, ro, NULL, fail);
                 if (r < 0)
                         goto out;
         }
-        for (char **p = cfg->ro_paths; p && *p; p++) {
-                r = clone_user(&binds, *p, false, fail);
+        for (size_t i = 0; cfg->ro_paths && cfg->ro_paths[i]; i++) {
+                r = clone_user(&binds, cfg->ro_paths[i], false, ws && ws->ro_clones ? &ws->ro_clones[i] : NULL,
+                               fail);
                 if (r < 0)
                         goto out;
         }
-        for (char **p = cfg->rw_paths; p && *p; p++) {
-                r = clone_user(&binds, *p, true, fail);
+        for (size_t i = 0; cfg->rw_paths && cfg->rw_paths[i]; i++) {
+                r = clone_user(&binds, cfg->rw_paths[i], true, ws && ws->rw_clones ? &ws->rw_clones[i] : NULL,
+                               fail);
                 if (r < 0)
                         goto out;
         }
@@ -640,7 +702,7 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         if (r < 0)
                 goto out;
         if (ws) {
-                r = clone_inputs(&binds, cfg, ws->inputs, fail);
+                r = clone_inputs(&binds, cfg, ws->inputs, ws->input_clones, fail);
                 if (r < 0)
                         goto out;
         }
@@ -719,6 +781,11 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         r = attach_pending(&binds, fail);
         if (r < 0)
                 goto out;
+        if (ws && ws->code_fd >= 0) {
+                r = setup_code(ws->code_fd, ws->code_name, fail);
+                if (r < 0)
+                        goto out;
+        }
         for (char **p = cfg->masks; p && *p; p++) {
                 r = mask_pattern(*p, fail);
                 if (r < 0)

@@ -25,6 +25,15 @@ struct mount_workspace {
         size_t n_root_clones;   /* 0: the default root (host system dirs) */
         char **inputs;          /* "HOST_PATH:NAME": bound read-only at
                                  * <workspace>/input/NAME; may be NULL */
+        /* named_open() clones of cfg->ro_paths, cfg->rw_paths and inputs,
+         * one per entry, taken by the caller's credentials; attached as
+         * they are (entries are set to -1 when consumed). NULL: none */
+        int *ro_clones, *rw_clones, *input_clones;
+        /* --lang: the code (an fd to read from the start) written to
+         * LANG_CODE_DIR/code_name on the scratch and shown read-only;
+         * -1 for none */
+        int code_fd;
+        const char *code_name;
         /* out: O_DIRECTORY fds, opened before pivot_root (after it the
          * scratch is unreachable by path); -1 when there is none */
         int ret_upper_fd;       /* the overlay upper dir (with lower only) */

@@ -149,3 +149,14 @@ int ns_loopback_up(void)
                 return -errno;
         return 0;
 }
+
+const char *ns_explain_clone_error(int r)
+{
+        /* clone/unshare return ENOSPC when a namespace count limit
+         * (user.max_user_namespaces and its siblings) is reached, and a
+         * limit of 0 is how distributions switch user namespaces off */
+        if (r == -ENOSPC)
+                return "no user namespace may be created: the limit user.max_user_namespaces is 0 or used up "
+                       "(raise it: sysctl -w user.max_user_namespaces=15000)";
+        return NULL;
+}

@@ -28,3 +28,8 @@ int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid);
 
 int ns_set_hostname(const char *name);
 int ns_loopback_up(void);
+
+/* Words for a refusal of clone(CLONE_NEWUSER|...) whose errno alone
+ * misleads (ENOSPC is "No space left on device"), with the fix; NULL
+ * when strerror() says it well enough. r is -errno. Static string. */
+const char *ns_explain_clone_error(int r);

@@ -38,6 +38,7 @@
 #include "sandbox/init.h"
 #include "lib/log.h"
 #include "sandbox/mount.h"
+#include "sandbox/named.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
@@ -115,20 +116,18 @@ static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
         return r;
 }
 
-/* Close every fd above 2 except the (up to five) given ones (-1: none). */
-static void close_all_but(int a, int b, int c, int d, int e)
+static int cmp_int(const void *a, const void *b)
 {
-        int keep[5] = { a, b, c, d, e };
-        /* sort the few fds to keep, then close the gaps between them */
-        for (int i = 0; i < 5; i++)
-                for (int j = i + 1; j < 5; j++)
-                        if (keep[j] < keep[i]) {
-                                int t = keep[i];
-                                keep[i] = keep[j];
-                                keep[j] = t;
-                        }
+        return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* Close every fd above 2 except the n in keep (-1 entries: none). */
+static void close_all_but(int *keep, size_t n)
+{
+        /* sort the fds to keep, then close the gaps between them */
+        qsort(keep, n, sizeof(int), cmp_int);
         unsigned from = 3;
-        for (int i = 0; i < 5; i++) {
+        for (size_t i = 0; i < n; i++) {
                 if (keep[i] < (int)from)
                         continue;
                 if ((unsigned)keep[i] > from)
@@ -139,11 +138,14 @@ static void close_all_but(int a, int b, int c, int d, int e)
 }
 
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
-                                 int sync_fd, int stdout_w, int stderr_w, int idmapped_lower)
+                                 int sync_fd, int stdout_w, int stderr_w, int idmapped_lower,
+                                 struct named_clones *named)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
         int r;
+        size_t n_keep = 0, max_keep = 5 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
+        int *keep = xcalloc(max_keep, sizeof(int));
 
         /* If the supervisor is gone before we even start, so are we. */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -152,27 +154,29 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
          * beyond stdio (3</etc/passwd), which the job could otherwise
          * reach through /proc/1/fd as a way out of the sandbox. stdin
          * stays: it is the job's. */
-        close_all_but(sync_fd, stdout_w, stderr_w, in->code_fd, idmapped_lower);
+        keep[n_keep++] = sync_fd;
+        keep[n_keep++] = stdout_w;
+        keep[n_keep++] = stderr_w;
+        keep[n_keep++] = in->code_fd;
+        keep[n_keep++] = idmapped_lower;
+        (void)named_fds(named, keep, &n_keep, max_keep);
+        close_all_but(keep, n_keep);
+        free(keep);
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
 
-        /* The workspace's lower dir is resolved as the user who started
-         * hutch, who owns it (a session dir lives in their private state
-         * dir): the sandbox user may be another host uid. */
-        int lower_clone = idmapped_lower;
-        if (in->workspace_lower && lower_clone < 0) {
-                lower_clone = mount_clone_lower(in->workspace_lower);
-                if (lower_clone < 0)
-                        setup_failed(sync_fd, lower_clone, "workdir", in->workspace_lower);
+        /* What the user named is resolved as the user who started hutch
+         * (named.c): real root's supervisor did it before clone; else it
+         * happens here, still as the caller's host uid, before the
+         * sandbox takes its uid. */
+        if (!named->opened) {
+                r = named_open(cfg, in->inputs, idmapped_lower < 0 ? in->workspace_lower : NULL, named, &fail);
+                if (r < 0)
+                        setup_failed(sync_fd, r, fail.step, fail.path);
         }
-        size_t n_layers = strv_length(cfg->root_layers);
-        int *layers = n_layers ? xcalloc(n_layers, sizeof(int)) : NULL;
-        for (size_t i = 0; i < n_layers; i++) {
-                layers[i] = mount_clone_lower(cfg->root_layers[i]);
-                if (layers[i] < 0)
-                        setup_failed(sync_fd, layers[i], "root layer", cfg->root_layers[i]);
-        }
+        int lower_clone = idmapped_lower >= 0 ? idmapped_lower : named->lower;
+        named->lower = -1;
 
         /* Become the sandbox user. KEEPCAPS keeps the permitted set across
          * the uid change; the effective set is raised again below. These
@@ -193,11 +197,15 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         (void)prctl(PR_SET_NAME, "hutch-init");
 
         struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
-                                      .root_clones = layers, .n_root_clones = n_layers,
+                                      .root_clones = named->layers, .n_root_clones = named->n_layers,
+                                      .ro_clones = named->ro, .rw_clones = named->rw,
+                                      .input_clones = named->inputs,
+                                      .code_fd = in->code_fd, .code_name = in->code_name,
                                       .ret_upper_fd = -1, .ret_workspace_fd = -1 };
         r = mount_build_root(cfg, &ws, &fail);
         if (r < 0)
                 setup_failed(sync_fd, r, fail.step, fail.path);
+        named_close(named);     /* whatever mount_build_root() left */
         r = send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
         if (r < 0)
                 setup_failed(sync_fd, r, "send workspace", "");
@@ -283,6 +291,9 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
 {
         int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
         int pidfd = -1, idmapped_lower = -1, r;
+        struct named_clones named = { .lower = -1 };
+
+        ret->failed_path[0] = '\0';
 
         ret->failed_step = "sync socket";
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
@@ -317,6 +328,19 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         ret->failed_step = "workdir idmap";
         if (in->workspace_lower && ns_real_root())
                 idmapped_lower = idmap_workdir(in->workspace_lower);
+
+        /* Real root opens what the run names now, with root's own access
+         * (named.c): the sandbox's setup runs as uid 65534 on the host,
+         * which a 0700 dir of root's keeps out. */
+        if (ns_real_root()) {
+                struct setup_failure nf = { 0 };
+                r = named_open(cfg, in->inputs, idmapped_lower < 0 ? in->workspace_lower : NULL, &named, &nf);
+                if (r < 0) {
+                        ret->failed_step = nf.step;
+                        snprintf(ret->failed_path, sizeof(ret->failed_path), "%s", nf.path);
+                        goto fail;
+                }
+        }
 
         /* Root on the host keeps no supplementary groups into the sandbox:
          * setgroups is denied inside, so they could never be shed there. */
@@ -353,8 +377,9 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], out[1], err[1], idmapped_lower);
+                child_main(cfg, in, sync_pair[1], out[1], err[1], idmapped_lower, &named);
         }
+        named_close(&named);    /* the sandbox has its copies */
         if (idmapped_lower >= 0) {
                 close(idmapped_lower);  /* the sandbox has its copy */
                 idmapped_lower = -1;
@@ -394,6 +419,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         return 0;
 
 fail:
+        named_close(&named);
         for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd,
                                 idmapped_lower, -2 };
              *fd != -2; fd++)

@@ -18,6 +18,7 @@ struct sandbox {
         int stdout_fd;          /* read ends of the job's stdout/stderr; */
         int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
         const char *failed_step;/* set when sandbox_spawn() fails: what failed */
+        char failed_path[416];  /* ... and on which path ("" for none) */
         struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */
         int workspace_fd;       /* the job's workspace dir, sent before the job
                                  * started (SYNC_WORKSPACE), else -1 */
@@ -32,8 +33,8 @@ void sandbox_signal_set(sigset_t *set);
 /* What a run brings into the sandbox besides its configuration. */
 struct cgroup_run;
 struct sandbox_inputs {
-        int code_fd;            /* --lang code to write at code_path, or -1 */
-        const char *code_path;  /* inside path, under the workspace */
+        int code_fd;            /* --lang code, or -1 */
+        const char *code_name;  /* its file name in LANG_CODE_DIR (main.py) */
         char **compile_argv;    /* run before the job; failing = compile_error */
         char **argv;            /* the job's command */
         /* The syscall filter (seccomp_policy_export()) arrives with the

@@ -166,22 +166,22 @@ static void plans(void **state)
 
         assert_int_equal(lang_table_load(NULL, &t, &err), 0);
         assert_int_equal(lang_lookup(t, "python", &l, &err), 0);
-        assert_int_equal(lang_plan_make(l, "/workspace", &py, &err), 0);
-        assert_string_equal(py.source, "/workspace/main.py");
+        assert_int_equal(lang_plan_make(l, &py, &err), 0);
+        assert_string_equal(py.source, "/run/hutch/code/main.py");
         assert_null(py.compile_argv);
         assert_int_equal(strv_length(py.run_argv), 4);
         assert_string_equal(py.run_argv[0], "python3");
-        assert_string_equal(py.run_argv[3], "/workspace/main.py");
+        assert_string_equal(py.run_argv[3], "/run/hutch/code/main.py");
 
         assert_int_equal(lang_lookup(t, "c", &l, &err), 0);
-        assert_int_equal(lang_plan_make(l, "/workspace", &c, &err), 0);
-        assert_string_equal(c.source, "/workspace/main.c");
-        assert_string_equal(c.output, "/workspace/main");
+        assert_int_equal(lang_plan_make(l, &c, &err), 0);
+        assert_string_equal(c.source, "/run/hutch/code/main.c");
+        assert_string_equal(c.output, "/run/hutch/build/main");
         assert_string_equal(c.compile_argv[0], "cc");
-        assert_string_equal(c.compile_argv[3], "/workspace/main");
-        assert_string_equal(c.compile_argv[4], "/workspace/main.c");
+        assert_string_equal(c.compile_argv[3], "/run/hutch/build/main");
+        assert_string_equal(c.compile_argv[4], "/run/hutch/code/main.c");
         assert_int_equal(strv_length(c.run_argv), 1);
-        assert_string_equal(c.run_argv[0], "/workspace/main");
+        assert_string_equal(c.run_argv[0], "/run/hutch/build/main");
 }
 
 int main(void)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "tap-skip.h"
+
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <seccomp.h>
@@ -75,7 +77,7 @@ static int teardown(void **state)
         return 0;
 }
 
-#define SKIP_IF_NO_OVERLAY(f) do { if ((f)->skip) skip(); } while (0)
+#define SKIP_IF_NO_OVERLAY(f) do { if ((f)->skip) tap_skip("no overlay in a user namespace under $TMPDIR here"); } while (0)
 
 /* A fresh copy of lower; returns its path, *fd an O_DIRECTORY fd. */
 static char *copy_of_lower(struct fixture *f, int *fd)
@@ -320,7 +322,7 @@ static void without_rename_flags(void **state)
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status));
         if (WEXITSTATUS(status) == 77)
-                skip();
+                tap_skip("cannot load a seccomp filter hiding openat2 here");
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
@@ -349,6 +351,7 @@ static void skipped_and_unsafe_entries(void **state)
 
 int main(void)
 {
+        tap_skip_filter();
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(apply_from_upper),
                 cmocka_unit_test(apply_from_blobs),

@@ -70,6 +70,8 @@ int main(int argc, char **argv)
                 printf("hutch %s\n", PACKAGE_VERSION);
                 return flush_stdout(EXIT_OK);
         }
+        /* each verb words its own usage errors (cli_usage_error()) */
+        opterr = 0;
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(argv[1], verbs[i].name))
                         return flush_stdout(verbs[i].run(argc - 1, argv + 1));

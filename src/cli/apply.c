@@ -110,7 +110,7 @@ int verb_apply(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("apply", argv, options);
                 }
         r = cli_open_run("apply", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)

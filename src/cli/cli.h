@@ -54,6 +54,15 @@ char *cli_run_json(struct store *s, const struct run_record *rec);
  * with "…" (0: no limit). Caller frees. */
 char *cli_format_argv(char *const *argv, size_t max_width);
 
+/* Shared by verbs: getopt_long() returned '?' or ':' (opterr is 0).
+ * Prints one line, "hutch: VERB: unknown option '--x' (did you mean
+ * --y? ...)" or "... needs a value", and returns EXIT_USAGE. */
+struct option;
+int cli_usage_error(const char *verb, char **argv, const struct option *opts);
+/* The option of opts nearest to name (a typo's likely meaning), or NULL
+ * when none is near. */
+const char *cli_nearest_option(const struct option *opts, const char *name);
+
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);

@@ -95,7 +95,7 @@ int verb_cp(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("cp", argv, options);
                 }
         if (argc - optind != 2 || !strchr(argv[optind], ':')) {
                 log_error("cp: expected ID:PATH DEST (see hutch cp --help)");

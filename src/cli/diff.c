@@ -317,7 +317,7 @@ int verb_diff(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("diff", argv, options);
                 }
         r = cli_open_run("diff", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)

@@ -402,8 +402,7 @@ int verb_doctor(int argc, char **argv)
                                "missing. Exits 0 when `hutch run` can work, 1 when it cannot.\n");
                         return EXIT_OK;
                 }
-                fprintf(stderr, "Try 'hutch doctor --help'.\n");
-                return EXIT_USAGE;
+                return cli_usage_error("doctor", argv, opts);
         }
 
         printf("hutch %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),

@@ -112,7 +112,7 @@ int verb_gc(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("gc", argv, options);
                 }
         if (optind < argc) {
                 log_error("gc: unexpected argument '%s' (see hutch gc --help)", argv[optind]);

@@ -59,7 +59,7 @@ int verb_logs(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("logs", argv, options);
                 }
         r = cli_open_run("logs", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)

@@ -155,7 +155,7 @@ int verb_ls(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("ls", argv, options);
                 }
         if (optind < argc) {
                 log_error("ls: unexpected argument '%s' (see hutch ls --help)", argv[optind]);

@@ -176,12 +176,8 @@ static int profile_show_verb(int argc, char **argv)
                         sha_only = true;
                         break;
                 case '?':
-                        log_error("profile show: unknown option '%s' (see hutch profile --help)",
-                                  argv[optind - 1]);
-                        return EXIT_USAGE;
                 case ':':
-                        log_error("profile show: option '%s' needs a value", argv[optind - 1]);
-                        return EXIT_USAGE;
+                        return cli_usage_error("profile show", argv, opts);
                 default:
                         if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
                                 /* applied after the profile, in order */

@@ -181,11 +181,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         run_help(stdout);
                         return -1;
                 case ':':
-                        log_error("run: option '%s' needs a value (see hutch run --help)", argv[optind - 1]);
-                        return EXIT_USAGE;
                 case '?':
-                        log_error("run: unknown option '%s' (see hutch run --help)", argv[optind - 1]);
-                        return EXIT_USAGE;
+                        return cli_usage_error("run", argv, opts);
                 default:
                         if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
                                 const char *key = c == OPT_KEY_BASE + (int)profile_n_keys

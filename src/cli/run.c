@@ -550,8 +550,7 @@ int verb_rerun(int argc, char **argv)
                         rerun_help(stdout);
                         return EXIT_OK;
                 default:
-                        fprintf(stderr, "Try 'hutch rerun --help'.\n");
-                        return EXIT_USAGE;
+                        return cli_usage_error("rerun", argv, opts);
                 }
         }
         log_set_level((enum log_level)verbosity);

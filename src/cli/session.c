@@ -146,7 +146,7 @@ int verb_session(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("session", argv, options);
                 }
         if (optind >= argc) {
                 log_error("session: expected ls or rm (see hutch session --help)");

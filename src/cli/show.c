@@ -257,7 +257,7 @@ int verb_show(int argc, char **argv)
                         help();
                         return EXIT_OK;
                 default:
-                        return EXIT_USAGE;
+                        return cli_usage_error("show", argv, options);
                 }
         r = cli_open_run("show", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)

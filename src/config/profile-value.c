@@ -340,7 +340,7 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
                                 return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
                                                     "expected %s%s%s, got \"%s\"", type_expect(k),
                                                     k->zero ? " or " : "", k->zero ? k->zero : "", value);
-                        if (r < 0 || v > k->max || (v < k->min && !(v == 0 && k->zero))) {
+                        if (r < 0 || v > k->max || v < k->min) {
                                 _cleanup_free_ char *lo = format_plain(k, k->min);
                                 _cleanup_free_ char *hi = format_plain(k, k->max);
                                 return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),

@@ -47,6 +47,22 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
         return EXIT_OK;
 }
 
+
+/* NAME of --input PATH:NAME: a relative path (sub/b.txt) whose parts are
+ * neither empty nor "." nor "..", so it stays under <workspace>/input. */
+static bool input_name_ok(const char *name)
+{
+        if (name[0] == '/')
+                return false;
+        _cleanup_free_ char *copy = xstrdup(name);
+        char *save = NULL;
+        size_t parts = 0;
+        for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save), parts++)
+                if (streq(t, ".") || streq(t, ".."))
+                        return false;
+        return parts > 0 && !strstr(name, "//") && name[strlen(name) - 1] != '/';
+}
+
 int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
 {
         if (a->apply && !a->workdir) {
@@ -73,7 +89,7 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
                 _cleanup_free_ char *host = xstrdup(*p);
                 char *colon = strrchr(host, ':');
                 const char *name;
-                if (colon && colon[1] && !strchr(colon + 1, '/')) {
+                if (colon && colon[1] && input_name_ok(colon + 1)) {
                         *colon = '\0';
                         name = colon + 1;
                 } else {

@@ -262,6 +262,14 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "profile_sha256", json_text(rec->profile_sha256));
         json_object_set_new(o, "rerun_of", json_text(rec->rerun_of));
         json_object_set_new(o, "session", json_text(rec->session));
+        /* --lang runs: the code that ran (it lives outside the workspace,
+         * so the change set does not carry it) */
+        json_object_set_new(o, "lang", json_text(rec->lang));
+        if (with_output && rec->code) {
+                _cleanup_free_ char *code = sanitize_text(rec->code, rec->code_len, NULL);
+                json_object_set_new(o, "code", json_string(code));
+        } else if (with_output)
+                json_object_set_new(o, "code", json_null());
         return o;
 }
 

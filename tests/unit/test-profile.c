@@ -201,7 +201,7 @@ static void values(void **state)
                 "memory = 1.5G\n"
                 "memory_high = 400M\n"
                 "cpus = 0.25\n"
-                "pids = 0\n"
+                "pids = none\n"
                 "disk = 2GiB\n"
                 "capture = 1M\n"
                 "max_file_size = 10M\n"
@@ -232,7 +232,7 @@ static void values(void **state)
         assert_int_equal(cfg.memory_bytes, 3ULL << 29);
         assert_int_equal(cfg.memory_high_bytes, 400ULL << 20);
         assert_true(cfg.cpus == 0.25);
-        assert_int_equal(cfg.pids, 0);         /* "0" is "none" where none is allowed */
+        assert_int_equal(cfg.pids, 0);         /* none */
         assert_int_equal(cfg.disk_bytes, 2ULL << 30);
         assert_int_equal(cfg.capture_bytes, 1 << 20);
         assert_int_equal(cfg.max_file_size, 10 << 20);
@@ -276,6 +276,15 @@ static void values(void **state)
                 assert_string_equal(p, "yes");
         }
         assert_from(&cfg, "limits.timeout", "cli");
+        run_config_done(&cfg);
+        /* below the minimum is out of range, 0 included: only the word
+         * none means no limit */
+        run_config_init(&cfg);
+        free(err);
+        err = NULL;
+        assert_int_equal(profile_load_text(&cfg, "[limits]\npids = 0\n", "z.ini", false, &err), -EINVAL);
+        assert_non_null(strstr(err, "z.ini:2"));
+        assert_non_null(strstr(err, "from 1 to"));
         run_config_done(&cfg);
 }
 

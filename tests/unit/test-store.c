@@ -593,7 +593,7 @@ static void json_view(void **state)
                 "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms",
                 "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes",
                 "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated",
-                "stderr_truncated", "limits", "enforcement", "profile", "profile_sha256", "rerun_of", "session",
+                "stderr_truncated", "limits", "enforcement", "profile", "profile_sha256", "rerun_of", "session", "lang", "code",
         };
         _cleanup_run_record_ struct run_record *rec = make("01ARYZ6S41TSV4RRFFQ69G5FAV", RUN_SIGNALED, 1469918176385ULL);
         json_t *j, *k;

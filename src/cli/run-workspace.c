@@ -139,6 +139,10 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 .output_rel = output_rel && *output_rel ? output_rel : NULL,
                 .has_inputs = wp->inputs != NULL,
                 .max_files = cfg->artifacts_max_files, .max_bytes = cfg->artifacts_max_bytes,
+                /* the job could not have written more than its disk: a
+                 * change set that claims more is holes, and is not expanded */
+                .changes = { .max_files = (size_t)cfg->max_changes, .max_bytes = cfg->disk_bytes,
+                             .max_path = (size_t)cfg->max_path },
         };
         r = runfiles_open_blobs(store, &bs);
         if (r >= 0)

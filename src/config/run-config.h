@@ -72,6 +72,9 @@ struct run_config {
         uint64_t timeout_ms;    /* timeout: wall clock */
         uint64_t grace_ms;      /* grace: SIGTERM -> SIGKILL delay (0 = kill at once) */
         uint64_t disk_bytes;    /* disk: size of the scratch tmpfs (never 0) */
+        uint64_t inodes;        /* inodes: nr_inodes of the scratch tmpfs (never 0) */
+        uint64_t max_changes;   /* max_changes: workspace changes recorded per run (never 0) */
+        uint64_t max_path;      /* max_path: longest recorded path, in bytes (never 0) */
         uint64_t capture_bytes; /* capture: head and tail kept per stream (0 = keep none) */
         uint64_t nofile;        /* nofile: RLIMIT_NOFILE (never 0) */
         uint64_t cpu_time_ms;   /* cpu_time */

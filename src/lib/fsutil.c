@@ -305,7 +305,9 @@ int fs_create_unique(int dirfd, const char *prefix, char kind, mode_t mode,
         return -EEXIST;
 }
 
-int64_t fs_copy_digest(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes)
+/* The dense copy: for pipes, and for files that cannot say where their
+ * holes are. */
+static int64_t copy_dense(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes)
 {
         const size_t bufsize = 128 * 1024;
         _cleanup_free_ char *buf = xmalloc(bufsize);
@@ -333,6 +335,101 @@ int64_t fs_copy_digest(int in_fd, int out_fd, struct digest *d, uint64_t max_byt
                                 return r;
                 }
         }
+}
+
+/* Feed n zero bytes (a hole) to d. */
+static void digest_zeros(struct digest *d, uint64_t n)
+{
+        static const char zeros[64 * 1024];
+        while (d && n) {
+                size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+                digest_update(d, zeros, k);
+                n -= k;
+        }
+}
+
+/* The sparse copy: only the data extents are read and written; a hole
+ * in in_fd stays a hole in out_fd (an lseek past it, then ftruncate to
+ * the full length), so a file that claims 3 GB but holds 4 KB costs
+ * 4 KB wherever it is copied. The hash still covers the zeros, so a
+ * blob's name does not depend on how it was stored. The budget
+ * (max_bytes) counts the file's length, holes included, and is checked
+ * before any hole is hashed: hashing 8 EB of zeros would never end. */
+static int64_t copy_sparse(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes,
+                           off_t pos, off_t end)
+{
+        const size_t bufsize = 128 * 1024;
+        _cleanup_free_ char *buf = xmalloc(bufsize);
+        off_t start = pos;
+
+        if (max_bytes && (uint64_t)(end - pos) > max_bytes)
+                return -EFBIG;
+        while (pos < end) {
+                off_t data = lseek(in_fd, pos, SEEK_DATA);
+                if (data < 0) {
+                        if (errno != ENXIO)
+                                return -errno;
+                        data = end;     /* a hole up to the end */
+                }
+                if (data > end)
+                        data = end;
+                digest_zeros(d, (uint64_t)(data - pos));
+                if (out_fd >= 0 && data > pos && lseek(out_fd, data - pos, SEEK_CUR) < 0)
+                        return -errno;
+                pos = data;
+                if (pos >= end)
+                        break;
+                off_t hole = lseek(in_fd, pos, SEEK_HOLE);
+                if (hole < 0)
+                        return -errno;
+                if (hole > end)
+                        hole = end;
+                while (pos < hole) {
+                        size_t want = (uint64_t)(hole - pos) < bufsize ? (size_t)(hole - pos) : bufsize;
+                        ssize_t n = pread(in_fd, buf, want, pos);
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
+                        if (n == 0) {
+                                end = pos;      /* shrank under us: stop at its new end */
+                                break;
+                        }
+                        if (d)
+                                digest_update(d, buf, (size_t)n);
+                        if (out_fd >= 0) {
+                                int r = write_all(out_fd, buf, (size_t)n);
+                                if (r < 0)
+                                        return r;
+                        }
+                        pos += n;
+                }
+        }
+        if (lseek(in_fd, end, SEEK_SET) < 0)
+                return -errno;
+        if (out_fd >= 0) {
+                off_t out_end = lseek(out_fd, 0, SEEK_CUR);
+                if (out_end < 0 || ftruncate(out_fd, out_end) < 0)
+                        return -errno;
+        }
+        return (int64_t)(end - start);
+}
+
+int64_t fs_copy_digest(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes)
+{
+        struct stat ist, ost;
+        off_t pos;
+
+        /* sparse only between regular files (or into nothing): a pipe
+         * reader must get the zeros */
+        if (fstat(in_fd, &ist) < 0 || !S_ISREG(ist.st_mode) ||
+            (out_fd >= 0 && (fstat(out_fd, &ost) < 0 || !S_ISREG(ost.st_mode))) ||
+            (pos = lseek(in_fd, 0, SEEK_CUR)) < 0 || pos > ist.st_size)
+                return copy_dense(in_fd, out_fd, d, max_bytes);
+        if (lseek(in_fd, pos, SEEK_DATA) < 0 && errno == EINVAL)
+                return copy_dense(in_fd, out_fd, d, max_bytes);   /* no SEEK_DATA here */
+        return copy_sparse(in_fd, out_fd, d, max_bytes, pos, ist.st_size);
 }
 
 int fs_hash_at(int dirfd, const char *name, const struct stat *st,

@@ -67,9 +67,13 @@ int fs_create_unique(int dirfd, const char *prefix, char kind, mode_t mode,
  * bytes). 0 or -ENAMETOOLONG. */
 int fs_random_name(const char *prefix, char *buf, size_t len);
 
-/* Copy from in_fd (from its offset, to EOF) to out_fd, feeding every byte
- * to the digest d when it is not NULL. Stops with -EFBIG after max_bytes
- * (0 = no limit). Returns bytes copied or -errno. */
+/* Copy from in_fd (from its offset, to EOF) to out_fd (or nowhere, -1),
+ * feeding every byte to the digest d when it is not NULL. Between
+ * regular files holes stay holes: only data extents are read and
+ * written, and out_fd is extended to the full length with ftruncate.
+ * max_bytes (0 = no limit) bounds the length, holes included: a longer
+ * file gives -EFBIG (for a regular file before anything is read).
+ * Returns the length copied or -errno. */
 struct digest;
 int64_t fs_copy_digest(int in_fd, int out_fd, struct digest *d, uint64_t max_bytes);
 

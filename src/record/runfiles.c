@@ -72,16 +72,23 @@ static bool under(const char *path, const char *dir)
  * can show it after the run. The lower dir is the user's: it may have
  * changed since the job read it, so a version that no longer hashes to
  * what the job saw is not kept (diff then says so). */
-static void keep_lower(struct blobstore *bs, int lower_fd, const struct change *c)
+static void keep_lower(struct blobstore *bs, int lower_fd, const struct change *c, uint64_t *budget)
 {
         char hex[DIGEST_HEX_SIZE];
+        uint64_t size;
 
+        /* the job chooses which lower files it deletes: `rm -rf` of a big
+         * tree must not copy the whole tree into the store, so the lower
+         * versions share the run's byte budget too (0 = none) */
         if (!S_ISREG(c->old_mode) || !c->old_sha256[0] || blobstore_has(bs, c->old_sha256))
                 return;
+        if (*budget == 1)
+                return;         /* spent */
         _cleanup_close_ int fd = fs_open_beneath(lower_fd, c->path, O_RDONLY | O_NONBLOCK, 0);
         if (fd < 0)
                 return;
-        (void)blobstore_put_fd(bs, fd, 0, hex, NULL);
+        if (blobstore_put_fd(bs, fd, *budget > 1 ? *budget - 1 : 0, hex, &size) >= 0 && *budget)
+                *budget = size + 1 < *budget ? *budget - size : 1;
 }
 
 static void filter_changes(struct changeset *cs, const struct runfiles_params *p)
@@ -144,12 +151,15 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
         blobstore_batch_begin(bs);
         if (p->upper_fd >= 0 && p->lower_fd >= 0) {
                 *ret_step = "change set";
-                r = changeset_compute(p->upper_fd, p->lower_fd, NULL, bs, &ret->cs);
+                r = changeset_compute(p->upper_fd, p->lower_fd, &p->changes, bs, &ret->cs);
                 if (r < 0)
                         return r;
                 filter_changes(&ret->cs, p);
+                ret->n_unlisted = ret->cs.n_unlisted;
+                /* budget + 1, so 1 means spent and 0 no limit */
+                uint64_t lower_budget = p->changes.max_bytes ? p->changes.max_bytes + 1 : 0;
                 for (size_t i = 0; i < ret->cs.n; i++)
-                        keep_lower(bs, p->lower_fd, &ret->cs.entries[i]);
+                        keep_lower(bs, p->lower_fd, &ret->cs.entries[i], &lower_budget);
         }
         if (p->workspace_fd >= 0 && p->output_rel) {
                 *ret_step = "artifacts";
@@ -166,6 +176,7 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                                 return r;
                         ret->n_outputs = al.n_collected;
                         ret->n_outputs_skipped = al.n - al.n_collected + al.n_unlisted;
+                        ret->n_unlisted += al.n_unlisted;
                         ret->output_bytes = al.bytes;
                 }
         }

@@ -40,6 +40,8 @@ struct runfiles_params {
         bool has_inputs;        /* "input/" holds --input mounts, not changes */
         uint64_t max_files;     /* artifact caps (0: artifacts.h defaults) */
         uint64_t max_bytes;
+        struct changeset_limits changes; /* change set caps (bytes: the run's
+                                 * disk; also bounds the lower versions kept) */
 };
 
 struct runfiles_result {
@@ -48,6 +50,7 @@ struct runfiles_result {
         size_t n_outputs;       /* artifacts collected */
         size_t n_outputs_skipped;
         uint64_t output_bytes;
+        size_t n_unlisted;      /* changes and artifacts skipped and only counted */
 };
 
 /* Compute, store and record what run run_id left behind. Precondition:

@@ -449,8 +449,13 @@ static int setup_identity(const struct run_config *cfg, struct setup_failure *fa
 
 static int setup_scratch(const struct run_config *cfg, struct setup_failure *fail)
 {
-        char opts[64];
-        snprintf(opts, sizeof(opts), "mode=0755,size=%llu", (unsigned long long)cfg->disk_bytes);
+        char opts[96];
+        /* nr_inodes as well as size: empty files cost no blocks but a
+         * kernel inode and dentry each (about 1.5 KiB of slab that no
+         * memory limit without a cgroup sees), and every one of them is
+         * a row to record after the run */
+        snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
+                 (unsigned long long)cfg->disk_bytes, (unsigned long long)cfg->inodes);
         if (mount("hutch-scratch", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return fail_with(fail, -errno, "mount scratch tmpfs", SCRATCH);
 

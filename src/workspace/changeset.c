@@ -127,6 +127,22 @@ static void add_skipped(struct walker *w, char *path, enum change_kind kind,
         }
 }
 
+/* A path over max_path is counted, never listed (nor walked below). */
+static bool path_too_long(struct walker *w, const char *path)
+{
+        if (!w->lim || !w->lim->max_path || strlen(path) <= w->lim->max_path)
+                return false;
+        w->n_unlisted++;
+        return true;
+}
+
+static uint64_t bytes_left(const struct walker *w)
+{
+        if (!w->lim || !w->lim->max_bytes)
+                return 0;
+        return w->lim->max_bytes > w->bytes ? w->lim->max_bytes - w->bytes : 1;
+}
+
 static bool files_full(const struct walker *w)
 {
         return w->lim && w->lim->max_files && w->n_carried >= w->lim->max_files;
@@ -145,6 +161,8 @@ static int emit_deleted_tree(struct walker *w, int dirfd, const char *name,
         struct change *c;
         int r;
 
+        if (path_too_long(w, path))
+                return 0;
         if (S_ISDIR(st->st_mode)) {
                 _cleanup_strv_ char **names = NULL;
                 _cleanup_close_ int fd = -1;
@@ -288,7 +306,11 @@ static int visit_leaf(struct walker *w, int ufd, int lfd, const char *name, char
                         char stored_hex[DIGEST_HEX_SIZE];
                         uint64_t stored_size;
 
-                        r = blobstore_put_fd(w->bs, fd, 0, stored_hex, &stored_size);
+                        r = blobstore_put_fd(w->bs, fd, bytes_left(w), stored_hex, &stored_size);
+                        if (r == -EFBIG) {      /* grew past the budget since its stat */
+                                add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
+                                return 0;
+                        }
                         if (r < 0)
                                 return r;       /* our store failing is our error */
                         if (new_hex[0] && !streq(new_hex, stored_hex))
@@ -296,7 +318,17 @@ static int visit_leaf(struct walker *w, int ufd, int lfd, const char *name, char
                         memcpy(new_hex, stored_hex, sizeof(new_hex));
                         size = stored_size;
                 } else {
-                        int64_t n = digest_fd_size(fd, new_hex);
+                        struct digest d;
+                        int64_t n;
+
+                        digest_init(&d);
+                        n = fs_copy_digest(fd, -1, &d, bytes_left(w));
+                        if (n == -EFBIG) {
+                                add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
+                                return 0;
+                        }
+                        if (n >= 0)
+                                digest_final_hex(&d, new_hex);
                         if (n < 0) {
                                 add_skipped(w, path, kind, CHANGE_SKIP_UNREADABLE, (int)n, ust);
                                 return 0;
@@ -365,6 +397,10 @@ static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
                 if (fstatat(ufd, *n, &ust, AT_SYMLINK_NOFOLLOW) < 0) {
                         free(path);
                         return -errno;
+                }
+                if (path_too_long(w, path)) {
+                        free(path);
+                        continue;
                 }
 
                 if (is_whiteout(&ust) ||
@@ -562,6 +598,7 @@ const char *change_skip_to_string(enum change_skip s)
                 [CHANGE_SKIP_MAX_BYTES] = "max_bytes",
                 [CHANGE_SKIP_UNREADABLE] = "unreadable",
                 [CHANGE_SKIP_TOO_DEEP] = "too_deep",
+                [CHANGE_SKIP_PATH_TOO_LONG] = "path_too_long",
         };
         return s >= 0 && s < _CHANGE_SKIP_MAX ? names[s] : NULL;
 }

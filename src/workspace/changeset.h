@@ -62,6 +62,7 @@ enum change_skip {
         CHANGE_SKIP_MAX_BYTES,  /* would push the total over max_bytes */
         CHANGE_SKIP_UNREADABLE, /* could not be read; change.error says why */
         CHANGE_SKIP_TOO_DEEP,   /* more than CHANGESET_MAX_DEPTH levels down */
+        CHANGE_SKIP_PATH_TOO_LONG, /* path longer than max_path: never listed, only counted */
         _CHANGE_SKIP_MAX,
         _CHANGE_SKIP_INVALID = -22,
 };
@@ -93,7 +94,9 @@ struct changeset {
 
 struct changeset_limits {
         size_t max_files;       /* carried entries; 0 = no limit */
-        uint64_t max_bytes;     /* sum of carried new file sizes; 0 = no limit */
+        uint64_t max_bytes;     /* sum of carried new file lengths, holes
+                                 * included (see below); 0 = no limit */
+        size_t max_path;        /* longest path recorded, bytes; 0 = no limit */
 };
 
 /* Compute the change set of overlay upper directory upper_fd against its
@@ -103,10 +106,17 @@ struct changeset_limits {
  * it, so the change set can be applied after the upper dir is gone.
  *
  * Limits: once max_files entries are carried, every further change is
- * recorded with CHANGE_SKIP_MAX_FILES; a file whose size would take the
+ * recorded with CHANGE_SKIP_MAX_FILES; a file whose length would take the
  * total over max_bytes is recorded with CHANGE_SKIP_MAX_BYTES and the walk
- * goes on. Skipped changes are listed up to max_files of them (or 100000
- * without a limit) and only counted (n_unlisted) beyond that.
+ * goes on. Lengths count holes: a sparse file of 3 GB under a 16 MB
+ * budget is skipped, never expanded; one that fits is stored sparse (see
+ * fs_copy_digest), so the blob store pays what the scratch paid. A path
+ * longer than max_path (and everything below such a directory) is only
+ * counted, as one entry: listing it would make the record as big as the
+ * names. Skipped changes are listed up to max_files of them (or 100000
+ * without a limit) and only counted (n_unlisted) beyond that. Every
+ * hash and copy is bounded by max_bytes, so with limits set the walk's
+ * time is bounded by them too.
  *
  * The upper dir must be quiescent: every process that could write through
  * the overlay gone. Returns 0 and fills *ret (free with changeset_done), or
@@ -130,5 +140,6 @@ const struct change *changeset_find(const struct changeset *cs, const char *path
 /* "added", "modified", "deleted" and back (-EINVAL for unknown). */
 const char *change_kind_to_string(enum change_kind k);
 enum change_kind change_kind_from_string(const char *s);
-/* "special", "max_files", "max_bytes", "unreadable", "too_deep", NULL for none. */
+/* "special", "max_files", "max_bytes", "unreadable", "too_deep",
+ * "path_too_long", NULL for none. */
 const char *change_skip_to_string(enum change_skip s);

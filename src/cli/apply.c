@@ -20,7 +20,7 @@
 
 static void help(void)
 {
-        printf("Usage: hutch apply [--to DIR] [--force] ID\n"
+        printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] ID\n"
                "\n"
                "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
                "default the --workdir the run was started with. If DIR changed\n"
@@ -32,12 +32,16 @@ static void help(void)
                "  --force     apply even if the run did not succeed or some changes\n"
                "              were not recorded (they are left out); conflicts are\n"
                "              never overridden\n"
+               "  --keep-modes  install the permission bits the job left (set-uid\n"
+               "              and set-gid are still dropped); by default your umask\n"
+               "              filters them and the sticky bit is dropped\n"
                "  -h, --help  this text\n");
 }
 
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
-                        struct blobstore *bs, bool force)
+                        struct blobstore *bs, bool force, bool keep_modes)
 {
+        struct apply_options opts = { .keep_modes = keep_modes };
         struct apply_result res = { 0 };
         struct apply_source src = { .upper_fd = -1, .blobs = bs };
         size_t skipped = cs->n - cs->n_carried;
@@ -56,7 +60,7 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
                 log_error_errno(-errno, "%s: %s: %m", verb, target);
                 return EXIT_FAILURE_GENERIC;
         }
-        r = apply_changeset(cs, fd, &src, NULL, &res);
+        r = apply_changeset(cs, fd, &src, &opts, &res);
         if (r == -ESTALE) {
                 log_error("%s: %s changed since the run; nothing was applied. Conflicts:", verb, target);
                 for (size_t i = 0; i < res.n_conflicts; i++) {
@@ -85,6 +89,7 @@ int verb_apply(int argc, char **argv)
         static const struct option options[] = {
                 { "to",    required_argument, NULL, 't' },
                 { "force", no_argument,       NULL, 'f' },
+                { "keep-modes", no_argument,  NULL, 'k' },
                 { "help",  no_argument,       NULL, 'h' },
                 {}
         };
@@ -94,7 +99,7 @@ int verb_apply(int argc, char **argv)
         _cleanup_free_ char *workdir = NULL;
         struct changeset cs = { 0 };
         const char *to = NULL;
-        bool force = false;
+        bool force = false, keep_modes = false;
         int c, r;
 
         optind = 1;
@@ -105,6 +110,9 @@ int verb_apply(int argc, char **argv)
                         break;
                 case 'f':
                         force = true;
+                        break;
+                case 'k':
+                        keep_modes = true;
                         break;
                 case 'h':
                         help();
@@ -141,7 +149,7 @@ int verb_apply(int argc, char **argv)
                 log_error_errno(r, "apply: blob store: %m");
                 return EXIT_SETUP;
         }
-        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force);
+        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force, keep_modes);
         changeset_done(&cs);
         return r;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct verb {
         const char *name;
@@ -74,9 +75,21 @@ int cli_bad_value(const char *verb, const char *opt, const char *value, const ch
 struct changeset;
 struct blobstore;
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
-                        struct blobstore *bs, bool force);
+                        struct blobstore *bs, bool force, bool keep_modes);
 
 /* Remove sessions unused for longer than the default profile's
  * session_ttl (cli/session.c), printing one summary line; with dry_run
  * only count them. Returns an exit code. */
 int cli_session_gc(struct store *s, bool dry_run);
+
+/* When stdout (stderr) is a terminal, route it through a filter that
+ * neutralises escape sequences and control characters (see
+ * sanitize_tty_stream): for the verbs that print what a job wrote or
+ * named (diff, show, ls, logs). Redirected output stays exact. Call
+ * before printing anything. */
+void cli_guard_terminal(void);
+
+/* A mode change worth a reader's eye, for diff --stat and show: "  (mode
+ * 0644 -> 0777)" for a changed permission, "  (mode 0777)" for a new
+ * entry with group or world write, set-id or sticky bits, else "". */
+void cli_mode_note(bool added, bool deleted, mode_t old_mode, mode_t mode, char *buf, size_t len);

@@ -275,7 +275,7 @@ static void show_change(struct blobstore *bs, const struct change *c)
 static json_t *change_json(const struct change *c)
 {
         json_t *o = json_object();
-        json_object_set_new(o, "path", json_string(c->path));
+        runfiles_json_set_path(o, "path", c->path);
         json_object_set_new(o, "kind", json_string(change_kind_to_string(c->kind)));
         json_object_set_new(o, "size", json_integer((json_int_t)c->size));
         json_object_set_new(o, "mode", json_integer((json_int_t)c->mode));
@@ -283,7 +283,7 @@ static json_t *change_json(const struct change *c)
         json_object_set_new(o, "old_mode", json_integer((json_int_t)c->old_mode));
         json_object_set_new(o, "old_sha256", c->old_sha256[0] ? json_string(c->old_sha256) : json_null());
         if (c->link_target)
-                json_object_set_new(o, "link_target", json_string(c->link_target));
+                runfiles_json_set_path(o, "link_target", c->link_target);
         if (c->skip != CHANGE_SKIP_NONE)
                 json_object_set_new(o, "skip", json_string(change_skip_to_string(c->skip)));
         return o;
@@ -291,6 +291,7 @@ static json_t *change_json(const struct change *c)
 
 int verb_diff(int argc, char **argv)
 {
+        cli_guard_terminal();
         static const struct option options[] = {
                 { "stat", no_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
@@ -352,9 +353,12 @@ int verb_diff(int argc, char **argv)
                         char size[32] = "";
                         if (ch->kind != CHANGE_DELETED && S_ISREG(ch->mode))
                                 format_size(ch->size, size, sizeof(size));
-                        printf("%-8s %8s  %s%s%s\n", change_kind_to_string(ch->kind), size, p,
+                        char note[48];
+                        cli_mode_note(ch->kind == CHANGE_ADDED, ch->kind == CHANGE_DELETED, ch->old_mode,
+                                      ch->mode, note, sizeof(note));
+                        printf("%-8s %8s  %s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
                                S_ISDIR(ch->mode) || (ch->kind == CHANGE_DELETED && S_ISDIR(ch->old_mode)) ? "/" : "",
-                               ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "");
+                               note, ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "");
                         count[ch->kind]++;
                 }
                 printf("%zu added, %zu modified, %zu deleted\n", count[CHANGE_ADDED],

@@ -3,11 +3,15 @@
  * id or prefix into a record, and printing a command line for people. */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/sanitize.h"
 #include "record/runfiles.h"
 #include "record/store.h"
 
@@ -150,10 +154,43 @@ int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
         return EXIT_OK;
 }
 
+void cli_mode_note(bool added, bool deleted, mode_t old_mode, mode_t mode, char *buf, size_t len)
+{
+        buf[0] = '\0';
+        if (deleted || S_ISLNK(mode))
+                return;
+        if (!added && (old_mode & S_IFMT) == (mode & S_IFMT) && (old_mode & 07777) != (mode & 07777))
+                snprintf(buf, len, "  (mode %04o -> %04o)", (unsigned)(old_mode & 07777), (unsigned)(mode & 07777));
+        else if (added && (mode & 07022))
+                snprintf(buf, len, "  (mode %04o)", (unsigned)(mode & 07777));
+}
+
+void cli_guard_terminal(void)
+{
+        /* only a terminal obeys escapes: a file or pipe gets the exact
+         * bytes, so `hutch diff ID > x.patch` still applies */
+        if (isatty(STDOUT_FILENO)) {
+                FILE *f = sanitize_tty_stream(STDOUT_FILENO);
+                if (f) {
+                        fflush(stdout);
+                        stdout = f;
+                }
+        }
+        if (isatty(STDERR_FILENO)) {
+                FILE *f = sanitize_tty_stream(STDERR_FILENO);
+                if (f) {
+                        setvbuf(f, NULL, _IONBF, 0);
+                        fflush(stderr);
+                        stderr = f;
+                }
+        }
+}
+
 char *cli_run_json(struct store *s, const struct run_record *rec)
 {
         json_t *o = run_record_to_json(rec, true);
         json_object_set_new(o, "files", runfiles_json(s, rec->id));
+        runfiles_summary_json(s, rec->id, o);
         char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return text;

@@ -34,6 +34,7 @@ static void help(void)
 
 int verb_logs(int argc, char **argv)
 {
+        cli_guard_terminal();
         static const struct option options[] = {
                 { "stdout", no_argument, NULL, 'o' },
                 { "stderr", no_argument, NULL, 'e' },

@@ -113,6 +113,7 @@ static int print_json_line(struct run_record *rec, void *userdata)
 
 int verb_ls(int argc, char **argv)
 {
+        cli_guard_terminal();
         static const struct option options[] = {
                 { "status", required_argument, NULL, 's' },
                 { "since",  required_argument, NULL, 'S' },

@@ -96,8 +96,11 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
  * -errno with *ret_error set (a usage error). */
 int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error);
 /* After the sandbox is gone: record the changes and the artifacts, apply
- * them for --apply or --session. Returns an exit code to use instead of
- * the job's, or -1 to keep the job's. */
+ * them for --apply or --session. When they could not be recorded, says
+ * so in the store's files summary and in out->message. Returns an exit
+ * code to use instead of the job's (1 for a job that exited 0 but whose
+ * files were not recorded, or could not be applied), or -1 to keep the
+ * job's. */
 int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
-                      int workspace_fd, int upper_fd, const struct run_outcome *out);
+                      int workspace_fd, int upper_fd, struct run_outcome *out);

@@ -119,7 +119,7 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
  * apply), or -1 to keep the job's. */
 int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
-                      int workspace_fd, int upper_fd, const struct run_outcome *out)
+                      int workspace_fd, int upper_fd, struct run_outcome *out)
 {
         _cleanup_blobstore_ struct blobstore *bs = NULL;
         struct runfiles_result res = { 0 };
@@ -147,11 +147,24 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
         r = runfiles_open_blobs(store, &bs);
         if (r >= 0)
                 r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
-        if (r < 0) {
-                log_error_errno(r, "run %s: cannot record its files (%s): %m", rec->id, step);
-                runfiles_result_done(&res);
-                return a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
-        }
+        if (r < 0 || res.artifacts_error) {
+                /* the record must not claim a run left nothing behind when
+                 * we could not look: files_error, the message, exit code */
+                _cleanup_free_ char *why = r < 0 ? xasprintf("%s: %s", step, strerror(-r))
+                        : xasprintf("artifacts %s: %s", cfg->artifacts_dir, strerror(-res.artifacts_error));
+                log_error("run %s: cannot record its files (%s)", rec->id, why);
+                (void)store_files_summary_set(store, rec->id, why, res.n_unlisted);
+                if (!out->message[0] || out->status == RUN_SUCCESS)
+                        snprintf(out->message, sizeof(out->message), "files not recorded: %s", why);
+                if (r < 0) {
+                        runfiles_result_done(&res);
+                        return out->exit_code == EXIT_OK || a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
+                }
+        } else
+                (void)store_files_summary_set(store, rec->id, NULL, res.n_unlisted);
+        if (res.n_unlisted)
+                log_warning("run %s: %zu change%s or artifact%s over the caps, counted but not listed",
+                            rec->id, res.n_unlisted, res.n_unlisted == 1 ? "" : "s", res.n_unlisted == 1 ? "" : "s");
         if (res.cs.n)
                 log_info("%zu change%s in the workspace (hutch diff %s)", res.cs.n, res.cs.n == 1 ? "" : "s",
                          rec->id);
@@ -162,7 +175,7 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
                 else
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false);
         }
         if (a->session) {
                 /* the session keeps a run's changes only when it succeeded
@@ -170,7 +183,7 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 if (out->status != RUN_SUCCESS && !a->commit_always)
                         log_info("session %s left as it was: the job did not succeed", a->session);
                 else if (res.cs.n) {
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false);
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false);
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&
@@ -179,6 +192,9 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 }
                 session_touch(&wp->session);
         }
+        int artifacts_error = res.artifacts_error;
         runfiles_result_done(&res);
-        return code == EXIT_OK ? -1 : code;
+        if (code == EXIT_OK || code == -1)
+                return artifacts_error && out->exit_code == EXIT_OK ? EXIT_FAILURE_GENERIC : -1;
+        return code;
 }

@@ -155,8 +155,11 @@ static void print_files(struct store *s, const struct run_record *rec)
                 char size[32] = "-";
                 if (f[i].size != RUN_UNSET && !streq(f[i].kind, "deleted"))
                         format_size(f[i].size, size, sizeof(size));
-                printf("%-9s %8s  %-12.12s  %s%s%s%s\n", f[i].kind, size,
-                       f[i].sha256[0] ? f[i].sha256 : "-", path,
+                char note[48];
+                cli_mode_note(!streq(f[i].kind, "modified"), streq(f[i].kind, "deleted"), f[i].old_mode,
+                              f[i].mode, note, sizeof(note));
+                printf("%-9s %8s  %-12.12s  %s%s%s%s%s\n", f[i].kind, size,
+                       f[i].sha256[0] ? f[i].sha256 : "-", path, note,
                        f[i].mime ? "  " : "", f[i].mime ? f[i].mime : "",
                        f[i].skip ? (streq(f[i].skip, "symlink") ? "  (skipped: symlink)" : "  (skipped)") : "");
                 if (f[i].skip && !streq(f[i].skip, "symlink"))
@@ -238,6 +241,7 @@ static void print_human(struct store *s, const struct run_record *rec)
 
 int verb_show(int argc, char **argv)
 {
+        cli_guard_terminal();
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },

@@ -1,11 +1,17 @@
 /* sanitize.c - escape-sequence stripping and UTF-8 repair (see sanitize.h).
  *
+ * The terminal filter (sanitize_tty_stream) is the same idea as a
+ * stream: stateful across writes, so a sequence split by stdio's
+ * buffering is still caught.
+ *
  * One pass over the input. The output is never longer than 3x the input
  * (a lone invalid byte becomes the three bytes of U+FFFD), which bounds
  * the one allocation.
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/sanitize.h"
@@ -106,6 +112,10 @@ char *sanitize_text(const char *buf, size_t n, size_t *ret_len)
                         i += (size_t)-len;
                         continue;
                 }
+                if (len == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0 && p[i + 1] != 0x9b) {
+                        i += 2;         /* other C1 controls (U+0080-U+009F, e.g. U+009D OSC): dropped */
+                        continue;
+                }
                 if (len == 2 && p[i] == 0xc2 && p[i + 1] == 0x9b) {
                         /* 8-bit CSI: skip it and its parameters like ESC [ */
                         size_t j = i + 2;
@@ -122,4 +132,122 @@ char *sanitize_text(const char *buf, size_t n, size_t *ret_len)
         if (ret_len)
                 *ret_len = o;
         return out;
+}
+
+/* ---- terminals ------------------------------------------------------------ */
+
+struct tty_filter {
+        int fd;
+        unsigned char pending[4];       /* an incomplete UTF-8 sequence */
+        size_t n_pending;
+};
+
+static int put_all(int fd, const char *s, size_t n)
+{
+        return write_all(fd, s, n);
+}
+
+/* Write unit p[0..len) of valid UTF-8 or one invalid byte, neutralised:
+ * C0 controls but tab and newline, DEL and C1 controls (U+0080-U+009F,
+ * whose UTF-8 form a terminal may obey like ESC [ or ESC ]) become
+ * visible text; so do bytes that are not UTF-8 (a raw 0x9b is CSI to an
+ * 8-bit terminal). Everything else goes out as it is. */
+static int put_unit(int fd, const unsigned char *p, int len)
+{
+        char buf[16];
+
+        if (len < 0) {
+                snprintf(buf, sizeof(buf), "\\x%02x", p[0]);
+                return put_all(fd, buf, strlen(buf));
+        }
+        if (len == 1 && (p[0] < 0x20 || p[0] == 0x7f) && p[0] != '\n' && p[0] != '\t') {
+                buf[0] = '^';
+                buf[1] = p[0] == 0x7f ? '?' : (char)(p[0] + 0x40);
+                return put_all(fd, buf, 2);
+        }
+        if (len == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
+                snprintf(buf, sizeof(buf), "\\u%04x", p[1]);
+                return put_all(fd, buf, strlen(buf));
+        }
+        return put_all(fd, (const char *)p, (size_t)len);
+}
+
+static ssize_t tty_write(void *cookie, const char *buf, size_t n)
+{
+        struct tty_filter *t = cookie;
+        unsigned char work[4 + 4096];
+        size_t done = 0;
+
+        while (done < n) {
+                size_t take = MIN(n - done, sizeof(work) - t->n_pending);
+                size_t have, i = 0;
+
+                memcpy(work, t->pending, t->n_pending);
+                memcpy(work + t->n_pending, buf + done, take);
+                have = t->n_pending + take;
+                t->n_pending = 0;
+                done += take;
+                while (i < have) {
+                        int len = utf8_sequence(work + i, have - i);
+                        /* a sequence cut by the end of this write: wait for the rest */
+                        if (len < 0 && (size_t)-len == have - i && have - i < 4 && work[i] >= 0xc2 &&
+                            work[i] <= 0xf4) {
+                                memcpy(t->pending, work + i, have - i);
+                                t->n_pending = have - i;
+                                break;
+                        }
+                        if (put_unit(t->fd, work + i, len < 0 ? -1 : len) < 0)
+                                return -1;
+                        i += len < 0 ? 1 : (size_t)len;
+                }
+        }
+        return (ssize_t)n;
+}
+
+static int tty_close(void *cookie)
+{
+        struct tty_filter *t = cookie;
+        for (size_t i = 0; i < t->n_pending; i++)
+                (void)put_unit(t->fd, t->pending + i, -1);
+        free(t);
+        return 0;
+}
+
+FILE *sanitize_tty_stream(int fd)
+{
+        struct tty_filter *t = xcalloc(1, sizeof(*t));
+        t->fd = fd;
+        FILE *f = fopencookie(t, "w", (cookie_io_functions_t) { .write = tty_write, .close = tty_close });
+        if (!f)
+                free(t);
+        return f;
+}
+
+char *sanitize_base64(const void *data, size_t n)
+{
+        static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const unsigned char *p = data;
+        char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+
+        for (size_t i = 0; i < n; i += 3) {
+                unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+                             (i + 2 < n ? p[i + 2] : 0);
+                *o++ = a[v >> 18 & 63];
+                *o++ = a[v >> 12 & 63];
+                *o++ = i + 1 < n ? a[v >> 6 & 63] : '=';
+                *o++ = i + 2 < n ? a[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+bool sanitize_utf8_valid(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n;) {
+                int len = utf8_sequence((const unsigned char *)s + i, n - i);
+                if (len < 0 || s[i] == '\0')
+                        return false;
+                i += (size_t)len;
+        }
+        return true;
 }

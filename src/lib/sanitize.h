@@ -7,12 +7,29 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Return a new NUL-terminated, valid UTF-8 copy of buf[0..n) with escape
  * sequences (CSI "ESC [ … final", OSC "ESC ] … BEL|ESC \", DCS/PM/APC/SOS
- * strings, two-byte "ESC x") and the 8-bit CSI (U+009B) removed, and each
+ * strings, two-byte "ESC x"), the 8-bit CSI (U+009B) with its parameters
+ * and every other C1 control (U+0080-U+009F) removed, and each
  * maximal invalid UTF-8 subsequence replaced by U+FFFD. Other control
  * characters (tab, newline, CR, NUL, ...) are kept; JSON escapes them.
  * *ret_len (may be NULL) gets the length without the NUL. Never fails. */
 char *sanitize_text(const char *buf, size_t n, size_t *ret_len);
+
+/* A stdio stream that writes to fd with everything a terminal would obey
+ * neutralised into visible text: C0 controls but tab and newline (ESC
+ * becomes "^[", CR "^M", BS "^H", BEL "^G"), DEL ("^?"), C1 controls in
+ * their UTF-8 form ("\\u009d") and bytes that are not UTF-8 ("\\x9b").
+ * For the history verbs when their output is a terminal; redirected
+ * output is left exact. NULL if stdio cannot make one. */
+FILE *sanitize_tty_stream(int fd);
+
+/* Standard base64 (RFC 4648, with padding) of data[0..n), a new string. */
+char *sanitize_base64(const void *data, size_t n);
+
+/* Whether s[0..n) is valid UTF-8 without NUL bytes. */
+bool sanitize_utf8_valid(const char *s, size_t n);

@@ -21,6 +21,7 @@
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
 #include "record/runfiles.h"
+#include "lib/sanitize.h"
 #include "lib/util.h"
 
 int runfiles_open_blobs(struct store *s, struct blobstore **ret)
@@ -165,15 +166,22 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                 *ret_step = "artifacts";
                 _cleanup_close_ int out = fs_open_beneath(p->workspace_fd, p->output_rel,
                                                          O_RDONLY | O_DIRECTORY, 0);
+                /* the job owns the workspace: an output/ that is a symlink
+                 * or a file is its doing, and loses only the artifacts */
                 if (out < 0 && out != -ENOENT)
-                        return out;
+                        ret->artifacts_error = out;
                 if (out >= 0) {
                         struct artifacts_limits lim = {
                                 .max_files = (size_t)p->max_files, .max_bytes = p->max_bytes,
                         };
                         r = artifacts_collect(out, bs, &lim, &al);
-                        if (r < 0)
-                                return r;
+                        if (r < 0) {
+                                ret->artifacts_error = r;
+                                artifact_list_done(&al);
+                                al = (struct artifact_list) { 0 };
+                        }
+                }
+                if (out >= 0 && !ret->artifacts_error) {
                         ret->n_outputs = al.n_collected;
                         ret->n_outputs_skipped = al.n - al.n_collected + al.n_unlisted;
                         ret->n_unlisted += al.n_unlisted;
@@ -252,6 +260,36 @@ int runfiles_load_changeset(struct store *s, const char *run_id, struct changese
         return 0;
 }
 
+/* A name the job chose, as JSON: the text, and when it is not UTF-8
+ * (jansson would refuse it: the key went missing) the text with each
+ * bad byte as U+FFFD plus key_b64, the raw bytes in base64, so nothing
+ * is lost and nothing invalid is emitted. */
+void runfiles_json_set_path(json_t *o, const char *key, const char *path)
+{
+        size_t n = strlen(path);
+
+        if (sanitize_utf8_valid(path, n)) {
+                json_object_set_new(o, key, json_stringn(path, n));
+                return;
+        }
+        _cleanup_free_ char *text = sanitize_text(path, n, NULL);
+        _cleanup_free_ char *b64 = sanitize_base64(path, n);
+        _cleanup_free_ char *b64_key = xasprintf("%s_b64", key);
+        json_object_set_new(o, key, json_string(text));
+        json_object_set_new(o, b64_key, json_string(b64));
+}
+
+void runfiles_summary_json(struct store *s, const char *run_id, json_t *o)
+{
+        _cleanup_free_ char *error = NULL;
+        uint64_t unlisted = 0;
+
+        if (store_files_summary_get(s, run_id, &error, &unlisted) < 0)
+                return;
+        json_object_set_new(o, "files_error", error ? json_string(error) : json_null());
+        json_object_set_new(o, "files_unlisted", json_integer((json_int_t)unlisted));
+}
+
 json_t *runfiles_json(struct store *s, const char *run_id)
 {
         json_t *a = json_array();
@@ -262,7 +300,7 @@ json_t *runfiles_json(struct store *s, const char *run_id)
                 return a;
         for (size_t i = 0; i < n; i++) {
                 json_t *o = json_object();
-                json_object_set_new(o, "path", json_string(f[i].path));
+                runfiles_json_set_path(o, "path", f[i].path);
                 json_object_set_new(o, "kind", json_string(f[i].kind));
                 json_object_set_new(o, "size", f[i].size == RUN_UNSET ? json_null()
                                                                        : json_integer((json_int_t)f[i].size));
@@ -271,8 +309,7 @@ json_t *runfiles_json(struct store *s, const char *run_id)
                 if (f[i].skip)
                         json_object_set_new(o, "skip", json_string(f[i].skip));
                 if (f[i].link_target)
-                        json_object_set_new(o, "link_target", json_stringn(f[i].link_target,
-                                                                          strlen(f[i].link_target)));
+                        runfiles_json_set_path(o, "link_target", f[i].link_target);
                 json_array_append_new(a, o);
         }
         file_records_free(f, n);

@@ -51,6 +51,8 @@ struct runfiles_result {
         size_t n_outputs_skipped;
         uint64_t output_bytes;
         size_t n_unlisted;      /* changes and artifacts skipped and only counted */
+        int artifacts_error;    /* -errno: the artifacts could not be collected
+                                 * (the change set still was), else 0 */
 };
 
 /* Compute, store and record what run run_id left behind. Precondition:
@@ -58,8 +60,10 @@ struct runfiles_result {
  * quiescent. New file contents and the lower versions of modified and
  * deleted files go to bs (so diff and apply work after the scratch is
  * gone). The change set stays in ret->cs for --apply (free with
- * runfiles_result_done, also on error). 0 or -errno; *ret_step names
- * what failed ("change set", "artifacts", "record"). */
+ * runfiles_result_done, also on error). An artifacts dir the job made
+ * unusable (a symlink, a file) costs only the artifacts: 0 with
+ * ret->artifacts_error set. Otherwise 0 or -errno; *ret_step names what
+ * failed ("change set", "artifacts", "record"). */
 int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                      const struct runfiles_params *p, struct runfiles_result *ret,
                      const char **ret_step);
@@ -72,6 +76,19 @@ void runfiles_result_done(struct runfiles_result *r);
 int runfiles_load_changeset(struct store *s, const char *run_id, struct changeset *ret);
 
 /* The files of run run_id as a JSON array of {path, kind, size, sha256,
- * mime} (plus skip and link_target when set): a new reference, never
+ * mime} (plus skip and link_target when set, and path_b64 and
+ * link_target_b64 for names that are not UTF-8): a new reference, never
  * NULL (an empty array when the store cannot tell). */
 json_t *runfiles_json(struct store *s, const char *run_id);
+
+/* Add to the run object o what runfiles_collect() could not record:
+ * "files_error" (a message, or null when every file the caps allowed
+ * was recorded) and "files_unlisted" (changes and artifacts skipped
+ * without a row of their own). Runs from before hutch kept this get
+ * neither key. */
+void runfiles_summary_json(struct store *s, const char *run_id, json_t *o);
+
+/* Set o[key] to path, a name the job chose: the text when it is UTF-8;
+ * otherwise the text with each bad byte as U+FFFD and also key + "_b64"
+ * holding the raw bytes in base64 (lossless). */
+void runfiles_json_set_path(json_t *o, const char *key, const char *path);

@@ -139,6 +139,42 @@ int store_files_all_blobs(struct store *s, char ***ret)
         return 0;
 }
 
+int store_files_summary_set(struct store *s, const char *run_id, const char *error, uint64_t unlisted)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r;
+
+        r = store_begin_statement(s, "INSERT OR REPLACE INTO run_files_summary (run_id, error, unlisted) "
+                                  "VALUES (?1, ?2, ?3)", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, run_id);
+        store_bind_text(st, 2, error);
+        store_bind_u64(st, 3, unlisted);
+        return store_finish_update(s, TAKE_PTR(st), false);
+}
+
+int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        r = store_prepare(s, "SELECT error, unlisted FROM run_files_summary WHERE run_id = ?1", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, run_id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc);
+        if (ret_error)
+                *ret_error = store_column_text(st, 0);
+        if (ret_unlisted)
+                *ret_unlisted = (uint64_t)sqlite3_column_int64(st, 1);
+        return 0;
+}
+
 int store_workspace_set(struct store *s, const char *run_id, const char *workdir, const char *session)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;

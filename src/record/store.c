@@ -106,6 +106,19 @@ static const char *const migrations[] = {
         "        DELETE FROM files WHERE run_id = old.id;\n"
         "        DELETE FROM run_workspace WHERE run_id = old.id;\n"
         "END;\n",
+
+        /* 4 -> 5: whether a run's files were recorded in full: the error
+         * that stopped their collection, and how many were skipped
+         * without a row of their own (over the caps), so a record never
+         * claims more than happened */
+        "CREATE TABLE run_files_summary (\n"
+        "        run_id TEXT PRIMARY KEY NOT NULL,\n"
+        "        error TEXT,\n"
+        "        unlisted INTEGER NOT NULL DEFAULT 0\n"
+        ");\n"
+        "CREATE TRIGGER runs_delete_files_summary AFTER DELETE ON runs BEGIN\n"
+        "        DELETE FROM run_files_summary WHERE run_id = old.id;\n"
+        "END;\n",
 };
 
 int store_current_schema_version(void)

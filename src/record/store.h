@@ -250,6 +250,15 @@ int store_files_list(struct store *s, const char *run_id, const char *kind,
  * NULL-terminated vector (NULL when there are none). 0 or -errno. */
 int store_files_all_blobs(struct store *s, char ***ret);
 
+/* How far recording run run_id's files got: error (NULL: all that the
+ * caps allowed was recorded) and how many changes or artifacts were
+ * skipped without a row of their own. Replaces an earlier summary. 0 or
+ * -errno. */
+int store_files_summary_set(struct store *s, const char *run_id, const char *error, uint64_t unlisted);
+/* The same back: *ret_error a new string or NULL; -ENOENT when the run
+ * has no summary (nothing to collect, or a run from before they existed). */
+int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted);
+
 /* Where run run_id's workspace came from: the host --workdir DIR and/or
  * the session name (either may be NULL). 0 or -errno. */
 int store_workspace_set(struct store *s, const char *run_id, const char *workdir, const char *session);

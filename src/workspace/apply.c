@@ -68,6 +68,7 @@ struct ctx {
         size_t conflicts_cap;
         struct done_op *journal;        /* cs->n * 2 slots: each step trashes and installs at most once */
         size_t n_journal;
+        mode_t perm_mask;               /* permission bits apply may install */
 };
 
 static char *parent_of(const char *path)
@@ -87,10 +88,23 @@ static char *join(const char *prefix, const char *name)
         return *prefix ? xasprintf("%s/%s", prefix, name) : xstrdup(name);
 }
 
-/* The permission bits apply writes: set-uid/set-gid dropped. */
-static mode_t perms_of(mode_t mode)
+/* The permission bits apply writes. The job chose them, and the
+ * target is the caller's: as root, a job's `chmod 0777 tool.sh` would
+ * become a root-owned file any local user can rewrite. So set-uid and
+ * set-gid are never installed, and by default neither are the sticky
+ * bit and what the caller's umask takes away (group and world write,
+ * usually): the job's bits filtered like any new file the caller makes. */
+static mode_t perms_of(const struct ctx *x, mode_t mode)
 {
-        return mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+        return mode & x->perm_mask;
+}
+
+mode_t apply_default_umask(void)
+{
+        /* umask(2) can only be read by setting it: put it straight back */
+        mode_t m = umask(022);
+        umask(m);
+        return m;
 }
 
 static void conflict(struct ctx *x, const char *path, enum apply_conflict_reason reason, int error)
@@ -252,7 +266,7 @@ static void check_entry(struct ctx *x, size_t i)
                 conflict(x, c->path, APPLY_CONFLICT_ERROR, m_new);
                 return;
         }
-        perms_differ = !S_ISLNK(c->mode) && (st.st_mode & 07777) != perms_of(c->mode);
+        perms_differ = !S_ISLNK(c->mode) && (st.st_mode & 07777) != perms_of(x, c->mode);
         if (m_new && !perms_differ) {
                 s->already = true;
                 return;
@@ -378,7 +392,7 @@ static int stage_one(struct ctx *x, const struct change *c, int dirfd, bool uniq
         digest_final_hex(&d, hex);
         if (!streq(hex, c->sha256))
                 return -EBADMSG;        /* the source is not what was recorded */
-        if (fchmod(out, perms_of(c->mode)) < 0 || fsync(out) < 0)
+        if (fchmod(out, perms_of(x, c->mode)) < 0 || fsync(out) < 0)
                 return -errno;
         return 0;
 }
@@ -437,7 +451,7 @@ static int stage_all(struct ctx *x)
                 fd = fs_open_beneath(x->root, s->stage_path, O_RDONLY | O_DIRECTORY, 0);
                 if (fd < 0)
                         return fd;
-                if (fchmod(fd, perms_of(c->mode)) < 0)
+                if (fchmod(fd, perms_of(x, c->mode)) < 0)
                         return -errno;
         }
         return 0;
@@ -534,7 +548,7 @@ static int install_one(struct ctx *x, size_t i)
                 s->installed = true;
                 return 0;
         case INST_CHMOD: {
-                int r = set_mode_nofollow(pfd, name, perms_of(c->mode));
+                int r = set_mode_nofollow(pfd, name, perms_of(x, c->mode));
                 if (r < 0)
                         return r;
                 s->installed = true;
@@ -650,6 +664,8 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
                     const struct apply_options *opts, struct apply_result *ret)
 {
         struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret };
+        x.perm_mask = opts && opts->keep_modes ? (mode_t)01777
+                      : 0777 & ~(opts && opts->set_umask ? opts->umask : apply_default_umask());
         unsigned step_no = 0;
         int r = 0;
 

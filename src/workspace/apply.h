@@ -96,6 +96,13 @@ struct apply_source {
 };
 
 struct apply_options {
+        /* Permission bits: by default the job's, less set-uid, set-gid,
+         * sticky and what the umask clears (the caller's own umask, or
+         * umask when set_umask); keep_modes installs the job's bits but
+         * set-uid and set-gid as they are (sticky kept). */
+        bool keep_modes;
+        bool set_umask;
+        mode_t umask;
         /* tests only: fail with -EIO before the n-th commit step (1-based;
          * 0 = never), to exercise rollback */
         unsigned fail_before_step;
@@ -114,6 +121,9 @@ struct apply_options {
  */
 int apply_changeset(const struct changeset *cs, int target_fd, const struct apply_source *src,
                     const struct apply_options *opts, struct apply_result *ret);
+
+/* The process's umask (read without changing it for good). */
+mode_t apply_default_umask(void);
 
 /* Free the conflicts list and zero r. NULL-safe. */
 void apply_result_done(struct apply_result *r);

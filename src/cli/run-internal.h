@@ -21,7 +21,7 @@ struct store;
 
 enum {
         OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
-        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT,
+        OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT, OPT_TRUST_PROFILE,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -40,6 +40,7 @@ struct run_args {
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;
         bool commit_always;
+        bool trust_profile;     /* --trust-profile */
 };
 
 /* cli/run-options.c */

@@ -31,6 +31,9 @@ static void run_help(FILE *f)
 "\n"
 "Options:\n"
 "  -p, --profile NAME|PATH  settings to start from (default: default)\n"
+"      --trust-profile      let a -p PATH outside the trusted profile dirs\n"
+"                           widen the sandbox (host paths, masks, network,\n"
+"                           syscall allowances); refused otherwise\n"
 "  -t, --tty                give the job a pseudo-terminal (interactive use)\n"
 "  -e, --env KEY=VALUE      set an environment variable (repeatable)\n"
 "      --lang LANG          run code in LANG (share/languages.ini: python,\n"
@@ -102,6 +105,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
                 { "commit",  required_argument, NULL, OPT_COMMIT },
+                { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
@@ -171,6 +175,9 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case OPT_SESSION_WAIT:
                         if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
                                 return cli_bad_value("run", "session-wait", optarg, "expected a duration");
+                        break;
+                case OPT_TRUST_PROFILE:
+                        a->trust_profile = true;
                         break;
                 case OPT_COMMIT:
                         if (!streq(optarg, "success") && !streq(optarg, "always"))

@@ -480,7 +480,7 @@ int verb_run(int argc, char **argv)
                 lang_argv(&cfg, &lj);
         }
 
-        r = profile_load(&cfg, a.profile ? a.profile : lj.profile, &err);
+        r = profile_load_trusting(&cfg, a.profile ? a.profile : lj.profile, a.trust_profile, &err);
         if (r < 0) {
                 log_error("%s", err);
                 goto out;

@@ -301,6 +301,69 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
 
 /* Parse value for k and store it; append adds list items instead of
  * replacing the list. */
+/* ---- what a profile from an untrusted place may not do ----------------- */
+
+/* A profile named by a path outside the trusted dirs may be anyone's
+ * (a repository's, a download's): it may narrow the sandbox, never widen
+ * it. Widening is: host paths (rw, ro, root layers, system_dirs), taking
+ * masks away, the host network, syscall allowances (allow, ptrace,
+ * io_uring, an action that lets denied calls through). The same values
+ * from the command line or a trusted file are the operator's choice.
+ * Returns what was refused, or NULL. */
+static const char *untrusted_list_refusal(const struct profile_key *k, char **cur, char **items, bool append)
+{
+        size_t off = k->offset;
+
+        if (off == offsetof(struct run_config, rw_paths) && items)
+                return "writable binds";
+        if (off == offsetof(struct run_config, ro_paths) && items)
+                return "host paths";
+        if (off == offsetof(struct run_config, seccomp_allow) && items)
+                return "syscall allowances";
+        if (off == offsetof(struct run_config, ro_binds)) {
+                /* fewer system dirs narrows; another one is a host path */
+                for (char **i = items; i && *i; i++)
+                        if (!profile_strv_contains(cur, *i))
+                                return "system_dirs additions";
+                return NULL;
+        }
+        if (off == offsetof(struct run_config, masks) && !append) {
+                for (char **m = cur; m && *m; m++)
+                        if (!profile_strv_contains(items, *m))
+                                return "removing masks";
+        }
+        return NULL;
+}
+
+static const char *untrusted_scalar_refusal(const struct run_config *cfg, const struct profile_key *k)
+{
+        size_t off = k->offset;
+
+        if (off == offsetof(struct run_config, net) && cfg->net != NET_NONE)
+                return "network access";
+        if (off == offsetof(struct run_config, seccomp_allow_ptrace) && cfg->seccomp_allow_ptrace)
+                return "ptrace";
+        if (off == offsetof(struct run_config, seccomp_allow_io_uring) && cfg->seccomp_allow_io_uring)
+                return "io_uring";
+        if (off == offsetof(struct run_config, seccomp_default_action) &&
+            streq(cfg->seccomp_default_action, "log"))
+                return "letting denied syscalls through";
+        if (off == offsetof(struct run_config, root) && !streq(cfg->root, "host"))
+                return "image layers (host paths)";
+        return NULL;
+}
+
+static int refuse_untrusted(char **ret_error, const struct profile_key *k, const char *file, unsigned line,
+                            const char *what)
+{
+        _cleanup_strv_ char **dirs = profile_search_dirs();
+        _cleanup_free_ char *list_text = profile_dirs_text(dirs);
+        return profile_fail(ret_error, -EPERM, where(k, NULL, ORIGIN_FILE_UNTRUSTED, file, line),
+                            "%s: refused from a profile outside the trusted directories (%s); "
+                            "put it there, pass --trust-profile, or give the value on the command line",
+                            what, list_text);
+}
+
 int profile_set_value(struct run_config *cfg, const struct profile_key *k, const char *value,
                       bool append, enum origin origin, const char *file, unsigned line,
                       char **ret_error)
@@ -423,19 +486,10 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
                                 return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
                                                     "expected %s, got \"%s\"", expect, *i);
                 }
-                if (k->trusted_only && items && origin == ORIGIN_FILE_UNTRUSTED) {
-                        _cleanup_strv_ char **dirs = profile_search_dirs();
-                        _cleanup_free_ char *list_text = NULL;
-                        for (char **d = dirs; d && *d; d++) {
-                                char *t = xasprintf("%s%s%s", list_text ? list_text : "",
-                                                    list_text ? ", " : "", *d);
-                                free(list_text);
-                                list_text = t;
-                        }
-                        return profile_fail(ret_error, -EPERM, where(k, NULL, origin, file, line),
-                                            "writable binds are only honoured from profiles in trusted "
-                                            "directories (%s) or from the command line",
-                                            list_text ? list_text : "none");
+                if (origin == ORIGIN_FILE_UNTRUSTED) {
+                        const char *why = untrusted_list_refusal(k, *list, items, append);
+                        if (why)
+                                return refuse_untrusted(ret_error, k, file, line, why);
                 }
                 if (!items || !items[0]) {
                         /* an empty value clears the list, also when appending */
@@ -457,6 +511,11 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
                 return profile_fail(ret_error, -EINVAL, NULL, "internal error: bad key type");
         }
 
+        if (origin == ORIGIN_FILE_UNTRUSTED) {
+                const char *why = untrusted_scalar_refusal(cfg, k);
+                if (why)
+                        return refuse_untrusted(ret_error, k, file, line, why);
+        }
         if (k->after)
                 k->after(cfg);
         id = profile_key_id(k);

@@ -121,6 +121,13 @@ int profile_validate(const struct run_config *cfg, char **ret_error);
  * may hold part of the profile: report the error and discard it. */
 int profile_load(struct run_config *cfg, const char *name_or_path, char **ret_error);
 
+/* profile_load(), but with trust set a profile named by a path outside
+ * the trusted directories is trusted too (`hutch run --trust-profile`):
+ * it may then widen the sandbox (host paths, masks, network, syscall
+ * allowances). Profiles it extends by path are still judged by where
+ * they are. */
+int profile_load_trusting(struct run_config *cfg, const char *name_or_path, bool trust, char **ret_error);
+
 /* Parse profile text as if read from a file shown as display_name (e.g. a
  * resolved profile kept with a past run, for `hutch rerun`). trusted decides
  * whether rw is honoured. An `extends` by name uses the search path; by

@@ -115,6 +115,19 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
         /* cpu.stat counts every process the run cgroup ever held */
         add_duration(limits, "cpu_time", cfg->cpu_time_ms, cg && cg->path ? "cgroup" : "watchdog");
         add_size(limits, "memory", cfg->memory_bytes, held & CGROUP_LIMIT_MEMORY ? "cgroup" : "watchdog");
+        if (cfg->memory_bytes && !(held & CGROUP_LIMIT_MEMORY)) {
+                /* The watchdog sums what the job's processes map. Memory
+                 * no process maps is invisible to it: a claim of more
+                 * would be a lie, so say which part it holds. */
+                _cleanup_free_ char *why = no_cgroup_reason(cg, "memory.max");
+                _cleanup_free_ char *text = xasprintf(
+                        "the watchdog counts the memory the job's processes map; not SysV shm "
+                        "segments no process has attached, memfds held only in sockets in flight, "
+                        "or kernel memory (tmpfs inodes, slab); a full limit %s", why);
+                json_t *m = json_object_get(limits, "memory");
+                json_object_set_new(m, "partial", json_true());
+                json_object_set_new(m, "reason", json_string(text));
+        }
         if (held & CGROUP_LIMIT_MEMORY_HIGH)
                 json_object_set_new(limits, "memory_high",
                                     limit(format_size(cfg->memory_high_bytes, buf, sizeof(buf)), "cgroup", NULL));
@@ -187,7 +200,9 @@ int enforcement_check_required(const struct run_config *cfg, json_t *report, cha
         for (char **name = cfg->require; name && *name; name++) {
                 json_t *l = json_object_get(limits, *name);
                 const char *mech = json_string_value(json_object_get(l, "mechanism"));
-                if (!mech || streq(mech, "not enforced") || streq(mech, "none")) {
+                /* partial: a mechanism with known holes is not the limit asked for */
+                if (!mech || streq(mech, "not enforced") || streq(mech, "none") ||
+                    json_is_true(json_object_get(l, "partial"))) {
                         const char *why = json_string_value(json_object_get(l, "reason"));
                         *ret_error = xasprintf("required limit %s cannot be enforced on this host%s%s",
                                                *name, why ? ": " : (mech && streq(mech, "none") ? ": it is set to none" : ""),

@@ -115,7 +115,7 @@ setup() {
         printf '[filesystem]\nrw = /srv\n' > rw.ini
         run "$HUTCH" profile show rw.ini
         [ "$status" -eq 125 ]
-        [[ "$output" == "hutch: profile rw.ini:2: rw: writable binds are only honoured from profiles in trusted directories ("* ]]
+        [[ "$output" == "hutch: profile rw.ini:2: rw: writable binds: refused from a profile outside the trusted directories ("* ]]
 
         cp rw.ini "$USER_DIR/rw.ini"
         run "$HUTCH" profile show rw

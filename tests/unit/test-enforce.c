@@ -53,7 +53,18 @@ static void without_cgroup(void **state)
         assert_string_equal(mechanism(r, "memory_high"), "none");
         assert_true(json_is_null(json_object_get(json_object_get(r, "cgroup"), "path")));
 
+        /* the watchdog has holes (SysV shm, fds in flight, kernel
+         * memory): it is partial, names them, and does not satisfy require */
+        assert_true(json_is_true(json_object_get(json_object_get(json_object_get(r, "limits"), "memory"),
+                                                 "partial")));
+        assert_non_null(strstr(reason(r, "memory"), "SysV shm"));
         cfg.require = strv_append(cfg.require, "memory");
+        assert_int_equal(enforcement_check_required(&cfg, r, &err), -EOPNOTSUPP);
+        assert_non_null(strstr(err, "required limit memory cannot be enforced"));
+        free(err);
+        err = NULL;
+        strv_free(cfg.require);
+        cfg.require = strv_append(NULL, "pids");
         assert_int_equal(enforcement_check_required(&cfg, r, &err), 0);
         cfg.require = strv_append(cfg.require, "cpus");
         assert_int_equal(enforcement_check_required(&cfg, r, &err), -EOPNOTSUPP);

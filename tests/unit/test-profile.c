@@ -224,7 +224,7 @@ static void values(void **state)
                 "max_bytes = 0\n"
                 "[filesystem]\n"
                 "root = /img/top:/img/base\n",
-                "t.ini", false, &err), 0);
+                "t.ini", true, &err), 0);
         assert_null(err);
         assert_int_equal(cfg.timeout_ms, 1500);
         assert_int_equal(cfg.grace_ms, 250);
@@ -254,7 +254,7 @@ static void values(void **state)
         assert_string_equal(cfg.root_layers[1], "/img/base");
         assert_from(&cfg, "limits.memory", "t.ini:5");
         assert_from(&cfg, "sandbox.uid", "t.ini:17");
-        assert_int_equal(run_config_origin(&cfg, "limits.memory")->origin, ORIGIN_FILE_UNTRUSTED);
+        assert_int_equal(run_config_origin(&cfg, "limits.memory")->origin, ORIGIN_FILE);
 
         /* the zero words and the canonical forms they print as */
         assert_int_equal(profile_set_key(&cfg, "timeout", "none", ORIGIN_CLI, NULL, 0, &err), 0);
@@ -803,8 +803,9 @@ static void trust(void **state)
 
         run_config_init(&cfg);
         assert_int_equal(profile_load(&cfg, untrusted, &err), -EPERM);
-        expect = xasprintf("profile %s:2: rw: writable binds are only honoured from profiles in trusted "
-                           "directories (%s, /etc/hutch/profiles, %s%s) or from the command line",
+        expect = xasprintf("profile %s:2: rw: writable binds: refused from a profile outside the trusted "
+                           "directories (%s, /etc/hutch/profiles, %s%s); put it there, pass --trust-profile, "
+                           "or give the value on the command line",
                            untrusted, s->user,
                            streq(HUTCH_SYSCONFDIR, "/etc") ? "" : HUTCH_SYSCONFDIR "/hutch/profiles, ", s->data);
         assert_string_equal(err, expect);
@@ -988,8 +989,11 @@ static void canonical(void **state)
                 "cpus = 1\n"
                 "disk = 1G\n"
                 "grace = 2s\n"
+                "inodes = 65536\n"
                 "io_max =\n"
+                "max_changes = 10000\n"
                 "max_file_size = none\n"
+                "max_path = 1024\n"
                 "memory = 512M\n"
                 "memory_high = auto\n"
                 "nofile = 4096\n"
@@ -1012,7 +1016,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "cdd3258fd3f99b34a704c41ca24f37019276d9416c07ccc739eb4d2acd8f7f3d");
+        assert_string_equal(sha, "d6273201fbe88a3ef08ad8024e8ff9eef330c8937ea8cb69ea1587cb5b1304e7");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -19,7 +19,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "lib/digest.h"
 #include "lib/fsutil.h"
 #include "fstest.h"
 #include "lib/util.h"
@@ -210,6 +212,41 @@ static void paths(void **state)
         assert_false(fs_path_valid("a/"));
 }
 
+/* holes stay holes, the hash covers the zeros, the budget counts the
+ * length and is checked before anything is read */
+static void sparse_copy(void **state)
+{
+        struct fixture *f = *state;
+        char a[64], b[64], hex1[DIGEST_HEX_SIZE], hex2[DIGEST_HEX_SIZE];
+        struct digest d;
+        struct stat st;
+
+        int in = fs_create_unique(f->root_fd, "in-", 'f', 0600, NULL, a, sizeof(a));
+        assert_true(in >= 0);
+        assert_int_equal(pwrite(in, "x", 1, 64 << 20), 1);   /* 64 MiB of hole, then x */
+        int out = fs_create_unique(f->root_fd, "out-", 'f', 0600, NULL, b, sizeof(b));
+        assert_true(out >= 0);
+
+        assert_int_equal(lseek(in, 0, SEEK_SET), 0);
+        digest_init(&d);
+        assert_int_equal(fs_copy_digest(in, out, &d, 0), (64 << 20) + 1);
+        digest_final_hex(&d, hex1);
+        assert_int_equal(fstat(out, &st), 0);
+        assert_int_equal(st.st_size, (64 << 20) + 1);
+        assert_true((uint64_t)st.st_blocks * 512 < 1 << 20);
+
+        /* the copy, read densely, hashes the same */
+        assert_int_equal(lseek(out, 0, SEEK_SET), 0);
+        assert_int_equal(digest_fd(out, hex2), 0);
+        assert_string_equal(hex1, hex2);
+
+        /* over the budget: refused before a byte of the hole is hashed */
+        assert_int_equal(lseek(in, 0, SEEK_SET), 0);
+        assert_int_equal(fs_copy_digest(in, -1, NULL, 1 << 20), -EFBIG);
+        close(in);
+        close(out);
+}
+
 int main(void)
 {
         tap_skip_filter();
@@ -219,6 +256,7 @@ int main(void)
                 cmocka_unit_test(remove_tree_never_follows),
                 cmocka_unit_test(unique_names),
                 cmocka_unit_test(paths),
+                cmocka_unit_test(sparse_copy),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,7 +6,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "lib/sanitize.h"
@@ -58,12 +60,56 @@ static void invalid_utf8(void **state)
         CHECK("\xf0\x9f\x98", FFFD);
 }
 
+/* C1 controls in their UTF-8 form (U+009D is OSC) are dropped, not just CSI */
+static void c1_dropped(void **state)
+{
+        check("a\xc2\x9d" "b\xc2\x85" "c\xc2\xa0", 9, "abc\xc2\xa0", 5);
+}
+
+/* What reaches a terminal: controls visible, never obeyed; the state
+ * carries a UTF-8 sequence split between two writes */
+static void tty_stream(void **state)
+{
+        int p[2];
+        char buf[256];
+        ssize_t n;
+
+        assert_int_equal(pipe(p), 0);
+        FILE *f = sanitize_tty_stream(p[1]);
+        assert_non_null(f);
+        setvbuf(f, NULL, _IONBF, 0);
+        fputs("\x1b]52;c;aGk=\x07|\r\b|\xc2", f);
+        fputs("\x9d|\x9b|ok\xc3", f);
+        fputs("\xa9\t\n", f);
+        fclose(f);
+        close(p[1]);
+        n = read(p[0], buf, sizeof(buf) - 1);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_string_equal(buf, "^[]52;c;aGk=^G|^M^H|\\u009d|\\x9b|ok\xc3\xa9\t\n");
+        close(p[0]);
+}
+
+static void base64_and_utf8(void **state)
+{
+        _cleanup_free_ char *a = sanitize_base64("bad\xffname", 8);
+        _cleanup_free_ char *b = sanitize_base64("ab", 2);
+        assert_string_equal(a, "YmFk/25hbWU=");
+        assert_string_equal(b, "YWI=");
+        assert_true(sanitize_utf8_valid("caf\xc3\xa9", 5));
+        assert_false(sanitize_utf8_valid("bad\xff", 4));
+        assert_false(sanitize_utf8_valid("a\0b", 3));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(plain),
                 cmocka_unit_test(escapes),
                 cmocka_unit_test(invalid_utf8),
+                cmocka_unit_test(c1_dropped),
+                cmocka_unit_test(tty_stream),
+                cmocka_unit_test(base64_and_utf8),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -101,9 +101,13 @@ static struct change *add_entry(struct walker *w, char *path, enum change_kind k
         return c;
 }
 
+/* Skipped changes get a row each only up to here: past the caps a row
+ * per file would let the job size the record (20000 files of 200-byte
+ * names were 13 MB of WAL with max_files of them listed). */
 static size_t skip_listing_cap(const struct walker *w)
 {
-        return w->lim && w->lim->max_files ? w->lim->max_files : 100000;
+        size_t cap = w->lim && w->lim->max_files ? w->lim->max_files : 100000;
+        return MIN(cap, (size_t)CHANGESET_MAX_SKIPPED_LISTED);
 }
 
 /* Record a change that is not carried; takes path. */

@@ -68,6 +68,7 @@ enum change_skip {
 };
 
 #define CHANGESET_MAX_DEPTH 256
+#define CHANGESET_MAX_SKIPPED_LISTED 1000
 
 struct change {
         char *path;             /* relative to the workspace, no leading '/' */
@@ -114,7 +115,8 @@ struct changeset_limits {
  * longer than max_path (and everything below such a directory) is only
  * counted, as one entry: listing it would make the record as big as the
  * names. Skipped changes are listed up to max_files of them (or 100000
- * without a limit) and only counted (n_unlisted) beyond that. Every
+ * without a limit), at most CHANGESET_MAX_SKIPPED_LISTED, and only
+ * counted (n_unlisted) beyond that. Every
  * hash and copy is bounded by max_bytes, so with limits set the walk's
  * time is bounded by them too.
  *

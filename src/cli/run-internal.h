@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 
 #include "workspace/session.h"
@@ -53,20 +54,24 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
 
 /* cli/run-tty.c */
 
-/* The user's terminal, put in raw mode for -t and restored on every exit
- * path that returns through here (the loop handles every signal that
- * would otherwise kill us). */
+/* The user's terminal under -t, put in raw mode and restored on every
+ * exit path that returns through here (the loop handles every signal
+ * that would otherwise kill us). */
 struct tty_state {
         bool saved;
-        int excl;               /* TIOCGEXCL before the run */
         struct termios orig;
+        bool have_ws;
+        struct winsize ws;      /* TIOCGWINSZ before the run */
+        int excl;               /* TIOCGEXCL before the run, or -1 */
+        int ldisc;              /* TIOCGETD before the run, or -1 */
+        int fl;                 /* F_GETFL of the description, or -1 */
 };
 
-/* -t: put the user's terminal in raw mode, if stdin is one. */
+/* -t: put the user's terminal in raw mode, if stdin is one and hutch is
+ * in its foreground; save everything run_tty_restore() puts back. */
 void run_tty_raw(struct tty_state *t);
-/* Without -t: save the terminal's state, if stdin is one. */
-void run_tty_save(struct tty_state *t);
-/* Put back what run_tty_raw() or run_tty_save() saved; safe to repeat. */
+/* Put back what run_tty_raw() saved: modes, flow control, window size,
+ * exclusive mode, line discipline, file status flags; safe to repeat. */
 void run_tty_restore(struct tty_state *t);
 
 /* cli/run-limits.c */

@@ -1,9 +1,19 @@
-/* cli/run-tty.c - the user's terminal during a run: raw mode for -t,
- * and without -t its state saved before the job and put back after it,
- * whatever the job did to it.
+/* cli/run-tty.c - the caller's terminal under -t: raw mode for the run,
+ * and everything about it put back afterwards.
+ *
+ * Without -t the job never sees the caller's terminal (its stdio are
+ * hutch's pipes), so there is nothing to save or restore: nothing inside
+ * can change it. With -t the job has a pty of its own and only hutch
+ * touches the caller's terminal, but a run must still leave it exactly
+ * as it found it, and must never be stopped by job control for it:
+ * run.c ignores SIGTTOU, so tcsetattr() from the background does not
+ * stop us (a stopped hutch would leave its run `running` and its
+ * session locked).
  */
 #include "config.h"
 
+#include <fcntl.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -13,41 +23,51 @@
 void run_tty_raw(struct tty_state *t)
 {
         struct termios raw;
-        t->excl = -1;
-        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
+        int fd = STDIN_FILENO;
+
+        *t = (struct tty_state) { .excl = -1, .ldisc = -1, .fl = -1 };
+        if (!isatty(fd) || tcgetattr(fd, &t->orig) < 0)
                 return;
+        /* In the background the terminal is the shell's (or another
+         * job's): leave its modes alone. The supervisor does not read it
+         * either until we are in the foreground (supervise.c). */
+        if (tcgetpgrp(fd) != getpgrp())
+                return;
+        t->have_ws = ioctl(fd, TIOCGWINSZ, &t->ws) == 0;
+        if (ioctl(fd, TIOCGEXCL, &t->excl) < 0)
+                t->excl = -1;
+        if (ioctl(fd, TIOCGETD, &t->ldisc) < 0)
+                t->ldisc = -1;
+        t->fl = fcntl(fd, F_GETFL);
         raw = t->orig;
         cfmakeraw(&raw);
-        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
+        if (tcsetattr(fd, TCSADRAIN, &raw) == 0)
                 t->saved = true;
-}
-
-/* Without -t the job's stdin *is* the user's terminal when hutch runs
- * from one, and a terminal's modes belong to the terminal, not to the
- * fd: a job could leave the user's shell with echo off, no line editing
- * or output stopped (stty -echo -icanon, tcflow(TCOOFF)), or in exclusive
- * mode (TIOCEXCL: every later open of it fails with EBUSY, so sudo, ssh
- * and less cannot prompt), long after the run. Save the state before the
- * run; run_tty_restore() puts it back once the sandbox, and so every process
- * that held the terminal, is gone. */
-void run_tty_save(struct tty_state *t)
-{
-        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->orig) < 0)
-                return;
-        if (ioctl(STDIN_FILENO, TIOCGEXCL, &t->excl) < 0)
-                t->excl = -1;   /* unknown: leave it as the job does */
-        t->saved = true;
 }
 
 void run_tty_restore(struct tty_state *t)
 {
-        if (t->saved) {
-                /* output first: TCSADRAIN would wait forever on a
-                 * terminal whose output the job stopped */
-                (void)tcflow(STDIN_FILENO, TCOON);
-                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &t->orig);
-                if (t->excl == 0)
-                        (void)ioctl(STDIN_FILENO, TIOCNXCL);
-        }
+        int fd = STDIN_FILENO;
+
+        if (!t->saved)
+                return;
         t->saved = false;
+        /* TCSANOW: TCSADRAIN would wait forever on a terminal whose
+         * output someone stopped */
+        (void)tcsetattr(fd, TCSANOW, &t->orig);
+        struct winsize ws;
+        if (t->have_ws && ioctl(fd, TIOCGWINSZ, &ws) == 0 && memcmp(&ws, &t->ws, sizeof(ws)) != 0)
+                (void)ioctl(fd, TIOCSWINSZ, &t->ws);
+        int excl = -1;
+        if (t->excl == 0 && ioctl(fd, TIOCGEXCL, &excl) == 0 && excl)
+                (void)ioctl(fd, TIOCNXCL);
+        int ldisc = -1;
+        if (t->ldisc >= 0 && ioctl(fd, TIOCGETD, &ldisc) == 0 && ldisc != t->ldisc)
+                (void)ioctl(fd, TIOCSETD, &t->ldisc);
+        /* the status flags of the caller's open file description, which
+         * it shares with the shell: O_NONBLOCK left set there would make
+         * the next `cat` fail with EAGAIN */
+        int fl = fcntl(fd, F_GETFL);
+        if (t->fl >= 0 && fl >= 0 && fl != t->fl)
+                (void)fcntl(fd, F_SETFL, t->fl);
 }

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "supervise/capture.h"
+#include "supervise/hostio.h"
 #include "limits/cgroup.h"
 #include "limits/iomax.h"
 #include "cli/cli.h"
@@ -40,6 +41,27 @@
 #include "supervise/supervise.h"
 
 #define HEARTBEAT_MS 5000
+/* the buffer between the job's output and the caller's reader: bounds
+ * hutch's memory while the reader is slow or stopped (supervise.c) */
+#define PASS_BUFFER_BYTES (256u << 10)
+/* after the run, how long a reader may take nothing before the rest of
+ * the output (already in the record) is no longer passed on */
+#define OUTPUT_STALL_MS 5000
+
+/* A closed 0, 1 or 2 would be taken by the next open(), the store's
+ * database say, and the job's output or input would go there. Give
+ * them /dev/null, as if the caller had. */
+static void stdio_keep_open(void)
+{
+        for (int fd = 0; fd < 3; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+                        int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+                        if (null >= 0 && null != fd) {
+                                (void)dup2(null, fd);
+                                close(null);
+                        }
+                }
+}
 
 /* --lang: where the code comes from, what runs it. */
 struct lang_job {
@@ -173,6 +195,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_store_ struct store *store = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
+        _cleanup_hostio_ struct hostio *host_in = NULL, *host_out = NULL, *host_err = NULL;
         _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL, *io_max = NULL;
         _cleanup_cgroup_run_ struct cgroup_run *cgroup = NULL;
         _cleanup_free_ void *bpf = NULL;
@@ -181,6 +204,15 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         sigset_t set, old;
         int r, code = EXIT_SETUP;
         json_t *enforcement = NULL;
+
+        stdio_keep_open();
+        /* Job control must never stop the supervisor: not when it puts
+         * the terminal back from the background (SIGTTOU), not when it
+         * would read the terminal there (SIGTTIN: it does not, and the
+         * kernel answers EIO if it races). A stopped hutch would stop
+         * the deadline and the watchdog, and leave its run `running`. */
+        signal(SIGTTOU, SIG_IGN);
+        signal(SIGTTIN, SIG_IGN);
 
         r = run_prepare_workspace(a, &wp, &err);
         if (r < 0) {
@@ -320,10 +352,18 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         cap_out = capture_new(cfg->capture_bytes);
         cap_err = capture_new(cfg->capture_bytes);
         struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
+        /* The job's stdin is relayed from ours (no caller fd ever enters
+         * the sandbox); its output passes through to ours unless --json. */
+        host_in = hostio_new(STDIN_FILENO, false, 0);
+        if (!json) {
+                host_out = hostio_new(STDOUT_FILENO, true, PASS_BUFFER_BYTES);
+                host_err = hostio_new(STDERR_FILENO, true, PASS_BUFFER_BYTES);
+        }
         struct supervise_hooks hooks = {
                 .on_output = on_output, .on_heartbeat = on_heartbeat, .on_job_started = on_job_started,
                 .heartbeat_ms = HEARTBEAT_MS,
-                .userdata = &ctx, .quiet_output = json,
+                .userdata = &ctx,
+                .host_in = host_in, .host_out = host_out, .host_err = host_err,
         };
 
         if (spawned)
@@ -349,8 +389,6 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_debug("sandbox started (init pid %d on the host)", (int)sb.pid);
                 if (cfg->tty)
                         run_tty_raw(&tty);
-                else
-                        run_tty_save(&tty);
                 r = supervise(cfg, &sb, &hooks, &out);
                 run_tty_restore(&tty);
                 /* init is reaped: nothing can write to the workspace now */
@@ -394,6 +432,18 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                  * that the record is incomplete (gc will mark it) */
                 log_error("run: cannot complete the record of run %s in %s: %s",
                           rec->id, store_path(store), store_error(store));
+
+        /* The record is final; now the rest of the output, for a reader
+         * that is slow, but not for one that stopped taking any */
+        size_t dropped = 0;
+        if (host_out)
+                dropped += hostio_drain(host_out, OUTPUT_STALL_MS);
+        if (host_err)
+                dropped += hostio_drain(host_err, OUTPUT_STALL_MS);
+        if (dropped)
+                log_warning("run: the output's reader took nothing for %d s: %zu bytes of output not "
+                            "passed on (hutch logs %s has the head and tail)",
+                            OUTPUT_STALL_MS / 1000, dropped, rec->id);
 
         switch (out.status) {
         case RUN_SUCCESS:
@@ -497,6 +547,13 @@ int verb_run(int argc, char **argv)
                 log_error("%s", err);
                 goto out;
         }
+        /* An interactive run lasts as long as the person at it: the
+         * built-in 30 s would end a shell mid-command. A timeout someone
+         * chose (--timeout, a profile's) still holds; a runaway job is
+         * ended from the terminal with ~. (hutch-run(1)). */
+        const struct key_origin *timeout_origin = run_config_origin(&cfg, "limits.timeout");
+        if (cfg.tty && (!timeout_origin || timeout_origin->origin == ORIGIN_DEFAULT))
+                cfg.timeout_ms = 0;
         code = execute(&cfg, &lj, &a, a.lang, a.json, NULL);
 out:
         lang_job_done(&lj);

@@ -101,6 +101,8 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
 
         /* The job holds the only copies of its stdio now: EOF on the
          * supervisor's side must mean the job tree closed them. */
+        if (stdio->stdin_fd >= 0)
+                close(stdio->stdin_fd);
         if (stdio->stdout_fd >= 0)
                 close(stdio->stdout_fd);
         if (stdio->stderr_fd >= 0)

@@ -11,6 +11,7 @@
 #include "config/run-config.h"
 
 struct init_stdio {
+        int stdin_fd;           /* pipe read end, or -1 with a tty */
         int stdout_fd;          /* pipe write ends, or -1 with a tty */
         int stderr_fd;
         int tty_slave;          /* pty slave, or -1 */

@@ -130,7 +130,11 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                         if (dup2(stdio->tty_slave, fd) < 0)
                                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "dup2", "tty");
         } else {
-                if (dup2(stdio->stdout_fd, STDOUT_FILENO) < 0 ||
+                /* hutch's own pipes, never a caller's fd: nothing the
+                 * job holds leads out of the sandbox (/proc/self/fd/0
+                 * reopened is a pipe only the supervisor writes to) */
+                if (dup2(stdio->stdin_fd, STDIN_FILENO) < 0 ||
+                    dup2(stdio->stdout_fd, STDOUT_FILENO) < 0 ||
                     dup2(stdio->stderr_fd, STDERR_FILENO) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "dup2", "stdio");
         }

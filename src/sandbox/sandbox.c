@@ -137,14 +137,35 @@ static void close_all_but(int *keep, size_t n)
         (void)syscall(SYS_close_range, from, ~0U, 0);
 }
 
+/* Give up the caller's stdin, stdout and stderr: /dev/null takes their
+ * places. They are the caller's own files, pipes or terminal, and init
+ * runs as the sandbox user with capabilities in its user namespace, so
+ * anything that could reach init's fds (/proc/1/fd) could reopen them
+ * past every mount of the sandbox. The job gets hutch's pipes or its own
+ * pty instead (job.c). Safety of /dev/null: it is the host's null
+ * device, opened before the new root exists; it reads as empty and
+ * discards writes, whoever reaches it. */
+static int drop_caller_stdio(void)
+{
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
+                return -errno;
+        for (int fd = 0; fd < 3; fd++)
+                if (fd != null && dup2(null, fd) < 0)
+                        return -errno;
+        if (null > 2)
+                close(null);
+        return 0;
+}
+
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
-                                 int sync_fd, int stdout_w, int stderr_w, int idmapped_lower,
+                                 int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
                                  struct named_clones *named)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
         int r;
-        size_t n_keep = 0, max_keep = 5 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
+        size_t n_keep = 0, max_keep = 6 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
         int *keep = xcalloc(max_keep, sizeof(int));
 
         /* If the supervisor is gone before we even start, so are we. */
@@ -152,9 +173,10 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         /* init holds no fd of the supervisor's but the ones it needs: not
          * the host workspace dir, not whatever the caller passed hutch
          * beyond stdio (3</etc/passwd), which the job could otherwise
-         * reach through /proc/1/fd as a way out of the sandbox. stdin
-         * stays: it is the job's. */
+         * reach through /proc/1/fd as a way out of the sandbox; and not
+         * the caller's stdio either (drop_caller_stdio()). */
         keep[n_keep++] = sync_fd;
+        keep[n_keep++] = stdin_r;
         keep[n_keep++] = stdout_w;
         keep[n_keep++] = stderr_w;
         keep[n_keep++] = in->code_fd;
@@ -162,6 +184,8 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         (void)named_fds(named, keep, &n_keep, max_keep);
         close_all_but(keep, n_keep);
         free(keep);
+        if (drop_caller_stdio() < 0)
+                _exit(EXIT_SETUP);
         ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
         if (n != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
@@ -218,7 +242,8 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                         setup_failed(sync_fd, r, "loopback up", "lo");
         }
 
-        struct init_stdio stdio = { .stdout_fd = stdout_w, .stderr_fd = stderr_w, .tty_slave = -1 };
+        struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
+                                    .tty_slave = -1 };
         if (cfg->tty) {
                 int master = -1;
                 r = open_pty(go.has_ws ? &go.ws : NULL, &master, &stdio.tty_slave);
@@ -289,7 +314,7 @@ static int sys_clone3(struct clone_args *args)
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret)
 {
-        int sync_pair[2], out[2] = { -1, -1 }, err[2] = { -1, -1 };
+        int sync_pair[2], in_pipe[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
         int pidfd = -1, idmapped_lower = -1, r;
         struct named_clones named = { .lower = -1 };
 
@@ -300,15 +325,20 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 return -errno;
         ret->failed_step = "pipes";
         if (!cfg->tty) {
-                if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                /* stdin is a pipe too, whatever the caller's stdin is:
+                 * the supervisor relays it (DESIGN §1) */
+                if (pipe2(in_pipe, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                         r = -errno;
                         goto fail;
                 }
                 /* a larger pipe means fewer wakeups for chatty jobs */
                 (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
-                /* the supervisor drains a stream in one go; only our ends
-                 * are non-blocking, the job's writes block as usual */
-                if (fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
+                (void)fcntl(in_pipe[1], F_SETPIPE_SZ, 1 << 20);
+                /* the supervisor never blocks on a pipe; only our ends
+                 * are non-blocking, the job's reads and writes block as
+                 * usual */
+                if (fcntl(in_pipe[1], F_SETFL, O_NONBLOCK) < 0 ||
+                    fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
                         r = -errno;
                         goto fail;
                 }
@@ -374,10 +404,11 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         if (pid == 0) {
                 close(sync_pair[0]);
                 if (!cfg->tty) {
+                        close(in_pipe[1]);
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], out[1], err[1], idmapped_lower, &named);
+                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named);
         }
         named_close(&named);    /* the sandbox has its copies */
         if (idmapped_lower >= 0) {
@@ -388,9 +419,10 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         close(sync_pair[1]);
         sync_pair[1] = -1;
         if (!cfg->tty) {
+                close(in_pipe[0]);
                 close(out[1]);
                 close(err[1]);
-                out[1] = err[1] = -1;
+                in_pipe[0] = out[1] = err[1] = -1;
         }
 
         ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
@@ -413,14 +445,15 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
 
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
-                .stdout_fd = out[0], .stderr_fd = err[0], .cgroup = in->cgroup,
+                .stdin_fd = in_pipe[1], .stdout_fd = out[0], .stderr_fd = err[0], .cgroup = in->cgroup,
                 .workspace_fd = -1, .upper_fd = -1,
         };
         return 0;
 
 fail:
         named_close(&named);
-        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], out[0], out[1], err[0], err[1], pidfd,
+        for (int *fd = (int[]){ sync_pair[0], sync_pair[1], in_pipe[0], in_pipe[1], out[0], out[1],
+                                err[0], err[1], pidfd,
                                 idmapped_lower, -2 };
              *fd != -2; fd++)
                 if (*fd >= 0)
@@ -452,7 +485,7 @@ void sandbox_abort(struct sandbox *sb)
 
 void sandbox_close(struct sandbox *sb)
 {
-        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdout_fd, &sb->stderr_fd,
+        int *fds[] = { &sb->pidfd, &sb->sync_fd, &sb->stdin_fd, &sb->stdout_fd, &sb->stderr_fd,
                        &sb->workspace_fd, &sb->upper_fd };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {

@@ -15,8 +15,9 @@ struct sandbox {
         pid_t pid;              /* init's pid on the host */
         int pidfd;              /* pidfd of init */
         int sync_fd;            /* supervisor's end of the sync channel */
-        int stdout_fd;          /* read ends of the job's stdout/stderr; */
-        int stderr_fd;          /* -1 in tty mode (output comes from the pty) */
+        int stdin_fd;           /* write end of the job's stdin pipe (O_NONBLOCK), */
+        int stdout_fd;          /* read ends of the job's stdout/stderr; all */
+        int stderr_fd;          /* -1 in tty mode (the pty carries them) */
         const char *failed_step;/* set when sandbox_spawn() fails: what failed */
         char failed_path[416];  /* ... and on which path ("" for none) */
         struct cgroup_run *cgroup; /* the run's cgroup (not owned), or NULL */

@@ -1,9 +1,20 @@
 /* supervise.c - the supervisor's event loop (see supervise.h).
  *
- * One poll() over: the job's stdout and stderr pipes (or the pty master),
- * our stdin (tty mode only), the sync channel from the sandbox, a
- * signalfd for the signals we handle, a timerfd for the deadline and
- * grace steps, and init's pidfd.
+ * One poll() over: the job's stdin, stdout and stderr pipes (or the pty
+ * master), the caller's stdin, stdout and stderr (hostio.h), the sync
+ * channel from the sandbox, a signalfd for the signals we handle, a
+ * timerfd for the deadline and grace steps, and init's pidfd.
+ *
+ * Nothing here blocks (DESIGN §1): every fd is non-blocking or asked only
+ * what cannot block, and each direction has one bounded buffer. Output
+ * flows job pipe -> buffer -> caller; while the caller's side takes
+ * nothing (a stopped terminal, a paused pager) the buffer stays full,
+ * the job's pipe is not read, and the job's own writes block, as in a
+ * plain pipe; the timers and signals are served all the while. When the
+ * caller's reader is gone (POLLERR on its pipe, EPIPE), we close our
+ * read end of the job's pipe, so the job's next write gets EPIPE or
+ * SIGPIPE, as `job | head` would. Input flows the other way the same
+ * way, and the caller's EOF becomes EOF on the job's stdin.
  *
  * Termination is a small state table:
  *
@@ -30,16 +41,26 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "limits/cgroup.h"
 #include "lib/exit-codes.h"
+#include "supervise/hostio.h"
 #include "supervise/supervise.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
 #include "limits/watchdog.h"
 
 enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
-enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_OOM, STOP_CPU };
+enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_CANCEL_ESCAPE,
+                   STOP_OOM, STOP_CPU };
+/* where the "~." escape stands in what the terminal typed */
+enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
+
+/* While hutch is in the background of the terminal it reads stdin from,
+ * how often it looks whether it was brought to the foreground. */
+#define FOREGROUND_CHECK_MS 200
 
 /* How often the watchdog samples the tree when no cgroup holds memory or
  * cpu time: often enough that a hog cannot outrun it by much, rarely
@@ -61,7 +82,12 @@ struct loop {
         uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */
         struct cgroup_stats cg_stats;   /* read after init was reaped */
         bool have_cg_stats;
-        bool init_exited, stdin_open, stdout_broken;
+        bool init_exited, master_open;
+        struct hostio *host_in, *host_out, *host_err;   /* the caller's, or NULL */
+        bool stdin_open;                /* the caller's stdin is still to be read */
+        enum escape esc;
+        size_t in_off, in_len;          /* input read, not yet taken by the job */
+        char inbuf[64 * 1024];
         int init_status;
         struct rusage rusage;
         struct sync_msg setup_error, exec_error, job_exit, compile_failed;
@@ -215,8 +241,12 @@ static bool on_sync(struct loop *l)
                         for (size_t i = 0; i < nfd; i++) {
                                 int fd;
                                 memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                                if (l->tty_master < 0 && msg.kind == SYNC_READY)
+                                if (l->tty_master < 0 && msg.kind == SYNC_READY) {
+                                        /* ours alone (init closed its copy),
+                                         * so O_NONBLOCK changes nobody else's */
+                                        (void)fcntl(fd, F_SETFL, O_NONBLOCK);
                                         l->tty_master = fd;
+                                }
                                 else if (msg.kind == SYNC_WORKSPACE && i == 0 && l->sb->workspace_fd < 0)
                                         l->sb->workspace_fd = fd;
                                 else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
@@ -260,35 +290,84 @@ static void on_init_exit(struct loop *l)
         if (p == l->sb->pid) {
                 l->init_exited = true;
                 l->init_status = status;
+                /* Every writer is gone with the pid namespace: what is
+                 * left in the job's pipes is all there is, at most their
+                 * size. Take it in whole, so the record is complete when
+                 * the loop ends, even while the caller's reader is slow or
+                 * stopped; run.c writes it out after the record. */
+                if (l->host_out)
+                        hostio_grow(l->host_out, l->cfg->tty ? (1u << 20) : l->stdout_capacity);
+                if (l->host_err)
+                        hostio_grow(l->host_err, l->stderr_capacity);
         }
 }
 
+/* The reader of our stdout or stderr is gone. As in a plain pipe, the
+ * job's next write to that stream must fail with EPIPE (or SIGPIPE):
+ * we hold the only read end of its pipe, and closing it does that.
+ * What the job wrote so far is captured already. A pty cannot be closed
+ * for one direction: its output goes on being drained and captured. */
+static void reader_gone(struct loop *l, enum output_stream stream)
+{
+        int *fd = stream == STREAM_STDERR ? &l->sb->stderr_fd : &l->sb->stdout_fd;
+        if (*fd >= 0) {
+                close(*fd);
+                *fd = -1;
+        }
+}
+
+static struct hostio *host_for(const struct loop *l, enum output_stream stream)
+{
+        return stream == STREAM_STDERR ? l->host_err : l->host_out;
+}
+
+/* Whether a job stream may be read now: yes when nothing is passed on,
+ * or the caller's side has room; and once init is gone, always (what
+ * is left in the pipe is bounded, see on_init_exit()). */
+static bool can_take(const struct loop *l, enum output_stream stream)
+{
+        struct hostio *dst = host_for(l, stream);
+        return !dst || hostio_gone(dst) || hostio_room(dst) > 0 || l->init_exited;
+}
+
 /* Reads what one stream has ready, up to RELAY_ROUND_MAX so the other
- * events keep their turn, and passes it on.  Returns false at EOF (or
- * when the other end is gone); *moved gets the bytes relayed. */
+ * events keep their turn and never more than the caller's side has room
+ * for, and passes it on.  Returns false at EOF (or when the other end is
+ * gone); *moved gets the bytes relayed. */
 #define RELAY_ROUND_MAX (4u << 20)
 static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *moved)
 {
-        int out = stream == STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO;
-        bool pass = !(l->hooks && l->hooks->quiet_output);
+        struct hostio *dst = host_for(l, stream);
 
         *moved = 0;
         while (*moved < RELAY_ROUND_MAX) {
-                ssize_t n = read(fd, l->buf, sizeof(l->buf));
+                bool pass = dst && !hostio_gone(dst);
+                size_t want = sizeof(l->buf);
+                if (pass) {
+                        size_t room = hostio_room(dst);
+                        if (room == 0 && !l->init_exited)
+                                return true;    /* the job waits for the reader */
+                        if (room == 0)
+                                pass = false;   /* a writer outside the sandbox */
+                        else
+                                want = MIN(want, room);
+                }
+                ssize_t n = read(fd, l->buf, want);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return true;
                 if (n <= 0)
                         return false;   /* EOF, or EIO from a pty whose slave closed */
                 *moved += (size_t)n;
-                if (pass && !(stream == STREAM_STDOUT && l->stdout_broken)) {
-                        /* A reader that went away must not stop the job or the
-                         * record: keep draining, stop passing through. */
-                        if (write_all(out, l->buf, (size_t)n) < 0 && stream == STREAM_STDOUT)
-                                l->stdout_broken = true;
-                }
                 if (l->hooks && l->hooks->on_output)
                         l->hooks->on_output(l->hooks->userdata, stream, l->buf, (size_t)n);
-                if ((size_t)n < sizeof(l->buf) || fd == l->tty_master)
+                if (pass) {
+                        hostio_push(dst, l->buf, (size_t)n);
+                        if (hostio_flush(dst) < 0 && fd != l->tty_master) {
+                                reader_gone(l, stream);
+                                return true;
+                        }
+                }
+                if ((size_t)n < want || fd == l->tty_master)
                         return true;    /* drained; a pipe gives all it has */
         }
         return true;
@@ -321,21 +400,115 @@ static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
         l->last_round_ns = now_monotonic_ns();
 }
 
-static void relay_stdin(struct loop *l)
+/* Where the job's input goes: its stdin pipe, or its pty. */
+static int input_target(const struct loop *l)
 {
-        ssize_t n = read(STDIN_FILENO, l->buf, sizeof(l->buf));
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        if (l->cfg->tty)
+                return l->master_open ? l->tty_master : -1;
+        return l->sb->stdin_fd;
+}
+
+static void close_job_stdin(struct loop *l)
+{
+        if (l->sb->stdin_fd >= 0) {
+                close(l->sb->stdin_fd);
+                l->sb->stdin_fd = -1;
+        }
+}
+
+/* Pass what was read on to the job, as far as it takes it now. When the
+ * caller's input has ended and all of it was taken, the job's stdin
+ * pipe is closed: the job reads EOF, as from `cat | job`. */
+static void flush_input(struct loop *l)
+{
+        int fd = input_target(l);
+        while (l->in_len > 0 && fd >= 0) {
+                ssize_t n = write(fd, l->inbuf + l->in_off, l->in_len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        /* the job closed its stdin (EPIPE), or its pty is
+                         * gone: read no more of the caller's */
+                        l->stdin_open = false;
+                        l->in_len = 0;
+                        break;
+                }
+                l->in_off += (size_t)n;
+                l->in_len -= (size_t)n;
+        }
+        if (l->in_len == 0)
+                l->in_off = 0;
+        if (!l->stdin_open && (l->in_len == 0 || fd < 0))
+                close_job_stdin(l);
+}
+
+/* ssh's escape, for a terminal in raw mode, where Ctrl-C is only a byte
+ * for the job: "~." at the start of a line ends the run, whatever the
+ * job ignores; "~~" there sends one "~"; any other "~x" passes as
+ * typed. Filters in[0..n) into out (room for n + 1 bytes); returns the
+ * bytes to send. */
+static size_t escape_filter(struct loop *l, const char *in, size_t n, char *out)
+{
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+                char c = in[i];
+                if (l->esc == ESC_TILDE) {
+                        if (c == '.') {
+                                l->esc = ESC_NORMAL;
+                                kill_now(l, STOP_CANCEL_ESCAPE);
+                                return w;
+                        }
+                        if (c != '~')
+                                out[w++] = '~';
+                } else if (l->esc == ESC_LINE_START && c == '~') {
+                        l->esc = ESC_TILDE;
+                        continue;
+                }
+                out[w++] = c;
+                l->esc = c == '\r' || c == '\n' ? ESC_LINE_START : ESC_NORMAL;
+        }
+        return w;
+}
+
+/* Whether the caller's stdin may be read now. A terminal is read only
+ * while hutch is in its foreground process group: in the background
+ * (`hutch run ... &`) what is typed belongs to the shell. hutch then
+ * waits, as a background program would, but without being stopped
+ * (run.c ignores SIGTTIN, so a read the kernel refuses returns EIO
+ * instead, which closes the race with a change of foreground): the
+ * deadline and the watchdog go on, and the job's reads simply wait. A
+ * terminal that is not our controlling one was redirected to us on
+ * purpose (< /dev/pts/N) and is read. */
+static bool stdin_readable_now(const struct loop *l)
+{
+        if (!hostio_is_tty(l->host_in))
+                return true;
+        pid_t fg = tcgetpgrp(hostio_fd(l->host_in));
+        return fg < 0 || fg == getpgrp();
+}
+
+static void read_stdin(struct loop *l)
+{
+        ssize_t n = hostio_read(l->host_in, l->buf, sizeof(l->inbuf) - 1);
+        if (n == -EAGAIN)
                 return;
         if (n <= 0) {
                 l->stdin_open = false;
                 /* tell the job's terminal that input ended */
-                static const char eot = 4;
-                if (l->tty_master >= 0)
-                        (void)!write(l->tty_master, &eot, 1);
-                return;
+                if (l->cfg->tty) {
+                        l->inbuf[0] = 4;
+                        l->in_len = 1;
+                }
+        } else if (l->cfg->tty && hostio_is_tty(l->host_in)) {
+                l->in_len = escape_filter(l, l->buf, (size_t)n, l->inbuf);
+        } else {
+                memcpy(l->inbuf, l->buf, (size_t)n);
+                l->in_len = (size_t)n;
         }
-        if (l->tty_master >= 0)
-                (void)write_all(l->tty_master, l->buf, (size_t)n);
+        l->in_off = 0;
+        flush_input(l);
 }
 
 static const char *signal_name(int sig, char *buf, size_t len)
@@ -391,6 +564,10 @@ static void decide(struct loop *l, struct run_outcome *out)
                 out->exit_code = EXIT_TIMEOUT;
                 snprintf(out->message, sizeof(out->message), "timed out after %s",
                          format_duration_ms(l->cfg->timeout_ms, tmp, sizeof(tmp)));
+        } else if (l->reason == STOP_CANCEL_ESCAPE) {
+                out->status = RUN_CANCELLED;
+                out->exit_code = EXIT_CANCELLED_INT;
+                snprintf(out->message, sizeof(out->message), "cancelled by ~. on the terminal");
         } else if (l->reason == STOP_CANCEL_INT || l->reason == STOP_CANCEL_TERM) {
                 int s = l->reason == STOP_CANCEL_INT ? SIGINT : SIGTERM;
                 out->status = RUN_CANCELLED;
@@ -461,8 +638,12 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
 
         *l = (struct loop) {
                 .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
-                .heartbeat_fd = -1,
-                .stdin_open = cfg->tty, .started_ms = now_monotonic_ms(),
+                .heartbeat_fd = -1, .started_ms = now_monotonic_ms(),
+                .master_open = cfg->tty,
+                .host_in = hooks ? hooks->host_in : NULL,
+                .host_out = hooks ? hooks->host_out : NULL,
+                .host_err = hooks ? hooks->host_err : NULL,
+                .stdin_open = hooks && hooks->host_in,
                 .cg = sb->cgroup,
                 .cg_memory = sb->cgroup && (cgroup_run_enforced(sb->cgroup) & CGROUP_LIMIT_MEMORY),
         };
@@ -502,35 +683,47 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                         (void)timerfd_settime(l->watchdog_fd, 0, &its, NULL);
         }
 
-        bool sync_open = true, out_open = sb->stdout_fd >= 0, err_open = sb->stderr_fd >= 0;
-        bool master_open = cfg->tty;
+        bool sync_open = true;
         uint64_t drain_deadline = 0;
 
+        /* no input at all: the job reads EOF at once */
+        flush_input(l);
         for (;;) {
-                struct pollfd p[10];
-                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_SIG, P_TIMER, P_WATCHDOG, P_HEARTBEAT, P_PIDFD };
-                int idx[10], n = 0;
-                for (int i = 0; i < 10; i++)
+                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_JOBIN, P_HOUT, P_HERR,
+                       P_SIG, P_TIMER, P_WATCHDOG, P_HEARTBEAT, P_PIDFD, P_MAX };
+                struct pollfd p[P_MAX];
+                int idx[P_MAX], n = 0;
+                for (int i = 0; i < P_MAX; i++)
                         idx[i] = -1;
-#define WATCH(slot, fdv, cond) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = POLLIN }; } } while (0)
+#define WATCH_EV(slot, fdv, cond, ev) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = (ev) }; } } while (0)
+#define WATCH(slot, fdv, cond) WATCH_EV(slot, fdv, cond, POLLIN)
+                bool have_master = l->master_open && l->tty_master >= 0;
                 WATCH(P_SYNC, sb->sync_fd, sync_open);
-                WATCH(P_OUT, sb->stdout_fd, out_open);
-                WATCH(P_ERR, sb->stderr_fd, err_open);
-                WATCH(P_MASTER, l->tty_master, master_open && l->tty_master >= 0);
-                WATCH(P_STDIN, STDIN_FILENO, l->stdin_open && l->tty_master >= 0);
+                WATCH(P_OUT, sb->stdout_fd, sb->stdout_fd >= 0 && can_take(l, STREAM_STDOUT));
+                WATCH(P_ERR, sb->stderr_fd, sb->stderr_fd >= 0 && can_take(l, STREAM_STDERR));
+                WATCH_EV(P_MASTER, l->tty_master, have_master,
+                         (can_take(l, STREAM_STDOUT) ? POLLIN : 0) | (l->in_len ? POLLOUT : 0));
+                /* input: the caller's stdin is read only when what was
+                 * read before has been taken, so one buffer bounds it */
+                bool want_stdin = l->stdin_open && l->in_len == 0 && !l->init_exited &&
+                                  input_target(l) >= 0;
+                bool stdin_now = want_stdin && stdin_readable_now(l);
+                WATCH(P_STDIN, hostio_fd(l->host_in), stdin_now);
+                /* events 0 still reports POLLERR: the job closed its stdin */
+                WATCH_EV(P_JOBIN, sb->stdin_fd, sb->stdin_fd >= 0, l->in_len ? POLLOUT : 0);
+                WATCH_EV(P_HOUT, hostio_fd(l->host_out), l->host_out && !hostio_gone(l->host_out),
+                         hostio_pending(l->host_out) ? POLLOUT : 0);
+                WATCH_EV(P_HERR, hostio_fd(l->host_err), l->host_err && !hostio_gone(l->host_err),
+                         hostio_pending(l->host_err) ? POLLOUT : 0);
                 WATCH(P_SIG, l->signal_fd, true);
                 WATCH(P_TIMER, l->timer_fd, !l->init_exited);
                 WATCH(P_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0);
                 WATCH(P_HEARTBEAT, l->heartbeat_fd, !l->init_exited && l->heartbeat_fd >= 0);
+                WATCH(P_PIDFD, sb->pidfd, !l->init_exited);
 #undef WATCH
-                struct pollfd pidp = { .fd = sb->pidfd, .events = POLLIN };
-                bool watch_pid = !l->init_exited;
-                if (watch_pid) {
-                        idx[P_PIDFD] = n;
-                        p[n++] = pidp;
-                }
+#undef WATCH_EV
 
-                bool output_pending = out_open || err_open || (master_open && l->tty_master >= 0);
+                bool output_pending = sb->stdout_fd >= 0 || sb->stderr_fd >= 0 || have_master;
                 if (l->init_exited && !sync_open && !output_pending)
                         break;
                 if (l->init_exited && !output_pending && sync_open) {
@@ -544,6 +737,8 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                         continue;
                 }
                 int timeout = -1;
+                if (want_stdin && !stdin_now)
+                        timeout = FOREGROUND_CHECK_MS;  /* see stdin_readable_now() */
                 if (l->init_exited) {
                         /* Every writer died with the pid namespace, so EOF is
                          * due; a fd smuggled out of the sandbox must not keep
@@ -563,19 +758,41 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                         kill_now(l, l->reason);
                         break;
                 }
-#define READY(slot) (idx[slot] >= 0 && (p[idx[slot]].revents & (POLLIN | POLLHUP | POLLERR)))
+#define REVENTS(slot) (idx[slot] >= 0 ? p[idx[slot]].revents : 0)
+#define READY(slot) (REVENTS(slot) & (POLLIN | POLLHUP | POLLERR))
                 if (READY(P_SYNC))
                         sync_open = on_sync(l);
+                /* the caller's readers first: what they took makes room */
+                for (int slot = P_HOUT; slot <= P_HERR; slot++) {
+                        enum output_stream stream = slot == P_HOUT ? STREAM_STDOUT : STREAM_STDERR;
+                        struct hostio *h = host_for(l, stream);
+                        short ev = REVENTS(slot);
+                        if (ev & (POLLERR | POLLHUP | POLLNVAL))
+                                hostio_set_gone(h);
+                        else if (ev & POLLOUT)
+                                (void)hostio_flush(h);
+                        if (ev && hostio_gone(h) && !cfg->tty)
+                                reader_gone(l, stream);
+                }
                 /* a pty replaces both pipes: its output counts as stdout */
                 size_t out_moved = 0, err_moved = 0;
-                if (READY(P_OUT))
-                        out_open = relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved);
-                if (READY(P_ERR))
-                        err_open = relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved);
-                if (READY(P_MASTER))
-                        master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
+                if (READY(P_OUT) && !relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved))
+                        reader_gone(l, STREAM_STDOUT);  /* EOF: close our end */
+                if (READY(P_ERR) && !relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved))
+                        reader_gone(l, STREAM_STDERR);
+                if ((REVENTS(P_MASTER) & POLLIN) ||
+                    ((REVENTS(P_MASTER) & (POLLHUP | POLLERR)) && can_take(l, STREAM_STDOUT)))
+                        l->master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
                 if (READY(P_STDIN))
-                        relay_stdin(l);
+                        read_stdin(l);
+                if (REVENTS(P_JOBIN) & (POLLERR | POLLHUP)) {
+                        /* the job closed its stdin: read no more of the caller's */
+                        l->stdin_open = false;
+                        l->in_len = 0;
+                        close_job_stdin(l);
+                }
+                if ((REVENTS(P_JOBIN) & POLLOUT) || (REVENTS(P_MASTER) & POLLOUT))
+                        flush_input(l);
                 if (READY(P_SIG))
                         on_signal(l);
                 if (READY(P_TIMER))
@@ -590,8 +807,9 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 if (READY(P_PIDFD))
                         on_init_exit(l);
 #undef READY
+#undef REVENTS
                 if (cfg->tty && l->tty_master < 0 && !sync_open)
-                        master_open = false;
+                        l->master_open = false;
                 pace_output(l, out_moved, err_moved);
         }
 

@@ -12,8 +12,10 @@
 
 enum output_stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
+struct hostio;
+
 struct supervise_hooks {
-        /* every chunk of job output, after it was passed through */
+        /* every chunk of job output, as it is read from the job */
         void (*on_output)(void *userdata, enum output_stream stream, const void *buf, size_t n);
         /* called about every heartbeat_ms while the job runs (0: never) */
         void (*on_heartbeat)(void *userdata);
@@ -22,7 +24,12 @@ struct supervise_hooks {
         void (*on_job_started)(void *userdata);
         uint64_t heartbeat_ms;
         void *userdata;
-        bool quiet_output;      /* capture only, do not pass output through (--json) */
+        /* The caller's stdio (hostio.h), owned by the caller, who writes
+         * out what is still pending after the run (hostio_drain()). NULL:
+         * the job's stdin gets EOF at once; its output is captured only
+         * (--json). With host_in a terminal, "~." at the start of a line
+         * ends the run (like ssh's escape), "~~" sends one "~". */
+        struct hostio *host_in, *host_out, *host_err;
 };
 
 struct run_outcome {

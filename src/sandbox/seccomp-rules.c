@@ -6,7 +6,7 @@
  * Safety arguments. Every deny rule that comes from a name is argued in
  * seccomp.ini next to the name. The rules that cannot be written as names
  * are here, each with its argument next to the code that adds it:
- * CLONE_NEW* flags, clone3, TIOCSTI/TIOCLINUX, personality, syscalls
+ * CLONE_NEW* flags, clone3, TIOCSTI/TIOCLINUX/TIOCSETD/TIOCCONS, personality, syscalls
  * newer than libseccomp, and foreign architectures.
  */
 #include "config.h"
@@ -139,6 +139,24 @@ int seccomp_build_args_filter(struct builder *b, const struct seccomp_settings *
         r = rule(b, deny, SCMP_SYS(ioctl), 1, &cmp);
         if (r < 0)
                 return r;
+        /* Line disciplines. TIOCSETD swaps the code that interprets a
+         * terminal's bytes: N_NULL on a terminal the job shares leaves
+         * the shell deaf after the run, and asking for a discipline that
+         * is not loaded makes the kernel autoload its module (tty-ldisc-N,
+         * where dev.tty.ldisc_autoload allows), kernel code chosen by the
+         * job. A job's own pty needs only N_TTY, which it has from the
+         * start. TIOCCONS redirects the console's output to the job's
+         * terminal; the kernel asks CAP_SYS_ADMIN of the host for it, and
+         * nothing in a job needs it: denied here too, so the filter does
+         * not depend on that check. Both compared on the low 32 bits as
+         * above. */
+        static const unsigned long tty_requests[] = { TIOCSETD, TIOCCONS };
+        for (size_t i = 0; i < ELEMENTSOF(tty_requests); i++) {
+                cmp = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, tty_requests[i]);
+                r = rule(b, deny, SCMP_SYS(ioctl), 1, &cmp);
+                if (r < 0)
+                        return r;
+        }
 
         /* Personality. Only the default persona (PER_LINUX, 0) and the
          * query (0xffffffff) are allowed. Other personas and flags turn

@@ -87,7 +87,7 @@ struct loop {
         bool stdin_open;                /* the caller's stdin is still to be read */
         enum escape esc;
         size_t in_off, in_len;          /* input read, not yet taken by the job */
-        char inbuf[64 * 1024];
+        char inbuf[256 * 1024];
         int init_status;
         struct rusage rusage;
         struct sync_msg setup_error, exec_error, job_exit, compile_failed;

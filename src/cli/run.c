@@ -48,6 +48,12 @@
  * the output (already in the record) is no longer passed on */
 #define OUTPUT_STALL_MS 5000
 
+static const char *basename_of(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
 /* A closed 0, 1 or 2 would be taken by the next open(), the store's
  * database say, and the job's output or input would go there. Give
  * them /dev/null, as if the caller had. */
@@ -548,11 +554,14 @@ int verb_run(int argc, char **argv)
                 goto out;
         }
         /* An interactive run lasts as long as the person at it: the
-         * built-in 30 s would end a shell mid-command. A timeout someone
-         * chose (--timeout, a profile's) still holds; a runaway job is
-         * ended from the terminal with ~. (hutch-run(1)). */
+         * default 30 s (built in, or the default profile's, which names
+         * every key) would end a shell mid-command. A timeout someone
+         * chose (--timeout, a named profile's) still holds; a runaway
+         * job is ended from the terminal with ~. (hutch-run(1)). */
         const struct key_origin *timeout_origin = run_config_origin(&cfg, "limits.timeout");
-        if (cfg.tty && (!timeout_origin || timeout_origin->origin == ORIGIN_DEFAULT))
+        if (cfg.tty && (!timeout_origin || timeout_origin->origin == ORIGIN_DEFAULT ||
+                        (timeout_origin->origin != ORIGIN_CLI && timeout_origin->file &&
+                         streq(basename_of(timeout_origin->file), "default.ini"))))
                 cfg.timeout_ms = 0;
         code = execute(&cfg, &lj, &a, a.lang, a.json, NULL);
 out:

@@ -34,16 +34,21 @@ struct run_record;
  * "hutch: <verb>: run store: <path>: <why>" and returns EXIT_SETUP;
  * otherwise EXIT_OK and *ret. */
 int cli_open_store(const char *verb, struct store **ret);
+/* The same for verbs that only read (ls, show, logs, diff, cp, gc
+ * --dry-run): store_open_readonly(), so a read-only state dir works; a
+ * state dir without a store yet gets one as with cli_open_store(). */
+int cli_open_store_readonly(const char *verb, struct store **ret);
 /* Find the run named by id (a full id or a unique prefix). On failure
  * prints one line ("hutch: <verb>: no run matches 'abcd'", "... is
- * ambiguous: ...") and returns EXIT_FAILURE_GENERIC, or EXIT_SETUP when
+ * ambiguous: ...") and returns EXIT_FAILURE_GENERIC, EXIT_DAMAGED when
+ * its stored output does not match its checksum, or EXIT_SETUP when
  * the store failed; otherwise EXIT_OK and *ret. A running row whose
  * supervisor is gone comes back with status RUN_ORPHANED. */
 int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret);
 /* The common tail of the verbs that take one run id: check that exactly
  * one argument is left after the options (argv[optind]), open the store
- * and find the run. Prints one line on failure and returns the exit code
- * (EXIT_USAGE, EXIT_FAILURE_GENERIC, EXIT_SETUP); EXIT_OK with both out
+ * read-only and find the run. Prints one line on failure and returns the
+ * exit code (EXIT_USAGE, EXIT_FAILURE_GENERIC, EXIT_DAMAGED, EXIT_SETUP); EXIT_OK with both out
  * parameters set otherwise. */
 int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
                  struct store **ret_store, struct run_record **ret_rec);

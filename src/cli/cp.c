@@ -106,7 +106,7 @@ int verb_cp(int argc, char **argv)
         *path++ = '\0';
         const char *dest = argv[optind + 1];
 
-        r = cli_open_store("cp", &s);
+        r = cli_open_store_readonly("cp", &s);
         if (r != EXIT_OK)
                 return r;
         r = cli_find_run("cp", s, id, &rec);
@@ -133,7 +133,13 @@ int verb_cp(int argc, char **argv)
                 code = EXIT_SETUP;
                 goto out;
         }
-        blob = blobstore_open_blob(bs, hit->sha256);
+        blob = blobstore_open_verified(bs, hit->sha256);
+        if (blob == -EBADMSG) {
+                log_error("cp: %s:%s: its stored blob %s does not match its checksum: the blob store is damaged",
+                          rec->id, path, hit->sha256);
+                code = EXIT_DAMAGED;
+                goto out;
+        }
         if (blob < 0) {
                 log_error_errno(blob, "cp: blob %s of %s: %m", hit->sha256, path);
                 goto out;

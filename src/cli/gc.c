@@ -5,16 +5,24 @@
  * Rows still running are never deleted. An orphaned run's cgroup, which
  * its killed supervisor could not remove, is removed with it. Then
  * --session workspaces unused for longer than session_ttl are removed,
- * and last the blobs no remaining file record refers to. */
+ * then the blobs no remaining file record refers to, and last the cached
+ * seccomp filters no current profile uses. Before all that it runs
+ * SQLite's quick_check, and changes nothing in a damaged store. */
 #include "config.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "limits/cgroup.h"
 #include "cli/cli.h"
+#include "cli/run-internal.h"
+#include "config/profile.h"
+#include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "record/blobstore.h"
 #include "lib/log.h"
@@ -67,6 +75,64 @@ static char *remove_orphan_cgroup(struct store *s, const char *id, bool dry_run)
         }
         json_decref(e);
         return line;
+}
+
+/* The seccomp cache entries the current profiles use, by file name
+ * (a NULL-terminated vector; profiles that do not load keep nothing). */
+static char **seccomp_entries_in_use(void)
+{
+        _cleanup_strv_ char **names = NULL, **paths = NULL;
+        char **keep = NULL;
+
+        (void)profile_list(&names, &paths);
+        names = strv_append(names, "default");  /* also when only built in */
+        for (char **n = names; n && *n; n++) {
+                _cleanup_free_ char *err = NULL, *entry = NULL;
+                struct run_config cfg;
+                run_config_init(&cfg);
+                if (profile_load(&cfg, *n, &err) == 0)
+                        entry = run_seccomp_cache_entry(&cfg);
+                run_config_done(&cfg);
+                if (entry)
+                        keep = strv_append(keep, strrchr(entry, '/') + 1);
+        }
+        return keep;
+}
+
+/* Cached seccomp filters no current profile uses (profiles changed or
+ * went away, hutch or libseccomp was upgraded, a run used CLI
+ * overrides): each is a few KiB that nothing will read again. Also
+ * temporaries a killed writer left, once an hour old. */
+static int gc_seccomp_cache(bool dry_run)
+{
+        _cleanup_free_ char *dir = run_seccomp_cache_dir();
+        _cleanup_strv_ char **keep = NULL;
+        uint64_t now = now_realtime_ms();
+        int count = 0;
+        DIR *d;
+
+        if (!dir || !(d = opendir(dir)))
+                return EXIT_OK;
+        keep = seccomp_entries_in_use();
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *name = de->d_name;
+                size_t len = strlen(name);
+                struct stat st;
+                if (strncmp(name, "seccomp-", 8) != 0 || fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                bool entry = len > 4 && streq(name + len - 4, ".bpf");
+                bool stale_tmp = len > 4 && streq(name + len - 4, ".tmp") &&
+                                 (uint64_t)st.st_mtime * 1000 + 3600 * 1000 < now;
+                if (!(entry && !strv_contains(keep, name)) && !stale_tmp)
+                        continue;
+                if (dry_run || unlinkat(dirfd(d), name, 0) == 0)
+                        count++;
+        }
+        closedir(d);
+        printf("%s %d unused seccomp cache entr%s\n", dry_run ? "would delete" : "deleted", count,
+               count == 1 ? "y" : "ies");
+        return EXIT_OK;
 }
 
 /* Blobs no recorded file refers to any more (their runs were deleted). */
@@ -122,7 +188,7 @@ int verb_gc(int argc, char **argv)
                 return cli_bad_value("gc", "older-than", older_than,
                                      "expected a duration like 12h or 30d");
 
-        r = cli_open_store("gc", &s);
+        r = dry_run ? cli_open_store_readonly("gc", &s) : cli_open_store("gc", &s);
         if (r != EXIT_OK)
                 return r;
 
@@ -150,5 +216,8 @@ int verb_gc(int argc, char **argv)
         r = cli_session_gc(s, dry_run);
         if (r != EXIT_OK)
                 return r;
-        return gc_blobs(s, dry_run);
+        r = gc_blobs(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
+        return gc_seccomp_cache(dry_run);
 }

@@ -34,6 +34,29 @@ int cli_open_store(const char *verb, struct store **ret)
         return EXIT_OK;
 }
 
+int cli_open_store_readonly(const char *verb, struct store **ret)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = store_default_path(&path);
+        if (r < 0) {
+                log_error("%s: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME", verb);
+                return EXIT_SETUP;
+        }
+        r = store_open_readonly(path, ret, &error);
+        /* no history yet: the first verb makes the (empty) store, as
+         * before, or says why it cannot */
+        if (r == -ENOENT)
+                return cli_open_store(verb, ret);
+        if (r < 0) {
+                log_error("%s: run store: %s", verb, error ? error : path);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
 int cli_find_run(const char *verb, struct store *s, const char *id, struct run_record **ret)
 {
         _cleanup_strv_ char **candidates = NULL;
@@ -55,6 +78,10 @@ int cli_find_run(const char *verb, struct store *s, const char *id, struct run_r
                 log_error("%s: '%s' is ambiguous, it matches %s%s", verb, id, list ? list : "",
                           strv_length(candidates) >= 10 ? ", ..." : "");
                 return EXIT_FAILURE_GENERIC;
+        }
+        if (r == -EBADMSG) {
+                log_error("%s: %s", verb, store_error(s));
+                return EXIT_DAMAGED;
         }
         if (r < 0) {
                 log_error("%s: run store: %s", verb, store_error(s));
@@ -142,7 +169,7 @@ int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
                 log_error("%s: expected one run id (see hutch %s --help)", verb, verb);
                 return EXIT_USAGE;
         }
-        r = cli_open_store(verb, &s);
+        r = cli_open_store_readonly(verb, &s);
         if (r != EXIT_OK)
                 return r;
         r = cli_find_run(verb, s, argv[optind_now], ret_rec);

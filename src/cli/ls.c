@@ -163,7 +163,7 @@ int verb_ls(int argc, char **argv)
                 return EXIT_USAGE;
         }
 
-        r = cli_open_store("ls", &s);
+        r = cli_open_store_readonly("ls", &s);
         if (r != EXIT_OK)
                 return r;
         if (json) {

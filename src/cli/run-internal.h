@@ -13,6 +13,8 @@
 
 #include "workspace/session.h"
 
+struct run_outcome;
+
 struct cgroup_run;
 struct run_config;
 struct run_outcome;
@@ -80,6 +82,13 @@ void run_tty_restore(struct tty_state *t);
  * and fill *report. Returns 0 or -errno (with *ret_error set when known). */
 int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
                       struct seccomp_report *report, char **ret_error);
+/* The seccomp cache dir (NULL without a state dir), and the entry
+ * run_build_seccomp() uses for cfg in it (NULL: none); new strings. */
+char *run_seccomp_cache_dir(void);
+char *run_seccomp_cache_entry(const struct run_config *cfg);
+/* The kernel refused the cached filter of cfg: remove the entry,
+ * compile it again, and say so in out's message. */
+void run_forget_seccomp(const struct run_config *cfg, struct run_outcome *out);
 /* Make the run's cgroup into *ret (and *ret_unit, when systemd gave a
  * scope), or leave *ret NULL and say why in *ret_reason. */
 void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,

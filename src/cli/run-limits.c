@@ -15,40 +15,90 @@
 #include "limits/cgroup-systemd.h"
 #include "record/store.h"
 #include "sandbox/seccomp.h"
+#include "supervise/supervise.h"
 
-/* The syscall policy the profile asks for, compiled to BPF (cached next
- * to the run store: the same profile gives the same filter). */
+/* The seccomp cache dir: next to the run store (the same profile gives
+ * the same filter). NULL when there is no state dir. */
+char *run_seccomp_cache_dir(void)
+{
+        _cleanup_free_ char *db = NULL;
+        if (store_default_path(&db) < 0)
+                return NULL;
+        char *slash = strrchr(db, '/');
+        if (slash)
+                *slash = '\0';
+        return xasprintf("%s/cache", db);
+}
+
+/* The seccomp settings cfg asks for (free with seccomp_settings_done()). */
+static int settings_of(const struct run_config *cfg, struct seccomp_settings *s)
+{
+        *s = (struct seccomp_settings) { 0 };
+        int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(s)
+                                                        : seccomp_settings_default(s);
+        if (r < 0)
+                return r;
+        free(s->name);
+        s->name = xstrdup(cfg->profile_name ? cfg->profile_name : "default");
+        if (cfg->seccomp_default_action) {
+                free(s->default_action);
+                s->default_action = xstrdup(streq(cfg->seccomp_default_action, "eperm")
+                                            ? "errno" : cfg->seccomp_default_action);
+        }
+        for (char **p = cfg->seccomp_deny; p && *p; p++)
+                s->deny = strv_append(s->deny, *p);
+        for (char **p = cfg->seccomp_allow; p && *p; p++)
+                s->allow = strv_append(s->allow, *p);
+        s->allow_ptrace = cfg->seccomp_allow_ptrace;
+        s->allow_io_uring = cfg->seccomp_allow_io_uring;
+        return 0;
+}
+
+/* The syscall policy the profile asks for, compiled to BPF (cached). */
 int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
                       struct seccomp_report *report, char **ret_error)
 {
-        _cleanup_free_ char *db = NULL, *cache = NULL;
-        if (store_default_path(&db) == 0) {
-                char *slash = strrchr(db, '/');
-                if (slash)
-                        *slash = '\0';
-                cache = xasprintf("%s/cache", db);
-        }
-        struct seccomp_settings s = { 0 };
-        int r = cfg->seccomp_mode == SECCOMP_MODE_ALLOW ? seccomp_settings_strict(&s)
-                                                        : seccomp_settings_default(&s);
+        _cleanup_free_ char *cache = run_seccomp_cache_dir();
+        struct seccomp_settings s;
+        int r = settings_of(cfg, &s);
         if (r < 0)
                 return r;
-        free(s.name);
-        s.name = xstrdup(cfg->profile_name ? cfg->profile_name : "default");
-        if (cfg->seccomp_default_action) {
-                free(s.default_action);
-                s.default_action = xstrdup(streq(cfg->seccomp_default_action, "eperm")
-                                           ? "errno" : cfg->seccomp_default_action);
-        }
-        for (char **p = cfg->seccomp_deny; p && *p; p++)
-                s.deny = strv_append(s.deny, *p);
-        for (char **p = cfg->seccomp_allow; p && *p; p++)
-                s.allow = strv_append(s.allow, *p);
-        s.allow_ptrace = cfg->seccomp_allow_ptrace;
-        s.allow_io_uring = cfg->seccomp_allow_io_uring;
         r = seccomp_policy_compile(&s, cache, ret_blob, ret_len, report, ret_error);
         seccomp_settings_done(&s);
         return r;
+}
+
+void run_forget_seccomp(const struct run_config *cfg, struct run_outcome *out)
+{
+        _cleanup_free_ char *entry = run_seccomp_cache_entry(cfg);
+        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ void *blob = NULL;
+        struct seccomp_report report;
+        size_t len;
+
+        /* The entry verified, so these are the bytes a compile gave; a
+         * kernel that refuses them now (a new kernel, a changed
+         * libseccomp without a new version) must not make every later
+         * run fail: drop the entry and compile it afresh. */
+        if (!entry || unlink(entry) < 0)
+                return;
+        log_debug("seccomp cache %s: the kernel refused it; compiling the filter again", entry);
+        if (run_build_seccomp(cfg, &blob, &len, &report, &err) < 0)
+                return;
+        size_t n = strlen(out->message);
+        snprintf(out->message + n, sizeof(out->message) - n,
+                 " (the cached filter %s was refused and is compiled again; run again)", entry);
+}
+
+char *run_seccomp_cache_entry(const struct run_config *cfg)
+{
+        _cleanup_free_ char *cache = run_seccomp_cache_dir();
+        struct seccomp_settings s;
+        if (!cache || settings_of(cfg, &s) < 0)
+                return NULL;
+        char *path = seccomp_cache_path(&s, cache);
+        seccomp_settings_done(&s);
+        return path;
 }
 
 /* The run's own cgroup, when a delegated cgroup v2 subtree is usable

@@ -216,8 +216,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         log_error("run: --lang needs exactly one of -c CODE, --file FILE or - (stdin)");
                         return EXIT_USAGE;
                 }
-                for (int i = optind; i < argc; i++)
-                        cfg->argv = strv_append(cfg->argv, argv[i]);
+                for (size_t i = (size_t)optind, n = strv_length(cfg->argv); i < (size_t)argc; i++)
+                        cfg->argv = strv_push(cfg->argv, &n, argv[i]);
                 return 0;
         }
         if (a->code || a->code_file) {
@@ -228,7 +228,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 log_error("run: no command given (try: hutch run -- sh -c 'echo hi')");
                 return EXIT_USAGE;
         }
-        for (int i = optind; i < argc; i++)
-                cfg->argv = strv_append(cfg->argv, argv[i]);
+        for (size_t i = (size_t)optind, n = strv_length(cfg->argv); i < (size_t)argc; i++)
+                cfg->argv = strv_push(cfg->argv, &n, argv[i]);
         return 0;
 }

@@ -409,6 +409,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 }
         }
 
+        if (out.status == RUN_SETUP_ERROR && sc_report.cached && strncmp(out.message, "setup: seccomp:", 15) == 0)
+                run_forget_seccomp(cfg, &out);
+
         int files_code = -1;
         if (workspace_fd >= 0)
                 files_code = run_collect_files(store, rec, cfg, a, &wp, workspace_fd, upper_fd, &out);
@@ -433,7 +436,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         (void)run_output_from_capture(&rec->out, cap_out);
         (void)run_output_from_capture(&rec->err, cap_err);
         r = store_run_finish(store, rec);
-        if (r < 0)
+        if (r > 0)
+                log_warning("run: run %s is recorded without its output: %s", rec->id, rec->output_lost);
+        else if (r < 0)
                 /* the job ran; its exit code still stands, but say loudly
                  * that the record is incomplete (gc will mark it) */
                 log_error("run: cannot complete the record of run %s in %s: %s",

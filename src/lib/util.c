@@ -79,13 +79,29 @@ size_t strv_length(char *const *v)
         return n;
 }
 
+char **strv_push(char **v, size_t *n, const char *s)
+{
+        size_t slots = 8;
+        while (slots < *n + 2)
+                slots *= 2;
+        v = xrealloc(v, slots * sizeof(char *));
+        v[*n] = xstrdup(s);
+        v[++*n] = NULL;
+        return v;
+}
+
 char **strv_append(char **v, const char *s)
 {
         size_t n = strv_length(v);
-        v = xrealloc(v, (n + 2) * sizeof(char *));
-        v[n] = xstrdup(s);
-        v[n + 1] = NULL;
-        return v;
+        return strv_push(v, &n, s);
+}
+
+bool strv_contains(char *const *v, const char *s)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                if (streq(v[i], s))
+                        return true;
+        return false;
 }
 
 int write_all(int fd, const void *buf, size_t n)

@@ -55,7 +55,17 @@ char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 
 /* NULL-terminated string vectors. */
 size_t strv_length(char *const *v);
-char **strv_append(char **v, const char *s);   /* copies s */
+/* Append a copy of s. Measures v first: O(length) per call, so for
+ * lists that grow long (argv, env, -e options) use strv_push(). */
+char **strv_append(char **v, const char *s);
+/* Append a copy of s to v, which holds *n strings (the caller keeps the
+ * count, starting from 0 with v NULL, or strv_length() of a vector it
+ * was given), and count it. Amortised O(1): the array grows to powers
+ * of two, and a realloc to the size a block already has moves nothing.
+ * Returns the (possibly moved) vector. */
+char **strv_push(char **v, size_t *n, const char *s);
+/* Whether v holds a string equal to s. */
+bool strv_contains(char *const *v, const char *s);
 
 /* Write all of buf, retrying on EINTR and short writes. 0 or -errno. */
 int write_all(int fd, const void *buf, size_t n);

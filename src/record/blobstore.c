@@ -227,6 +227,26 @@ int blobstore_open_blob(struct blobstore *bs, const char *hex)
         return fd;
 }
 
+int blobstore_open_verified(struct blobstore *bs, const char *hex)
+{
+        char got[DIGEST_HEX_SIZE];
+        int fd = blobstore_open_blob(bs, hex);
+        if (fd < 0)
+                return fd;
+        /* the name is the content's hash: anything else is damage (or
+         * someone else's write into the store), never a blob to hand on */
+        int r = digest_fd(fd, got);
+        if (r == 0 && !streq(got, hex))
+                r = -EBADMSG;
+        if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 bool blobstore_has(struct blobstore *bs, const char *hex)
 {
         if (find_staged(bs, hex))

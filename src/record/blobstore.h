@@ -63,6 +63,11 @@ int blobstore_batch_commit(struct blobstore *bs);
  * absent, -EINVAL if hex is not a valid digest). */
 int blobstore_open_blob(struct blobstore *bs, const char *hex);
 
+/* The same, after reading the whole blob and checking that its content
+ * still hashes to hex: -EBADMSG when it does not (a damaged blob). The
+ * fd is at offset 0. For readers that hand the bytes on (cp). */
+int blobstore_open_verified(struct blobstore *bs, const char *hex);
+
 /* Does the store hold blob hex? */
 bool blobstore_has(struct blobstore *bs, const char *hex);
 

@@ -14,6 +14,9 @@ struct store {
         char *path;
         char *error;
         int wal_frames;         /* after our last commit, once checkpoints are deferred */
+        int open_fd;            /* PATH-open, flock'ed while we use the store (see
+                                 * store.c); -1 for read-only connections */
+        bool readonly;          /* opened with store_open_readonly() */
 };
 
 /* ---- store-sql.c -------------------------------------------------------- */

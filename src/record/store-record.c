@@ -50,6 +50,7 @@ struct run_record *run_record_free(struct run_record *rec)
         free(rec->profile_sha256);
         free(rec->lang);
         free(rec->code);
+        free(rec->output_lost);
         free(rec);
         return NULL;
 }
@@ -77,8 +78,8 @@ int run_record_begin(struct run_record *rec, char *const *argv, const char *cwd,
                 start = RUN_UNSET;
         strv_free(rec->argv);
         rec->argv = NULL;
-        for (size_t i = 0; argv && argv[i]; i++)
-                rec->argv = strv_append(rec->argv, argv[i]);
+        for (size_t i = 0, n = 0; argv && argv[i]; i++)
+                rec->argv = strv_push(rec->argv, &n, argv[i]);
         free(rec->cwd);
         rec->cwd = cwd ? xstrdup(cwd) : NULL;
         free(rec->profile);
@@ -256,6 +257,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "stderr_lines", json_integer((json_int_t)rec->err.lines));
         json_object_set_new(o, "stdout_truncated", json_boolean(rec->out.truncated));
         json_object_set_new(o, "stderr_truncated", json_boolean(rec->err.truncated));
+        json_object_set_new(o, "output_lost", json_text(rec->output_lost));
         json_object_set_new(o, "limits", json_embedded(rec->limits_json));
         json_object_set_new(o, "enforcement", json_embedded(rec->enforcement_json));
         json_object_set_new(o, "profile", json_text(rec->profile));
@@ -296,7 +298,7 @@ char **store_argv_from_text(const char *text)
 {
         json_t *a = text ? json_loads(text, 0, NULL) : NULL;
         char **v = NULL;
-        size_t i;
+        size_t i, n = 0;
         json_t *e;
 
         if (!json_is_array(a)) {
@@ -305,7 +307,7 @@ char **store_argv_from_text(const char *text)
         }
         json_array_foreach(a, i, e)
                 if (json_is_string(e))
-                        v = strv_append(v, json_string_value(e));
+                        v = strv_push(v, &n, json_string_value(e));
         json_decref(a);
         return v;
 }

@@ -45,7 +45,8 @@ static void bind_blob(sqlite3_stmt *st, int i, const struct run_output *o)
         "enforcement, supervisor_pid, supervisor_start, heartbeat_at, " \
         "session, idempotency_key, rerun_of, profile_sha256"
 /* ... and a full read adds these. */
-#define DETAIL_COLUMNS ", stdout, stderr, profile_text, lang, code"
+#define DETAIL_COLUMNS ", stdout, stderr, profile_text, lang, code, output_lost, " \
+        "stdout_sha256, stderr_sha256"
 
 static void read_output(sqlite3_stmt *st, int i, struct run_output *o)
 {
@@ -58,6 +59,29 @@ static void read_output(sqlite3_stmt *st, int i, struct run_output *o)
                 memcpy(o->data, p, n);
         o->data[n] = '\0';
         o->len = n;
+}
+
+/* The hex sha256 of o's stored bytes, or NULL (and hex untouched)
+ * when none are stored. */
+static const char *output_digest(const struct run_output *o, char hex[DIGEST_HEX_SIZE])
+{
+        if (!o->data)
+                return NULL;
+        digest_buffer(o->data, o->len, hex);
+        return hex;
+}
+
+/* Do o's bytes match the checksum in column i (rows written before
+ * schema 5 have none: nothing to compare)? */
+static bool output_matches(sqlite3_stmt *st, int i, const struct run_output *o)
+{
+        const unsigned char *want = sqlite3_column_text(st, i);
+        char hex[DIGEST_HEX_SIZE];
+
+        if (!want)
+                return true;
+        digest_buffer(o->data ? o->data : "", o->len, hex);
+        return streq(hex, (const char *)want);
 }
 
 static struct run_record *read_row(sqlite3_stmt *st, bool detail)
@@ -114,6 +138,9 @@ static struct run_record *read_row(sqlite3_stmt *st, bool detail)
                         rec->code_len = code.len;
                 }
                 i++;
+                rec->output_lost = store_column_text(st, i++);
+                rec->out.damaged = !output_matches(st, i++, &rec->out);
+                rec->err.damaged = !output_matches(st, i++, &rec->err);
         }
         return rec;
 }
@@ -128,7 +155,7 @@ int store_run_insert(struct store *s, const struct run_record *rec)
                     "INSERT INTO runs (" RUN_COLUMNS DETAIL_COLUMNS ") VALUES ("
                     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                     "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
-                    "?31, ?32, ?33, ?34)", &st);
+                    "?31, ?32, ?33, ?34, ?35, ?36, ?37)", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, rec->id);
@@ -168,6 +195,10 @@ int store_run_insert(struct store *s, const struct run_record *rec)
                 sqlite3_bind_blob64(st, 34, rec->code, rec->code_len, SQLITE_TRANSIENT);
         else
                 sqlite3_bind_null(st, 34);
+        char out_hex[DIGEST_HEX_SIZE], err_hex[DIGEST_HEX_SIZE];
+        store_bind_text(st, 35, rec->output_lost);
+        store_bind_text(st, 36, output_digest(&rec->out, out_hex));
+        store_bind_text(st, 37, output_digest(&rec->err, err_hex));
         return store_finish_update(s, TAKE_PTR(st), false);
 }
 
@@ -184,9 +215,15 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
         return store_finish_update(s, TAKE_PTR(st), true);
 }
 
-int store_run_finish(struct store *s, const struct run_record *rec)
+/* The final update; without the output when output_lost is set (then
+ * the stored output becomes NULL and output_lost says why). */
+static int finish(struct store *s, const struct run_record *rec, const char *output_lost)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        char out_hex[DIGEST_HEX_SIZE], err_hex[DIGEST_HEX_SIZE];
+        const struct run_output none = { 0 };
+        const struct run_output *out = output_lost ? &none : &rec->out;
+        const struct run_output *err = output_lost ? &none : &rec->err;
         int r;
 
         r = store_begin_statement(s,
@@ -195,7 +232,8 @@ int store_run_finish(struct store *s, const struct run_record *rec)
                     "peak_memory_bytes = ?10, stdout = ?11, stderr = ?12, stdout_bytes = ?13, "
                     "stderr_bytes = ?14, stdout_lines = ?15, stderr_lines = ?16, "
                     "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, "
-                    "enforcement = ?20, heartbeat_at = ?21 WHERE id = ?1", &st);
+                    "enforcement = ?20, heartbeat_at = ?21, output_lost = ?22, "
+                    "stdout_sha256 = ?23, stderr_sha256 = ?24 WHERE id = ?1", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, rec->id);
@@ -208,8 +246,9 @@ int store_run_finish(struct store *s, const struct run_record *rec)
         store_bind_u64(st, 8, rec->cpu_user_ms);
         store_bind_u64(st, 9, rec->cpu_sys_ms);
         store_bind_u64(st, 10, rec->peak_memory_bytes);
-        bind_blob(st, 11, &rec->out);
-        bind_blob(st, 12, &rec->err);
+        bind_blob(st, 11, out);
+        bind_blob(st, 12, err);
+        /* the counts are the job's, whether or not its bytes were kept */
         sqlite3_bind_int64(st, 13, (sqlite3_int64)rec->out.total_bytes);
         sqlite3_bind_int64(st, 14, (sqlite3_int64)rec->err.total_bytes);
         sqlite3_bind_int64(st, 15, (sqlite3_int64)rec->out.lines);
@@ -219,7 +258,48 @@ int store_run_finish(struct store *s, const struct run_record *rec)
         store_bind_text(st, 19, rec->limits_json);
         store_bind_text(st, 20, rec->enforcement_json);
         store_bind_u64(st, 21, now_realtime_ms());
+        store_bind_text(st, 22, output_lost ? output_lost : rec->output_lost);
+        store_bind_text(st, 23, output_digest(out, out_hex));
+        store_bind_text(st, 24, output_digest(err, err_hex));
         return store_finish_update(s, TAKE_PTR(st), true);
+}
+
+int store_run_finish(struct store *s, struct run_record *rec)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = finish(s, rec, NULL);
+        if (r >= 0 || r == -ENOENT)
+                return r;
+        /* The outcome must land even when the output does not: a row
+         * left running would later be called orphaned, which is false.
+         * Without the output the update rewrites a few small pages; if
+         * even that does not fit, the reserve kept for this moment is
+         * given back and the update tried once more. */
+        why = xasprintf("the output could not be stored: %s", strerror(-r));
+        r = finish(s, rec, why);
+        if (r == -ENOSPC && store_release_reserve(s) == 0)
+                r = finish(s, rec, why);
+        if (r < 0)
+                return r;
+        free(rec->output_lost);
+        rec->output_lost = TAKE_PTR(why);
+        return 1;
+}
+
+/* Hand rec out only if its stored output matches its checksums. */
+static int take_verified(struct store *s, struct run_record *rec, struct run_record **ret)
+{
+        if (rec->out.damaged || rec->err.damaged) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "run %s: the stored %s does not match its checksum: the run store is damaged",
+                        rec->id, rec->out.damaged ? "stdout" : "stderr");
+                run_record_free(rec);
+                return store_fail_msg(s, -EBADMSG, msg);
+        }
+        *ret = rec;
+        return 0;
 }
 
 static int get_exact(struct store *s, const char *id, struct run_record **ret)
@@ -236,8 +316,7 @@ static int get_exact(struct store *s, const char *id, struct run_record **ret)
                 return -ENOENT;
         if (rc != SQLITE_ROW)
                 return store_fail(s, rc);
-        *ret = read_row(st, true);
-        return 0;
+        return take_verified(s, read_row(st, true), ret);
 }
 
 int store_run_get(struct store *s, const char *id_or_prefix, struct run_record **ret,
@@ -308,8 +387,7 @@ int store_run_get_by_key(struct store *s, const char *key, struct run_record **r
                 return -ENOENT;
         if (rc != SQLITE_ROW)
                 return store_fail(s, rc);
-        *ret = read_row(st, true);
-        return 0;
+        return take_verified(s, read_row(st, true), ret);
 }
 
 static bool matches_status(const struct run_record *rec, int status)

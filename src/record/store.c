@@ -14,10 +14,15 @@
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include "record/store.h"
 #include "record/store-internal.h"
@@ -32,7 +37,7 @@
 
 static const char *const migrations[] = {
         /* 0 -> 1: the initial schema */
-        "CREATE TABLE runs (\n"
+        "CREATE TABLE IF NOT EXISTS runs (\n"
         "        id TEXT PRIMARY KEY NOT NULL,\n"
         "        argv TEXT NOT NULL,\n"
         "        cwd TEXT,\n"
@@ -61,7 +66,7 @@ static const char *const migrations[] = {
         "        supervisor_start INTEGER,\n"
         "        heartbeat_at INTEGER\n"
         ");\n"
-        "CREATE INDEX runs_started ON runs(started_at, id);\n",
+        "CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at, id);\n",
 
         /* 1 -> 2: what sessions, idempotency, rerun and profile provenance
          * need, and an index for `ls --status` */
@@ -70,10 +75,10 @@ static const char *const migrations[] = {
         "ALTER TABLE runs ADD COLUMN rerun_of TEXT;\n"
         "ALTER TABLE runs ADD COLUMN profile_text TEXT;\n"
         "ALTER TABLE runs ADD COLUMN profile_sha256 TEXT;\n"
-        "CREATE UNIQUE INDEX runs_idempotency_key ON runs(idempotency_key)\n"
+        "CREATE UNIQUE INDEX IF NOT EXISTS runs_idempotency_key ON runs(idempotency_key)\n"
         "        WHERE idempotency_key IS NOT NULL;\n"
-        "CREATE INDEX runs_session ON runs(session, started_at) WHERE session IS NOT NULL;\n"
-        "CREATE INDEX runs_status ON runs(status, started_at);\n",
+        "CREATE INDEX IF NOT EXISTS runs_session ON runs(session, started_at) WHERE session IS NOT NULL;\n"
+        "CREATE INDEX IF NOT EXISTS runs_status ON runs(status, started_at);\n",
 
         /* 2 -> 3: the code of a --lang run, so `hutch rerun` can repeat it */
         "ALTER TABLE runs ADD COLUMN lang TEXT;\n"
@@ -82,7 +87,7 @@ static const char *const migrations[] = {
         /* 3 -> 4: what a run changed and left behind (workspace change
          * sets, artifacts) and where its workspace came from; rows go
          * with their run */
-        "CREATE TABLE files (\n"
+        "CREATE TABLE IF NOT EXISTS files (\n"
         "        run_id TEXT NOT NULL,\n"
         "        path TEXT NOT NULL,\n"
         "        kind TEXT NOT NULL,\n"
@@ -96,13 +101,13 @@ static const char *const migrations[] = {
         "        mime TEXT,\n"
         "        PRIMARY KEY (run_id, kind, path)\n"
         ");\n"
-        "CREATE INDEX files_sha256 ON files(sha256) WHERE sha256 IS NOT NULL;\n"
-        "CREATE TABLE run_workspace (\n"
+        "CREATE INDEX IF NOT EXISTS files_sha256 ON files(sha256) WHERE sha256 IS NOT NULL;\n"
+        "CREATE TABLE IF NOT EXISTS run_workspace (\n"
         "        run_id TEXT PRIMARY KEY NOT NULL,\n"
         "        workdir TEXT,\n"
         "        session TEXT\n"
         ");\n"
-        "CREATE TRIGGER runs_delete_files AFTER DELETE ON runs BEGIN\n"
+        "CREATE TRIGGER IF NOT EXISTS runs_delete_files AFTER DELETE ON runs BEGIN\n"
         "        DELETE FROM files WHERE run_id = old.id;\n"
         "        DELETE FROM run_workspace WHERE run_id = old.id;\n"
         "END;\n",
@@ -111,14 +116,23 @@ static const char *const migrations[] = {
          * that stopped their collection, and how many were skipped
          * without a row of their own (over the caps), so a record never
          * claims more than happened */
-        "CREATE TABLE run_files_summary (\n"
+        "CREATE TABLE IF NOT EXISTS run_files_summary (\n"
         "        run_id TEXT PRIMARY KEY NOT NULL,\n"
         "        error TEXT,\n"
         "        unlisted INTEGER NOT NULL DEFAULT 0\n"
         ");\n"
-        "CREATE TRIGGER runs_delete_files_summary AFTER DELETE ON runs BEGIN\n"
+        "CREATE TRIGGER IF NOT EXISTS runs_delete_files_summary AFTER DELETE ON runs BEGIN\n"
         "        DELETE FROM run_files_summary WHERE run_id = old.id;\n"
         "END;\n",
+
+        /* 5 -> 6: a record that tells on itself. output_lost says why a
+         * run's output is not stored (the final update did not fit, see
+         * store_run_finish()); the sha256 of each stored output stream
+         * lets a reader tell stored bytes from damaged ones. NULL on
+         * older rows: nothing to check. */
+        "ALTER TABLE runs ADD COLUMN output_lost TEXT;\n"
+        "ALTER TABLE runs ADD COLUMN stdout_sha256 TEXT;\n"
+        "ALTER TABLE runs ADD COLUMN stderr_sha256 TEXT;\n",
 };
 
 int store_current_schema_version(void)
@@ -153,7 +167,9 @@ const char *store_path(const struct store *s)
         return s->path;
 }
 
-int store_schema_version(struct store *s)
+/* PRAGMA user_version into *ret. Any 32-bit value is a version here
+ * (a negative one is damage or someone else's doing, not an error). */
+static int read_user_version(struct store *s, int *ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r, rc;
@@ -164,7 +180,127 @@ int store_schema_version(struct store *s)
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW)
                 return store_fail(s, rc);
-        return sqlite3_column_int(st, 0);
+        *ret = sqlite3_column_int(st, 0);
+        return 0;
+}
+
+int store_schema_version(struct store *s)
+{
+        int version, r = read_user_version(s, &version);
+        return r < 0 ? r : version;
+}
+
+/* The columns this hutch reads and writes, table by table: a database
+ * whose user_version claims the current schema but lacks one of them was
+ * changed behind hutch's back, and is refused with the column's name
+ * rather than failing later on some query. */
+static const char *const schema_columns[][2] = {
+        { "runs", "id, argv, cwd, profile, status, exit_code, signal, message, started_at, "
+                  "finished_at, duration_ms, cpu_user_ms, cpu_sys_ms, peak_memory_bytes, stdout, "
+                  "stderr, stdout_bytes, stderr_bytes, stdout_lines, stderr_lines, "
+                  "stdout_truncated, stderr_truncated, limits, enforcement, supervisor_pid, "
+                  "supervisor_start, heartbeat_at, session, idempotency_key, rerun_of, "
+                  "profile_text, profile_sha256, lang, code, output_lost, stdout_sha256, "
+                  "stderr_sha256" },
+        { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime" },
+        { "run_workspace", "run_id, workdir, session" },
+        { "run_files_summary", "run_id, error, unlisted" },
+};
+
+static int check_schema(struct store *s, int version)
+{
+        for (size_t i = 0; i < ELEMENTSOF(schema_columns); i++) {
+                _cleanup_free_ char *sql = xasprintf("SELECT %s FROM %s LIMIT 0", schema_columns[i][1],
+                                                     schema_columns[i][0]);
+                sqlite3_stmt *st = NULL;
+                int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+                sqlite3_finalize(st);
+                if (rc == SQLITE_OK)
+                        continue;
+                if ((rc & 0xff) != SQLITE_ERROR)
+                        return store_fail(s, rc);
+                _cleanup_free_ char *msg = xasprintf(
+                        "schema version %d, but table %s does not match it (%s): the database is "
+                        "inconsistent; restore it from a backup or move it away",
+                        version, schema_columns[i][0], sqlite3_errmsg(s->db));
+                return store_fail_msg(s, -EPROTO, msg);
+        }
+        return 0;
+}
+
+/* Refuse a user_version this hutch cannot take forward. */
+static int check_version(struct store *s, int version)
+{
+        int current = store_current_schema_version();
+        char msg[256];
+
+        if (version > current) {
+                snprintf(msg, sizeof(msg),
+                         "schema version %d is newer than this hutch understands (%d); "
+                         "upgrade hutch, or use the hutch that wrote it", version, current);
+                return store_fail_msg(s, -EPROTONOSUPPORT, msg);
+        }
+        if (version < 0) {
+                snprintf(msg, sizeof(msg),
+                         "schema version %d was never written by hutch (PRAGMA user_version was "
+                         "changed by something else); restore the database from a backup or move it away",
+                         version);
+                return store_fail_msg(s, -EPROTO, msg);
+        }
+        return 0;
+}
+
+/* Whether table has column (both are hutch's own names). */
+static int has_column(struct store *s, const char *table, const char *column)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, table);
+        store_bind_text(st, 2, column);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                return 1;
+        return rc == SQLITE_DONE ? 0 : store_fail(s, rc);
+}
+
+/* Run one migration statement by statement, so that it is idempotent:
+ * CREATEs say IF NOT EXISTS, and an ADD COLUMN of a column that is
+ * already there (a user_version set back by hand, an interrupted
+ * migration of an older hutch) is skipped. sqlite3_complete() finds the
+ * statements' ends, triggers' inner semicolons included. */
+static int run_migration(struct store *s, const char *sql)
+{
+        _cleanup_free_ char *stmt = NULL;
+        const char *p = sql;
+
+        while (*p) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl + 1 - p) : strlen(p);
+                char *next = xasprintf("%s%.*s", stmt ? stmt : "", (int)n, p);
+                free(stmt);
+                stmt = next;
+                p += n;
+                if (!sqlite3_complete(stmt))
+                        continue;
+                char table[64], column[64];
+                bool skip = false;
+                if (sscanf(stmt, " ALTER TABLE %63s ADD COLUMN %63s", table, column) == 2) {
+                        int r = has_column(s, table, column);
+                        if (r < 0)
+                                return r;
+                        skip = r > 0;
+                }
+                if (!skip) {
+                        int r = store_exec(s, stmt);
+                        if (r < 0)
+                                return r;
+                }
+                free(stmt);
+                stmt = NULL;
+        }
+        return 0;
 }
 
 static int migrate(struct store *s)
@@ -172,43 +308,34 @@ static int migrate(struct store *s)
         int current = store_current_schema_version();
         int version, r;
 
-        version = store_schema_version(s);
-        if (version < 0)
-                return version;
+        r = read_user_version(s, &version);
+        if (r < 0)
+                return r;
+        r = check_version(s, version);
+        if (r < 0)
+                return r;
         if (version == current)
-                return 0;
-        if (version > current) {
-                char msg[128];
-                snprintf(msg, sizeof(msg),
-                         "schema version %d is newer than this hutch understands (%d); upgrade hutch",
-                         version, current);
-                return store_fail_msg(s, -EPROTONOSUPPORT, msg);
-        }
+                return check_schema(s, version);
 
         r = store_begin_write(s);
         if (r < 0)
                 return r;
         /* another hutch may have migrated while we waited for the lock */
-        version = store_schema_version(s);
-        if (version < 0) {
-                store_rollback(s);
-                return version;
-        }
-        for (int v = version; v < current; v++) {
-                r = store_exec(s, migrations[v]);
-                if (r < 0) {
-                        store_rollback(s);
-                        return r;
-                }
-        }
-        if (version < current) {
+        r = read_user_version(s, &version);
+        if (r == 0)
+                r = check_version(s, version);
+        for (int v = version; r == 0 && v < current; v++)
+                r = run_migration(s, migrations[v]);
+        if (r == 0 && version < current) {
                 char sql[64];
                 snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", current);
                 r = store_exec(s, sql);
-                if (r < 0) {
-                        store_rollback(s);
-                        return r;
-                }
+        }
+        if (r == 0)
+                r = check_schema(s, version);
+        if (r < 0) {
+                store_rollback(s);
+                return r;
         }
         return store_commit(s);
 }
@@ -271,12 +398,163 @@ static int configure(struct store *s)
         return store_exec(s, "PRAGMA foreign_keys = ON");
 }
 
+/* Space kept for the outcome of the runs (PATH-reserve): a state dir
+ * that fills while a job runs must still take its final update, so the
+ * store holds this much on disk and gives it back when that update
+ * does not fit (store_run_finish()). A final update without output
+ * rewrites a handful of pages; this is many times that. */
+#define STORE_RESERVE_BYTES (256 * 1024)
+
+/* Close fd if open; returns -1 for the caller to store. */
+static int close_fd(int fd)
+{
+        if (fd >= 0)
+                close(fd);
+        return -1;
+}
+
+static char *sibling(const char *path, const char *suffix)
+{
+        return xasprintf("%s%s", path, suffix);
+}
+
+/* Make PATH-reserve if it is missing (best effort: a full disk leaves
+ * it for a later open). */
+static void ensure_reserve(const char *path)
+{
+        _cleanup_free_ char *reserve = sibling(path, "-reserve");
+        if (access(reserve, F_OK) == 0)
+                return;
+        _cleanup_free_ char *tmp = xasprintf("%s.%d", reserve, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        /* allocated blocks, not a hole: the point is to hold real space */
+        bool ok = posix_fallocate(fd, 0, STORE_RESERVE_BYTES) == 0;
+        ok = close(fd) == 0 && ok;
+        if (!ok || rename(tmp, reserve) < 0)
+                (void)unlink(tmp);
+}
+
+int store_release_reserve(struct store *s)
+{
+        _cleanup_free_ char *reserve = sibling(s->path, "-reserve");
+        return unlink(reserve) < 0 ? -errno : 0;
+}
+
+/* Does a history live next to path, although the database is missing
+ * or empty? Recorded blobs or a WAL with content say one did: the
+ * database was deleted or truncated, and a new empty one would hide
+ * that every run is gone. */
+static bool history_remains(const char *path, const char **ret_what)
+{
+        _cleanup_free_ char *copy = xstrdup(path);
+        _cleanup_free_ char *blobs = xasprintf("%s/blobs", dirname(copy));
+        _cleanup_free_ char *wal = sibling(path, "-wal");
+        struct stat st;
+
+        if (stat(wal, &st) == 0 && st.st_size > 0) {
+                *ret_what = "its write-ahead log";
+                return true;
+        }
+        DIR *d = opendir(blobs);
+        bool found = false;
+        for (struct dirent *de; d && !found && (de = readdir(d));)
+                found = strlen(de->d_name) == 2 && isxdigit((unsigned char)de->d_name[0]) &&
+                        isxdigit((unsigned char)de->d_name[1]);
+        if (d)
+                closedir(d);
+        if (found)
+                *ret_what = "its blob store";
+        return found;
+}
+
+/* The clean-shutdown marker: PATH-open holds one byte, '1' while some
+ * hutch has the store open for writing, and every such hutch holds a
+ * shared flock on it. An opener that gets the lock exclusively is
+ * alone; if it then finds '1', the last writer died (kill -9, a crash,
+ * power loss) with the store open, and the database is checked before
+ * anything is written into it. The last one to close writes '0'. The
+ * sandbox's init inherits the descriptor but dies with its supervisor,
+ * so it never keeps a dead writer's lock. */
+static int mark_open(struct store *s, bool *ret_unclean)
+{
+        _cleanup_free_ char *marker = sibling(s->path, "-open");
+        char c = '0';
+
+        *ret_unclean = false;
+        s->open_fd = open(marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (s->open_fd < 0)
+                return 0;       /* cannot tell: no check, as before */
+        if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0) {
+                if (pread(s->open_fd, &c, 1, 0) == 1 && c == '1')
+                        *ret_unclean = true;
+                (void)pwrite(s->open_fd, "1", 1, 0);
+        }
+        /* a holder of the exclusive lock keeps it only this long */
+        if (flock(s->open_fd, LOCK_SH) < 0)
+                s->open_fd = close_fd(s->open_fd);
+        return 0;
+}
+
+static void mark_closed(struct store *s)
+{
+        if (s->open_fd < 0)
+                return;
+        if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0)
+                (void)pwrite(s->open_fd, "0", 1, 0);
+        s->open_fd = close_fd(s->open_fd);
+}
+
+int store_quick_check(struct store *s, char **ret_problem)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *problem = NULL;
+        int r, rc;
+
+        r = store_prepare(s, "PRAGMA quick_check(3)", &st);
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *line = (const char *)sqlite3_column_text(st, 0);
+                if (!line || streq(line, "ok"))
+                        continue;
+                char *next = xasprintf("%s%s%s", problem ? problem : "", problem ? "; " : "", line);
+                free(problem);
+                problem = next;
+        }
+        /* sqlite's findings span lines; the message is one */
+        for (char *p = problem; p && *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' ';
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc);
+        if (!problem)
+                return 0;
+        if (ret_problem)
+                *ret_problem = TAKE_PTR(problem);
+        return -EBADMSG;
+}
+
+static int open_connection(struct store *s, const char *name, int flags)
+{
+        int rc = sqlite3_open_v2(name, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK)
+                return s->db ? store_fail(s, rc) : store_fail_msg(s, -ENOMEM, "out of memory");
+        sqlite3_extended_result_codes(s->db, 0);
+        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+        return 0;
+}
+
 int store_open(const char *path, struct store **ret, char **ret_error)
 {
         struct store *s;
         _cleanup_free_ char *copy = xstrdup(path);
         const char *dir = dirname(copy);
-        int r, rc;
+        const char *what = NULL;
+        struct stat st;
+        bool unclean = false;
+        int r;
 
         r = mkdir_p(dir, 0700);
         if (r < 0) {
@@ -287,21 +565,26 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         }
 
         s = xcalloc(1, sizeof(*s));
+        s->open_fd = -1;
         s->path = xstrdup(path);
-        rc = sqlite3_open_v2(path, &s->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
-        if (rc != SQLITE_OK) {
-                r = s->db ? store_fail(s, rc) : store_fail_msg(s, -ENOMEM, "out of memory");
+        if ((stat(path, &st) < 0 || st.st_size == 0) && history_remains(path, &what)) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "the database is %s, but %s remains: the history was lost or truncated; "
+                        "restore the database from a backup, or move %s away to start a new one",
+                        access(path, F_OK) == 0 ? "empty" : "missing", what, dir);
+                r = store_fail_msg(s, -ENODATA, msg);
                 goto fail;
         }
-        sqlite3_extended_result_codes(s->db, 0);
+        mark_open(s, &unclean);
+        r = open_connection(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        if (r < 0)
+                goto fail;
         /* Every hutch run opens and closes the store, and is usually its last
          * connection: by default SQLite would then checkpoint and delete
          * the WAL on close and create it again on the next open, three
          * disk syncs per run. Keep the WAL and leave checkpoints to the
-         * automatic ones (every 64 pages, see configure()), which amortise
-         * the syncs over many runs. Committed rows are in the WAL either way; with
+         * automatic ones (see configure()), which amortise the syncs over
+         * many runs. Committed rows are in the WAL either way; with
          * synchronous=NORMAL they survive any crash of hutch, and only an OS
          * crash or power loss can lose the last few. */
         int on = 1;
@@ -311,10 +594,102 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         r = configure(s);
         if (r < 0)
                 goto fail;
+        if (unclean) {
+                _cleanup_free_ char *problem = NULL;
+                r = store_quick_check(s, &problem);
+                if (r == -EBADMSG) {
+                        _cleanup_free_ char *msg = xasprintf(
+                                "the database is damaged (quick_check: %s); hutch will not write into it: "
+                                "save what can be read (sqlite3 %s .recover) and move it away",
+                                problem, path);
+                        r = store_fail_msg(s, -EBADMSG, msg);
+                }
+                if (r < 0)
+                        goto fail;
+        }
         r = migrate(s);
         if (r < 0)
                 goto fail;
+        ensure_reserve(path);
 
+        *ret = s;
+        return 0;
+fail:
+        if (ret_error)
+                *ret_error = xstrdup(s->error ? s->error : path);
+        /* a store we refused is no cleaner than we found it */
+        s->open_fd = close_fd(s->open_fd);
+        store_close(s);
+        return r;
+}
+
+/* "file:" URI of path with immutable=1: the characters a URI gives a
+ * meaning to are escaped. */
+static char *immutable_uri(const char *path)
+{
+        size_t cap = strlen(path) * 3 + 32, n = 0;
+        char *uri = xmalloc(cap);
+
+        n += (size_t)snprintf(uri, cap, "file:");
+        for (const char *p = path; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f)
+                        n += (size_t)snprintf(uri + n, cap - n, "%%%02X", c);
+                else
+                        uri[n++] = (char)c;
+        }
+        snprintf(uri + n, cap - n, "?immutable=1");
+        return uri;
+}
+
+int store_open_readonly(const char *path, struct store **ret, char **ret_error)
+{
+        struct store *s = xcalloc(1, sizeof(*s));
+        int version, r;
+
+        s->open_fd = -1;
+        s->readonly = true;
+        s->path = xstrdup(path);
+        if (access(path, F_OK) < 0) {
+                r = store_fail_msg(s, -errno, strerror(errno));
+                goto fail;
+        }
+        r = open_connection(s, path, SQLITE_OPEN_READONLY);
+        if (r == 0)
+                r = read_user_version(s, &version);
+        if (r == -EACCES || r == -EROFS) {
+                /* A WAL database needs its -shm (and a -wal) to be read,
+                 * and a reader cannot make them in a directory it may not
+                 * write. Nobody else can write there either, so the file
+                 * cannot change under us: read it as immutable. */
+                _cleanup_free_ char *uri = immutable_uri(path);
+                sqlite3_close_v2(s->db);
+                s->db = NULL;
+                r = open_connection(s, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+                if (r == 0)
+                        r = read_user_version(s, &version);
+        }
+        if (r == 0)
+                r = check_version(s, version);
+        if (r == 0 && version < store_current_schema_version()) {
+                /* an older schema is upgraded by the first writer; a
+                 * reader that comes first does it, if it may write */
+                _cleanup_free_ char *error = NULL;
+                r = store_open(path, ret, &error);
+                if (r < 0) {
+                        _cleanup_free_ char *msg = xasprintf(
+                                "schema version %d is older than this hutch's (%d) and cannot be upgraded: %s",
+                                version, store_current_schema_version(), error ? error : strerror(-r));
+                        r = store_fail_msg(s, r, msg);
+                        goto fail;
+                }
+                store_close(s);
+                return 0;
+        }
+        if (r == 0)
+                r = check_schema(s, version);
+        if (r < 0)
+                goto fail;
         *ret = s;
         return 0;
 fail:
@@ -375,6 +750,7 @@ struct store *store_close(struct store *s)
         if (!s)
                 return NULL;
         sqlite3_close_v2(s->db);
+        mark_closed(s);
         free(s->path);
         free(s->error);
         free(s);

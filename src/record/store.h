@@ -40,6 +40,7 @@ struct run_output {
         uint64_t total_bytes;   /* bytes the job wrote */
         uint64_t lines;         /* lines the job wrote */
         bool truncated;         /* data leaves bytes out */
+        bool damaged;           /* read back: data does not match its stored sha256 */
 };
 
 /* One row of the `runs` table. Strings and vectors are owned by the
@@ -78,6 +79,9 @@ struct run_record {
         char *lang;             /* --lang of the run, or NULL */
         char *code;             /* its code (bytes, NUL-terminated for convenience) */
         size_t code_len;
+        /* schema version 6 */
+        char *output_lost;      /* why out/err are not stored (the final update
+                                 * did not fit), or NULL */
 };
 
 /* A new empty record: status running, every number RUN_UNSET (exit_code
@@ -143,6 +147,34 @@ int store_default_path(char **ret);
  * and, if ret_error is not NULL, a new string "PATH: what went wrong"
  * for the caller to print (it exits 125). */
 int store_open(const char *path, struct store **ret, char **ret_error);
+/* More refusals of store_open(), each with its line in *ret_error:
+ * -ENODATA: the database is missing or empty while the history beside
+ * it (blobs, a non-empty WAL) remains; -EPROTO: a user_version no hutch
+ * writes (negative), or tables that do not match the version they
+ * claim; -EBADMSG also when the last writer died with the store open
+ * and PRAGMA quick_check finds damage (hutch does not write into a
+ * damaged database). Migrations are idempotent: a user_version set
+ * back re-runs them harmlessly. */
+
+/* Open the database at path for reading only, as the history verbs do:
+ * nothing is created or written, so a read-only state dir works (when
+ * even the -wal/-shm files cannot be made, the database is opened
+ * immutable, which is safe because nobody can write there either). A
+ * database with an older schema is upgraded through store_open() when
+ * that is possible, and refused with a line saying so when not. Returns
+ * 0 and *ret, or -errno (-ENOENT: no database at path) and *ret_error
+ * as store_open(). Writes on the connection fail with -EROFS. */
+int store_open_readonly(const char *path, struct store **ret, char **ret_error);
+
+/* SQLite's PRAGMA quick_check on s: 0 when it finds nothing, -EBADMSG
+ * and (if ret_problem is not NULL) its first findings as one line to
+ * free, or another -errno when the check itself fails. Reads the whole
+ * database: for doctor and gc, not for every run. */
+int store_quick_check(struct store *s, char **ret_problem);
+
+/* Give back the space the store keeps for final updates (see
+ * store_run_finish()). 0, or -ENOENT when there was none to give. */
+int store_release_reserve(struct store *s);
 /* A checkpoint copies the WAL into the database and waits for the disk
  * twice; by default the commit that makes the WAL long enough does it.
  * store_defer_checkpoints() stops that on this connection, so that a
@@ -171,12 +203,18 @@ int store_run_insert(struct store *s, const struct run_record *rec);
 /* Set the heartbeat of run id to now_ms. -ENOENT if there is no such row. */
 int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
 /* Write the outcome of rec (status, exit code, signal, message, times,
- * metrics, outputs and counts, limits, enforcement, heartbeat) to its row,
- * in one transaction. -ENOENT if the row is gone. */
-int store_run_finish(struct store *s, const struct run_record *rec);
+ * metrics, outputs with their sha256 and counts, limits, enforcement,
+ * heartbeat) to its row, in one transaction. When that fails (a full
+ * disk), the outcome is written without the output, rec->output_lost
+ * (and the row's) says why, and 1 is returned; the space the store
+ * reserved at open is given up for it if need be. 0 when all was
+ * stored; -ENOENT if the row is gone; -errno if not even the outcome
+ * could be written. */
+int store_run_finish(struct store *s, struct run_record *rec);
 
 /* Find a run by full id or by a unique prefix of at least 4 characters
- * (case-insensitive). *ret gets the whole record, outputs included.
+ * (case-insensitive). *ret gets the whole record, outputs included;
+ * -EBADMSG when a stored output does not match its checksum.
  * -ENOENT: nothing matches; -EINVAL: prefix too short or not base32;
  * -ENOTUNIQ: several runs match, and *ret_candidates (if not NULL) gets
  * the ids of up to 10 of them (a NULL-terminated vector to free). */

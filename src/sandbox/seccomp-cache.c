@@ -4,9 +4,12 @@
  * seccomp_policy_compile() reads and writes.
  *
  * A cache file is named by a digest of everything that decides the
- * filter (cache_key()), so a changed input is a miss, never a stale hit.
- * Files are written under a temporary name and renamed into place; a
- * cache that cannot be read or written is ignored.
+ * filter (cache_key()), so a changed input is a miss, never a stale hit,
+ * and carries a digest of its key, counts and compiled bytes, checked on
+ * every read (cache_read()): an entry that does not verify is compiled
+ * and written again. Files are private (0600, checked on read), written
+ * under a temporary name and renamed into place; a cache that cannot be
+ * read or written is ignored.
  */
 #include "config.h"
 
@@ -21,6 +24,7 @@
 #include <sys/syscall.h>
 
 #include "lib/digest.h"
+#include "lib/log.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/seccomp-internal.h"
 #include "lib/util.h"
@@ -177,54 +181,130 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         return 0;
 }
 
-/* Cache file: "hutch-bpf <syscalls> <rules>\n" then the blob. */
-static int cache_read(const char *path, void **ret_blob, size_t *ret_len, unsigned *ret_syscalls,
-                      unsigned *ret_rules)
+/* Cache file: a cache_header, then the blob. The header names the key
+ * the file was written for and the counts of the policy the blob was
+ * compiled from, and its digest covers all of that and the blob: a file
+ * that was damaged, truncated, renamed onto another key or edited by
+ * hand is a miss (and is written again), never a filter to load or a
+ * count to record. The digest is no defence against the user, who owns
+ * the cache and the profiles alike; it is one against everything else
+ * that can happen to a file. */
+#define CACHE_MAGIC "hutchbpf"
+#define CACHE_FORMAT 3u
+struct cache_header {
+        char magic[8];
+        uint32_t format;
+        uint32_t syscalls;      /* seccomp_report of the compile */
+        uint32_t rules;
+        uint32_t blob_len;
+        char key[DIGEST_HEX_SIZE - 1];  /* cache_key(), no NUL */
+        uint8_t digest[DIGEST_RAW_SIZE];/* sha256 of the header (this field zero) and the blob */
+};
+
+static void cache_digest(const struct cache_header *h, const void *blob, size_t len,
+                         uint8_t out[DIGEST_RAW_SIZE])
+{
+        struct cache_header copy = *h;
+        struct digest d;
+
+        memset(copy.digest, 0, sizeof(copy.digest));
+        digest_init(&d);
+        digest_update(&d, &copy, sizeof(copy));
+        digest_update(&d, blob, len);
+        digest_final(&d, out);
+}
+
+/* Read and verify the entry for key at path. -ENOENT: none; -EBADMSG
+ * (with *ret_why): one that must not be used. */
+static int cache_read(const char *path, const char *key, void **ret_blob, size_t *ret_len,
+                      unsigned *ret_syscalls, unsigned *ret_rules, const char **ret_why)
 {
         _cleanup_free_ char *data = NULL;
+        _cleanup_close_ int fd = -1;
+        struct cache_header h;
+        uint8_t digest[DIGEST_RAW_SIZE];
+        struct stat st;
         size_t len;
-        unsigned syscalls, rules;
-        int r = read_file(path, &data, &len);
-        if (r < 0)
-                return r;
-        char *nl = memchr(data, '\n', len);
-        if (!nl || sscanf(data, "hutch-bpf %u %u", &syscalls, &rules) != 2)
+
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* only what we wrote ourselves, as we write it */
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+                *ret_why = "not a private file of this user";
                 return -EBADMSG;
-        size_t off = (size_t)(nl + 1 - data);
-        size_t blob_len = len - off;
-        struct blob_header h;
-        if (blob_len < sizeof(h))
+        }
+        if (st.st_size > (off_t)(sizeof(h) + 2 * (BPF_MAXINSNS + 1) * sizeof(struct sock_filter) + 64)) {
+                *ret_why = "too large";
                 return -EBADMSG;
-        memcpy(&h, data + off, sizeof(h));
-        if (h.magic != BLOB_MAGIC ||
-            blob_len != sizeof(h) + ((size_t)h.n_args + h.n_names) * sizeof(struct sock_filter))
+        }
+        len = (size_t)st.st_size;
+        data = xmalloc(len + 1);
+        ssize_t got = pread(fd, data, len + 1, 0);
+        if (got < 0)
+                return -errno;
+        *ret_why = "damaged (its digest does not match)";
+        if ((size_t)got != len || len < sizeof(h))
                 return -EBADMSG;
-        void *blob = xmalloc(blob_len);
-        memcpy(blob, data + off, blob_len);
+        memcpy(&h, data, sizeof(h));
+        if (memcmp(h.magic, CACHE_MAGIC, sizeof(h.magic)) != 0 || h.format != CACHE_FORMAT ||
+            h.blob_len != len - sizeof(h) || memcmp(h.key, key, sizeof(h.key)) != 0)
+                return -EBADMSG;
+        cache_digest(&h, data + sizeof(h), h.blob_len, digest);
+        if (memcmp(digest, h.digest, sizeof(digest)) != 0)
+                return -EBADMSG;
+        struct blob_header b;
+        if (h.blob_len < sizeof(b))
+                return -EBADMSG;
+        memcpy(&b, data + sizeof(h), sizeof(b));
+        if (b.magic != BLOB_MAGIC ||
+            h.blob_len != sizeof(b) + ((size_t)b.n_args + b.n_names) * sizeof(struct sock_filter))
+                return -EBADMSG;
+        void *blob = xmalloc(h.blob_len);
+        memcpy(blob, data + sizeof(h), h.blob_len);
         *ret_blob = blob;
-        *ret_len = blob_len;
-        *ret_syscalls = syscalls;
-        *ret_rules = rules;
+        *ret_len = h.blob_len;
+        *ret_syscalls = h.syscalls;
+        *ret_rules = h.rules;
         return 0;
 }
 
-static void cache_write(const char *dir, const char *path, const void *blob, size_t len,
+/* Write the entry atomically: a private temporary, renamed over the
+ * old entry, so readers see the old file or the whole new one. */
+static void cache_write(const char *dir, const char *path, const char *key, const void *blob, size_t len,
                         unsigned syscalls, unsigned rules)
 {
-        char head[64];
         _cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
+        struct cache_header h = {
+                .format = CACHE_FORMAT,
+                .syscalls = syscalls,
+                .rules = rules,
+                .blob_len = (uint32_t)len,
+        };
 
+        memcpy(h.magic, CACHE_MAGIC, sizeof(h.magic));
+        memcpy(h.key, key, sizeof(h.key));
+        cache_digest(&h, blob, len, h.digest);
         if (mkdir_p(dir, 0700) < 0)
                 return;
+        (void)unlink(tmp);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
-        snprintf(head, sizeof(head), "hutch-bpf %u %u\n", syscalls, rules);
-        bool ok = write_all(fd, head, strlen(head)) == 0 && write_all(fd, blob, len) == 0;
+        bool ok = write_all(fd, &h, sizeof(h)) == 0 && write_all(fd, blob, len) == 0;
         ok = close(fd) == 0 && ok;
-        /* rename: readers see the old file or the whole new one */
         if (!ok || rename(tmp, path) < 0)
                 (void)unlink(tmp);
+}
+
+char *seccomp_cache_path(const struct seccomp_settings *s, const char *cache_dir)
+{
+        char key[DIGEST_HEX_SIZE];
+        if (!cache_dir || cache_key(s, key) < 0)
+                return NULL;
+        return xasprintf("%s/seccomp-%s.bpf", cache_dir, key);
 }
 
 int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_dir,
@@ -242,9 +322,11 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
                 return seccomp_fail(ret_error, -EINVAL, "unknown action \"%s\" (use errno, kill or log)",
                                     s->default_action);
         if (cache_dir && cache_key(s, key) == 0) {
-                unsigned syscalls, rules;
+                unsigned syscalls = 0, rules = 0;
+                const char *why = NULL;
                 path = xasprintf("%s/seccomp-%s.bpf", cache_dir, key);
-                if (cache_read(path, ret_blob, ret_len, &syscalls, &rules) == 0) {
+                r = cache_read(path, key, ret_blob, ret_len, &syscalls, &rules, &why);
+                if (r == 0) {
                         if (ret_report) {
                                 snprintf(report.policy, sizeof(report.policy), "%s", s->name ? s->name : "custom");
                                 report.action = action_name;
@@ -252,10 +334,13 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
                                 report.arch = native_arch_name();
                                 report.syscalls = syscalls;
                                 report.rules = rules;
+                                report.cached = true;
                                 *ret_report = report;
                         }
                         return 0;
                 }
+                if (r == -EBADMSG)
+                        log_debug("seccomp cache %s: %s; compiling the filter again", path, why);
         }
 
         _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
@@ -268,7 +353,7 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
         if (r < 0)
                 return seccomp_fail(ret_error, r, "cannot export the filter: %s", strerror(-r));
         if (path)
-                cache_write(cache_dir, path, blob, len, report.syscalls, report.rules);
+                cache_write(cache_dir, path, key, blob, len, report.syscalls, report.rules);
         *ret_blob = blob;
         *ret_len = len;
         if (ret_report)

@@ -63,6 +63,7 @@ struct seccomp_report {
         const char *arch;       /* native architecture, e.g. "x86_64" (static string) */
         unsigned syscalls;      /* syscalls denied (deny-list) or allowed (allow-list) by name */
         unsigned rules;         /* libseccomp rules in both filters, argument rules included */
+        bool cached;            /* the filter came from the cache (verified), not a compile */
 };
 
 /* Fill s with the default profile's policy: deny-list mode, action
@@ -126,6 +127,13 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
  * seccomp_policy_load(): the last step before execve. 0 or -errno
  * (-EINVAL for a malformed blob). */
 int seccomp_blob_load(const void *blob, size_t len);
+
+/* The cache entry seccomp_policy_compile() uses for s in cache_dir, as
+ * a new string; NULL when s cannot be cached (or cache_dir is NULL).
+ * For gc (which keeps the entries current profiles use) and for a run
+ * whose cached filter the kernel refused (which removes it, so the next
+ * run compiles it afresh). */
+char *seccomp_cache_path(const struct seccomp_settings *s, const char *cache_dir);
 
 /* The id shim: a small extra filter that answers set*id and chown calls
  * naming an id other than uid/gid (or -1) with EPERM, as a process

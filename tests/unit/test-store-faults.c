@@ -1,0 +1,327 @@
+/* test-store-faults.c - unit tests for the run store under faults: a
+ * final update that does not fit (the outcome still lands, output_lost
+ * says why), stored output that no longer matches its checksum,
+ * user_version values hutch never wrote or set back, tables that do not
+ * match their version, read-only opening, a database that vanished or
+ * was truncated while its history remains, quick_check, and the check
+ * after an unclean shutdown. Each test works in its own temporary
+ * directory. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "record/store.h"
+#include "record/store-internal.h"
+#include "lib/util.h"
+
+struct fixture {
+        char dir[64];
+        char *path;
+};
+
+static int setup(void **state)
+{
+        struct fixture *f = xcalloc(1, sizeof(*f));
+        snprintf(f->dir, sizeof(f->dir), "/tmp/hutch-test-faults-XXXXXX");
+        if (!mkdtemp(f->dir))
+                return -1;
+        f->path = xasprintf("%s/hutch.db", f->dir);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_free_ char *cmd = xasprintf("chmod -R u+w '%s'; rm -rf '%s'", f->dir, f->dir);
+        if (system(cmd) != 0)
+                return -1;
+        free(f->path);
+        free(f);
+        return 0;
+}
+
+static struct store *open_ok(const char *path)
+{
+        struct store *s = NULL;
+        _cleanup_free_ char *error = NULL;
+        if (store_open(path, &s, &error) < 0)
+                fail_msg("store_open: %s", error);
+        return s;
+}
+
+static void raw_sql(const char *path, const char *sql)
+{
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        sqlite3_close(db);
+}
+
+/* A finished run with some output, inserted running and finished. */
+static struct run_record *run_one(struct store *s, size_t out_len)
+{
+        struct run_record *rec = run_record_new();
+        char *argv[] = { "sh", "-c", "exit 3", NULL };
+        assert_int_equal(run_record_begin(rec, argv, "/tmp", "default"), 0);
+        assert_int_equal(store_run_insert(s, rec), 0);
+        rec->status = RUN_FAILED;
+        rec->exit_code = 3;
+        rec->duration_ms = 42;
+        rec->cpu_user_ms = 7;
+        rec->out.data = xmalloc(out_len + 1);
+        for (size_t i = 0; i < out_len; i++)
+                rec->out.data[i] = (char)('a' + (i * 7919) % 26);
+        rec->out.data[out_len] = '\0';
+        rec->out.len = out_len;
+        rec->out.total_bytes = 3 * out_len;
+        rec->out.lines = 5;
+        rec->out.truncated = true;
+        return rec;
+}
+
+static void full_disk_outcome_lands(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *rec = run_one(s, 512 * 1024);
+        _cleanup_run_record_ struct run_record *back = NULL;
+        sqlite3_stmt *st;
+
+        /* the database may grow by only a few pages: SQLITE_FULL, as on a
+         * full disk */
+        assert_int_equal(sqlite3_prepare_v2(s->db, "PRAGMA page_count", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        _cleanup_free_ char *sql = xasprintf("PRAGMA max_page_count = %d", sqlite3_column_int(st, 0) + 4);
+        sqlite3_finalize(st);
+        assert_int_equal(store_exec(s, sql), 0);
+
+        assert_int_equal(store_run_finish(s, rec), 1);
+        assert_non_null(rec->output_lost);
+        assert_non_null(strstr(rec->output_lost, "could not be stored"));
+
+        assert_int_equal(store_run_get(s, rec->id, &back, NULL), 0);
+        assert_int_equal(back->status, RUN_FAILED);
+        assert_int_equal(back->exit_code, 3);
+        assert_int_equal(back->duration_ms, 42);
+        assert_int_equal(back->cpu_user_ms, 7);
+        assert_int_equal(back->out.total_bytes, 3 * 512 * 1024);
+        assert_int_equal(back->out.lines, 5);
+        assert_int_equal(back->out.len, 0);
+        assert_string_equal(back->output_lost, rec->output_lost);
+        assert_false(run_record_is_orphan(back));
+}
+
+static void reserve_is_kept_and_released(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_free_ char *reserve = xasprintf("%s-reserve", f->path);
+        struct stat st;
+
+        assert_int_equal(stat(reserve, &st), 0);
+        assert_true(st.st_blocks * 512 >= 128 * 1024);  /* real blocks, not a hole */
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(store_release_reserve(s), 0);
+        assert_int_equal(store_release_reserve(s), -ENOENT);
+        s = store_close(s);
+        s = open_ok(f->path);
+        assert_int_equal(stat(reserve, &st), 0);
+}
+
+static void checksum_mismatch_refused(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *rec = run_one(s, 1000);
+        struct run_record *back = NULL;
+
+        assert_int_equal(store_run_finish(s, rec), 0);
+        assert_int_equal(store_run_get(s, rec->id, &back, NULL), 0);
+        assert_memory_equal(back->out.data, rec->out.data, 1000);
+        back = run_record_free(back);
+
+        /* one byte of the stored stdout changes */
+        _cleanup_free_ char *sql = xasprintf(
+                "UPDATE runs SET stdout = CAST('x' || substr(stdout, 2) AS BLOB) WHERE id = '%s'", rec->id);
+        assert_int_equal(store_exec(s, sql), 0);
+        assert_int_equal(store_run_get(s, rec->id, &back, NULL), -EBADMSG);
+        assert_null(back);
+        assert_non_null(strstr(store_error(s), "stdout does not match its checksum"));
+        assert_non_null(strstr(store_error(s), rec->id));
+        /* listing still works: it does not read the bytes */
+        struct run_record **recs = NULL;
+        size_t n = 0;
+        assert_int_equal(store_run_list(s, &STORE_FILTER_ALL, &recs, &n), 0);
+        assert_int_equal(n, 1);
+        run_record_free_many(recs, n);
+}
+
+static void expect_open_error(const char *path, int error, const char *const *words)
+{
+        struct store *s = NULL;
+        _cleanup_free_ char *msg = NULL;
+        assert_int_equal(store_open(path, &s, &msg), error);
+        assert_null(s);
+        assert_non_null(msg);
+        assert_null(strchr(msg, '\n'));
+        for (; *words; words++)
+                if (!strstr(msg, *words))
+                        fail_msg("\"%s\" not in: %s", *words, msg);
+}
+
+static void negative_version(void **state)
+{
+        struct fixture *f = *state;
+        store_close(open_ok(f->path));
+        raw_sql(f->path, "PRAGMA user_version = -5");
+        expect_open_error(f->path, -EPROTO, (const char *const[]) { "-5", "move it away", NULL });
+        struct store *s = NULL;
+        _cleanup_free_ char *msg = NULL;
+        assert_int_equal(store_open_readonly(f->path, &s, &msg), -EPROTO);
+        assert_non_null(strstr(msg, "-5"));
+}
+
+static void version_set_back_is_idempotent(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *rec = run_one(s, 10);
+        _cleanup_run_record_ struct run_record *back = NULL;
+        assert_int_equal(store_run_finish(s, rec), 0);
+        s = store_close(s);
+
+        for (int v = 0; v < store_current_schema_version(); v++) {
+                _cleanup_free_ char *sql = xasprintf("PRAGMA user_version = %d", v);
+                raw_sql(f->path, sql);
+                s = open_ok(f->path);
+                assert_int_equal(store_schema_version(s), store_current_schema_version());
+                s = store_close(s);
+        }
+        s = open_ok(f->path);
+        assert_int_equal(store_run_get(s, rec->id, &back, NULL), 0);
+        assert_int_equal(back->exit_code, 3);
+}
+
+static void inconsistent_tables(void **state)
+{
+        struct fixture *f = *state;
+        store_close(open_ok(f->path));
+        /* the current version claimed, a column of it missing */
+        raw_sql(f->path, "ALTER TABLE runs DROP COLUMN stderr_sha256");
+        _cleanup_free_ char *version = xasprintf("schema version %d", store_current_schema_version());
+        expect_open_error(f->path, -EPROTO,
+                          (const char *const[]) { version, "stderr_sha256", "inconsistent", NULL });
+}
+
+static void vanished_store_reported(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_free_ char *blob = xasprintf("%s/blobs/ab", f->dir);
+        _cleanup_free_ char *wal = xasprintf("%s-wal", f->path);
+        store_close(open_ok(f->path));
+
+        assert_int_equal(mkdir_p(blob, 0700), 0);
+        assert_int_equal(truncate(f->path, 0), 0);
+        (void)unlink(wal);
+        expect_open_error(f->path, -ENODATA, (const char *const[]) { "empty", "blob store", NULL });
+        assert_int_equal(unlink(f->path), 0);
+        expect_open_error(f->path, -ENODATA, (const char *const[]) { "missing", "blob store", NULL });
+        /* nothing was created in its place */
+        assert_int_equal(access(f->path, F_OK), -1);
+}
+
+static void readonly_open(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *rec = run_one(s, 100);
+        _cleanup_run_record_ struct run_record *back = NULL;
+        _cleanup_free_ char *error = NULL;
+        assert_int_equal(store_run_finish(s, rec), 0);
+        s = store_close(s);
+
+        assert_int_equal(store_open_readonly(f->path, &s, &error), 0);
+        assert_int_equal(store_run_get(s, rec->id, &back, NULL), 0);
+        assert_int_equal(back->exit_code, 3);
+        assert_int_equal(store_run_heartbeat(s, rec->id, 1), -EROFS);
+        s = store_close(s);
+
+        /* no database yet: a reader creates none */
+        _cleanup_free_ char *none = xasprintf("%s/none.db", f->dir);
+        assert_int_equal(store_open_readonly(none, &s, NULL), -ENOENT);
+        assert_int_equal(access(none, F_OK), -1);
+}
+
+/* Fill pages 2.. of the database file with junk (page 1, the schema,
+ * stays readable, so opening works and only a check finds it). */
+static void damage_pages(const char *path)
+{
+        struct stat st;
+        char junk[4096];
+        memset(junk, 0x5a, sizeof(junk));
+        int fd = open(path, O_WRONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        for (off_t off = 4096; off < st.st_size; off += 4096)
+                assert_int_equal(pwrite(fd, junk, sizeof(junk), off), (ssize_t)sizeof(junk));
+        close(fd);
+}
+
+static void quick_check_and_unclean_shutdown(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_free_ char *marker = xasprintf("%s-open", f->path);
+        _cleanup_free_ char *problem = NULL;
+        struct store *s = open_ok(f->path);
+
+        for (int i = 0; i < 20; i++) {
+                _cleanup_run_record_ struct run_record *rec = run_one(s, 3000);
+                assert_int_equal(store_run_finish(s, rec), 0);
+        }
+        assert_int_equal(store_quick_check(s, &problem), 0);
+        assert_null(problem);
+        s = store_close(s);
+        /* a plain connection checkpoints the WAL into the file on close */
+        raw_sql(f->path, "PRAGMA wal_checkpoint(TRUNCATE)");
+        assert_int_equal(read_file(marker, &problem, NULL), 0);
+        assert_string_equal(problem, "0");      /* closed cleanly */
+        free(problem);
+        problem = NULL;
+        damage_pages(f->path);
+
+        /* after a clean shutdown the open does not read every page... */
+        s = open_ok(f->path);
+        assert_int_equal(store_quick_check(s, &problem), -EBADMSG);
+        assert_non_null(problem);
+        s = store_close(s);
+
+        /* ... after an unclean one it does, and refuses to write */
+        assert_int_equal(write_file(marker, "1", 0600), 0);
+        expect_open_error(f->path, -EBADMSG, (const char *const[]) { "damaged", "quick_check", NULL });
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(full_disk_outcome_lands, setup, teardown),
+                cmocka_unit_test_setup_teardown(reserve_is_kept_and_released, setup, teardown),
+                cmocka_unit_test_setup_teardown(checksum_mismatch_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(negative_version, setup, teardown),
+                cmocka_unit_test_setup_teardown(version_set_back_is_idempotent, setup, teardown),
+                cmocka_unit_test_setup_teardown(inconsistent_tables, setup, teardown),
+                cmocka_unit_test_setup_teardown(vanished_store_reported, setup, teardown),
+                cmocka_unit_test_setup_teardown(readonly_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(quick_check_and_unclean_shutdown, setup, teardown),
+        };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

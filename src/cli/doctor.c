@@ -27,6 +27,7 @@
 #include "sandbox/mount.h"
 #include "sandbox/ns.h"
 #include "config/run-config.h"
+#include "record/store.h"
 #include "sandbox/sandbox.h"
 #include "supervise/supervise.h"
 
@@ -349,6 +350,34 @@ static void check_cgroup(void)
         cgroup_probe_done(&p);
 }
 
+/* The run store, read-only: SQLite's quick_check over every page. */
+static void check_store(void)
+{
+        _cleanup_free_ char *path = NULL, *error = NULL, *problem = NULL;
+        struct store *s = NULL;
+        int r;
+
+        if (store_default_path(&path) < 0)
+                return;
+        r = store_open_readonly(path, &s, &error);
+        if (r == -ENOENT) {
+                report(CHECK_OK, "run store", "none yet", NULL);
+                return;
+        }
+        if (r == 0)
+                r = store_quick_check(s, &problem);
+        store_close(s);
+        if (r == 0) {
+                _cleanup_free_ char *detail = xasprintf("%s, quick_check ok", path);
+                report(CHECK_OK, "run store", detail, NULL);
+                return;
+        }
+        _cleanup_free_ char *detail = problem ? xasprintf("%s: damaged (quick_check: %s)", path, problem)
+                                              : xstrdup(error ? error : strerror(-r));
+        _cleanup_free_ char *fix = xasprintf("save what can be read (sqlite3 %s .recover) and move it away", path);
+        report(CHECK_WARN, "run store", detail, fix);
+}
+
 static bool check_sandbox(void)
 {
         struct run_config cfg;
@@ -415,6 +444,7 @@ int verb_doctor(int argc, char **argv)
                 check_idmap();
         check_seccomp();
         check_cgroup();
+        check_store();
         bool sandbox = userns && proc && check_sandbox();
         fflush(stdout);
         if (!sandbox) {

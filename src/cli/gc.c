@@ -191,6 +191,19 @@ int verb_gc(int argc, char **argv)
         r = dry_run ? cli_open_store_readonly("gc", &s) : cli_open_store("gc", &s);
         if (r != EXIT_OK)
                 return r;
+        /* gc rewrites and deletes rows: never in a damaged database */
+        _cleanup_free_ char *problem = NULL;
+        r = store_quick_check(s, &problem);
+        if (r == -EBADMSG) {
+                log_error("gc: run store %s is damaged (quick_check: %s); nothing was changed: save what "
+                          "can be read (sqlite3 %s .recover) and move it away",
+                          store_path(s), problem, store_path(s));
+                return EXIT_DAMAGED;
+        }
+        if (r < 0) {
+                log_error("gc: run store: %s", store_error(s));
+                return EXIT_SETUP;
+        }
 
         r = store_mark_orphans(s, dry_run, &orphans);
         if (r < 0) {

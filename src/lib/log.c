@@ -1,8 +1,17 @@
 /* log.c - hutch's stderr messages. The verbosity is the one static besides
- * the resolved configuration; it is set once from the command line. */
+ * the resolved configuration; it is set once from the command line.
+ *
+ * A message is as long as it needs to be: cutting it at some size loses
+ * its end, which is where the reason is ("PATH: why"), and paths can be
+ * long. Messages carry what the job and the user control (command
+ * names, paths, profile text, the job's own words), so every control
+ * byte is written as an escape: nothing in a message can move the
+ * cursor, clear or retitle the terminal, or start a line of its own that
+ * looks like hutch's. */
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/log.h"
@@ -12,19 +21,64 @@ static enum log_level current_level = LOG_NORMAL;
 void log_set_level(enum log_level level) { current_level = level; }
 enum log_level log_get_level(void) { return current_level; }
 
+char *log_escape(const char *text, size_t len)
+{
+        static const char hex[] = "0123456789abcdef";
+        char *out = xmalloc(len * 4 + 1), *o = out;
+
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)text[i];
+                /* C0 controls, DEL, and the C1 controls in their UTF-8
+                 * form (U+0080..U+009F, which some terminals obey) */
+                bool c1 = c == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
+                          (unsigned char)text[i + 1] <= 0x9f;
+                if (c >= 0x20 && c != 0x7f && !c1) {
+                        *o++ = (char)c;
+                        continue;
+                }
+                const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+                if (named) {
+                        memcpy(o, named, 2);
+                        o += 2;
+                        continue;
+                }
+                for (int k = 0; k < (c1 ? 2 : 1); k++) {
+                        unsigned char b = (unsigned char)text[i + (size_t)k];
+                        *o++ = '\\';
+                        *o++ = 'x';
+                        *o++ = hex[b >> 4];
+                        *o++ = hex[b & 15];
+                }
+                i += c1;
+        }
+        *o = '\0';
+        return out;
+}
+
 void log_msg(enum log_level level, int error, const char *fmt, ...)
 {
-        char buf[2048];
+        char *text = NULL;
         va_list ap;
-        int saved = errno;
+        int saved = errno, n;
 
         if (level > current_level)
                 return;
         /* %m means strerror of the error we were handed, not of errno */
         errno = error < 0 ? -error : error;
         va_start(ap, fmt);
-        vsnprintf(buf, sizeof(buf), fmt, ap);
+        n = vasprintf(&text, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "hutch: %s\n", buf);
+        if (n < 0) {
+                fputs("hutch: (a message was lost: out of memory)\n", stderr);
+                errno = saved;
+                return;
+        }
+        char *clean = log_escape(text, (size_t)n);
+        char *line = xasprintf("hutch: %s\n", clean);
+        /* one write: lines of concurrent hutch processes do not interleave */
+        fputs(line, stderr);
+        free(line);
+        free(clean);
+        free(text);
         errno = saved;
 }

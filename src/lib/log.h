@@ -20,7 +20,14 @@ enum log_level {
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
+/* Print one message, "hutch: " + text + newline, whole (no length
+ * limit) and with control bytes escaped (see log_escape()). */
 void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+
+/* text[0..len) with every control byte written as an escape: \n, \t,
+ * \r, else \xHH (C0 controls, DEL, and U+0080..U+009F in UTF-8). Other
+ * bytes, UTF-8 included, are kept. A new string, never NULL. */
+char *log_escape(const char *text, size_t len);
 
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)

@@ -51,14 +51,16 @@ int runfiles_gc_blobs(struct store *s, struct blobstore *bs, bool dry_run)
         _cleanup_strv_ char **keep = NULL;
         int r;
 
+        /* a dry run deletes nothing, so it needs no lock (and works in a
+         * read-only state dir, where none can be made) */
+        if (dry_run)
+                return 0;
         _cleanup_close_ int lock = runfiles_lock_blobs(bs, true);
         if (lock < 0)
                 return lock;
         r = store_files_all_blobs(s, &keep);
         if (r < 0)
                 return r;
-        if (dry_run)
-                return 0;
         return blobstore_gc(bs, (const char *const *)keep, strv_length(keep));
 }
 

@@ -469,6 +469,22 @@ static bool history_remains(const char *path, const char **ret_what)
         return found;
 }
 
+/* Refuse a missing or empty database whose history remains. */
+static int check_not_lost(struct store *s)
+{
+        _cleanup_free_ char *copy = xstrdup(s->path);
+        const char *what = NULL;
+        struct stat st;
+
+        if ((stat(s->path, &st) == 0 && st.st_size > 0) || !history_remains(s->path, &what))
+                return 0;
+        _cleanup_free_ char *msg = xasprintf(
+                "the database is %s, but %s remains: the history was lost or truncated; "
+                "restore the database from a backup, or move %s away to start a new one",
+                access(s->path, F_OK) == 0 ? "empty" : "missing", what, dirname(copy));
+        return store_fail_msg(s, -ENODATA, msg);
+}
+
 /* The clean-shutdown marker: PATH-open holds one byte, '1' while some
  * hutch has the store open for writing, and every such hutch holds a
  * shared flock on it. An opener that gets the lock exclusively is
@@ -551,8 +567,6 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         struct store *s;
         _cleanup_free_ char *copy = xstrdup(path);
         const char *dir = dirname(copy);
-        const char *what = NULL;
-        struct stat st;
         bool unclean = false;
         int r;
 
@@ -567,14 +581,9 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         s = xcalloc(1, sizeof(*s));
         s->open_fd = -1;
         s->path = xstrdup(path);
-        if ((stat(path, &st) < 0 || st.st_size == 0) && history_remains(path, &what)) {
-                _cleanup_free_ char *msg = xasprintf(
-                        "the database is %s, but %s remains: the history was lost or truncated; "
-                        "restore the database from a backup, or move %s away to start a new one",
-                        access(path, F_OK) == 0 ? "empty" : "missing", what, dir);
-                r = store_fail_msg(s, -ENODATA, msg);
+        r = check_not_lost(s);
+        if (r < 0)
                 goto fail;
-        }
         mark_open(s, &unclean);
         r = open_connection(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
         if (r < 0)
@@ -654,6 +663,9 @@ int store_open_readonly(const char *path, struct store **ret, char **ret_error)
                 r = store_fail_msg(s, -errno, strerror(errno));
                 goto fail;
         }
+        r = check_not_lost(s);
+        if (r < 0)
+                goto fail;
         r = open_connection(s, path, SQLITE_OPEN_READONLY);
         if (r == 0)
                 r = read_user_version(s, &version);

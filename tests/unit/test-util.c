@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <string.h>
+
+#include "lib/log.h"
 #include "lib/util.h"
 
 static void sizes(void **state)
@@ -71,6 +74,43 @@ static void strv(void **state)
         assert_false(streq("a", NULL));
 }
 
+static void strv_push_linear(void **state)
+{
+        (void)state;
+        char **v = strv_append(NULL, "a");
+        size_t n = 1;
+        v = strv_push(v, &n, "b");
+        v = strv_append(v, "c");
+        n = strv_length(v);
+        v = strv_push(v, &n, "d");
+        assert_int_equal(n, 4);
+        assert_string_equal(v[3], "d");
+        assert_true(strv_contains(v, "c"));
+        assert_false(strv_contains(v, "e"));
+        assert_false(strv_contains(NULL, "e"));
+        strv_free(v);
+        /* many pushes: every one counted and terminated (the cost is
+         * measured in bench/argv.sh, not asserted here) */
+        v = NULL;
+        n = 0;
+        for (size_t i = 0; i < 100000; i++)
+                v = strv_push(v, &n, i % 2 ? "odd" : "even");
+        assert_int_equal(n, 100000);
+        assert_int_equal(strv_length(v), 100000);
+        assert_string_equal(v[99999], "odd");
+        strv_free(v);
+}
+
+static void escaping(void **state)
+{
+        (void)state;
+        static const char in[] = "a\nb\x1b[2J\t\xc2\x9b\r\x7f\xc3\xa9z";
+        _cleanup_free_ char *out = log_escape(in, sizeof(in) - 1);
+        assert_string_equal(out, "a\\nb\\x1b[2J\\t\\xc2\\x9b\\r\\x7f\xc3\xa9z");
+        _cleanup_free_ char *nul = log_escape("x\0y", 3);
+        assert_string_equal(nul, "x\\x00y");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -78,6 +118,8 @@ int main(void)
                 cmocka_unit_test(durations),
                 cmocka_unit_test(formatting),
                 cmocka_unit_test(strv),
+                cmocka_unit_test(strv_push_linear),
+                cmocka_unit_test(escaping),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,6 +177,7 @@ int verb_ls(int argc, char **argv)
                 return EXIT_OK;
         }
 
+        f.argv_max = 64;        /* the table shows the start of each command */
         r = store_run_list(s, &f, &recs, &n);
         if (r < 0) {
                 log_error("ls: run store: %s", store_error(s));

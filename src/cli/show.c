@@ -232,6 +232,10 @@ static void print_human(struct store *s, const struct run_record *rec)
         }
         field_output("stdout:", &rec->out);
         field_output("stderr:", &rec->err);
+        if (rec->output_lost) {
+                _cleanup_free_ char *lost = sanitize_text(rec->output_lost, strlen(rec->output_lost), NULL);
+                field("not stored:", lost);
+        }
         print_output("stdout", &rec->out);
         print_output("stderr", &rec->err);
         if (rec->profile_text)

@@ -37,8 +37,9 @@ static void bind_blob(sqlite3_stmt *st, int i, const struct run_output *o)
 }
 
 /* The columns every read selects, in this order. */
-#define RUN_COLUMNS \
-        "id, argv, cwd, profile, status, exit_code, signal, message, "  \
+#define RUN_COLUMNS "id, argv, " RUN_COLUMNS_REST
+#define RUN_COLUMNS_REST \
+        "cwd, profile, status, exit_code, signal, message, "  \
         "started_at, finished_at, duration_ms, cpu_user_ms, cpu_sys_ms, " \
         "peak_memory_bytes, stdout_bytes, stderr_bytes, stdout_lines, " \
         "stderr_lines, stdout_truncated, stderr_truncated, limits, "    \
@@ -277,7 +278,8 @@ int store_run_finish(struct store *s, struct run_record *rec)
          * Without the output the update rewrites a few small pages; if
          * even that does not fit, the reserve kept for this moment is
          * given back and the update tried once more. */
-        why = xasprintf("the output could not be stored: %s", strerror(-r));
+        why = xasprintf("the output could not be stored: %s%s%s", strerror(-r),
+                        rec->output_lost ? "; " : "", rec->output_lost ? rec->output_lost : "");
         r = finish(s, rec, why);
         if (r == -ENOSPC && store_release_reserve(s) == 0)
                 r = finish(s, rec, why);
@@ -407,23 +409,34 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
         /* running/orphaned depend on a process check the query cannot do */
         bool post = f->status == RUN_RUNNING || f->status == RUN_ORPHANED;
         size_t n = 0;
-        int r, rc, arg = 1;
+        int r, rc;
 
-        sql = xasprintf("SELECT " RUN_COLUMNS " FROM runs WHERE 1%s%s "
+        /* A listing shows the start of a command line: SQLite's JSON
+         * functions cut a long argv down (with a last "…" item) before
+         * it is copied and parsed, so one run with 100,000 arguments
+         * does not slow every listing it is part of. */
+        const char *argv_column = f->argv_max == 0 ? "argv" :
+                "CASE WHEN json_valid(argv) AND json_array_length(argv) > ?4 THEN "
+                "json_insert((SELECT json_group_array(value) FROM "
+                "(SELECT value FROM json_each(runs.argv) LIMIT ?4)), '$[#]', '…') ELSE argv END";
+        sql = xasprintf("SELECT id, %s, " RUN_COLUMNS_REST " FROM runs WHERE 1%s%s "
                         "ORDER BY started_at DESC, id DESC%s",
+                        argv_column,
                         f->status < 0 ? "" :
-                        post ? " AND status IN ('running', 'orphaned')" : " AND status = ?",
-                        f->since_ms > 0 ? " AND started_at >= ?" : "",
-                        f->limit > 0 && !post ? " LIMIT ?" : "");
+                        post ? " AND status IN ('running', 'orphaned')" : " AND status = ?1",
+                        f->since_ms > 0 ? " AND started_at >= ?2" : "",
+                        f->limit > 0 && !post ? " LIMIT ?3" : "");
         r = store_prepare(s, sql, &st);
         if (r < 0)
                 return r;
         if (f->status >= 0 && !post)
-                store_bind_text(st, arg++, run_status_to_string(f->status));
+                store_bind_text(st, 1, run_status_to_string(f->status));
         if (f->since_ms > 0)
-                store_bind_u64(st, arg++, f->since_ms);
+                store_bind_u64(st, 2, f->since_ms);
         if (f->limit > 0 && !post)
-                sqlite3_bind_int64(st, arg++, (sqlite3_int64)MIN(f->limit, (size_t)INT64_MAX));
+                sqlite3_bind_int64(st, 3, (sqlite3_int64)MIN(f->limit, (size_t)INT64_MAX));
+        if (f->argv_max > 0)
+                sqlite3_bind_int64(st, 4, (sqlite3_int64)MIN(f->argv_max, (size_t)INT32_MAX));
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct run_record *rec = read_row(st, false);

@@ -227,6 +227,8 @@ struct store_filter {
         int status;             /* an enum run_status, or -1 for any */
         uint64_t since_ms;      /* only runs started at or after; 0: any */
         size_t limit;           /* at most this many; 0: no limit */
+        size_t argv_max;        /* argv of at most this many items, the last
+                                 * then "…" (for display); 0: whole */
 };
 #define STORE_FILTER_ALL ((struct store_filter) { .status = -1 })
 

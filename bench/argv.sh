@@ -7,8 +7,9 @@
 # less what the execs cost (true with args - true without, twice: the run
 # execs hutch and then the job), best of R rounds each; then times
 # `hutch ls --limit 5` with that run among the rows listed, against a store
-# of short runs only. Prints the figures and the ratios; a quadratic
-# argument path shows as seconds here.
+# of short runs only, and N/5 `-e` variables against /bin/true given as
+# many words. Prints the figures and the ratios; a quadratic path shows as
+# seconds here.
 #
 # Usage: bench/argv.sh [N] [ROUNDS]     HUTCH=path/to/hutch (default src/hutch)
 set -eu
@@ -41,6 +42,15 @@ true_none=$(best_ms /bin/true)
 run_args=$(best_ms "$HUTCH" run -- /bin/true $ARGS)
 run_none=$(best_ms "$HUTCH" run -- /bin/true)
 ls_long=$(best_ms "$HUTCH" ls --limit 5)
+# N/5 environment variables: -e for hutch; the peer gets as many
+# NAME=VALUE words as arguments (env(1) itself is quadratic in them)
+E=$((N / 5))
+EOPTS=$(i=1; while [ $i -le $E ]; do printf -- '-e V%d=x ' $i; i=$((i + 1)); done)
+EVARS=$(i=1; while [ $i -le $E ]; do printf 'V%d=x ' $i; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+env_run=$(best_ms "$HUTCH" run $EOPTS -- /bin/true)
+# shellcheck disable=SC2086
+env_peer=$(best_ms /bin/true $EVARS)
 rm -rf "$HUTCH_STATE_DIR"
 mkdir -p "$HUTCH_STATE_DIR"
 i=0
@@ -57,6 +67,9 @@ awk -v ra="$run_args" -v rn="$run_none" -v ta="$true_args" -v tn="$true_none" 'B
         printf "added by the arguments: hutch run %.1f ms, true %.1f ms (ratio %.1f)\n",
                ra - rn, exec_cost, (exec_cost > 0 ? (ra - rn) / exec_cost : 0)
         printf "hutch'"'"'s own work on them (beyond two execs): %.1f ms\n", (ra - rn) - 2 * exec_cost }'
+awk -v r="$env_run" -v rn="$run_none" -v p="$env_peer" -v tn="$true_none" -v e="$E" 'BEGIN {
+        printf "%d variables: hutch run -e ... %.1f ms (+%.1f), true with as many words %.1f ms (+%.1f)\n",
+               e, r, r - rn, p, p - tn }'
 awk -v l="$ls_long" -v s="$ls_short" 'BEGIN {
         printf "hutch ls --limit 5: %.1f ms with the long run listed, %.1f ms without (ratio %.2f)\n",
                l, s, (s > 0 ? l / s : 0) }'

@@ -31,6 +31,7 @@ enum {
 struct run_args {
         const char *profile;
         char **overrides;       /* key, value, key, value, ... */
+        size_t n_overrides;     /* strings in overrides (for strv_push()) */
         bool json;
         const char *lang;
         const char *code;

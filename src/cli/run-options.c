@@ -129,8 +129,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case 'e':
                         if (!strchr(optarg, '=') || optarg[0] == '=')
                                 return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
-                        a->overrides = strv_append(a->overrides, "env");
-                        a->overrides = strv_append(a->overrides, optarg);
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
                         break;
                 case 'c':
                         a->code = optarg;
@@ -145,8 +145,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         a->json = true;
                         break;
                 case OPT_NET:
-                        a->overrides = strv_append(a->overrides, "network");
-                        a->overrides = strv_append(a->overrides, optarg);
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, "network");
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
                         break;
                 case 'v':
                         a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
@@ -158,8 +158,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         a->workdir = optarg;
                         break;
                 case OPT_WORKDIR_INSIDE:
-                        a->overrides = strv_append(a->overrides, "workdir");
-                        a->overrides = strv_append(a->overrides, optarg);
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, "workdir");
+                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
                         break;
                 case OPT_APPLY:
                         a->apply = true;
@@ -196,8 +196,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
                                 const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
                                                           ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
-                                a->overrides = strv_append(a->overrides, key);
-                                a->overrides = strv_append(a->overrides, optarg);
+                                a->overrides = strv_push(a->overrides, &a->n_overrides, key);
+                                a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
                                 break;
                         }
                         return EXIT_USAGE;

@@ -7,6 +7,9 @@
  */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/profile-internal.h"
@@ -16,22 +19,44 @@
 
 #define CANONICAL_WIDTH 78              /* fold lists longer than this */
 
-/* Append "key = value" to *out, folding lists and text at blanks so no
+/* The text being built: appends are amortised O(1), so a profile with
+ * thousands of env entries or list items costs linear time. */
+struct text {
+        char *s;
+        size_t len, cap;
+};
+
+static void text_printf(struct text *t, const char *fmt, ...) _printf_(2, 3);
+static void text_printf(struct text *t, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                abort();        /* only for a bad format: a programming error */
+        if (t->len + (size_t)n + 1 > t->cap) {
+                t->cap = MAX(t->cap * 2, t->len + (size_t)n + 1);
+                t->s = xrealloc(t->s, t->cap);
+        }
+        va_start(ap, fmt);
+        vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        t->len += (size_t)n;
+}
+
+/* Append "key = value" to out, folding lists and text at blanks so no
  * line gets much longer than CANONICAL_WIDTH; continuation lines are
  * indented, which is how inih reads them back. A fold never comes before
  * a word starting with ';' or '#' (inih would read a comment). */
-static void append_entry(char **out, const char *name, const char *value, bool fold)
+static void append_entry(struct text *out, const char *name, const char *value, bool fold)
 {
         size_t col;
-        char *t = xasprintf("%s%s =%s", *out, name, value[0] ? " " : "");
-        free(*out);
-        *out = t;
+        text_printf(out, "%s =%s", name, value[0] ? " " : "");
         col = strlen(name) + 3;
 
         if (!fold) {
-                t = xasprintf("%s%s\n", *out, value);
-                free(*out);
-                *out = t;
+                text_printf(out, "%s\n", value);
                 return;
         }
 
@@ -49,22 +74,18 @@ static void append_entry(char **out, const char *name, const char *value, bool f
                 size_t n = (size_t)(end - p);
                 bool fold_here = !first && col + 1 + n > CANONICAL_WIDTH && *p != ';' && *p != '#';
                 if (fold_here) {
-                        t = xasprintf("%s\n        %.*s", *out, (int)n, p);
+                        text_printf(out, "\n        %.*s", (int)n, p);
                         col = 8 + n;
                 } else {
-                        t = xasprintf("%s%s%.*s", *out, first ? "" : " ", (int)n, p);
+                        text_printf(out, "%s%.*s", first ? "" : " ", (int)n, p);
                         col += (first ? 0 : 1) + n;
                 }
-                free(*out);
-                *out = t;
                 first = false;
                 p = end;
                 while (*p == ' ')
                         p++;
         }
-        t = xasprintf("%s\n", *out);
-        free(*out);
-        *out = t;
+        text_printf(out, "\n");
 }
 
 int profile_cmp_str(const void *a, const void *b)
@@ -74,9 +95,10 @@ int profile_cmp_str(const void *a, const void *b)
 
 char *profile_canonical_text(const struct run_config *cfg)
 {
-        char *out = xstrdup("");
+        struct text out = { 0 };
         const char *section = "";
 
+        text_printf(&out, "%s", "");
         /* the table is sorted by section then name, and [env] sorts
          * between [artifacts] and [filesystem] */
         for (size_t i = 0; i <= profile_n_keys; i++) {
@@ -87,9 +109,7 @@ char *profile_canonical_text(const struct run_config *cfg)
                         if (strcmp(section, "env") < 0 && strcmp(next, "env") > 0 && cfg->env) {
                                 size_t n = strv_length(cfg->env);
                                 char **sorted = xmalloc((n + 1) * sizeof(char *));
-                                char *t = xasprintf("%s\n[env]\n", out);
-                                free(out);
-                                out = t;
+                                text_printf(&out, "\n[env]\n");
                                 memcpy(sorted, cfg->env, (n + 1) * sizeof(char *));
                                 qsort(sorted, n, sizeof(char *), profile_cmp_str);
                                 for (size_t j = 0; j < n; j++) {
@@ -102,14 +122,12 @@ char *profile_canonical_text(const struct run_config *cfg)
                         if (!k)
                                 break;
                         section = next;
-                        char *t = xasprintf("%s\n[%s]\n", out, section);
-                        free(out);
-                        out = t;
+                        text_printf(&out, "\n[%s]\n", section);
                 }
                 _cleanup_free_ char *value = profile_format_value(cfg, k);
                 append_entry(&out, k->name, value, k->type == PROFILE_LIST || k->type == PROFILE_TEXT);
         }
-        return out;
+        return out.s;
 }
 
 char *profile_sha256_hex(const char *text, char ret[DIGEST_HEX_SIZE])

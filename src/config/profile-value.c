@@ -273,6 +273,14 @@ int profile_fail(char **ret_error, int r, char *w, const char *fmt, ...)
         return r;
 }
 
+/* The name of env entry pos ("NAME=VALUE"), for the env index. */
+static const char *env_name(void *userdata, size_t pos, size_t *ret_len)
+{
+        const struct run_config *cfg = userdata;
+        *ret_len = strcspn(cfg->env[pos], "=");
+        return cfg->env[pos];
+}
+
 int profile_set_env(struct run_config *cfg, const char *name, const char *value,
                     enum origin origin, const char *file, unsigned line, char **ret_error)
 {
@@ -286,14 +294,15 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
                 return profile_fail(ret_error, -EINVAL, where(NULL, name, origin, file, line),
                                     "value may not contain control characters or \" ;\"");
         entry = xasprintf("%s=%s", name, value);
-        for (char **e = cfg->env; e && *e; e++)
-                if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') {
-                        free(*e);
-                        *e = TAKE_PTR(entry);
-                        break;
-                }
-        if (entry)
-                cfg->env = strv_append(cfg->env, entry);
+        /* by name through the index: thousands of -e stay linear */
+        size_t i = strindex_find(&cfg->env_index, name, n, env_name, cfg);
+        if (i != STRINDEX_NONE) {
+                free(cfg->env[i]);
+                cfg->env[i] = TAKE_PTR(entry);
+        } else {
+                cfg->env = strv_push(cfg->env, &cfg->n_env, entry);
+                strindex_add(&cfg->env_index, cfg->n_env - 1, env_name, cfg);
+        }
         id = xasprintf("env.%s", name);
         run_config_set_origin(cfg, id, origin, file, line);
         return 0;

@@ -49,24 +49,36 @@ void run_config_done(struct run_config *cfg)
                 free(cfg->origins[i].file);
         }
         free(cfg->origins);
+        strindex_done(&cfg->origin_index);
+        strindex_done(&cfg->env_index);
         memset(cfg, 0, sizeof(*cfg));
+}
+
+static const char *origin_key(void *userdata, size_t pos, size_t *ret_len)
+{
+        const struct run_config *cfg = userdata;
+        *ret_len = strlen(cfg->origins[pos].key);
+        return cfg->origins[pos].key;
 }
 
 void run_config_set_origin(struct run_config *cfg, const char *key, enum origin origin,
                            const char *file, unsigned line)
 {
         struct key_origin *o = NULL;
+        size_t i = strindex_find(&cfg->origin_index, key, strlen(key), origin_key, cfg);
 
-        for (size_t i = 0; i < cfg->n_origins; i++)
-                if (streq(cfg->origins[i].key, key)) {
-                        o = &cfg->origins[i];
-                        free(o->file);
-                        break;
-                }
-        if (!o) {
-                cfg->origins = xrealloc(cfg->origins, (cfg->n_origins + 1) * sizeof(*cfg->origins));
-                o = &cfg->origins[cfg->n_origins++];
+        if (i != STRINDEX_NONE) {
+                o = &cfg->origins[i];
+                free(o->file);
+        } else {
+                /* grown in powers of two: appends stay amortised O(1) */
+                size_t cap = 16;
+                while (cap < cfg->n_origins + 1)
+                        cap *= 2;
+                cfg->origins = xrealloc(cfg->origins, cap * sizeof(*cfg->origins));
+                o = &cfg->origins[cfg->n_origins];
                 o->key = xstrdup(key);
+                strindex_add(&cfg->origin_index, cfg->n_origins++, origin_key, cfg);
         }
         o->origin = origin;
         o->file = file ? xstrdup(file) : NULL;
@@ -75,9 +87,9 @@ void run_config_set_origin(struct run_config *cfg, const char *key, enum origin 
 
 const struct key_origin *run_config_origin(const struct run_config *cfg, const char *key)
 {
-        for (size_t i = 0; i < cfg->n_origins; i++)
-                if (streq(cfg->origins[i].key, key))
-                        return &cfg->origins[i];
+        size_t i = strindex_find(&cfg->origin_index, key, strlen(key), origin_key, (void *)cfg);
+        if (i != STRINDEX_NONE)
+                return &cfg->origins[i];
         return NULL;
 }
 

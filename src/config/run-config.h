@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/strindex.h"
+
 enum net_mode {
         NET_NONE,       /* private namespace with only lo (default) */
         NET_HOST,       /* share the host's network namespace */
@@ -113,6 +115,13 @@ struct run_config {
         /* provenance of every key set so far; see run_config_origin() */
         struct key_origin *origins;
         size_t n_origins;
+
+        /* indexes that keep setting a key O(1) however many there are
+         * (thousands of -e options): origins by key, env by name, and
+         * env's length (env is written only by profile_set_env()) */
+        struct strindex origin_index;
+        struct strindex env_index;
+        size_t n_env;
 };
 
 /* Fill cfg with the built-in defaults (DESIGN §3): every key of the

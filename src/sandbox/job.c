@@ -52,15 +52,19 @@ static char **build_env(const struct run_config *cfg)
         env = strv_append(env, "TZ=UTC");
         if (cfg->tty)
                 env = strv_append(env, xasprintf("TERM=%s", term && *term ? term : "xterm"));
-        /* -e and [env] come last so they override the fixed set */
+        /* -e and [env] come last so they override the fixed set. cfg->env
+         * is unique by name (profile_set_env()), so only the fixed
+         * entries can be overridden: compare with those, not with every
+         * earlier entry (linear in the number of -e options). */
+        size_t n_fixed = strv_length(env), n = n_fixed;
         for (char **e = cfg->env; e && *e; e++) {
                 size_t klen = strcspn(*e, "=");
-                for (char **old = env; *old; old++)
-                        if (strncmp(*old, *e, klen + 1) == 0) {
-                                free(*old);
-                                *old = xstrdup("");
+                for (size_t k = 0; k < n_fixed; k++)
+                        if (strncmp(env[k], *e, klen + 1) == 0) {
+                                free(env[k]);
+                                env[k] = xstrdup("");
                         }
-                env = strv_append(env, *e);
+                env = strv_push(env, &n, *e);
         }
         /* drop the overridden (emptied) slots */
         size_t w = 0;

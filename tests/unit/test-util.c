@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/strindex.h"
 #include "lib/util.h"
 
 static void sizes(void **state)
@@ -101,6 +102,40 @@ static void strv_push_linear(void **state)
         strv_free(v);
 }
 
+static const char *word_at(void *userdata, size_t pos, size_t *ret_len)
+{
+        char **v = userdata;
+        *ret_len = strcspn(v[pos], "=");
+        return v[pos];
+}
+
+static void strindex_lookup(void **state)
+{
+        (void)state;
+        struct strindex ix = { 0 };
+        char **v = NULL;
+        size_t n = 0;
+        char buf[32];
+
+        assert_int_equal(strindex_find(&ix, "a", 1, word_at, v), STRINDEX_NONE);
+        for (size_t i = 0; i < 5000; i++) {
+                snprintf(buf, sizeof(buf), "K%zu=%zu", i, i * 3);
+                v = strv_push(v, &n, buf);
+                strindex_add(&ix, n - 1, word_at, v);
+        }
+        for (size_t i = 0; i < 5000; i += 7) {
+                snprintf(buf, sizeof(buf), "K%zu", i);
+                assert_int_equal(strindex_find(&ix, buf, strlen(buf), word_at, v), i);
+        }
+        /* a key is its bytes: prefixes and longer names do not match */
+        assert_int_equal(strindex_find(&ix, "K1", 1, word_at, v), STRINDEX_NONE);
+        assert_int_equal(strindex_find(&ix, "K10000", 6, word_at, v), STRINDEX_NONE);
+        assert_int_equal(strindex_find(&ix, "K4999", 5, word_at, v), 4999);
+        strindex_done(&ix);
+        assert_int_equal(strindex_find(&ix, "K1", 2, word_at, v), STRINDEX_NONE);
+        strv_free(v);
+}
+
 static void escaping(void **state)
 {
         (void)state;
@@ -120,6 +155,7 @@ int main(void)
                 cmocka_unit_test(strv),
                 cmocka_unit_test(strv_push_linear),
                 cmocka_unit_test(escaping),
+                cmocka_unit_test(strindex_lookup),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,16 @@
  * write takes the write lock up front (see store-sql.c).
  *
  * The schema is versioned with PRAGMA user_version. migrations[i] takes a
- * database from version i to i+1; migrations only ever get appended, and
- * a database written by a newer hutch is refused rather than guessed at.
+ * database from version i to i+1; migrations only ever get appended, each
+ * is idempotent (run_migration()), and every version this hutch did not
+ * write (newer, negative, or tables that do not match it) is refused
+ * with one line saying what was found and what to do.
+ *
+ * Faults the open looks for: a database that vanished or was truncated
+ * while its history remains (check_not_lost()), a writer that died with
+ * the store open (the PATH-open marker, then quick_check), a state dir
+ * too full for a final update (the PATH-reserve file). Readers open
+ * read-only, immutable when they cannot make the -wal/-shm files.
  */
 #include "config.h"
 
@@ -527,6 +535,9 @@ static void mark_closed(struct store *s)
                 return;
         if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0)
                 (void)pwrite(s->open_fd, "0", 1, 0);
+        /* explicitly: a child that inherited the descriptor (a sandbox
+         * still being torn down) must not keep the lock after we close */
+        (void)flock(s->open_fd, LOCK_UN);
         s->open_fd = close_fd(s->open_fd);
 }
 

@@ -7,6 +7,7 @@
 # root, and inside a user+mount namespace of its own otherwise.
 
 load lib
+bats_require_minimum_version 1.5.0
 
 setup() {
         common_setup

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "lib/buildid.h"
 #include "lib/digest.h"
 #include "lib/log.h"
 #include "sandbox/seccomp.h"
@@ -163,6 +164,12 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
          * picks up a blob an older build cached */
         key_add(&d, "format", "hutch-bpf-cache 2");
         key_add(&d, "hutch", PACKAGE_VERSION);
+        /* the argument rules are code: a rebuilt hutch of the same
+         * version may compile the same settings differently */
+        if (build_id(buf, sizeof(buf)) == 0)
+                key_add(&d, "build", buf);
+        else
+                key_add(&d, "build", NULL);
         snprintf(buf, sizeof(buf), "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
         key_add(&d, "libseccomp", buf);
         key_add(&d, "arch", native_arch_name());

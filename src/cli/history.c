@@ -218,6 +218,7 @@ char *cli_run_json(struct store *s, const struct run_record *rec)
         json_t *o = run_record_to_json(rec, true);
         json_object_set_new(o, "files", runfiles_json(s, rec->id));
         runfiles_summary_json(s, rec->id, o);
+        json_object_set_new(o, "connections", store_connections_json(s, rec->id));
         char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return text;

@@ -11,6 +11,8 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
+#include "net/egress.h"
+#include "net/rules.h"
 #include "workspace/session.h"
 
 struct run_outcome;
@@ -120,3 +122,29 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
 int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
                       int workspace_fd, int upper_fd, struct run_outcome *out);
+
+/* cli/run-egress.c */
+
+/* network = allow: the rules, the capture socket and the helper. */
+struct run_egress {
+        bool active;            /* network = allow */
+        struct egress_rules rules;
+        uint16_t *ports;        /* listened on inside */
+        size_t n_ports;
+        int sandbox_fd;         /* the sandbox's end of the capture socket */
+        int helper_fd;          /* the helper's end */
+        struct egress_params params;
+        struct egress helper;
+};
+
+/* Parse the rules and open the capture socket (network = allow only;
+ * otherwise *e is left inactive); add the proxy variables to cfg->env.
+ * 0 or -errno with *ret_error set. */
+int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error);
+/* After sandbox_spawn(): start the helper. 0 or -errno. */
+int run_egress_start(const struct run_config *cfg, struct run_egress *e);
+/* After the sandbox is gone: stop the helper and record its decisions
+ * with run run_id. 0 or -errno. */
+int run_egress_record(struct store *store, const char *run_id, struct run_egress *e);
+/* Kill the helper if still there and free everything; safe to repeat. */
+void run_egress_done(struct run_egress *e);

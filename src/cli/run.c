@@ -191,6 +191,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                    const char *lang, bool json, const char *rerun_of)
 {
         struct workspace_plan wp = { .lower_fd = -1, .session.lock_fd = -1 };
+        struct run_egress egress = { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
         int workspace_fd = -1, upper_fd = -1;
         _cleanup_free_ char *db_path = NULL;
         struct sandbox sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
@@ -230,6 +231,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 cfg->home = (free(cfg->home), xstrdup("/root"));
         profile_text = profile_canonical_text(cfg);
         profile_sha256_hex(profile_text, sha);
+        /* after the profile text: the proxy variables it adds are hutch's, not the profile's */
+        r = run_egress_prepare(cfg, &egress, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                goto out;
+        }
 
         rec = run_record_new();
         cwd = getcwd(NULL, 0);
@@ -279,6 +286,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .cgroup = cgroup,
                 .pids_in_cgroup = cgroup && (cgroup_run_enforced(cgroup) & CGROUP_LIMIT_PIDS),
                 .workspace_lower = wp.workdir, .inputs = wp.inputs,
+                .egress_fd = egress.sandbox_fd, .egress_ports = egress.ports, .n_egress_ports = egress.n_ports,
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -303,6 +311,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
          * child's copy of our memory small. */
         int spawn_r = sandbox_spawn(cfg, &inputs, wsp, &sb);
         bool spawned = spawn_r >= 0;
+        if (spawned) {
+                r = run_egress_start(cfg, &egress);
+                if (r < 0) {
+                        log_error_errno(r, "run: cannot start the egress helper: %m");
+                        goto abort;
+                }
+        }
 
         /* The syscall filter is compiled here, in parallel with the
          * sandbox's own setup, and travels with the start message. */
@@ -411,6 +426,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
 
         if (out.status == RUN_SETUP_ERROR && sc_report.cached && strncmp(out.message, "setup: seccomp:", 15) == 0)
                 run_forget_seccomp(cfg, &out);
+        /* the sandbox is gone: every connection of the job has ended */
+        r = run_egress_record(store, rec->id, &egress);
+        if (r < 0)
+                log_warning("run: the record of run %s's connections is incomplete: %s", rec->id, strerror(-r));
 
         int files_code = -1;
         if (workspace_fd >= 0)
@@ -492,6 +511,7 @@ out:
         free(wp.workdir);
         strv_free(wp.inputs);
         session_release(&wp.session);
+        run_egress_done(&egress);
         if (enforcement)
                 json_decref(enforcement);
         return code;
@@ -552,6 +572,16 @@ int verb_run(int argc, char **argv)
                 log_error("run: %s", err);
                 code = EXIT_USAGE;
                 goto out;
+        }
+        /* Any allow rule turns network none into allow, unless none was
+         * asked for on the command line; host stays host. */
+        const struct key_origin *mode = run_config_origin(&cfg, "network.mode");
+        if (cfg.net_allow && cfg.net != NET_ALLOW) {
+                if (cfg.net == NET_NONE && (!mode || mode->origin != ORIGIN_CLI))
+                        cfg.net = NET_ALLOW;
+                else
+                        log_warning("run: network is %s: the allow rules are not used",
+                                    cfg.net == NET_HOST ? "host" : "none");
         }
         r = profile_validate(&cfg, &err);
         if (r < 0) {

@@ -168,6 +168,45 @@ static void print_files(struct store *s, const struct run_record *rec)
         file_records_free(f, n);
 }
 
+/* One value of a connection row, sanitised: the job chose most of them. */
+static char *conn_text(json_t *o, const char *key)
+{
+        const char *v = json_string_value(json_object_get(o, key));
+        return v ? sanitize_text(v, strlen(v), NULL) : xstrdup("-");
+}
+
+static void print_connections(struct store *s, const struct run_record *rec)
+{
+        json_t *arr = store_connections_json(s, rec->id), *o;
+        size_t i;
+
+        if (json_array_size(arr) > 0) {
+                printf("\n--- connections ---\n");
+                printf("%-8s %-5s %-32s %-24s %-10s %10s %10s  %s\n", "DECISION", "PROTO", "DEST", "RESOLVED",
+                       "NAME", "OUT", "IN", "WHY");
+        }
+        json_array_foreach(arr, i, o) {
+                _cleanup_free_ char *decision = conn_text(o, "decision"), *proto = conn_text(o, "proto"),
+                                    *dest = conn_text(o, "dest"), *resolved = conn_text(o, "resolved"),
+                                    *name = conn_text(o, "name"), *rule = conn_text(o, "rule"),
+                                    *reason = conn_text(o, "reason"), *end = conn_text(o, "end");
+                char out[32] = "-", in[32] = "-";
+                if (json_is_integer(json_object_get(o, "bytes_out")))
+                        format_size((uint64_t)json_integer_value(json_object_get(o, "bytes_out")), out, sizeof(out));
+                if (json_is_integer(json_object_get(o, "bytes_in")))
+                        format_size((uint64_t)json_integer_value(json_object_get(o, "bytes_in")), in, sizeof(in));
+                if (streq(proto, "summary")) {
+                        printf("(%lld more decisions not recorded: limit)\n",
+                               (long long)json_integer_value(json_object_get(o, "dropped")));
+                        continue;
+                }
+                printf("%-8s %-5s %-32s %-24s %-10s %10s %10s  %s%s%s%s%s\n", decision, proto, dest, resolved, name,
+                       out, in, reason, streq(rule, "-") ? "" : " ", streq(rule, "-") ? "" : rule,
+                       streq(end, "-") ? "" : "; ended: ", streq(end, "-") ? "" : end);
+        }
+        json_decref(arr);
+}
+
 static void print_human(struct store *s, const struct run_record *rec)
 {
         _cleanup_free_ char *workdir = NULL;
@@ -277,6 +316,7 @@ int verb_show(int argc, char **argv)
         } else {
                 print_human(s, rec);
                 print_files(s, rec);
+                print_connections(s, rec);
         }
         return EXIT_OK;
 }

@@ -18,6 +18,7 @@
 #include "config/profile-internal.h"
 #include "config/profile.h"
 #include "limits/iomax.h"
+#include "net/rules.h"
 #include "lib/util.h"
 
 /* ---- checks for strings and list items ---------------------------------- */
@@ -169,7 +170,9 @@ static void split_root(struct run_config *cfg)
 
 /* ---- the table ------------------------------------------------------------ */
 
-static const char *const net_words[] = { [NET_NONE] = "none", [NET_HOST] = "host", NULL };
+static const char *const net_words[] = {
+        [NET_NONE] = "none", [NET_HOST] = "host", [NET_ALLOW] = "allow", NULL
+};
 static const char *const seccomp_mode_words[] = {
         [SECCOMP_MODE_DENY] = "deny", [SECCOMP_MODE_ALLOW] = "allow", NULL
 };
@@ -267,8 +270,25 @@ const struct profile_key profile_keys[] = {
           "wall-clock time before the job is stopped (status timeout)",
           FIELD(timeout_ms), .zero = "none", .min = 1, .max = DURATION_MAX_MS },
 
+        { "network", "add_host", "add-host", PROFILE_LIST, "", "NAME=IP items",
+          "names mapped to addresses for this run (network = allow); named addresses may be private",
+          FIELD(net_hosts), .check = egress_host_check },
+        { "network", "allow", "allow", PROFILE_LIST, "", "HOST[:PORT] rules",
+          "TCP destinations the job may reach (name, *.suffix, *, IP, CIDR; port N, N-M or *, "
+          "default 443 and 80); any rule turns on mode allow",
+          FIELD(net_allow), .check = egress_rule_check },
+        { "network", "deny", "deny", PROFILE_LIST, "", "HOST[:PORT] rules",
+          "destinations refused before the allow rules are read (default port: all)",
+          FIELD(net_deny), .check = egress_rule_check },
+        { "network", "max_bytes", "max-net-bytes", PROFILE_SIZE, "1G", "bytes",
+          "bytes relayed both ways over the run (network = allow); beyond, connections are closed",
+          FIELD(net_max_bytes), .zero = "none", .max = SIZE_MAX_BYTES },
+        { "network", "max_connections", "max-connections", PROFILE_COUNT, "64", "connections",
+          "TCP connections open at once (network = allow); beyond, new ones are refused",
+          FIELD(net_max_connections), .zero = "none", .min = 1, .max = 65536 },
         { "network", "mode", "network", PROFILE_ENUM, "none", NULL,
-          "none: only loopback; host: the host's network namespace",
+          "none: only loopback; host: the host's network namespace; allow: only what allow rules let "
+          "through hutch",
           FIELD(net), .words = net_words },
 
         { "sandbox", "gid", "gid", PROFILE_COUNT, "1000", NULL,

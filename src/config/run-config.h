@@ -22,6 +22,7 @@
 enum net_mode {
         NET_NONE,       /* private namespace with only lo (default) */
         NET_HOST,       /* share the host's network namespace */
+        NET_ALLOW,      /* private namespace; TCP out only through hutch's egress rules */
         _NET_MODE_MAX,
         _NET_MODE_INVALID = -EINVAL,
 };
@@ -68,7 +69,12 @@ struct run_config {
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 
         /* [network] */
-        enum net_mode net;      /* mode = none | host */
+        enum net_mode net;      /* mode = none | host | allow */
+        char **net_allow;       /* allow: HOST[:PORT] rules (network = allow) */
+        char **net_deny;        /* deny: HOST[:PORT] rules, checked before allow */
+        char **net_hosts;       /* add_host: NAME=IP for this run */
+        uint64_t net_max_connections; /* max_connections: open at once (0 = no limit) */
+        uint64_t net_max_bytes; /* max_bytes: relayed both ways over the run (0 = no limit) */
 
         /* [limits]; 0 means "none" except where noted */
         uint64_t timeout_ms;    /* timeout: wall clock */

@@ -65,10 +65,12 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
 
         for (const char *const *n = (const char *const[]){ "user", "mount", "pid", "ipc", "uts", "cgroup", NULL }; *n; n++)
                 json_array_append_new(ns, json_string(*n));
-        if (cfg->net == NET_NONE)
+        if (cfg->net != NET_HOST)
                 json_array_append_new(ns, json_string("net"));
         json_object_set_new(r, "namespaces", ns);
-        json_object_set_new(r, "network", json_string(cfg->net == NET_NONE ? "none (loopback only)" : "host"));
+        json_object_set_new(r, "network", json_string(cfg->net == NET_NONE    ? "none (loopback only)"
+                                                : cfg->net == NET_ALLOW ? "allow (egress rules, through hutch)"
+                                                                        : "host"));
         snprintf(buf, sizeof(buf), "%u %u 1", (unsigned)cfg->uid, (unsigned)host_uid);
         json_object_set_new(r, "uid_map", json_string(buf));
         snprintf(buf, sizeof(buf), "%u %u 1", (unsigned)cfg->gid, (unsigned)host_gid);

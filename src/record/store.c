@@ -149,6 +149,33 @@ static const char *const migrations[] = {
         "ALTER TABLE runs ADD COLUMN output_lost TEXT;\n"
         "ALTER TABLE runs ADD COLUMN stdout_sha256 TEXT;\n"
         "ALTER TABLE runs ADD COLUMN stderr_sha256 TEXT;\n",
+
+        /* 6 -> 7: the egress decisions of `network = allow` runs (one
+         * row per connection or DNS answer); rows go with their run */
+        "CREATE TABLE connections (\n"
+        "        run_id TEXT NOT NULL,\n"
+        "        seq INTEGER NOT NULL,\n"
+        "        time INTEGER,\n"
+        "        proto TEXT NOT NULL,\n"
+        "        pid INTEGER,\n"
+        "        dest TEXT,\n"
+        "        sni TEXT,\n"
+        "        host TEXT,\n"
+        "        name TEXT,\n"
+        "        resolved TEXT,\n"
+        "        decision TEXT,\n"
+        "        rule TEXT,\n"
+        "        reason TEXT,\n"
+        "        bytes_out INTEGER,\n"
+        "        bytes_in INTEGER,\n"
+        "        duration_ms INTEGER,\n"
+        "        end_reason TEXT,\n"
+        "        dropped INTEGER,\n"
+        "        PRIMARY KEY (run_id, seq)\n"
+        ");\n"
+        "CREATE TRIGGER runs_delete_connections AFTER DELETE ON runs BEGIN\n"
+        "        DELETE FROM connections WHERE run_id = old.id;\n"
+        "END;\n",
 };
 
 int store_current_schema_version(void)

@@ -305,3 +305,13 @@ int store_workspace_set(struct store *s, const char *run_id, const char *workdir
 /* The same back: new strings (NULL when unset), or -ENOENT when the run
  * had a plain workspace. */
 int store_workspace_get(struct store *s, const char *run_id, char **ret_workdir, char **ret_session);
+
+/* The `connections` table: every egress decision of a `network = allow`
+ * run (one JSON object per decision, the shape of the "connections"
+ * array in hutch.result/1; see hutch-run(1)). Add them in one
+ * transaction; fields missing from an object are stored as NULL.
+ * 0 or -errno. */
+int store_connections_add(struct store *s, const char *run_id, json_t *connections);
+/* The same back, in the order they were added: a new JSON array (empty
+ * when there are none or the table is unreadable). Never NULL. */
+json_t *store_connections_json(struct store *s, const char *run_id);

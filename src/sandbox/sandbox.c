@@ -39,6 +39,7 @@
 #include "lib/log.h"
 #include "sandbox/mount.h"
 #include "sandbox/named.h"
+#include "net/netns.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
@@ -165,7 +166,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         struct setup_failure fail = { 0 };
         struct go_msg go;
         int r;
-        size_t n_keep = 0, max_keep = 6 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
+        size_t n_keep = 0, max_keep = 7 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
         int *keep = xcalloc(max_keep, sizeof(int));
 
         /* If the supervisor is gone before we even start, so are we. */
@@ -175,12 +176,14 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
          * beyond stdio (3</etc/passwd), which the job could otherwise
          * reach through /proc/1/fd as a way out of the sandbox; and not
          * the caller's stdio either (drop_caller_stdio()). */
+        int egress_fd = cfg->net == NET_ALLOW ? in->egress_fd : -1;
         keep[n_keep++] = sync_fd;
         keep[n_keep++] = stdin_r;
         keep[n_keep++] = stdout_w;
         keep[n_keep++] = stderr_w;
         keep[n_keep++] = in->code_fd;
         keep[n_keep++] = idmapped_lower;
+        keep[n_keep++] = egress_fd;
         (void)named_fds(named, keep, &n_keep, max_keep);
         close_all_but(keep, n_keep);
         free(keep);
@@ -236,10 +239,20 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = ns_set_hostname(cfg->hostname);
         if (r < 0)
                 setup_failed(sync_fd, r, "hostname", cfg->hostname);
-        if (cfg->net == NET_NONE) {
+        if (cfg->net != NET_HOST) {
                 r = ns_loopback_up();
                 if (r < 0)
                         setup_failed(sync_fd, r, "loopback up", "lo");
+        }
+        if (egress_fd >= 0) {
+                /* every destination made local and caught; the sockets go
+                 * to the supervisor's egress helper and none stays here,
+                 * so the job never holds one (net/netns.c argues why) */
+                const char *step = "egress";
+                r = netns_capture_setup(egress_fd, in->egress_ports, in->n_egress_ports, &step);
+                if (r < 0)
+                        setup_failed(sync_fd, r, step, "");
+                close(egress_fd);
         }
 
         struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
@@ -383,7 +396,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         struct clone_args args = {
                 .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
                          CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
-                         (cfg->net == NET_NONE ? CLONE_NEWNET : 0),
+                         (cfg->net != NET_HOST ? CLONE_NEWNET : 0),
                 .pidfd = (uint64_t)(uintptr_t)&pidfd,
                 .exit_signal = SIGCHLD,
         };

@@ -5,6 +5,8 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config/run-config.h"
@@ -50,6 +52,11 @@ struct sandbox_inputs {
         bool pids_in_cgroup;    /* pids.max holds cfg->pids: no RLIMIT_NPROC */
         const char *workspace_lower; /* host dir under an overlay workspace, or NULL */
         char **inputs;          /* "HOST:NAME" read-only at <workspace>/input/NAME */
+        /* network = allow only (read for no other mode): the socket the
+         * capture fds go out on (net/netns.h), and the ports to catch */
+        int egress_fd;
+        const uint16_t *egress_ports;
+        size_t n_egress_ports;
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

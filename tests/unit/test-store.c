@@ -89,11 +89,11 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 6);
+        assert_int_equal(store_current_schema_version(), 7);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 6);
+        assert_int_equal(store_schema_version(s), 7);
 }
 
 static void default_path(void **state)
@@ -425,7 +425,7 @@ static void migration_from_v1(void **state)
 
         raw_sql(f->path, v1_schema);
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 6);
+        assert_int_equal(store_schema_version(s), 7);
 
         assert_int_equal(store_run_get(s, "01AAAAAAAA", &old, NULL), 0);
         assert_int_equal(old->status, RUN_SUCCESS);
@@ -450,7 +450,7 @@ static void migration_from_v1(void **state)
 
         /* re-opening does not migrate twice */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 6);
+        assert_int_equal(store_schema_version(s), 7);
 }
 
 static void too_new(void **state)

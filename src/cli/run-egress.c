@@ -1,0 +1,125 @@
+/* cli/run-egress.c - `network = allow` for the run verb: the rules
+ * parsed once, the socket the sandbox sends its capture fds on, the
+ * egress helper started beside the supervisor and its decisions
+ * recorded with the run (net/egress.h). Nothing here runs for the other
+ * network modes.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli/run-internal.h"
+#include "config/run-config.h"
+#include "lib/util.h"
+#include "net/netns.h"
+#include "record/store.h"
+
+/* Ports the capture listens on at most (one listener each). */
+#define EGRESS_MAX_PORTS 128
+/* How long the helper may take to hand over its record after the run. */
+#define EGRESS_REPORT_MS 5000
+/* Decisions kept per run; the rest are counted in a summary row. */
+#define EGRESS_MAX_RECORDS 10000
+
+static bool env_has(char *const *env, const char *name)
+{
+        size_t n = strlen(name);
+        for (; env && *env; env++)
+                if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+                        return true;
+        return false;
+}
+
+int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error)
+{
+        const char *bad = NULL;
+        int pair[2], r;
+
+        *e = (struct run_egress) { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
+        if (cfg->net != NET_ALLOW)
+                return 0;
+        r = egress_rules_parse(cfg->net_allow, cfg->net_deny, cfg->net_hosts, &e->rules, &bad);
+        if (r < 0) {
+                *ret_error = xasprintf("network: bad rule \"%s\"", bad);
+                return r;
+        }
+        r = egress_rules_ports(&e->rules, EGRESS_MAX_PORTS, &e->ports);
+        if (r < 0) {
+                *ret_error = xasprintf("network: the allow rules open more than %d ports; the capture listens "
+                                       "on each port a rule names, so name ports or narrow ranges",
+                                       EGRESS_MAX_PORTS);
+                return r;
+        }
+        e->n_ports = (size_t)r;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+                r = -errno;
+                *ret_error = xasprintf("network: egress socket: %s", strerror(errno));
+                return r;
+        }
+        e->sandbox_fd = pair[0];
+        e->helper_fd = pair[1];
+        e->active = true;
+
+        /* Clients that prefer a proxy get one (the helper's CONNECT
+         * port); the rest are caught anyway. Unless the rules took its
+         * port for themselves, or the user set their own. */
+        bool proxy = true;
+        for (size_t i = 0; i < e->n_ports; i++)
+                proxy = proxy && e->ports[i] != NETNS_PROXY_PORT;
+        if (proxy) {
+                _cleanup_free_ char *url = xasprintf("http://127.0.0.1:%d", NETNS_PROXY_PORT);
+                const char *vars[] = { "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY" };
+                for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                        if (!env_has(cfg->env, vars[i])) {
+                                _cleanup_free_ char *kv = xasprintf("%s=%s", vars[i], url);
+                                cfg->env = strv_append(cfg->env, kv);
+                        }
+                if (!env_has(cfg->env, "no_proxy") && !env_has(cfg->env, "NO_PROXY")) {
+                        cfg->env = strv_append(cfg->env, "no_proxy=localhost,127.0.0.1,::1");
+                        cfg->env = strv_append(cfg->env, "NO_PROXY=localhost,127.0.0.1,::1");
+                }
+        }
+        return 0;
+}
+
+int run_egress_start(const struct run_config *cfg, struct run_egress *e)
+{
+        if (!e->active)
+                return 0;
+        /* the sandbox has its copy: the helper must see EOF if it dies */
+        close(TAKE_FD(e->sandbox_fd));
+        e->params = (struct egress_params) {
+                .rules = &e->rules, .max_connections = cfg->net_max_connections,
+                .max_bytes = cfg->net_max_bytes, .max_records = EGRESS_MAX_RECORDS,
+        };
+        int r = egress_start(&e->params, e->helper_fd, &e->helper);
+        close(TAKE_FD(e->helper_fd));
+        return r;
+}
+
+int run_egress_record(struct store *store, const char *run_id, struct run_egress *e)
+{
+        json_t *conns = NULL;
+        int r;
+
+        if (!e->active || e->helper.pid <= 0)
+                return 0;
+        r = egress_finish(&e->helper, EGRESS_REPORT_MS, &conns);
+        int w = store_connections_add(store, run_id, conns);
+        json_decref(conns);
+        return r < 0 ? r : w;
+}
+
+void run_egress_done(struct run_egress *e)
+{
+        egress_abort(&e->helper);
+        if (e->sandbox_fd >= 0)
+                close(e->sandbox_fd);
+        if (e->helper_fd >= 0)
+                close(e->helper_fd);
+        free(e->ports);
+        egress_rules_done(&e->rules);
+        *e = (struct run_egress) { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
+}

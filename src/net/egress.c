@@ -1,0 +1,745 @@
+/* egress.c - the egress helper process (see egress.h): its poll loop,
+ * the stub DNS, the per-connection state machine (peek, decide,
+ * connect, relay) and the report.
+ *
+ * Shape of the work: a job opens from a few to a few thousand
+ * connections, at most max_connections at once; each has two bounded
+ * buffers, so the helper's memory is bounded by the limit, never by
+ * what the job sends. Everything is non-blocking except name
+ * resolution (getaddrinfo, which stalls this process, never the
+ * supervisor) and the final report.
+ *
+ * What the job controls and how it is held:
+ *  - every byte it sends before a decision: at most PEEK_MAX bytes are
+ *    read, for at most PEEK_MS, then the connection is judged on what
+ *    arrived (no name: only address rules can allow it);
+ *  - the DNS queries: parsed strictly (dns.c), answered from the rules
+ *    only, with stand-in addresses from 198.18.0.0/15 that name the
+ *    allowed host to this helper and to nobody else;
+ *  - the number of connections and bytes: the limits close or refuse
+ *    what goes beyond, and say so in the record.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+#include "net/dns.h"
+#include "net/egress.h"
+#include "net/netns.h"
+#include "net/peek.h"
+#include "net/resolve.h"
+
+#define BUF_SIZE (64 * 1024)
+#define PEEK_MAX (16 * 1024)
+#define PEEK_MS 1000
+#define CONNECT_MS 10000
+#define STUB_MAX 8192           /* names the stub DNS can stand in for */
+#define STUB_TTL 5
+#define OWN_MAX 64
+
+enum conn_state { C_PEEK, C_CONNECTING, C_RELAY };
+
+struct conn {
+        int cfd, ufd;
+        enum conn_state state;
+        bool proxy;
+        uint8_t *up, *down;     /* job -> upstream, upstream -> job */
+        size_t up_len, down_len;
+        bool c_eof, u_eof, u_shut, c_shut;
+        uint64_t start_ms, deadline_ms, start_wall_ms;
+        uint64_t bytes_out, bytes_in;
+        struct egress_addr dest;
+        uint16_t dport;
+        struct peek_result pk;
+        struct egress_decision d;
+        size_t addr_i;
+        json_t *rec;
+};
+
+struct helper {
+        const struct egress_params *p;
+        int ctl;
+        int fds[NETNS_MAX_FDS];
+        struct netns_fd_info info[NETNS_MAX_FDS];
+        size_t n_fds;
+        struct conn **conns;
+        size_t n_conns;
+        char **stub_names;
+        size_t n_stub;
+        struct egress_addr own[OWN_MAX];
+        size_t n_own;
+        uint64_t bytes_total;
+        json_t *records;
+        uint64_t dropped;
+        bool bytes_exhausted;
+};
+
+/* ---- the record ------------------------------------------------------- */
+
+static void record(struct helper *h, json_t *rec)
+{
+        if (h->p->max_records && json_array_size(h->records) >= h->p->max_records) {
+                h->dropped++;
+                json_decref(rec);
+                return;
+        }
+        json_array_append_new(h->records, rec);
+}
+
+static json_t *new_record(const char *proto, uint64_t wall_ms)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "proto", json_string(proto));
+        json_object_set_new(o, "time_ms", json_integer((json_int_t)wall_ms));
+        return o;
+}
+
+static void set_str(json_t *o, const char *key, const char *v)
+{
+        json_object_set_new(o, key, v && v[0] ? json_string(v) : json_null());
+}
+
+static char *addr_port_text(const struct egress_addr *a, uint16_t port)
+{
+        char b[INET6_ADDRSTRLEN];
+        egress_addr_text(a, b, sizeof(b));
+        return a->family == AF_INET6 ? xasprintf("[%s]:%u", b, port) : xasprintf("%s:%u", b, port);
+}
+
+/* ---- stub DNS --------------------------------------------------------- */
+
+static void stub_addr(size_t i, struct egress_addr *a)
+{
+        uint32_t v = (198u << 24 | 18u << 16) + (uint32_t)i + 1;
+        *a = (struct egress_addr) { .family = AF_INET };
+        a->bytes[0] = (uint8_t)(v >> 24);
+        a->bytes[1] = (uint8_t)(v >> 16);
+        a->bytes[2] = (uint8_t)(v >> 8);
+        a->bytes[3] = (uint8_t)v;
+}
+
+/* The name behind a stand-in address; NULL if a is none; *ret_unknown
+ * when it is in the stub range but was never handed out. */
+static const char *stub_lookup(const struct helper *h, const struct egress_addr *a, bool *ret_unknown)
+{
+        *ret_unknown = false;
+        if (a->family != AF_INET || a->bytes[0] != 198 || (a->bytes[1] & 0xfe) != 18)
+                return NULL;
+        uint32_t v = (uint32_t)a->bytes[0] << 24 | (uint32_t)a->bytes[1] << 16 | (uint32_t)a->bytes[2] << 8 |
+                     a->bytes[3];
+        uint32_t i = v - (198u << 24 | 18u << 16);
+        if (i == 0 || i > h->n_stub) {
+                *ret_unknown = true;
+                return NULL;
+        }
+        return h->stub_names[i - 1];
+}
+
+static int stub_for(struct helper *h, const char *name, struct egress_addr *ret)
+{
+        for (size_t i = 0; i < h->n_stub; i++)
+                if (streq(h->stub_names[i], name)) {
+                        stub_addr(i, ret);
+                        return 0;
+                }
+        if (h->n_stub >= STUB_MAX)
+                return -ENOSPC;
+        h->stub_names = xrealloc(h->stub_names, (h->n_stub + 1) * sizeof(char *));
+        h->stub_names[h->n_stub] = xstrdup(name);
+        stub_addr(h->n_stub++, ret);
+        return 0;
+}
+
+static void dns_serve(struct helper *h, int fd, bool v6)
+{
+        uint8_t buf[1500], out[1500];
+        char cbuf[256];
+        union {
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } peer;
+        /* a burst is bounded: the loop comes back for the rest */
+        for (int burst = 0; burst < 64; burst++) {
+                struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+                struct msghdr mh = { .msg_name = &peer, .msg_namelen = sizeof(peer), .msg_iov = &iov,
+                                     .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+                if (n < 0)
+                        return;
+                struct in_pktinfo pi4 = { 0 };
+                struct in6_pktinfo pi6 = { 0 };
+                bool have_pi = false;
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                        if (!v6 && c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+                                memcpy(&pi4, CMSG_DATA(c), sizeof(pi4));
+                                have_pi = true;
+                        } else if (v6 && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+                                memcpy(&pi6, CMSG_DATA(c), sizeof(pi6));
+                                have_pi = true;
+                        }
+                }
+                struct dns_query q;
+                int r = dns_parse_query(buf, (size_t)n, &q), len = -1;
+                const char *decision = NULL;
+                const struct egress_rule *rule = NULL;
+                if (r == -EBADMSG && n >= 12) {
+                        /* the header alone, flagged as an answer: format error */
+                        memcpy(out, buf, 12);
+                        out[2] = (uint8_t)(0x80 | (buf[2] & 0x79));
+                        out[3] = 0x80 | DNS_RCODE_FORMERR;
+                        memset(out + 4, 0, 8);
+                        len = 12;
+                } else if (r == 0) {
+                        struct egress_addr a;
+                        rule = q.qclass == 1 && q.name[0] && egress_name_valid(q.name)
+                                       ? egress_rules_name_allowed(h->p->rules, q.name) : NULL;
+                        bool allowed = rule != NULL;
+                        if (!allowed) {
+                                decision = "denied";
+                                len = dns_build_answer(buf, &q, DNS_RCODE_NXDOMAIN, NULL, 0, out, sizeof(out));
+                        } else if (q.qtype == DNS_TYPE_A) {
+                                if (stub_for(h, q.name, &a) < 0) {
+                                        decision = "denied";
+                                        len = dns_build_answer(buf, &q, DNS_RCODE_SERVFAIL, NULL, 0, out,
+                                                               sizeof(out));
+                                } else {
+                                        decision = "allowed";
+                                        len = dns_build_answer(buf, &q, DNS_RCODE_OK, a.bytes, STUB_TTL, out,
+                                                               sizeof(out));
+                                }
+                        } else {
+                                /* AAAA and the rest: the name exists, without such records,
+                                 * so the client uses the A answer */
+                                len = dns_build_answer(buf, &q, DNS_RCODE_OK, NULL, 0, out, sizeof(out));
+                        }
+                }
+                if (decision) {
+                        json_t *rec = new_record("dns", now_realtime_ms());
+                        set_str(rec, "dest", q.name);
+                        json_object_set_new(rec, "decision", json_string(decision));
+                        set_str(rec, "reason", streq(decision, "allowed") ? "allow rule" : "no rule");
+                        set_str(rec, "rule", rule ? rule->text : NULL);
+                        record(h, rec);
+                }
+                if (len < 0)
+                        continue;
+                /* answer from the address the query went to */
+                char ocbuf[CMSG_SPACE(sizeof(struct in6_pktinfo))] = { 0 };
+                struct iovec oiov = { .iov_base = out, .iov_len = (size_t)len };
+                struct msghdr omh = { .msg_name = &peer, .msg_namelen = mh.msg_namelen, .msg_iov = &oiov,
+                                      .msg_iovlen = 1 };
+                if (have_pi) {
+                        omh.msg_control = ocbuf;
+                        struct cmsghdr *c = (struct cmsghdr *)ocbuf;
+                        if (v6) {
+                                struct in6_pktinfo o = { .ipi6_addr = pi6.ipi6_addr };
+                                omh.msg_controllen = CMSG_SPACE(sizeof(o));
+                                c->cmsg_level = IPPROTO_IPV6;
+                                c->cmsg_type = IPV6_PKTINFO;
+                                c->cmsg_len = CMSG_LEN(sizeof(o));
+                                memcpy(CMSG_DATA(c), &o, sizeof(o));
+                        } else {
+                                struct in_pktinfo o = { .ipi_spec_dst = pi4.ipi_addr };
+                                omh.msg_controllen = CMSG_SPACE(sizeof(o));
+                                c->cmsg_level = IPPROTO_IP;
+                                c->cmsg_type = IP_PKTINFO;
+                                c->cmsg_len = CMSG_LEN(sizeof(o));
+                                memcpy(CMSG_DATA(c), &o, sizeof(o));
+                        }
+                }
+                (void)sendmsg(fd, &omh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static void conn_close(struct helper *h, size_t idx, const char *end_reason)
+{
+        struct conn *c = h->conns[idx];
+        uint64_t now = now_monotonic_ms();
+
+        if (c->rec) {
+                json_object_set_new(c->rec, "bytes_out", json_integer((json_int_t)c->bytes_out));
+                json_object_set_new(c->rec, "bytes_in", json_integer((json_int_t)c->bytes_in));
+                json_object_set_new(c->rec, "duration_ms", json_integer((json_int_t)(now - c->start_ms)));
+                if (end_reason)
+                        set_str(c->rec, "end", end_reason);
+                record(h, c->rec);
+        }
+        if (c->cfd >= 0)
+                close(c->cfd);
+        if (c->ufd >= 0)
+                close(c->ufd);
+        free(c->up);
+        free(c->down);
+        free(c);
+        h->conns[idx] = h->conns[--h->n_conns];
+}
+
+/* The record of a decision, with what the job asked for. */
+static json_t *decision_record(const struct helper *h, const struct conn *c, const char *stub_name)
+{
+        json_t *rec = new_record("tcp", c->start_wall_ms);
+        _cleanup_free_ char *dest = stub_name ? xasprintf("%s:%u", stub_name, c->dport)
+                                              : addr_port_text(&c->dest, c->dport);
+        (void)h;
+        set_str(rec, "dest", dest);
+        json_object_set_new(rec, "pid", json_null());
+        set_str(rec, "sni", c->pk.kind == PEEK_TLS ? c->pk.name : NULL);
+        set_str(rec, "host", c->pk.kind == PEEK_HTTP || c->pk.kind == PEEK_CONNECT ? c->pk.name : NULL);
+        set_str(rec, "name", c->d.name);
+        json_object_set_new(rec, "decision", json_string(c->d.allowed ? "allowed" : "denied"));
+        set_str(rec, "rule", c->d.rule ? c->d.rule->text : NULL);
+        set_str(rec, "reason", c->d.reason);
+        if (c->d.has_refused) {
+                _cleanup_free_ char *t = addr_port_text(&c->d.refused, c->d.port);
+                set_str(rec, "resolved", t);
+        } else
+                json_object_set_new(rec, "resolved", json_null());
+        return rec;
+}
+
+static int dial_next(struct conn *c)
+{
+        while (c->addr_i < c->d.n_addrs) {
+                const struct egress_addr *a = &c->d.addrs[c->addr_i++];
+                union {
+                        struct sockaddr_in in;
+                        struct sockaddr_in6 in6;
+                } sa = { 0 };
+                socklen_t len;
+                if (a->family == AF_INET) {
+                        sa.in.sin_family = AF_INET;
+                        sa.in.sin_port = htons(c->d.port);
+                        memcpy(&sa.in.sin_addr, a->bytes, 4);
+                        len = sizeof(sa.in);
+                } else {
+                        sa.in6.sin6_family = AF_INET6;
+                        sa.in6.sin6_port = htons(c->d.port);
+                        memcpy(&sa.in6.sin6_addr, a->bytes, 16);
+                        len = sizeof(sa.in6);
+                }
+                if (c->ufd >= 0)
+                        close(c->ufd);
+                c->ufd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (c->ufd < 0)
+                        continue;
+                if (connect(c->ufd, (struct sockaddr *)&sa, len) == 0 || errno == EINPROGRESS) {
+                        _cleanup_free_ char *t = addr_port_text(a, c->d.port);
+                        set_str(c->rec, "resolved", t);
+                        c->state = C_CONNECTING;
+                        c->deadline_ms = now_monotonic_ms() + CONNECT_MS;
+                        return 0;
+                }
+        }
+        return -EHOSTUNREACH;
+}
+
+/* Enough bytes (or time) to judge: decide, and deny or dial. Returns
+ * false when the connection is done with. */
+static bool conn_decide(struct helper *h, struct conn *c)
+{
+        bool unknown;
+        const char *stub = c->proxy ? NULL : stub_lookup(h, &c->dest, &unknown);
+        if (c->proxy)
+                unknown = false;
+        struct egress_request req = {
+                .dest = c->dest, .dest_port = c->dport, .stub_name = stub, .stub_unknown = unknown,
+                .via_proxy = c->proxy, .peek = &c->pk,
+        };
+        egress_decide(h->p->rules, &req, h->own, h->n_own, egress_resolve_system, NULL, &c->d);
+        c->rec = decision_record(h, c, stub);
+        if (!c->d.allowed)
+                return false;
+        if (h->bytes_exhausted) {
+                json_object_set_new(c->rec, "decision", json_string("denied"));
+                set_str(c->rec, "reason", "byte limit");
+                return false;
+        }
+        if (dial_next(c) < 0) {
+                set_str(c->rec, "end", "connect failed");
+                return false;
+        }
+        return true;
+}
+
+/* Move bytes one way: from src into buf, and from buf to dst. */
+static int pump(struct helper *h, int src, int dst, uint8_t *buf, size_t *len, bool *eof, bool *shut,
+                uint64_t *count, bool can_write)
+{
+        if (!*eof && *len < BUF_SIZE) {
+                ssize_t n = recv(src, buf + *len, BUF_SIZE - *len, MSG_DONTWAIT);
+                if (n > 0)
+                        *len += (size_t)n;
+                else if (n == 0)
+                        *eof = true;
+                else if (errno != EAGAIN && errno != EINTR)
+                        return -errno;
+        }
+        if (can_write && *len > 0) {
+                size_t want = *len;
+                if (h->p->max_bytes && h->bytes_total + want > h->p->max_bytes)
+                        want = h->p->max_bytes - h->bytes_total;
+                ssize_t n = want ? send(dst, buf, want, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
+                if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        return -errno;
+                if (n > 0) {
+                        memmove(buf, buf + n, *len - (size_t)n);
+                        *len -= (size_t)n;
+                        *count += (uint64_t)n;
+                        h->bytes_total += (uint64_t)n;
+                }
+                if (h->p->max_bytes && h->bytes_total >= h->p->max_bytes)
+                        return -EDQUOT;
+        }
+        if (can_write && *eof && *len == 0 && !*shut) {
+                (void)shutdown(dst, SHUT_WR);
+                *shut = true;
+        }
+        return 0;
+}
+
+/* Work one connection after poll; false when it is to be closed, with
+ * *ret_end saying why (NULL: it ended normally). */
+static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
+{
+        uint64_t now = now_monotonic_ms();
+        int r;
+
+        *ret_end = NULL;
+        if (c->state == C_PEEK) {
+                ssize_t n = recv(c->cfd, c->up + c->up_len, PEEK_MAX - c->up_len, MSG_DONTWAIT);
+                if (n > 0)
+                        c->up_len += (size_t)n;
+                else if (n == 0)
+                        c->c_eof = true;
+                else if (errno != EAGAIN && errno != EINTR)
+                        return false;
+                enum peek_kind k = peek_parse(c->up, c->up_len, &c->pk);
+                if (k == PEEK_MORE && !c->c_eof && c->up_len < PEEK_MAX && now < c->deadline_ms)
+                        return true;
+                if (k == PEEK_MORE)
+                        c->pk.kind = PEEK_OTHER;
+                return conn_decide(h, c);
+        }
+        if (c->state == C_CONNECTING) {
+                int err = 0;
+                socklen_t l = sizeof(err);
+                struct pollfd pfd = { .fd = c->ufd, .events = POLLOUT };
+                if (poll(&pfd, 1, 0) == 1 && getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &l) == 0) {
+                        if (err) {
+                                if (dial_next(c) < 0) {
+                                        *ret_end = "connect failed";
+                                        return false;
+                                }
+                                return true;
+                        }
+                        c->state = C_RELAY;
+                        if (c->pk.kind == PEEK_CONNECT && c->proxy) {
+                                /* the tunnel is up: answer the proxy request, drop its head */
+                                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                                memcpy(c->down, ok, sizeof(ok) - 1);
+                                c->down_len = sizeof(ok) - 1;
+                                memmove(c->up, c->up + c->pk.head_len, c->up_len - c->pk.head_len);
+                                c->up_len -= c->pk.head_len;
+                        }
+                } else if (now >= c->deadline_ms) {
+                        *ret_end = "connect timeout";
+                        return false;
+                } else
+                        return true;
+        }
+        r = pump(h, c->cfd, c->ufd, c->up, &c->up_len, &c->c_eof, &c->u_shut, &c->bytes_out, true);
+        if (r == 0)
+                r = pump(h, c->ufd, c->cfd, c->down, &c->down_len, &c->u_eof, &c->c_shut, &c->bytes_in, true);
+        if (r == -EDQUOT) {
+                h->bytes_exhausted = true;
+                *ret_end = "byte limit";
+                return false;
+        }
+        if (r < 0) {
+                *ret_end = "reset";
+                return false;
+        }
+        return !(c->c_eof && c->u_eof && c->up_len == 0 && c->down_len == 0);
+}
+
+static void conn_accept(struct helper *h, int lfd, bool proxy)
+{
+        for (int burst = 0; burst < 64; burst++) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                        return;
+                struct conn *c = xcalloc(1, sizeof(*c));
+                union {
+                        struct sockaddr_in in;
+                        struct sockaddr_in6 in6;
+                } sa;
+                socklen_t sl = sizeof(sa);
+                *c = (struct conn) { .cfd = fd, .ufd = -1, .state = C_PEEK, .proxy = proxy,
+                                     .start_ms = now_monotonic_ms(), .start_wall_ms = now_realtime_ms() };
+                c->deadline_ms = c->start_ms + PEEK_MS;
+                if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 ||
+                    egress_addr_from_sockaddr(&sa, &c->dest, &c->dport) < 0) {
+                        close(fd);
+                        free(c);
+                        continue;
+                }
+                if (h->p->max_connections && h->n_conns >= h->p->max_connections) {
+                        /* refused at once: the job sees a reset, the record says why */
+                        c->rec = decision_record(h, c, NULL);
+                        json_object_set_new(c->rec, "decision", json_string("denied"));
+                        set_str(c->rec, "reason", "connection limit");
+                        json_object_set_new(c->rec, "bytes_out", json_integer(0));
+                        json_object_set_new(c->rec, "bytes_in", json_integer(0));
+                        json_object_set_new(c->rec, "duration_ms", json_integer(0));
+                        record(h, c->rec);
+                        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){ 1, 0 },
+                                         sizeof(struct linger));
+                        close(fd);
+                        free(c);
+                        continue;
+                }
+                c->up = xmalloc(BUF_SIZE);
+                c->down = xmalloc(BUF_SIZE);
+                h->conns = xrealloc(h->conns, (h->n_conns + 1) * sizeof(*h->conns));
+                h->conns[h->n_conns++] = c;
+        }
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static void own_addresses(struct helper *h)
+{
+        struct ifaddrs *ifs = NULL;
+        if (getifaddrs(&ifs) < 0)
+                return;
+        for (struct ifaddrs *i = ifs; i && h->n_own < OWN_MAX; i = i->ifa_next)
+                if (i->ifa_addr && egress_addr_from_sockaddr(i->ifa_addr, &h->own[h->n_own], NULL) == 0)
+                        h->n_own++;
+        freeifaddrs(ifs);
+}
+
+static void helper_loop(struct helper *h)
+{
+        struct pollfd *pfd = NULL;
+        size_t cap = 0;
+
+        for (;;) {
+                size_t need = 1 + h->n_fds + 2 * h->n_conns, n = 0;
+                uint64_t now = now_monotonic_ms(), next = UINT64_MAX;
+                if (need > cap)
+                        pfd = xrealloc(pfd, (cap = need * 2) * sizeof(*pfd));
+                pfd[n++] = (struct pollfd) { .fd = h->ctl, .events = POLLIN };
+                for (size_t i = 0; i < h->n_fds; i++)
+                        pfd[n++] = (struct pollfd) { .fd = h->fds[i], .events = POLLIN };
+                for (size_t i = 0; i < h->n_conns; i++) {
+                        struct conn *c = h->conns[i];
+                        short ce = 0, ue = 0;
+                        if (c->state == C_PEEK)
+                                ce = POLLIN;
+                        else if (c->state == C_CONNECTING)
+                                ue = POLLOUT;
+                        else {
+                                ce = (short)((!c->c_eof && c->up_len < BUF_SIZE ? POLLIN : 0) |
+                                             (c->down_len ? POLLOUT : 0));
+                                ue = (short)((!c->u_eof && c->down_len < BUF_SIZE ? POLLIN : 0) |
+                                             (c->up_len ? POLLOUT : 0));
+                        }
+                        pfd[n++] = (struct pollfd) { .fd = c->cfd, .events = ce };
+                        pfd[n++] = (struct pollfd) { .fd = c->ufd, .events = ue };
+                        if (c->state != C_RELAY)
+                                next = MIN(next, c->deadline_ms);
+                }
+                int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)MIN(next - now, 60000);
+                int r = poll(pfd, n, timeout);
+                if (r < 0 && errno != EINTR)
+                        break;
+                if (pfd[0].revents)
+                        break;  /* the supervisor is done (EOF) or gone */
+                for (size_t i = 0; i < h->n_fds; i++) {
+                        if (!pfd[1 + i].revents)
+                                continue;
+                        switch (h->info[i].kind) {
+                        case NETNS_FD_DNS4:
+                        case NETNS_FD_DNS6:
+                                dns_serve(h, h->fds[i], h->info[i].kind == NETNS_FD_DNS6);
+                                break;
+                        default:
+                                conn_accept(h, h->fds[i], h->info[i].kind == NETNS_FD_PROXY);
+                                break;
+                        }
+                }
+                /* connections accepted just now have no pollfd yet: they
+                 * are stepped in the next round */
+                size_t polled = (n - 1 - h->n_fds) / 2;
+                now = now_monotonic_ms();
+                for (size_t i = polled; i-- > 0;) {
+                        struct conn *c = h->conns[i];
+                        struct pollfd *cp = &pfd[1 + h->n_fds + 2 * i];
+                        bool due = c->state != C_RELAY && now >= c->deadline_ms;
+                        if (!cp[0].revents && !cp[1].revents && !due && !h->bytes_exhausted)
+                                continue;
+                        const char *end = NULL;
+                        if (h->bytes_exhausted && c->state == C_RELAY) {
+                                conn_close(h, i, "byte limit");
+                                continue;
+                        }
+                        if (!conn_step(h, c, &end))
+                                conn_close(h, i, end);
+                }
+        }
+        free(pfd);
+        while (h->n_conns)
+                conn_close(h, h->n_conns - 1, "run ended");
+}
+
+static void write_report(struct helper *h)
+{
+        size_t i;
+        json_t *rec;
+
+        if (h->dropped) {
+                json_t *o = new_record("summary", now_realtime_ms());
+                json_object_set_new(o, "dropped", json_integer((json_int_t)h->dropped));
+                json_array_append_new(h->records, o);
+        }
+        json_array_foreach(h->records, i, rec) {
+                _cleanup_free_ char *line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+                if (!line || write_all(h->ctl, line, strlen(line)) < 0 || write_all(h->ctl, "\n", 1) < 0)
+                        return;
+        }
+}
+
+static _Noreturn void helper_main(const struct egress_params *p, int capture_sock, int ctl, pid_t parent)
+{
+        struct helper h = { .p = p, .ctl = ctl, .records = json_array() };
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(1);
+        (void)prctl(PR_SET_NAME, "hutch-egress");
+        /* nothing of the supervisor's but our two sockets (stderr stays
+         * for debugging output) */
+        int a = MIN(capture_sock, ctl), b = MAX(capture_sock, ctl);
+        (void)close(STDIN_FILENO);
+        (void)close(STDOUT_FILENO);
+        if (a > 3)
+                (void)syscall(SYS_close_range, 3, (unsigned)a - 1, 0);
+        if (b > a + 1)
+                (void)syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0);
+        (void)syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0);
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+
+        int n = netns_capture_receive(capture_sock, h.fds, h.info);
+        close(capture_sock);
+        if (n < 0)
+                _exit(0);       /* the sandbox failed its setup: it says why */
+        h.n_fds = (size_t)n;
+        for (size_t i = 0; i < h.n_fds; i++)
+                (void)fcntl(h.fds[i], F_SETFL, O_NONBLOCK);
+        own_addresses(&h);
+        helper_loop(&h);
+        write_report(&h);
+        _exit(0);
+}
+
+int egress_start(const struct egress_params *p, int capture_sock, struct egress *ret)
+{
+        int pair[2];
+        pid_t parent = getpid();
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(pair[0]);
+                close(pair[1]);
+                return r;
+        }
+        if (pid == 0) {
+                close(pair[0]);
+                helper_main(p, capture_sock, pair[1], parent);
+        }
+        close(pair[1]);
+        *ret = (struct egress) { .pid = pid, .ctl_fd = pair[0] };
+        return 0;
+}
+
+int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret)
+{
+        json_t *arr = json_array();
+        size_t len = 0, cap = 0;
+        char *buf = NULL;
+        int r = 0;
+
+        if (e->pid <= 0) {
+                *ret = arr;
+                return 0;
+        }
+        (void)shutdown(e->ctl_fd, SHUT_WR);
+        uint64_t deadline = now_monotonic_ms() + timeout_ms;
+        for (;;) {
+                uint64_t now = now_monotonic_ms();
+                if (now >= deadline) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                struct pollfd pfd = { .fd = e->ctl_fd, .events = POLLIN };
+                if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+                        continue;
+                if (len + 65536 > cap)
+                        buf = xrealloc(buf, cap = (cap ? cap * 2 : 65536) + 65536);
+                ssize_t n = read(e->ctl_fd, buf + len, cap - len - 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        for (char *line = buf, *nl; buf && line < buf + len && (nl = memchr(line, '\n', (size_t)(buf + len - line)));
+             line = nl + 1) {
+                json_t *o = json_loadb(line, (size_t)(nl - line), 0, NULL);
+                if (json_is_object(o))
+                        json_array_append_new(arr, o);
+                else
+                        json_decref(o);
+        }
+        free(buf);
+        egress_abort(e);
+        *ret = arr;
+        return r;
+}
+
+void egress_abort(struct egress *e)
+{
+        if (e->pid > 0) {
+                (void)kill(e->pid, SIGKILL);
+                (void)waitpid(e->pid, NULL, 0);
+                e->pid = 0;
+        }
+        if (e->ctl_fd >= 0) {
+                close(e->ctl_fd);
+                e->ctl_fd = -1;
+        }
+}

@@ -1,0 +1,46 @@
+/* egress.h - the egress helper of a `network = allow` run: a process of
+ * the supervisor's own (forked, never exec'd) that takes the capture
+ * sockets the sandbox opened (netns.h), answers the job's DNS queries,
+ * decides every TCP connection (resolve.h), relays the allowed ones to
+ * what hutch itself resolved, and reports every decision back for the
+ * run's record.
+ *
+ * Why a process and not the supervisor's loop: the relay's work (name
+ * resolution, thousands of connections, a slow upstream) must never
+ * delay the supervisor's deadline, and a bug in it must not take the
+ * record down. It dies with the supervisor (PR_SET_PDEATHSIG) and holds
+ * no fd of the supervisor's but its own two.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "net/rules.h"
+
+struct egress_params {
+        const struct egress_rules *rules;
+        uint64_t max_connections;       /* open at once; 0: no limit */
+        uint64_t max_bytes;             /* relayed both ways over the run; 0: no limit */
+        uint64_t max_records;           /* decisions kept for the record; the rest are counted */
+};
+
+struct egress {
+        pid_t pid;
+        int ctl_fd;                     /* our end of the report socket */
+};
+
+/* Fork the helper. capture_sock is the socket the sandbox sends its
+ * capture fds on (the helper takes it over; the caller closes its
+ * copy). 0 or -errno. */
+int egress_start(const struct egress_params *p, int capture_sock, struct egress *ret);
+
+/* After the sandbox is gone: tell the helper to close every connection,
+ * read its decisions (a JSON array of connection objects, see
+ * hutch-run(1)) into *ret, and reap it; waits at most timeout_ms, then
+ * kills it. 0 or -errno (then *ret holds what arrived, maybe []). */
+int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret);
+
+/* Kill and reap the helper without its report (setup failed). */
+void egress_abort(struct egress *e);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "net/netns.h"
 #include "sandbox/mount.h"
 #include "sandbox/ns.h"
 #include "config/run-config.h"
@@ -195,6 +197,50 @@ static void check_overlay(void)
                        "without them an overlay cannot record a directory that was removed and made "
                        "again, so --workdir, --session and image roots are refused",
                        "use Linux >= 6.6 (Debian 12's 6.1 lacks them)");
+}
+
+/* network = allow: in a fresh user+net namespace, bring lo up, route
+ * everything to it and open the capture sockets, as the sandbox does
+ * (net/netns.c). Writes what failed to the pipe in arg. */
+static int try_egress(void *arg)
+{
+        int out = *(int *)arg, pair[2];
+        const char *step = "loopback up";
+        int r = ns_loopback_up();
+        if (r == 0) {
+                step = "socketpair";
+                r = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0 ? -errno : 0;
+        }
+        if (r == 0)
+                r = netns_capture_setup(pair[0], (const uint16_t[]){ 443 }, 1, &step);
+        if (r == 0)
+                return 0;
+        dprintf(out, "%s: %s", step, strerror(-r));
+        return 1;
+}
+
+static void check_egress(void)
+{
+        static const char what[] = "network = allow (egress rules)";
+        char why[256] = "";
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                report(CHECK_WARN, what, strerror(errno), NULL);
+                return;
+        }
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNET, try_egress, &p[1]);
+        close(p[1]);
+        ssize_t n = read(p[0], why, sizeof(why) - 1);
+        close(p[0]);
+        why[n > 0 ? n : 0] = '\0';
+        if (r == 0)
+                report(CHECK_OK, what, "every destination routes to lo; capture listeners and the DNS stub open",
+                       NULL);
+        else
+                report(CHECK_WARN, what, why[0] ? why : "cannot build the capture in a network namespace",
+                       "--allow runs fail with setup_error (125) here; the sandbox's network namespace must "
+                       "take a local route on lo and listeners on the rules' ports");
 }
 
 /* Root only: a --workdir root owns is shown through an idmapped mount
@@ -427,7 +473,8 @@ int verb_doctor(int argc, char **argv)
                                "Check what this host supports (user namespaces, /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
-                               "that hands out delegated scopes) and say how to fix what is\n"
+                               "that hands out delegated scopes, the egress capture of\n"
+                               "network = allow) and say how to fix what is\n"
                                "missing. Exits 0 when `hutch run` can work, 1 when it cannot.\n");
                         return EXIT_OK;
                 }
@@ -445,6 +492,8 @@ int verb_doctor(int argc, char **argv)
         check_seccomp();
         check_cgroup();
         check_store();
+        if (userns)
+                check_egress();
         bool sandbox = userns && proc && check_sandbox();
         fflush(stdout);
         if (!sandbox) {

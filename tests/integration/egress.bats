@@ -387,3 +387,8 @@ print("received", n)
         [[ "$output" == *"ERR"* ]]
         [ "$(grep -c accepted "$LOG" || true)" -eq 0 ]
 }
+
+@test "egress: doctor says whether network = allow works here" {
+        run "$HUTCH" doctor
+        [[ "$output" =~ (OK|WARN)\ +network\ =\ allow\ \(egress\ rules\) ]]
+}

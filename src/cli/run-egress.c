@@ -84,7 +84,7 @@ int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_
         return 0;
 }
 
-int run_egress_start(const struct run_config *cfg, struct run_egress *e)
+int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_egress *e)
 {
         if (!e->active)
                 return 0;
@@ -93,6 +93,7 @@ int run_egress_start(const struct run_config *cfg, struct run_egress *e)
         e->params = (struct egress_params) {
                 .rules = &e->rules, .max_connections = cfg->net_max_connections,
                 .max_bytes = cfg->net_max_bytes, .max_records = EGRESS_MAX_RECORDS,
+                .init_pid = init_pid,
         };
         int r = egress_start(&e->params, e->helper_fd, &e->helper);
         close(TAKE_FD(e->helper_fd));

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/types.h>
 #include <termios.h>
 
 #include "net/egress.h"
@@ -141,8 +142,9 @@ struct run_egress {
  * otherwise *e is left inactive); add the proxy variables to cfg->env.
  * 0 or -errno with *ret_error set. */
 int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error);
-/* After sandbox_spawn(): start the helper. 0 or -errno. */
-int run_egress_start(const struct run_config *cfg, struct run_egress *e);
+/* After sandbox_spawn(): start the helper (init_pid: the sandbox's
+ * init, for the job pid of each connection). 0 or -errno. */
+int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_egress *e);
 /* After the sandbox is gone: stop the helper and record its decisions
  * with run run_id. 0 or -errno. */
 int run_egress_record(struct store *store, const char *run_id, struct run_egress *e);

@@ -312,7 +312,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         int spawn_r = sandbox_spawn(cfg, &inputs, wsp, &sb);
         bool spawned = spawn_r >= 0;
         if (spawned) {
-                r = run_egress_start(cfg, &egress);
+                r = run_egress_start(cfg, sb.pid, &egress);
                 if (r < 0) {
                         log_error_errno(r, "run: cannot start the egress helper: %m");
                         goto abort;

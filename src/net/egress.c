@@ -4,8 +4,8 @@
  *
  * Shape of the work: a job opens from a few to a few thousand
  * connections, at most max_connections at once; each has two bounded
- * buffers, so the helper's memory is bounded by the limit, never by
- * what the job sends. Everything is non-blocking except name
+ * buffers and two pipes (relay.c), so the helper's memory is bounded by
+ * the limit, never by what the job sends. Everything is non-blocking except name
  * resolution (getaddrinfo, which stalls this process, never the
  * supervisor) and the final report.
  *
@@ -41,10 +41,11 @@
 #include "net/dns.h"
 #include "net/egress.h"
 #include "net/netns.h"
+#include "net/owner.h"
 #include "net/peek.h"
+#include "net/relay.h"
 #include "net/resolve.h"
 
-#define BUF_SIZE (64 * 1024)
 #define PEEK_MAX (16 * 1024)
 #define PEEK_MS 1000
 #define CONNECT_MS 10000
@@ -60,11 +61,15 @@ struct conn {
         bool proxy;
         uint8_t *up, *down;     /* job -> upstream, upstream -> job */
         size_t up_len, down_len;
+        int up_pipe[2], down_pipe[2];   /* relay pipes (splice), -1 if none */
+        size_t up_inpipe, down_inpipe, pipe_cap;
         bool c_eof, u_eof, u_shut, c_shut;
         uint64_t start_ms, deadline_ms, start_wall_ms;
         uint64_t bytes_out, bytes_in;
         struct egress_addr dest;
         uint16_t dport;
+        struct egress_addr peer;        /* the job's end */
+        uint16_t pport;
         struct peek_result pk;
         struct egress_decision d;
         size_t addr_i;
@@ -285,6 +290,12 @@ static void conn_close(struct helper *h, size_t idx, const char *end_reason)
                 close(c->cfd);
         if (c->ufd >= 0)
                 close(c->ufd);
+        for (int i = 0; i < 2; i++) {
+                if (c->up_pipe[i] >= 0)
+                        close(c->up_pipe[i]);
+                if (c->down_pipe[i] >= 0)
+                        close(c->down_pipe[i]);
+        }
         free(c->up);
         free(c->down);
         free(c);
@@ -364,54 +375,42 @@ static bool conn_decide(struct helper *h, struct conn *c)
         };
         egress_decide(h->p->rules, &req, h->own, h->n_own, egress_resolve_system, NULL, &c->d);
         c->rec = decision_record(h, c, stub);
-        if (!c->d.allowed)
-                return false;
-        if (h->bytes_exhausted) {
+        bool ok = c->d.allowed;
+        if (ok && h->bytes_exhausted) {
                 json_object_set_new(c->rec, "decision", json_string("denied"));
-                set_str(c->rec, "reason", "byte limit");
-                return false;
+                c->d.reason = "byte limit";
+                set_str(c->rec, "reason", c->d.reason);
+                ok = false;
         }
-        if (dial_next(c) < 0) {
+        if (ok && dial_next(c) < 0) {
                 set_str(c->rec, "end", "connect failed");
-                return false;
+                ok = false;
         }
-        return true;
+        /* while the upstream connect is on its way */
+        pid_t pid = h->p->init_pid > 0 ? egress_socket_owner(h->p->init_pid, &c->peer, c->pport, &c->dest, c->dport)
+                                       : 0;
+        json_object_set_new(c->rec, "pid", pid > 0 ? json_integer(pid) : json_null());
+        if (!ok && (c->proxy || c->pk.kind == PEEK_HTTP || c->pk.kind == PEEK_CONNECT)) {
+                /* an HTTP client gets told, in words of ours only */
+                _cleanup_free_ char *body = xasprintf("hutch: egress denied: %s\n", c->d.reason);
+                _cleanup_free_ char *resp = xasprintf("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+                                                      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                                                      strlen(body), body);
+                (void)send(c->cfd, resp, strlen(resp), MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+        return ok;
 }
 
-/* Move bytes one way: from src into buf, and from buf to dst. */
-static int pump(struct helper *h, int src, int dst, uint8_t *buf, size_t *len, bool *eof, bool *shut,
-                uint64_t *count, bool can_write)
+static struct relay_flow flow_up(struct conn *c)
 {
-        if (!*eof && *len < BUF_SIZE) {
-                ssize_t n = recv(src, buf + *len, BUF_SIZE - *len, MSG_DONTWAIT);
-                if (n > 0)
-                        *len += (size_t)n;
-                else if (n == 0)
-                        *eof = true;
-                else if (errno != EAGAIN && errno != EINTR)
-                        return -errno;
-        }
-        if (can_write && *len > 0) {
-                size_t want = *len;
-                if (h->p->max_bytes && h->bytes_total + want > h->p->max_bytes)
-                        want = h->p->max_bytes - h->bytes_total;
-                ssize_t n = want ? send(dst, buf, want, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
-                if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return -errno;
-                if (n > 0) {
-                        memmove(buf, buf + n, *len - (size_t)n);
-                        *len -= (size_t)n;
-                        *count += (uint64_t)n;
-                        h->bytes_total += (uint64_t)n;
-                }
-                if (h->p->max_bytes && h->bytes_total >= h->p->max_bytes)
-                        return -EDQUOT;
-        }
-        if (can_write && *eof && *len == 0 && !*shut) {
-                (void)shutdown(dst, SHUT_WR);
-                *shut = true;
-        }
-        return 0;
+        return (struct relay_flow) { c->cfd, c->ufd, c->up, &c->up_len, c->up_pipe, &c->up_inpipe, c->pipe_cap,
+                               &c->c_eof, &c->u_shut, &c->bytes_out };
+}
+
+static struct relay_flow flow_down(struct conn *c)
+{
+        return (struct relay_flow) { c->ufd, c->cfd, c->down, &c->down_len, c->down_pipe, &c->down_inpipe, c->pipe_cap,
+                               &c->u_eof, &c->c_shut, &c->bytes_in };
 }
 
 /* Work one connection after poll; false when it is to be closed, with
@@ -450,6 +449,7 @@ static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
                                 return true;
                         }
                         c->state = C_RELAY;
+                        c->pipe_cap = relay_open_pipes(c->up_pipe, c->down_pipe);
                         if (c->pk.kind == PEEK_CONNECT && c->proxy) {
                                 /* the tunnel is up: answer the proxy request, drop its head */
                                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -464,9 +464,10 @@ static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
                 } else
                         return true;
         }
-        r = pump(h, c->cfd, c->ufd, c->up, &c->up_len, &c->c_eof, &c->u_shut, &c->bytes_out, true);
+        struct relay_flow up = flow_up(c), down = flow_down(c);
+        r = relay_pump(&up, &h->bytes_total, h->p->max_bytes);
         if (r == 0)
-                r = pump(h, c->ufd, c->cfd, c->down, &c->down_len, &c->u_eof, &c->c_shut, &c->bytes_in, true);
+                r = relay_pump(&down, &h->bytes_total, h->p->max_bytes);
         if (r == -EDQUOT) {
                 h->bytes_exhausted = true;
                 *ret_end = "byte limit";
@@ -476,7 +477,8 @@ static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
                 *ret_end = "reset";
                 return false;
         }
-        return !(c->c_eof && c->u_eof && c->up_len == 0 && c->down_len == 0);
+        return !(c->c_eof && c->u_eof && c->up_len == 0 && c->down_len == 0 && c->up_inpipe == 0 &&
+                 c->down_inpipe == 0);
 }
 
 static void conn_accept(struct helper *h, int lfd, bool proxy)
@@ -492,10 +494,14 @@ static void conn_accept(struct helper *h, int lfd, bool proxy)
                 } sa;
                 socklen_t sl = sizeof(sa);
                 *c = (struct conn) { .cfd = fd, .ufd = -1, .state = C_PEEK, .proxy = proxy,
+                             .up_pipe = { -1, -1 }, .down_pipe = { -1, -1 },
                                      .start_ms = now_monotonic_ms(), .start_wall_ms = now_realtime_ms() };
                 c->deadline_ms = c->start_ms + PEEK_MS;
+                socklen_t pl = sizeof(sa);
                 if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 ||
-                    egress_addr_from_sockaddr(&sa, &c->dest, &c->dport) < 0) {
+                    egress_addr_from_sockaddr(&sa, &c->dest, &c->dport) < 0 ||
+                    getpeername(fd, (struct sockaddr *)&sa, &pl) < 0 ||
+                    egress_addr_from_sockaddr(&sa, &c->peer, &c->pport) < 0) {
                         close(fd);
                         free(c);
                         continue;
@@ -515,8 +521,8 @@ static void conn_accept(struct helper *h, int lfd, bool proxy)
                         free(c);
                         continue;
                 }
-                c->up = xmalloc(BUF_SIZE);
-                c->down = xmalloc(BUF_SIZE);
+                c->up = xmalloc(RELAY_BUF_SIZE);
+                c->down = xmalloc(RELAY_BUF_SIZE);
                 h->conns = xrealloc(h->conns, (h->n_conns + 1) * sizeof(*h->conns));
                 h->conns[h->n_conns++] = c;
         }
@@ -556,10 +562,11 @@ static void helper_loop(struct helper *h)
                         else if (c->state == C_CONNECTING)
                                 ue = POLLOUT;
                         else {
-                                ce = (short)((!c->c_eof && c->up_len < BUF_SIZE ? POLLIN : 0) |
-                                             (c->down_len ? POLLOUT : 0));
-                                ue = (short)((!c->u_eof && c->down_len < BUF_SIZE ? POLLIN : 0) |
-                                             (c->up_len ? POLLOUT : 0));
+                                struct relay_flow up = flow_up(c), down = flow_down(c);
+                                ce = (short)((!c->c_eof && relay_room(&up) ? POLLIN : 0) |
+                                             (c->down_len || c->down_inpipe ? POLLOUT : 0));
+                                ue = (short)((!c->u_eof && relay_room(&down) ? POLLIN : 0) |
+                                             (c->up_len || c->up_inpipe ? POLLOUT : 0));
                         }
                         pfd[n++] = (struct pollfd) { .fd = c->cfd, .events = ce };
                         pfd[n++] = (struct pollfd) { .fd = c->ufd, .events = ue };
@@ -686,6 +693,20 @@ int egress_start(const struct egress_params *p, int capture_sock, struct egress 
         return 0;
 }
 
+/* By time_ms, then by order of arrival ("seq", stamped on reading:
+ * qsort is not stable). */
+static int cmp_time(const void *a, const void *b)
+{
+        json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+        json_int_t tx = json_integer_value(json_object_get(x, "time_ms"));
+        json_int_t ty = json_integer_value(json_object_get(y, "time_ms"));
+        if (tx != ty)
+                return tx < ty ? -1 : 1;
+        json_int_t sx = json_integer_value(json_object_get(x, "seq"));
+        json_int_t sy = json_integer_value(json_object_get(y, "seq"));
+        return sx < sy ? -1 : sx > sy;
+}
+
 int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret)
 {
         json_t *arr = json_array();
@@ -717,14 +738,28 @@ int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret)
                         break;
                 len += (size_t)n;
         }
+        json_t **recs = NULL;
+        size_t n_recs = 0;
         for (char *line = buf, *nl; buf && line < buf + len && (nl = memchr(line, '\n', (size_t)(buf + len - line)));
              line = nl + 1) {
                 json_t *o = json_loadb(line, (size_t)(nl - line), 0, NULL);
-                if (json_is_object(o))
-                        json_array_append_new(arr, o);
-                else
+                if (!json_is_object(o)) {
                         json_decref(o);
+                        continue;
+                }
+                json_object_set_new(o, "seq", json_integer((json_int_t)n_recs));
+                recs = xrealloc(recs, (n_recs + 1) * sizeof(*recs));
+                recs[n_recs++] = o;
         }
+        /* the helper reports each decision when its connection ends; the
+         * record lists them by when they began */
+        if (n_recs)
+                qsort(recs, n_recs, sizeof(*recs), cmp_time);
+        for (size_t i = 0; i < n_recs; i++) {
+                json_object_del(recs[i], "seq");
+                json_array_append_new(arr, recs[i]);
+        }
+        free(recs);
         free(buf);
         egress_abort(e);
         *ret = arr;

@@ -93,10 +93,13 @@ get() {
         # both names get DNS answers; only web.test may use the port
         get api.test "$PORT" --allow "web.test:$PORT" --allow "api.test:443" \
                 --add-host api.test=127.0.0.1 --add-host web.test=127.0.0.1
-        [[ "$output" == *"ERR"* || "$output" == *"GOT EMPTY"* ]]
+        # an HTTP client is told why, in hutch's words
+        [[ "$output" == *"GOT hutch: egress denied: no rule"* ]]
         [ "$(grep -c accepted "$LOG" || true)" -eq 0 ]
         run conns
         [[ "$output" == *'"decision": "denied"'*'"dest": "api.test:'"$PORT"'"'*'"reason": "no rule"'* ]]
+        # the job's pid (as the sandbox sees it) is in the record
+        [[ "$output" =~ \"pid\":\ [0-9]+ ]]
 }
 
 @test "egress: --deny wins over --allow" {
@@ -122,7 +125,8 @@ for ip in ("127.0.0.1", "169.254.169.254", "203.0.113.9", "10.0.0.1"):
     try:
         t = socket.create_connection((ip, '"$PORT"'), timeout=3)
         t.sendall(b"GET / HTTP/1.0\r\n\r\n")
-        print(ip, "DATA" if t.recv(100) else "CLOSED")
+        d = t.recv(200)
+        print(ip, "CLOSED" if not d else "DENIED" if b"hutch: egress denied" in d else "DATA")
     except OSError as e:
         print(ip, "ERR")
 # raw sockets need a capability the job does not have
@@ -136,8 +140,9 @@ except OSError:
         [ "$status" -eq 0 ]
         [[ "$output" == *"hello api.test /raw"* ]]
         for ip in 127.0.0.1 169.254.169.254 203.0.113.9 10.0.0.1; do
-                [[ "$output" == *"$ip CLOSED"* || "$output" == *"$ip ERR"* ]]
+                [[ "$output" == *"$ip DENIED"* || "$output" == *"$ip CLOSED"* || "$output" == *"$ip ERR"* ]]
         done
+        [[ "$output" != *"DATA"* ]]
         [[ "$output" == *"RAW REFUSED"* ]]
         [ "$(grep -c accepted "$LOG")" -eq 1 ]
         run conns

@@ -89,6 +89,7 @@ struct helper {
         struct egress_addr own[OWN_MAX];
         size_t n_own;
         uint64_t bytes_total;
+        uint64_t max_conns;     /* max_connections, or what the fd limit allows */
         json_t *records;
         uint64_t dropped;
         bool bytes_exhausted;
@@ -506,7 +507,7 @@ static void conn_accept(struct helper *h, int lfd, bool proxy)
                         free(c);
                         continue;
                 }
-                if (h->p->max_connections && h->n_conns >= h->p->max_connections) {
+                if (h->n_conns >= h->max_conns) {
                         /* refused at once: the job sees a reset, the record says why */
                         c->rec = decision_record(h, c, NULL);
                         json_object_set_new(c->rec, "decision", json_string("denied"));
@@ -651,11 +652,16 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         if (b > a + 1)
                 (void)syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0);
         (void)syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0);
-        struct rlimit rl;
+        struct rlimit rl = { 1024, 1024 };
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
                 rl.rlim_cur = rl.rlim_max;
                 (void)setrlimit(RLIMIT_NOFILE, &rl);
         }
+        /* a connection holds six fds (two sockets, two pipes); "none"
+         * still stops short of running out of them, where accept() would
+         * fail on a listener that stays readable */
+        uint64_t fit = rl.rlim_cur > 64 + NETNS_MAX_FDS ? (rl.rlim_cur - 64 - NETNS_MAX_FDS) / 6 : 1;
+        h.max_conns = p->max_connections ? MIN(p->max_connections, fit) : fit;
 
         int n = netns_capture_receive(capture_sock, h.fds, h.info);
         close(capture_sock);

@@ -315,8 +315,9 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
 /* A profile named by a path outside the trusted dirs may be anyone's
  * (a repository's, a download's): it may narrow the sandbox, never widen
  * it. Widening is: host paths (rw, ro, root layers, system_dirs), taking
- * masks away, the host network, syscall allowances (allow, ptrace,
- * io_uring, an action that lets denied calls through). The same values
+ * masks away, any network (mode host or allow, allow rules, add_host),
+ * syscall allowances (allow, ptrace, io_uring, an action that lets
+ * denied calls through). The same values
  * from the command line or a trusted file are the operator's choice.
  * Returns what was refused, or NULL. */
 static const char *untrusted_list_refusal(const struct profile_key *k, char **cur, char **items, bool append)
@@ -329,6 +330,11 @@ static const char *untrusted_list_refusal(const struct profile_key *k, char **cu
                 return "host paths";
         if (off == offsetof(struct run_config, seccomp_allow) && items)
                 return "syscall allowances";
+        /* an allow rule turns the network on; add_host may name loopback
+         * and private addresses (deny only narrows) */
+        if ((off == offsetof(struct run_config, net_allow) || off == offsetof(struct run_config, net_hosts)) &&
+            items)
+                return "network access";
         if (off == offsetof(struct run_config, ro_binds)) {
                 /* fewer system dirs narrows; another one is a host path */
                 for (char **i = items; i && *i; i++)

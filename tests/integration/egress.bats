@@ -397,3 +397,19 @@ print("received", n)
         run "$HUTCH" doctor
         [[ "$output" =~ (OK|WARN)\ +network\ =\ allow\ \(egress\ rules\) ]]
 }
+
+@test "egress: a profile outside the trusted dirs cannot open the network" {
+        local d
+        d=$(host_dir)
+        printf '[network]\nallow = api.test\n' >"$d/open.ini"
+        run "$HUTCH" run -p "$d/open.ini" -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"network access: refused"* ]]
+        printf '[network]\nadd_host = api.test=127.0.0.1\n' >"$d/pin.ini"
+        run "$HUTCH" run -p "$d/pin.ini" -- true
+        [ "$status" -eq 125 ]
+        # narrowing is fine: deny rules
+        printf '[network]\ndeny = evil.test\n' >"$d/deny.ini"
+        run "$HUTCH" run -p "$d/deny.ini" -- true
+        [ "$status" -eq 0 ]
+}

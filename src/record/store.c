@@ -152,7 +152,7 @@ static const char *const migrations[] = {
 
         /* 6 -> 7: the egress decisions of `network = allow` runs (one
          * row per connection or DNS answer); rows go with their run */
-        "CREATE TABLE connections (\n"
+        "CREATE TABLE IF NOT EXISTS connections (\n"
         "        run_id TEXT NOT NULL,\n"
         "        seq INTEGER NOT NULL,\n"
         "        time INTEGER,\n"
@@ -173,7 +173,7 @@ static const char *const migrations[] = {
         "        dropped INTEGER,\n"
         "        PRIMARY KEY (run_id, seq)\n"
         ");\n"
-        "CREATE TRIGGER runs_delete_connections AFTER DELETE ON runs BEGIN\n"
+        "CREATE TRIGGER IF NOT EXISTS runs_delete_connections AFTER DELETE ON runs BEGIN\n"
         "        DELETE FROM connections WHERE run_id = old.id;\n"
         "END;\n",
 };
@@ -248,6 +248,8 @@ static const char *const schema_columns[][2] = {
         { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime" },
         { "run_workspace", "run_id, workdir, session" },
         { "run_files_summary", "run_id, error, unlisted" },
+        { "connections", "run_id, seq, time, proto, pid, dest, sni, host, name, resolved, decision, rule, "
+                         "reason, bytes_out, bytes_in, duration_ms, end_reason, dropped" },
 };
 
 static int check_schema(struct store *s, int version)

@@ -34,6 +34,7 @@
 #include "sandbox/ns.h"
 #include "config/profile.h"
 #include "config/run-config.h"
+#include "sandbox/gvisor.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "workspace/session.h"
@@ -227,6 +228,21 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 code = EXIT_USAGE;
                 goto out;
         }
+        /* --runtime gvisor without a usable runsc is the host's setup
+         * error, said before anything is recorded: never a quiet fall
+         * back to the native runtime */
+        struct gvisor_info gv;
+        bool gvisor = cfg->runtime == RUNTIME_GVISOR;
+        if (gvisor) {
+                r = gvisor_probe(&gv, &err);
+                if (r >= 0)
+                        r = gvisor_check_config(cfg, &gv, &err);
+                if (r < 0) {
+                        log_error("run: %s", err);
+                        goto out;
+                }
+                log_debug("runtime gvisor: %s version %s, platform %s", gv.path, gv.version, gv.platform);
+        }
         if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
                 cfg->home = (free(cfg->home), xstrdup("/root"));
         profile_text = profile_canonical_text(cfg);
@@ -282,11 +298,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         struct sandbox_inputs inputs = {
                 .code_fd = lj->code_fd, .code_name = lj->plan.source_name,
                 .compile_argv = lj->plan.compile_argv, .argv = cfg->argv,
-                .seccomp_required = true,
+                .seccomp_required = !gvisor,    /* gVisor's kernel serves the job's syscalls */
                 .cgroup = cgroup,
                 .pids_in_cgroup = cgroup && (cgroup_run_enforced(cgroup) & CGROUP_LIMIT_PIDS),
                 .workspace_lower = wp.workdir, .inputs = wp.inputs,
                 .egress_fd = egress.sandbox_fd, .egress_ports = egress.ports, .n_egress_ports = egress.n_ports,
+                .gvisor = gvisor ? &gv : NULL,
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -334,6 +351,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .io_max_error = cgroup ? cgroup_run_io_max_error(cgroup) : NULL,
         };
         enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
+        gvisor_enforcement(enforcement, cfg, gvisor ? &gv : NULL);
         r = enforcement_check_required(cfg, enforcement, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -388,7 +406,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         };
 
         if (spawned)
-                spawn_r = sandbox_start(&sb, bpf, bpf_len);
+                spawn_r = sandbox_start(&sb, gvisor ? NULL : bpf, gvisor ? 0 : bpf_len);
         if (spawn_r < 0) {
                 if (spawned) {
                         sandbox_abort(&sb);

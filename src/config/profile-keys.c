@@ -173,6 +173,9 @@ static void split_root(struct run_config *cfg)
 static const char *const net_words[] = {
         [NET_NONE] = "none", [NET_HOST] = "host", [NET_ALLOW] = "allow", NULL
 };
+static const char *const runtime_words[] = {
+        [RUNTIME_NATIVE] = "native", [RUNTIME_GVISOR] = "gvisor", NULL
+};
 static const char *const seccomp_mode_words[] = {
         [SECCOMP_MODE_DENY] = "deny", [SECCOMP_MODE_ALLOW] = "allow", NULL
 };
@@ -297,6 +300,9 @@ const struct profile_key profile_keys[] = {
         { "sandbox", "hostname", "hostname", PROFILE_STRING, "sandbox", NULL,
           "host name inside the sandbox",
           FIELD(hostname), .check = check_hostname },
+        { "sandbox", "runtime", "runtime", PROFILE_ENUM, "native", NULL,
+          "native: hutch's own namespaces; gvisor: the job under gVisor's runsc (a user-space kernel)",
+          FIELD(runtime), .words = runtime_words },
         { "sandbox", "session_ttl", "session-ttl", PROFILE_DURATION, "1d", "ms",
           "a --session workspace unused this long is removed by hutch gc",
           FIELD(session_ttl_ms), .zero = "none", .min = 1, .max = DURATION_MAX_MS },

@@ -27,6 +27,14 @@ enum net_mode {
         _NET_MODE_INVALID = -EINVAL,
 };
 
+/* What runs the job (DESIGN §8). */
+enum runtime {
+        RUNTIME_NATIVE,         /* hutch's own namespaces and seccomp (default) */
+        RUNTIME_GVISOR,         /* the job under gVisor's runsc, rootless (gvisor.h) */
+        _RUNTIME_MAX,
+        _RUNTIME_INVALID = -EINVAL,
+};
+
 enum seccomp_mode {
         SECCOMP_MODE_DENY,      /* deny the listed syscalls, allow the rest */
         SECCOMP_MODE_ALLOW,     /* allow the listed syscalls, deny the rest */
@@ -66,6 +74,7 @@ struct run_config {
         char *home;             /* $HOME inside: /home/sandbox (not a profile key) */
         char *workdir_inside;   /* workdir: working directory inside, default /workspace */
         bool tty;               /* -t: job gets a pty (not a profile key) */
+        enum runtime runtime;   /* runtime: native | gvisor */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 
         /* [network] */

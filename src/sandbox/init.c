@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "lib/exit-codes.h"
+#include "sandbox/gvisor.h"
 #include "sandbox/init.h"
 #include "sandbox/job.h"
 #include "sandbox/sandbox.h"
@@ -123,6 +124,10 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 if (si.ssi_signo != SIGCHLD) {
                         if (si.ssi_signo == SIGPIPE)
                                 continue;
+                        if (in->gvisor) {
+                                gvisor_forward_signal(in->gvisor, (int)si.ssi_signo);
+                                continue;
+                        }
                         /* the job leads its own process group (setsid) */
                         if (kill(-job, (int)si.ssi_signo) < 0)
                                 (void)kill(job, (int)si.ssi_signo);
@@ -133,6 +138,11 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                         pid_t p = waitpid(-1, &status, WNOHANG);
                         if (p <= 0)
                                 break;
+                        if (p == job && in->gvisor && gvisor_runsc_failed(status)) {
+                                init_report(sync_fd, SYNC_SETUP_ERROR, EIO, 0, 0, "runsc",
+                                            "the gVisor sandbox failed (runsc's message is in the job's stderr)");
+                                _exit(EXIT_SETUP);
+                        }
                         if (p == job) {
                                 init_report(sync_fd, SYNC_JOB_EXIT, 0, status, job, "", "");
                                 _exit(exit_code_for(status));

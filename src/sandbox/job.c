@@ -18,6 +18,7 @@
 
 #include "sandbox/caps.h"
 #include "lib/exit-codes.h"
+#include "sandbox/gvisor.h"
 #include "sandbox/job.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
@@ -154,6 +155,20 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
         struct rlimit core = { 0, 0 };
         if (setrlimit(RLIMIT_CORE, &core) < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CORE");
+
+        /* Under gVisor the job's own limits go into its OCI spec and
+         * runsc's host processes get theirs there (gvisor-spec.c): the
+         * rlimits below would bind the sentry, not the job. runsc needs
+         * no capability of ours: it makes its own user namespace. */
+        if (in->gvisor) {
+                const char *step = "drop capabilities";
+                r = caps_drop_all();
+                if (r >= 0)
+                        r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg), argv == in->compile_argv, &step);
+                if (streq(step, "exec"))
+                        fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, step, streq(step, "exec runsc") ? in->gvisor->path : "");
+        }
         /* nofile is the hard limit, the job's real cap (never above what
          * we hold). The soft limit starts at 1024 as on most hosts: a
          * program that select()s must not see fds past FD_SETSIZE, and

@@ -311,13 +311,20 @@ static const char *const proc_readonly[] = {
         "/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
 };
 
-static int setup_proc(struct setup_failure *fail)
+/* Under the gvisor runtime /proc stays whole: runsc's gofer mounts a
+ * proc of its own, which the kernel allows only where one is fully
+ * visible (no mask or read-only bind on it). That is safe because the
+ * job never sees this /proc: gVisor gives it the sentry's (gvisor-spec.c);
+ * only runsc's own processes do. */
+static int setup_proc(bool whole, struct setup_failure *fail)
 {
         const char *dst = NEWROOT "/proc";
         if (mkdir(dst, 0555) < 0 && errno != EEXIST)
                 return fail_with(fail, -errno, "mkdir", "/proc");
         if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return fail_with(fail, -errno, "mount proc", "/proc");
+        if (whole)
+                return 0;
         for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
                 char p[PATH_MAX];
                 snprintf(p, sizeof(p), NEWROOT "%s", proc_readonly[i]);
@@ -738,7 +745,7 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         r = setup_identity(cfg, fail);
         if (r < 0)
                 goto out;
-        r = setup_proc(fail);
+        r = setup_proc(cfg->runtime == RUNTIME_GVISOR, fail);
         if (r < 0)
                 goto out;
         r = setup_dev(&dev_clones, fail);

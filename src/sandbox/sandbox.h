@@ -35,6 +35,7 @@ void sandbox_signal_set(sigset_t *set);
 
 /* What a run brings into the sandbox besides its configuration. */
 struct cgroup_run;
+struct gvisor_info;
 struct sandbox_inputs {
         int code_fd;            /* --lang code, or -1 */
         const char *code_name;  /* its file name in LANG_CODE_DIR (main.py) */
@@ -57,6 +58,8 @@ struct sandbox_inputs {
         int egress_fd;
         const uint16_t *egress_ports;
         size_t n_egress_ports;
+        const struct gvisor_info *gvisor; /* runtime gvisor: the job runs under this
+                                           * runsc (gvisor.h); NULL = native */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

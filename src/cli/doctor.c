@@ -26,6 +26,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "net/netns.h"
+#include "sandbox/gvisor.h"
 #include "sandbox/mount.h"
 #include "sandbox/ns.h"
 #include "config/run-config.h"
@@ -424,29 +425,74 @@ static void check_store(void)
         report(CHECK_WARN, "run store", detail, fix);
 }
 
-static bool check_sandbox(void)
+/* Run `argv` in a real sandbox (under runsc when gv is set) with its
+ * output discarded; 0 and *out filled, or -errno. */
+static int run_probe(char **argv, const struct gvisor_info *gv, struct run_outcome *out)
 {
         struct run_config cfg;
         struct sandbox sb;
-        struct run_outcome out = { 0 };
         sigset_t set, old;
-        int saved_stdout = dup(STDOUT_FILENO);
-        bool ok = false;
 
         run_config_init(&cfg);
-        cfg.argv = strv_append(cfg.argv, "true");
+        for (char **a = argv; *a; a++)
+                cfg.argv = strv_append(cfg.argv, *a);
         cfg.timeout_ms = 10000;
+        cfg.runtime = gv ? RUNTIME_GVISOR : RUNTIME_NATIVE;
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
-        struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv };
+        struct sandbox_inputs in = { .code_fd = -1, .argv = cfg.argv, .gvisor = gv };
         int r = sandbox_spawn(&cfg, &in, NULL, &sb);
         if (r >= 0)
                 r = sandbox_start(&sb, NULL, 0);
         if (r >= 0) {
-                r = supervise(&cfg, &sb, NULL, &out);
+                r = supervise(&cfg, &sb, NULL, out);
                 sandbox_close(&sb);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
+        run_config_done(&cfg);
+        return r;
+}
+
+/* Whether runsc is installed and runs a job here, unprivileged as hutch
+ * runs it (inside hutch's own sandbox). Only a warning when it does not:
+ * the native runtime does not need it. */
+static void check_gvisor(void)
+{
+        struct gvisor_info gv;
+        struct run_outcome out = { 0 };
+        _cleanup_free_ char *err = NULL, *detail = NULL;
+        const char *what = "gVisor runtime (runsc, for --runtime gvisor and -p untrusted)";
+
+        if (gvisor_probe(&gv, &err) < 0) {
+                report(CHECK_WARN, what, err, "apt-get install runsc (Debian/Ubuntu), or see https://gvisor.dev/docs/user_guide/install/");
+                return;
+        }
+        int r = run_probe((char *[]){ "true", NULL }, &gv, &out);
+        if (r < 0 || out.status != RUN_SUCCESS) {
+                detail = xasprintf("%s %s is installed but cannot run a job here: %s", gv.path, gv.version,
+                                   r < 0 ? strerror(-r) : out.message);
+                report(CHECK_WARN, what, detail, "run `hutch run --runtime gvisor -- true` to see runsc's own message");
+                return;
+        }
+        detail = xasprintf("%s version %s, platform %s, rootless", gv.path, gv.version, gv.platform);
+        report(CHECK_OK, what, detail, NULL);
+        /* Old runsc (before 2023) refuses statx(AT_NO_AUTOMOUNT), which
+         * coreutils' ls and stat use: say so, the failure inside is
+         * only "Invalid argument". */
+        memset(&out, 0, sizeof(out));
+        r = run_probe((char *[]){ "sh", "-c", "ls / >/dev/null 2>&1", NULL }, &gv, &out);
+        if (r >= 0 && out.status != RUN_SUCCESS)
+                report(CHECK_WARN, "gVisor: coreutils ls/stat inside", "this runsc rejects statx(AT_NO_AUTOMOUNT): they fail with Invalid argument",
+                       "a newer runsc (https://gvisor.dev/docs/user_guide/install/); busybox ls works meanwhile");
+}
+
+static bool check_sandbox(void)
+{
+        struct run_outcome out = { 0 };
+        int saved_stdout = dup(STDOUT_FILENO);
+        bool ok = false;
+
+        int r = run_probe((char *[]){ "true", NULL }, NULL, &out);
         if (saved_stdout >= 0)
                 close(saved_stdout);
         if (r < 0)
@@ -457,7 +503,6 @@ static bool check_sandbox(void)
                 report(CHECK_OK, "a real sandbox runs `true`", NULL, NULL);
                 ok = true;
         }
-        run_config_done(&cfg);
         return ok;
 }
 
@@ -474,8 +519,9 @@ int verb_doctor(int argc, char **argv)
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
                                "that hands out delegated scopes, the egress capture of\n"
-                               "network = allow) and say how to fix what is\n"
-                               "missing. Exits 0 when `hutch run` can work, 1 when it cannot.\n");
+                               "network = allow, gVisor's runsc for --runtime gvisor) and say\n"
+                               "how to fix what is missing. Exits 0 when `hutch run` can\n"
+                               "work, 1 when it cannot (runsc is optional).\n");
                         return EXIT_OK;
                 }
                 return cli_usage_error("doctor", argv, opts);
@@ -495,6 +541,8 @@ int verb_doctor(int argc, char **argv)
         if (userns)
                 check_egress();
         bool sandbox = userns && proc && check_sandbox();
+        if (sandbox)
+                check_gvisor();
         fflush(stdout);
         if (!sandbox) {
                 printf("hutch run cannot work on this host until the MISSING items above are fixed.\n");

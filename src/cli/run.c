@@ -285,7 +285,15 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("run: %s", err);
                 goto out;
         }
-        run_prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
+        if (gvisor) {
+                /* runsc's tree needs room for gVisor's own tasks: pids.max
+                 * is its backstop there, the job's limit is inside */
+                struct run_config host_cfg = *cfg;
+                if (host_cfg.pids)
+                        host_cfg.pids = GVISOR_HOST_TASKS(cfg->pids);
+                run_prepare_cgroup(&host_cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
+        } else
+                run_prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
         else if (getenv("HUTCH_CGROUP") && *getenv("HUTCH_CGROUP") && !streq(getenv("HUTCH_CGROUP"), "none"))

@@ -23,9 +23,11 @@
  *    and its gofer can create files as that id alone, so any other uid
  *    would find its workspace unwritable. Without capabilities uid 0
  *    cannot pass the masks' mode 0000 nor any other permission check;
- *  - rlimits: nofile, cpu_time and max_file_size bind the job inside
- *    the sentry (OCI rlimits); on runsc's own host processes they would
- *    break the sentry (its memory file, its host fds) instead.
+ *  - rlimits: nofile, pids, cpu_time and max_file_size bind the job
+ *    inside the sentry (OCI rlimits, which gVisor's kernel enforces); on
+ *    runsc's own host processes they would break the sentry (its memory
+ *    file, its host fds, its threads) instead. runsc's tree gets only a
+ *    scaled task backstop (GVISOR_HOST_TASKS).
  */
 #include "config.h"
 
@@ -40,10 +42,6 @@
 #include "lib/util.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-/* runsc's own host tasks (sentry threads, gofer, ptrace stubs) beyond the
- * job's: a sentry idles with a few dozen */
-#define RUNSC_TASK_HEADROOM 128
-
 static const char *env_get(char **env, const char *key)
 {
         size_t len = strlen(key);
@@ -205,6 +203,8 @@ static json_t *build_spec(const struct run_config *cfg, char **argv, char **env,
                 rlim_t secs = (cfg->cpu_time_ms + 999) / 1000;
                 add_rlimit(rl, "RLIMIT_CPU", secs, secs + 1);
         }
+        if (cfg->pids)
+                add_rlimit(rl, "RLIMIT_NPROC", cfg->pids, cfg->pids);
         if (cfg->max_file_size)
                 add_rlimit(rl, "RLIMIT_FSIZE", cfg->max_file_size, cfg->max_file_size);
         json_object_set_new(process, "rlimits", rl);
@@ -279,11 +279,11 @@ int gvisor_exec(const struct run_config *cfg, const struct gvisor_info *gv, char
         if (r < 0)
                 return r;
 
-        /* runsc's own host tasks: the job's processes plus runsc's
-         * (partial: they are not the job's processes one to one) */
+        /* the backstop on runsc's host tasks (gvisor.h); the job's own
+         * pids limit is the RLIMIT_NPROC in its spec */
         *ret_step = "setrlimit";
         if (cfg->pids) {
-                rlim_t n = cfg->pids + RUNSC_TASK_HEADROOM;
+                rlim_t n = GVISOR_HOST_TASKS(cfg->pids);
                 struct rlimit lim = { n, n };
                 if (setrlimit(RLIMIT_NPROC, &lim) < 0)
                         return -errno;

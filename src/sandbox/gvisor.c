@@ -227,10 +227,12 @@ void gvisor_enforcement(json_t *report, const struct run_config *cfg, const stru
         json_t *pids = json_object_get(limits, "pids");
         const char *mech = json_string_value(json_object_get(pids, "mechanism"));
         if (mech && !streq(mech, "none")) {
-                json_object_set_new(pids, "partial", json_true());
-                json_object_set_new(pids, "covers", json_string(
-                        streq(mech, "cgroup") ? "pids.max on runsc's host tasks, not the job's processes one to one"
-                                              : "RLIMIT_NPROC on runsc's host tasks (pids + 128), not the job's processes one to one"));
+                _cleanup_free_ char *text = xasprintf(
+                        "the job's tasks, by gVisor's kernel (RLIMIT_NPROC); runsc's host tasks have a backstop "
+                        "of %llu (%s)", (unsigned long long)GVISOR_HOST_TASKS(cfg->pids),
+                        streq(mech, "cgroup") ? "pids.max" : "RLIMIT_NPROC");
+                json_object_set_new(pids, "mechanism", json_string("rlimit"));
+                json_object_set_new(pids, "covers", json_string(text));
         }
 }
 

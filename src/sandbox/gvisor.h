@@ -48,6 +48,15 @@ int gvisor_probe(struct gvisor_info *ret, char **ret_error);
  * root = image): 0, or -EOPNOTSUPP with one line in *ret_error. */
 int gvisor_check_config(const struct run_config *cfg, const struct gvisor_info *gv, char **ret_error);
 
+/* How many host tasks runsc may have for a job of `pids` processes: its
+ * own (~70 idle) plus, on the ptrace platform, a stub process of ~8
+ * threads per job process. This is the backstop on runsc's tree (cgroup
+ * pids.max or RLIMIT_NPROC); the job's own limit is RLIMIT_NPROC inside
+ * gVisor's kernel, where a fork past it fails with EAGAIN as natively.
+ * A limit of exactly `pids` on the host would make runsc's Go runtime
+ * die for want of a thread long before the job reached it. */
+#define GVISOR_HOST_TASKS(pids) (128 + 8 * (uint64_t)(pids))
+
 /* Rewrite an enforcement report (enforce.h) for a run under gv: add
  * "runtime" (name, runsc version, platform, the job's uid), replace
  * seccomp by what filters the job's syscalls now, and say for each limit

@@ -120,6 +120,20 @@ output() {
         [ "$(last_json | jq -r .stdout_bytes)" -eq 300004 ]
 }
 
+pids_limit() {
+        need "$1"
+        # forks past the limit fail inside, the job goes on (and here
+        # exits as dash does when it cannot fork); the run is not torn down
+        run hrun -q --pids 10 -- sh -c 'i=0; while [ $i -lt 20 ]; do sleep 1 & i=$((i+1)); done; wait'
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"Cannot fork"* ]]
+        [ "$(last_json | jq -r .status)" = failed ]
+        # well under the limit, many processes at once are fine
+        run hrun -q --pids 256 -- sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1 & i=$((i+1)); done; wait; echo all-done'
+        [ "$status" -eq 0 ]
+        [ "$output" = all-done ]
+}
+
 workspace() {
         need "$1"
         local W
@@ -201,6 +215,8 @@ record() {
 @test "cancel: SIGTERM and SIGINT to hutch reach the job (gvisor)" { cancel gvisor; }
 @test "output: streams, --json, capture and counts (native)" { output native; }
 @test "output: streams, --json, capture and counts (gvisor)" { output gvisor; }
+@test "pids: forks past the limit fail inside (native)" { pids_limit native; }
+@test "pids: forks past the limit fail inside (gvisor)" { pids_limit gvisor; }
 @test "workspace: overlay changes, diff, apply, inputs (native)" { workspace native; }
 @test "workspace: overlay changes, diff, apply, inputs (gvisor)" { workspace gvisor; }
 @test "artifacts are collected (native)" { artifacts native; }
@@ -231,13 +247,12 @@ record() {
         [ "$(echo "$rt" | jq -r .name)" = gvisor ]
         [ "$(echo "$rt" | jq -r .version)" = "$(runsc --version | head -n 1 | awk '{print $NF}')" ]
         [ "$(echo "$rt" | jq -r .platform)" = ptrace ]
-        # limits say what holds them and what they cover; pids is partial
-        [ "$(echo "$output" | jq -r .enforcement.limits.pids.partial)" = true ]
+        # limits say what holds them and what they cover
+        [ "$(echo "$output" | jq -r .enforcement.limits.pids.mechanism)" = rlimit ]
+        echo "$output" | jq -e '.enforcement.limits.pids.covers | test("gVisor.s kernel")' >/dev/null
         echo "$output" | jq -e '.enforcement.limits.memory.covers | test("runsc")' >/dev/null
-        # --require refuses what is only partially held
-        run hrun --require pids -- true
-        [ "$status" -eq 125 ]
-        [[ "$output" == *"required limit pids"* ]]
+        echo "$output" | jq -e '.enforcement.limits.disk.covers | test("scratch")' >/dev/null
+        [ "$(echo "$output" | jq -r .enforcement.seccomp.policy)" = gvisor ]
 }
 
 @test "nothing the job writes reaches the host, and masks and caller fds stay out" {

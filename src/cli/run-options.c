@@ -82,6 +82,8 @@ static void run_help(FILE *f)
 "      --capture SIZE       head and tail of each stream kept (default 64K)\n"
 "      --ro PATH[:DEST]     bind a host path read-only (repeatable)\n"
 "      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
+"      --runtime native|gvisor  gvisor: the job under gVisor's runsc, a\n"
+"                           user-space kernel (slower; see hutch-run(1))\n"
 "      --uid N, --gid N, --hostname NAME\n"
 "      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
 "      --allow-ptrace yes|no, --require LIMITS\n"

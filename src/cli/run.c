@@ -253,6 +253,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("run: %s", err);
                 goto out;
         }
+        /* Under gVisor the job is uid 0 of gVisor's kernel whatever the
+         * profile says (gvisor-spec.c); the sandbox around runsc must not
+         * be uid 0, or runsc takes itself for real root and wants
+         * capabilities it never gets. The record keeps the uid asked for. */
+        if (gvisor && cfg->uid == 0)
+                cfg->uid = 1000;
+        if (gvisor && cfg->gid == 0)
+                cfg->gid = 1000;
 
         rec = run_record_new();
         cwd = getcwd(NULL, 0);

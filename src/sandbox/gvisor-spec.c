@@ -15,7 +15,11 @@
  *  - masks, read-only binds and inputs come along with the root: the
  *    gofer opens files in our namespace, where they are what mount.c
  *    made them (read-only mounts, mode-0000 masks);
- *  - /proc and /dev are gVisor's own (the sentry's, not the host's);
+ *  - /proc and /dev are gVisor's own (the sentry's, not the host's):
+ *    its /dev is a writable tmpfs of the sentry's memory (gVisor refuses
+ *    writes to /dev/null on a read-only one), holding gVisor's emulated
+ *    devices only, /dev/fuse and /dev/net/tun among them, which need
+ *    capabilities the job does not have;
  *    GVISOR_DIR (this bundle and runsc's state) is covered by a tmpfs
  *    of the sentry's, so the job never sees the control files;
  *  - the job is uid 0 *of gVisor's kernel* with no capabilities at all
@@ -214,7 +218,7 @@ static json_t *build_spec(const struct run_config *cfg, char **argv, char **env,
 
         json_array_append_new(mounts, mount_obj("/proc", "proc", "proc", NULL));
         json_array_append_new(mounts, mount_obj("/dev", "tmpfs", "tmpfs",
-                                                (const char *const[]){ "nosuid", "mode=755", NULL }));
+                                                (const char *const[]){ "nosuid", "noexec", "mode=755", NULL }));
         json_array_append_new(mounts, mount_obj("/dev/pts", "devpts", "devpts",
                                                 (const char *const[]){ "nosuid", "noexec", "newinstance",
                                                                        "ptmxmode=0666", "mode=0620", NULL }));

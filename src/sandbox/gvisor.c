@@ -148,14 +148,6 @@ int gvisor_check_config(const struct run_config *cfg, const struct gvisor_info *
                 *ret_error = xstrdup("--runtime gvisor: only network none is supported (rootless runsc has no host network)");
                 return -EOPNOTSUPP;
         }
-        if (cfg->uid == 0) {
-                /* runsc as uid 0 takes itself for real root and wants the
-                 * capabilities hutch never gives it; the job is uid 0 of
-                 * gVisor's kernel under this runtime anyway */
-                *ret_error = xstrdup("--runtime gvisor: uid 0 is not supported (the job is uid 0 inside gVisor anyway); "
-                                     "use an unprivileged uid such as 1000");
-                return -EOPNOTSUPP;
-        }
         if (cfg->root_layers) {
                 *ret_error = xasprintf("--runtime gvisor: root = %s: runsc (%s) must be visible inside; "
                                        "use root = host", cfg->root, gv->path);

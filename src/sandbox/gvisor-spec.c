@@ -275,6 +275,14 @@ int gvisor_exec(const struct run_config *cfg, const struct gvisor_info *gv, char
         snprintf(spec_path, sizeof(spec_path), "%s/config.json", bundle);
         if ((mkdir(GVISOR_DIR, 0700) < 0 && errno != EEXIST) || (mkdir(bundle, 0700) < 0 && errno != EEXIST))
                 return -errno;
+        /* Nothing of the job's can have made these first (each container
+         * is created here before its job runs, and the sentry hides
+         * GVISOR_DIR from it), but a bundle is only written into a real
+         * directory of our own, never through a link. */
+        struct stat st;
+        if (lstat(GVISOR_DIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            lstat(bundle, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+                return -ENOTDIR;
         json_t *spec = build_spec(cfg, argv, env, &r);
         if (!spec)
                 return r;

@@ -228,6 +228,13 @@ void gvisor_enforcement(json_t *report, const struct run_config *cfg, const stru
         }
 }
 
+/* A signal that comes before runsc has created the container (a cancel
+ * in the first few hundred ms) would be lost: runsc kill fails until
+ * then. So the helper retries, every 50 ms for up to 2 s; once the job
+ * is gone it dies with init like everything else in the namespace. */
+#define KILL_RETRIES 40
+#define KILL_RETRY_US 50000
+
 void gvisor_forward_signal(const struct gvisor_info *gv, int sig)
 {
         pid_t pid = fork();
@@ -243,8 +250,24 @@ void gvisor_forward_signal(const struct gvisor_info *gv, int sig)
         char num[16];
         snprintf(num, sizeof(num), "%d", sig);
         char *env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" GVISOR_DIR, NULL };
-        execve(gv->path, (char *[]){ (char *)gv->path, "--rootless", "--root=" GVISOR_DIR "/state",
-                                     "kill", "--all", "hutch", num, NULL }, env);
+        char *args[] = { (char *)gv->path, "--rootless", "--root=" GVISOR_DIR "/state",
+                         "kill", "--all", "hutch", num, NULL };
+        for (int i = 0; i < KILL_RETRIES; i++) {
+                pid_t k = fork();
+                if (k < 0)
+                        _exit(1);
+                if (k == 0) {
+                        execve(gv->path, args, env);
+                        _exit(127);
+                }
+                int status;
+                while (waitpid(k, &status, 0) < 0)
+                        if (errno != EINTR)
+                                _exit(1);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                        _exit(0);
+                usleep(KILL_RETRY_US);
+        }
         _exit(1);
 }
 

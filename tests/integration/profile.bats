@@ -17,10 +17,10 @@ setup() {
         run "$HUTCH" profile list
         [ "$status" -eq 0 ]
         [[ "${lines[0]}" =~ ^NAME\ +FILE\ +DESCRIPTION$ ]]
-        for p in bash ci default node python strict; do
+        for p in bash ci default node python strict untrusted; do
                 [[ "$output" =~ $'\n'"$p "+"$HUTCH_PROFILE_PATH/$p.ini "+[A-Z] ]]
         done
-        [ "${#lines[@]}" -eq 7 ]
+        [ "${#lines[@]}" -eq 8 ]
 }
 
 @test "profile list: a user profile shadows the shipped one of the same name" {

@@ -887,7 +887,7 @@ static void search_dirs(void **state)
 
 static void shipped(void **state)
 {
-        static const char *const names[] = { "default", "python", "node", "bash", "strict", "ci" };
+        static const char *const names[] = { "default", "python", "node", "bash", "strict", "untrusted", "ci" };
 
         setenv("HUTCH_PROFILE_PATH", shipped_dir, 1);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -1011,6 +1011,7 @@ static void canonical(void **state)
                 "\n[sandbox]\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
+                "runtime = native\n"
                 "session_ttl = 1d\n"
                 "uid = 1000\n"
                 "workdir = /workspace\n"
@@ -1022,7 +1023,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "9b6c9b61024747395adfcd87b81f9fc2a527f02dd225b94ce0c36a46e39b5011");
+        assert_string_equal(sha, "6c61042eb8f123f8541e93b366cf1fcf3aed8bfb2c785847475f587a6d3635ff");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

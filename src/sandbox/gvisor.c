@@ -145,7 +145,8 @@ int gvisor_check_config(const struct run_config *cfg, const struct gvisor_info *
                 return -EOPNOTSUPP;
         }
         if (cfg->net != NET_NONE) {
-                *ret_error = xstrdup("--runtime gvisor: only network none is supported (rootless runsc has no host network)");
+                *ret_error = xstrdup("--runtime gvisor: only network none is supported (rootless runsc has no host "
+                                     "network, and allow's capture needs the native runtime's netns)");
                 return -EOPNOTSUPP;
         }
         if (cfg->root_layers) {

@@ -1,39 +1,111 @@
 #!/usr/bin/env bash
-# Start-up cost of hutch against bubblewrap, measured in the same run.
+# bench/startup.sh - start-up cost of hutch against bubblewrap and the
+# plain unshare(1) floor, measured in the same run.
 #
-# Runs `hutch run -- /bin/true` and a comparable bwrap invocation
-# alternately (so both see the same machine state), N times each, and
-# prints each median in milliseconds and the ratio hutch/bwrap. Target:
-# ratio <= 1.0 with every hutch feature switched on.
+# Each round runs, in an order that rotates from round to round (so no
+# command always follows the same one on a noisy host):
+#   hutch:   hutch run -- /bin/true       (every protection on, and the record)
+#   bwrap:   bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev
+#            --proc /proc --tmpfs /tmp /bin/true
+#   unshare: unshare -Urmpf --mount-proc /bin/true   (namespaces, nothing else)
+# and then the same again under load: LOAD (default 2) copies of each
+# command at once, every copy timed on its own. Times come from bash's
+# $EPOCHREALTIME, so no timer process runs between two commands.
 #
-#   bench/startup.sh [N]          (default N=200; HUTCH=path/to/hutch)
+# Prints, for each command and each pass, the median, the mean and the
+# 99th percentile in milliseconds; then hutch/bwrap of the medians
+# (target <= 1.0) and hutch's distance from the unshare floor.
+#
+#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass)
 set -euo pipefail
-n=${1:-200}
+rounds=${1:-200}
+load=${LOAD:-2}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
-command -v bwrap >/dev/null || { echo "bwrap not installed (apt-get install bubblewrap)" >&2; exit 77; }
-export HUTCH_STATE_DIR=${HUTCH_STATE_DIR:-$(mktemp -d)}
+command -v bwrap >/dev/null || { echo "bench/startup.sh: bwrap not installed (apt-get install bubblewrap)" >&2; exit 77; }
+command -v unshare >/dev/null || { echo "bench/startup.sh: unshare not installed (util-linux)" >&2; exit 77; }
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/startup.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
 
-bwrap_cmd=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true)
-hutch_cmd=("$hutch" run -- /bin/true)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-startup.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export HUTCH_STATE_DIR=${HUTCH_STATE_DIR:-$tmp/state}
 
-"${hutch_cmd[@]}" || { echo "hutch cannot run here (see hutch doctor)" >&2; exit 1; }
-"${bwrap_cmd[@]}" || { echo "bwrap cannot run here" >&2; exit 1; }
+cmd_hutch=("$hutch" run -- /bin/true)
+cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true)
+cmd_unshare=(unshare -Urmpf --mount-proc /bin/true)
+names=(hutch bwrap unshare)
 
-now_ns() { date +%s%N; }
-hutch_times=() bwrap_times=()
-for ((i = 0; i < n; i++)); do
-        t0=$(now_ns); "${hutch_cmd[@]}"; t1=$(now_ns)
-        "${bwrap_cmd[@]}"; t2=$(now_ns)
-        hutch_times+=($((t1 - t0)))
-        bwrap_times+=($((t2 - t1)))
+run_named() {
+        case $1 in
+        hutch) "${cmd_hutch[@]}" ;;
+        bwrap) "${cmd_bwrap[@]}" ;;
+        unshare) "${cmd_unshare[@]}" ;;
+        esac
+}
+# one timed run: "NAME MICROSECONDS" on stdout
+timed() {
+        local t0 t1
+        t0=$EPOCHREALTIME
+        run_named "$1" >/dev/null
+        t1=$EPOCHREALTIME
+        echo "$1 $(( (${t1/./} - ${t0/./}) ))"
+}
+
+for n in "${names[@]}"; do
+        run_named "$n" >/dev/null || { echo "bench/startup.sh: $n cannot run here (for hutch: see hutch doctor)" >&2; exit 1; }
 done
 
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-ms=$(median "${hutch_times[@]}")
-mb=$(median "${bwrap_times[@]}")
-awk -v s="$ms" -v b="$mb" -v n="$n" 'BEGIN {
-        printf "runs:   %d each, alternating\n", n
-        printf "hutch:    median %.2f ms\n", s / 1e6
-        printf "bwrap:  median %.2f ms\n", b / 1e6
-        printf "ratio:  %.2f (hutch/bwrap; target <= 1.0)\n", s / b
-}'
+# a few unrecorded rounds first: page cache, the compiled filter's cache
+for ((i = 0; i < 5; i++)); do for n in "${names[@]}"; do run_named "$n" >/dev/null; done; done
+
+for ((i = 0; i < rounds; i++)); do
+        for ((k = 0; k < 3; k++)); do
+                timed "${names[(i + k) % 3]}"
+        done
+done >"$tmp/quiet"
+
+if [ "$load" -gt 0 ]; then
+        for ((i = 0; i < rounds; i++)); do
+                for ((k = 0; k < 3; k++)); do
+                        n=${names[(i + k) % 3]}
+                        for ((j = 0; j < load; j++)); do timed "$n" & done
+                        wait
+                done
+        done >"$tmp/loaded"
+fi
+
+# NAME -> "median mean p99" in ms
+stats() {
+        awk -v n="$1" '$1 == n { print $2 }' "$2" | sort -n | awk '
+                { v[NR] = $1; s += $1 }
+                END {
+                        if (NR == 0) { print "0 0 0"; exit }
+                        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                        p = int(NR * 0.99 + 0.999); if (p > NR) p = NR; if (p < 1) p = 1
+                        printf "%.2f %.2f %.2f\n", m / 1000, s / NR / 1000, v[p] / 1000
+                }'
+}
+
+report() {
+        local file=$1 title=$2 h b u
+        echo "$title"
+        printf '  %-8s %9s %9s %9s\n' "" median mean p99
+        for n in "${names[@]}"; do
+                read -r m a p < <(stats "$n" "$file")
+                printf '  %-8s %6.2f ms %6.2f ms %6.2f ms\n' "$n" "$m" "$a" "$p"
+        done
+        h=$(stats hutch "$file") b=$(stats bwrap "$file") u=$(stats unshare "$file")
+        awk -v h="$h" -v b="$b" -v u="$u" 'BEGIN {
+                split(h, H, " "); split(b, B, " "); split(u, U, " ")
+                r = H[1] / B[1]
+                printf "  ratio    %.2f hutch/bwrap of the medians (target <= 1.0)%s\n", r, r <= 1.0 ? "" : "  OVER TARGET"
+                printf "           %.2f of p99s; hutch is %.2f ms above the unshare floor (median)\n", H[3] / B[3], H[1] - U[1]
+        }'
+}
+
+echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+report "$tmp/quiet" "one at a time:"
+[ "$load" -gt 0 ] && report "$tmp/loaded" "$load at a time (each copy timed on its own):"
+# every hutch run above was recorded, none lost
+want=$((5 + rounds + rounds * load + 1))
+got=$("$hutch" ls --json --limit 100000 2>/dev/null | grep -c '"status":"success"' || true)
+[ "$got" -eq "$want" ] || echo "warning: $got successful runs recorded, $want expected" >&2

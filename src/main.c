@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -58,6 +59,14 @@ static int flush_stdout(int code)
 
 int main(int argc, char **argv)
 {
+        /* A fixed threshold keeps every large buffer (the supervisor's
+         * 768 KiB loop, the pass-through buffers) in its own mmap: calloc
+         * then needs no memset and realloc no copy, so pages are touched
+         * only when output fills them. glibc's default threshold rises
+         * after the first large free (the profile reader's), after which
+         * those buffers came from the heap and were written in full on
+         * every run: 285 of 678 page faults of `hutch run -- true`. */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;

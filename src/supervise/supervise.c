@@ -636,17 +636,22 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         sigset_t set;
         int r = 0;
 
-        *l = (struct loop) {
-                .cfg = cfg, .sb = sb, .hooks = hooks, .tty_master = -1, .watchdog_fd = -1,
-                .heartbeat_fd = -1, .started_ms = now_monotonic_ms(),
-                .master_open = cfg->tty,
-                .host_in = hooks ? hooks->host_in : NULL,
-                .host_out = hooks ? hooks->host_out : NULL,
-                .host_err = hooks ? hooks->host_err : NULL,
-                .stdin_open = hooks && hooks->host_in,
-                .cg = sb->cgroup,
-                .cg_memory = sb->cgroup && (cgroup_run_enforced(sb->cgroup) & CGROUP_LIMIT_MEMORY),
-        };
+        /* Field by field, not `*l = (struct loop){ ... }`: a compound
+         * literal would zero all of l again, its buffers included, and
+         * touch every page of them on each run; xcalloc's pages are zero
+         * already and stay untouched until output arrives. */
+        l->cfg = cfg;
+        l->sb = sb;
+        l->hooks = hooks;
+        l->tty_master = l->watchdog_fd = l->heartbeat_fd = -1;
+        l->started_ms = now_monotonic_ms();
+        l->master_open = cfg->tty;
+        l->host_in = hooks ? hooks->host_in : NULL;
+        l->host_out = hooks ? hooks->host_out : NULL;
+        l->host_err = hooks ? hooks->host_err : NULL;
+        l->stdin_open = hooks && hooks->host_in;
+        l->cg = sb->cgroup;
+        l->cg_memory = sb->cgroup && (cgroup_run_enforced(sb->cgroup) & CGROUP_LIMIT_MEMORY);
         if (sb->stdout_fd >= 0) {
                 int c1 = fcntl(sb->stdout_fd, F_GETPIPE_SZ), c2 = fcntl(sb->stderr_fd, F_GETPIPE_SZ);
                 l->stdout_capacity = c1 > 0 ? (size_t)c1 : 65536;

@@ -245,9 +245,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         }
         if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
                 cfg->home = (free(cfg->home), xstrdup("/root"));
-        profile_text = profile_canonical_text(cfg);
-        profile_sha256_hex(profile_text, sha);
-        /* after the profile text: the proxy variables it adds are hutch's, not the profile's */
+        /* The record's copy of the profile. With egress it is taken now,
+         * before run_egress_prepare() adds its proxy variables (hutch's,
+         * not the profile's); otherwise after the clone, which it would
+         * only delay. */
+        if (cfg->net == NET_ALLOW) {
+                profile_text = profile_canonical_text(cfg);
+                profile_sha256_hex(profile_text, sha);
+        }
         r = run_egress_prepare(cfg, &egress, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -350,6 +355,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                         log_error_errno(r, "run: cannot start the egress helper: %m");
                         goto abort;
                 }
+        }
+        if (!profile_text) {
+                profile_text = profile_canonical_text(cfg);
+                profile_sha256_hex(profile_text, sha);
         }
 
         /* The syscall filter is compiled here, in parallel with the

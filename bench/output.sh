@@ -1,64 +1,95 @@
-#!/bin/sh
-# bench/output.sh - what recording a run's output costs.
+#!/usr/bin/env bash
+# bench/output.sh - what carrying a run's output costs.
 #
 # Runs a job that writes BYTES (default 1 GiB) to stdout, with stdout sent
-# to /dev/null, ROUNDS times each way, interleaved so that a noisy host
-# hurts all three alike:
+# to /dev/null, ROUNDS times each way, the order rotating from round to
+# round so that a noisy host hurts all three alike:
 #   bare:  sh -c "$JOB" > /dev/null
-#   pipe:  sh -c "$JOB" | cat > /dev/null
-#   hutch:   hutch run -- sh -c "$JOB" > /dev/null
-# and prints the medians and two ratios: hutch/bare (target: <= 1.3) and
-# hutch/pipe. Through hutch every byte crosses a pipe to the supervisor, is
-# counted (bytes, lines) and kept as head + tail, and is written on to
-# /dev/null. "pipe" is the floor of any capture: the job's own writes
-# into a pipe cost more than its writes to /dev/null (on a 2-core host
-# with cgroup v1 memory accounting, `tr` spends 0.6 s on 1 GiB into
-# /dev/null and 1.0 s into a pipe), whoever reads the other end.
+#   pipe:  sh -c "$JOB" | cat > /dev/null     (the peer)
+#   hutch: hutch run -- sh -c "$JOB" > /dev/null
+# Through hutch every byte crosses a pipe to the supervisor, is counted
+# (bytes, lines), kept as head + tail, and written on to /dev/null. "pipe"
+# is the floor of any capture: the job's own writes into a pipe cost more
+# than its writes to /dev/null, whoever reads the other end. Prints the
+# median, mean and p99 of each, hutch/pipe of the medians (target
+# <= 1.10) and hutch/bare.
 #
-# Usage: bench/output.sh [ROUNDS]    HUTCH=path/to/hutch  BYTES=N  JOB='...'
+# Then one run of a job writing RSS_BYTES (default 2 GiB) through hutch,
+# sampling the supervisor's peak RSS (VmHWM) while it runs (target < 8 MiB).
+#
+# Usage: bench/output.sh [ROUNDS]   HUTCH=path/to/hutch BYTES=N RSS_BYTES=N JOB='...'
 # Needs a `hutch run` that works on this host (user namespaces).
-set -eu
+set -euo pipefail
 
-ROUNDS=${1:-5}
-HUTCH=${HUTCH:-$(dirname "$0")/../src/hutch}
-BYTES=${BYTES:-1073741824}
-JOB=${JOB:-"head -c $BYTES /dev/zero | tr '\\\\0' x"}
+rounds=${1:-5}
+hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
+bytes=${BYTES:-1073741824}
+rss_bytes=${RSS_BYTES:-2147483648}
+job=${JOB:-"head -c $bytes /dev/zero | tr '\\0' x"}
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/output.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
 
-HUTCH_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-output.XXXXXX")
-export HUTCH_STATE_DIR
-trap 'rm -rf "$HUTCH_STATE_DIR"' EXIT INT TERM
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-output.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export HUTCH_STATE_DIR=$tmp/state
 
-ms_of() {
-        s=$(date +%s%N)
-        "$@" >/dev/null
-        e=$(date +%s%N)
-        echo $(( (e - s) / 1000000 ))
+"$hutch" run -- true >/dev/null || { echo "bench/output.sh: hutch run does not work here" >&2; exit 1; }
+
+run_named() {
+        case $1 in
+        bare) sh -c "$job" >/dev/null ;;
+        pipe) sh -c "$job" | cat >/dev/null ;;
+        hutch) "$hutch" run -- sh -c "$job" >/dev/null ;;
+        esac
 }
-median() {
-        sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+names=(bare pipe hutch)
+for ((i = 0; i < rounds; i++)); do
+        for ((k = 0; k < 3; k++)); do
+                n=${names[(i + k) % 3]}
+                t0=$EPOCHREALTIME
+                run_named "$n"
+                t1=$EPOCHREALTIME
+                echo "$n $(( (${t1/./} - ${t0/./}) ))"
+        done
+done >"$tmp/times"
+
+# NAME -> "median mean p99" in ms
+stats() {
+        awk -v n="$1" '$1 == n { print $2 }' "$tmp/times" | sort -n | awk '
+                { v[NR] = $1; s += $1 }
+                END {
+                        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                        p = int(NR * 0.99 + 0.999); if (p > NR) p = NR
+                        printf "%.0f %.0f %.0f\n", m / 1000, s / NR / 1000, v[p] / 1000
+                }'
 }
 
-"$HUTCH" run -- true >/dev/null || { echo "bench/output.sh: hutch run does not work here" >&2; exit 1; }
+echo "job:      $job"
+echo "rounds:   $rounds of each, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '  %-6s %10s %10s %10s\n' "" median mean p99
+for n in "${names[@]}"; do
+        read -r m a p < <(stats "$n")
+        printf '  %-6s %7s ms %7s ms %7s ms\n' "$n" "$m" "$a" "$p"
+done
+awk -v h="$(stats hutch)" -v p="$(stats pipe)" -v b="$(stats bare)" 'BEGIN {
+        split(h, H, " "); split(p, P, " "); split(b, B, " ")
+        r = H[1] / P[1]
+        printf "  ratio  %.3f hutch/pipe of the medians (target <= 1.10)%s\n", r, r <= 1.10 ? "" : "  OVER TARGET"
+        printf "         %.3f hutch/bare\n", H[1] / B[1]
+}'
+# the last run was recorded with exact counts
+"$hutch" ls --limit 1 --json | grep -q "\"stdout_bytes\":$bytes," ||
+        echo "warning: the last run did not record stdout_bytes=$bytes" >&2
 
-times=$(mktemp "${TMPDIR:-/tmp}/hutch-bench-times.XXXXXX")
-trap 'rm -rf "$HUTCH_STATE_DIR" "$times"' EXIT INT TERM
-i=0
-while [ $i -lt "$ROUNDS" ]; do
-        echo "bare $(ms_of sh -c "$JOB")"
-        echo "pipe $(ms_of sh -c "$JOB | cat")"
-        echo "hutch $(ms_of "$HUTCH" run -- sh -c "$JOB")"
-        i=$((i + 1))
-done >"$times"
-bare=$(awk '$1 == "bare" { print $2 }' "$times" | median)
-piped=$(awk '$1 == "pipe" { print $2 }' "$times" | median)
-boxed=$(awk '$1 == "hutch" { print $2 }' "$times" | median)
-
-echo "job:        $JOB"
-echo "bare:       median $bare ms"
-echo "pipe:       median $piped ms  (the job into a pipe read by cat)"
-echo "hutch run:    median $boxed ms"
-awk -v a="$boxed" -v b="$bare" 'BEGIN { r = b > 0 ? a / b : 0; printf "ratio:      %.2f hutch/bare (target <= 1.30)%s\n", r, r <= 1.3 ? "" : "  OVER TARGET" }'
-awk -v a="$boxed" -v b="$piped" 'BEGIN { r = b > 0 ? a / b : 0; printf "            %.2f hutch/pipe\n", r }'
-# the run was recorded with exact counts
-"$HUTCH" ls --limit 1 --json | grep -q "\"stdout_bytes\":$BYTES," ||
-        echo "warning: the last run did not record stdout_bytes=$BYTES" >&2
+# peak RSS of the supervisor while a job writes rss_bytes
+"$hutch" run -- sh -c "head -c $rss_bytes /dev/zero | tr '\\0' x" >/dev/null &
+pid=$!
+peak=0
+while kill -0 "$pid" 2>/dev/null; do
+        kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+        [ -n "$kb" ] && [ "$kb" -gt "$peak" ] && peak=$kb
+        sleep 0.05
+done
+wait "$pid"
+awk -v kb="$peak" -v b="$rss_bytes" 'BEGIN {
+        printf "peak RSS of hutch while its job wrote %.1f GiB: %.1f MiB (target < 8)%s\n", b / 1073741824, kb / 1024, kb < 8192 ? "" : "  OVER TARGET"
+}'

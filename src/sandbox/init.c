@@ -14,8 +14,10 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -46,16 +48,74 @@ static int exit_code_for(int status)
         return EXIT_SETUP;
 }
 
+/* Room for job_exec()'s frames until the exec (PATH_MAX buffers, libcap,
+ * the environment): far more than they need, and pages never touched
+ * cost nothing. The lowest page is a guard. */
+#define JOB_STACK_BYTES (1u << 20)
+
+struct job_start {
+        const struct run_config *cfg;
+        char **argv;
+        const struct sandbox_inputs *in;
+        int sync_fd;
+        const struct init_stdio *stdio;
+        int close_fd;           /* init's own fd the job must not keep, or -1 */
+};
+
+static int job_trampoline(void *arg)
+{
+        const struct job_start *js = arg;
+        if (js->close_fd >= 0)
+                close(js->close_fd);
+        job_exec(js->cfg, js->argv, js->in, js->sync_fd, js->stdio);
+}
+
+/* Start the job the way posix_spawn() does: CLONE_VM | CLONE_VFORK, so
+ * the kernel copies no page tables and the job takes no copy-on-write
+ * faults on init's memory before its exec. Why sharing is safe here:
+ *  - init is suspended until the child has exec'd or exited, so the one
+ *    address space is never used by two tasks at once, and init is
+ *    single-threaded, so no lock (malloc's) can be held by anyone else;
+ *  - until execve the child runs only hutch's own job_exec(), never job
+ *    code; execve gives it a fresh address space, so nothing the job
+ *    runs can reach init's memory;
+ *  - everything job_exec() changes is the child's alone without
+ *    CLONE_FILES, CLONE_SIGHAND, CLONE_FS or CLONE_THREAD: its fd table,
+ *    signal dispositions and mask, session, rlimits, credentials,
+ *    capability sets, no_new_privs and seccomp filters;
+ *  - what it leaves in the shared memory (the environment it built,
+ *    errno) init never reads.
+ * Returns the child's pid, or -1 with errno set. */
+static pid_t spawn_job(struct job_start *js)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        char *stack = mmap(NULL, JOB_STACK_BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return -1;
+        if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {
+                int e = errno;
+                munmap(stack, JOB_STACK_BYTES);
+                errno = e;
+                return -1;
+        }
+        pid_t pid = clone(job_trampoline, stack + JOB_STACK_BYTES, CLONE_VM | CLONE_VFORK | SIGCHLD, js);
+        int e = errno;
+        /* the child has exec'd or exited: its stack is ours again */
+        munmap(stack, JOB_STACK_BYTES);
+        errno = e;
+        return pid;
+}
+
 /* Run the compile step to completion; its output is the job's stderr and
  * stdout. Returns its wait status, or -errno. */
 static int run_compile(const struct run_config *cfg, const struct sandbox_inputs *in,
                        int sync_fd, const struct init_stdio *stdio)
 {
-        pid_t pid = fork();
+        struct job_start js = { cfg, in->compile_argv, in, sync_fd, stdio, -1 };
+        pid_t pid = spawn_job(&js);
         if (pid < 0)
                 return -errno;
-        if (pid == 0)
-                job_exec(cfg, in->compile_argv, in, sync_fd, stdio);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
@@ -90,14 +150,11 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 }
         }
 
-        pid_t job = fork();
+        struct job_start js = { cfg, in->argv, in, sync_fd, stdio, sfd };
+        pid_t job = spawn_job(&js);
         if (job < 0) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
                 _exit(EXIT_SETUP);
-        }
-        if (job == 0) {
-                close(sfd);
-                job_exec(cfg, in->argv, in, sync_fd, stdio);
         }
 
         /* The job holds the only copies of its stdio now: EOF on the

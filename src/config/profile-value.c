@@ -383,7 +383,7 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
                       bool append, enum origin origin, const char *file, unsigned line,
                       char **ret_error)
 {
-        _cleanup_free_ char *id = NULL;
+        char id[128];
         void *f = field(cfg, k);
         uint64_t v = 0;
         int r;
@@ -533,7 +533,13 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
         }
         if (k->after)
                 k->after(cfg);
-        id = profile_key_id(k);
+        /* on a stack buffer, not profile_key_id(): this runs for every
+         * key of every run, defaults included (80k instructions of
+         * asprintf a run); section and name are short literals */
+        if (k->section[0])
+                snprintf(id, sizeof(id), "%s.%s", k->section, k->name);
+        else
+                snprintf(id, sizeof(id), "%s", k->name);
         run_config_set_origin(cfg, id, origin, file, line);
         return 0;
 }

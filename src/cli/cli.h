@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <stdint.h>
 
 struct verb {
         const char *name;
@@ -26,6 +27,10 @@ int verb_diff(int argc, char **argv);
 int verb_apply(int argc, char **argv);
 int verb_cp(int argc, char **argv);
 int verb_session(int argc, char **argv);
+int verb_ps(int argc, char **argv);
+int verb_kill(int argc, char **argv);
+int verb_wait(int argc, char **argv);
+int verb_stats(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;
@@ -55,6 +60,27 @@ int cli_open_run(const char *verb, int argc, char **argv, int optind_now,
 /* A run as the hutch.result/1 JSON text, its recorded files included.
  * Caller frees. */
 char *cli_run_json(struct store *s, const struct run_record *rec);
+/* The same object (a new reference); s may be NULL for a run that was
+ * never stored (no files, no labels). */
+#include <jansson.h>
+json_t *cli_run_json_object(struct store *s, const struct run_record *rec);
+/* Wait until run id ends (cli/wait.c): *ret gets its final record
+ * (status RUN_ORPHANED when its supervisor died). timeout_ms 0 waits as
+ * long as it takes. 0, -ETIMEDOUT, or -errno from the store. */
+int cli_wait_run(struct store *s, const char *id, uint64_t timeout_ms, struct run_record **ret);
+/* Print a finished run as `hutch run` would have: with events one exit
+ * event (hutch.event/1) holding its result, with json its hutch.result/1
+ * object, else its stored stdout and stderr bytes. Returns the exit
+ * code run had (cli_run_exit_code()). */
+int cli_answer_run(struct store *s, const struct run_record *rec, bool json, bool events);
+/* logs --follow (cli/follow.c): stream run rec's output (its events with
+ * events) from byte offset since of each stream until it ends; a run
+ * that has ended is answered from its record. Returns the run's exit
+ * code, or an exit code of its own after logging. */
+int cli_follow(struct store *s, const struct run_record *rec, bool events, uint64_t since);
+/* The exit code of a finished run: its recorded one, 125 when it has
+ * none (orphaned). */
+int cli_run_exit_code(const struct run_record *rec);
 /* argv as one line for people: words joined by spaces, quoted when they
  * need it, control characters shown as '?', cut to max_width columns
  * with "…" (0: no limit). Caller frees. */
@@ -68,6 +94,15 @@ int cli_usage_error(const char *verb, char **argv, const struct option *opts);
 /* The option of opts nearest to name (a typo's likely meaning), or NULL
  * when none is near. */
 const char *cli_nearest_option(const struct option *opts, const char *name);
+
+/* The hutch.error/1 object (cli/json-error.c) as one line of JSON text:
+ * error is a short code ("usage", "request", "setup", "busy", "store",
+ * "not_found"), message the one line also logged, pointer the JSON
+ * pointer of the bad request field (NULL: none), exit_code what hutch
+ * exits with. Caller frees; never NULL. cli_print_error_json() prints it
+ * on stdout with a newline. */
+char *cli_error_json(const char *error, const char *message, const char *pointer, int exit_code);
+void cli_print_error_json(const char *error, const char *message, const char *pointer, int exit_code);
 
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */

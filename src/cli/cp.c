@@ -1,6 +1,8 @@
 /* cli/cp.c - `hutch cp ID:PATH DEST`: one recorded file of a run (an
  * artifact, or the new version of a workspace file) copied out of the
- * blob store, byte for byte, after checking its sha256 again. */
+ * blob store, byte for byte, after checking its sha256 again; or, with
+ * `ID:output/` (or `ID:output/DIR/`), every artifact under that dir into
+ * directory DEST, keeping their relative paths. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -21,11 +23,14 @@
 static void help(void)
 {
         printf("Usage: hutch cp ID:PATH DEST\n"
+               "       hutch cp ID:output/[DIR/] DESTDIR\n"
                "\n"
                "Copy a file recorded by run ID to DEST (a file name, an existing\n"
                "directory, or - for standard output). PATH is an artifact's path\n"
                "in the output dir (\"report.pdf\" or \"output/report.pdf\") or a\n"
-               "workspace path the run added or modified.\n"
+               "workspace path the run added or modified. A PATH ending in '/' names\n"
+               "a directory of artifacts (output/ for all of them): each is copied\n"
+               "under DESTDIR (created if missing) at its path below that directory.\n"
                "\n"
                "  -h, --help  this text\n");
 }
@@ -72,6 +77,106 @@ static int copy_out(int blob, int dirfd, const char *name, mode_t mode, const ch
         return r;
 }
 
+/* Open (creating it if missing) directory name under dirfd, never
+ * following a symlink: DEST's tree is the user's, but the names come
+ * from the run. */
+static int open_subdir(int dirfd, const char *name)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+                if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        return fd < 0 ? -errno : fd;
+}
+
+/* One artifact at relative path rel under destfd. */
+static int copy_artifact(struct blobstore *bs, int destfd, const struct file_record *f, const char *rel)
+{
+        _cleanup_free_ char *copy = xstrdup(rel);
+        _cleanup_close_ int blob = -1;
+        int dirfd = dup(destfd), r;
+        char *name = copy, *slash;
+
+        if (dirfd < 0)
+                return -errno;
+        /* the job chose these names: walk them one part at a time and
+         * refuse anything that could step outside DEST */
+        while ((slash = strchr(name, '/'))) {
+                *slash = '\0';
+                if (!*name || streq(name, ".") || streq(name, "..")) {
+                        close(dirfd);
+                        return -EINVAL;
+                }
+                int next = open_subdir(dirfd, name);
+                close(dirfd);
+                if (next < 0)
+                        return next;
+                dirfd = next;
+                name = slash + 1;
+        }
+        if (!*name || streq(name, ".") || streq(name, "..")) {
+                close(dirfd);
+                return -EINVAL;
+        }
+        blob = blobstore_open_blob(bs, f->sha256);
+        r = blob < 0 ? blob : copy_out(blob, dirfd, name, f->mode & 0755, f->sha256);
+        close(dirfd);
+        return r;
+}
+
+/* ID:output/[DIR/] DESTDIR. Returns an exit code. */
+static int copy_dir(struct store *s, const struct run_record *rec, const struct file_record *f, size_t n,
+                    const char *path, const char *dest)
+{
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        _cleanup_close_ int destfd = -1;
+        const char *prefix = startswith(path, "output/") ? path + strlen("output/") : path;
+        size_t copied = 0, failed = 0, plen = strlen(prefix);
+        int r;
+
+        if (mkdir(dest, 0755) < 0 && errno != EEXIST) {
+                log_error_errno(-errno, "cp: %s: %m", dest);
+                return EXIT_FAILURE_GENERIC;
+        }
+        destfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (destfd < 0) {
+                log_error_errno(-errno, "cp: %s: %m", dest);
+                return EXIT_FAILURE_GENERIC;
+        }
+        r = runfiles_open_blobs(s, &bs);
+        if (r < 0) {
+                log_error_errno(r, "cp: blob store: %m");
+                return EXIT_SETUP;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (!streq(f[i].kind, "output") || strncmp(f[i].path, prefix, plen) != 0)
+                        continue;
+                if (!S_ISREG(f[i].mode) || !f[i].sha256[0]) {
+                        /* a dir's own row, or what was left out: say so only for the latter */
+                        if (f[i].skip || S_ISLNK(f[i].mode)) {
+                                log_warning("cp: %s:output/%s was not stored (%s)", rec->id, f[i].path,
+                                            f[i].skip ? f[i].skip : "a symlink");
+                                failed++;
+                        }
+                        continue;
+                }
+                r = copy_artifact(bs, destfd, &f[i], f[i].path + plen);
+                if (r < 0) {
+                        log_error_errno(r, "cp: %s/%s: %m", dest, f[i].path + plen);
+                        failed++;
+                } else
+                        copied++;
+        }
+        if (copied == 0 && failed == 0) {
+                log_error("cp: run %s recorded no artifact under '%s' (see hutch show %s)", rec->id, path, rec->id);
+                return EXIT_FAILURE_GENERIC;
+        }
+        log_info("cp: %zu file%s copied to %s", copied, copied == 1 ? "" : "s", dest);
+        return failed ? EXIT_FAILURE_GENERIC : EXIT_OK;
+}
+
 int verb_cp(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -116,6 +221,10 @@ int verb_cp(int argc, char **argv)
         if (r < 0) {
                 log_error("cp: run store %s: %s", store_path(s), store_error(s));
                 return EXIT_SETUP;
+        }
+        if (streq(path, "output") || (*path && path[strlen(path) - 1] == '/')) {
+                code = copy_dir(s, rec, f, n, path, dest);
+                goto out;
         }
         const struct file_record *hit = find(f, n, path);
         if (!hit) {

@@ -213,12 +213,20 @@ void cli_guard_terminal(void)
         }
 }
 
-char *cli_run_json(struct store *s, const struct run_record *rec)
+json_t *cli_run_json_object(struct store *s, const struct run_record *rec)
 {
         json_t *o = run_record_to_json(rec, true);
-        json_object_set_new(o, "files", runfiles_json(s, rec->id));
-        runfiles_summary_json(s, rec->id, o);
-        json_object_set_new(o, "connections", store_connections_json(s, rec->id));
+        json_object_set_new(o, "files", s ? runfiles_json(s, rec->id) : json_array());
+        if (s)
+                runfiles_summary_json(s, rec->id, o);
+        json_object_set_new(o, "connections", s ? store_connections_json(s, rec->id) : json_array());
+        json_object_set_new(o, "labels", s ? store_labels_json(s, rec->id) : json_object());
+        return o;
+}
+
+char *cli_run_json(struct store *s, const struct run_record *rec)
+{
+        json_t *o = cli_run_json_object(s, rec);
         char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return text;

@@ -21,12 +21,17 @@ enum which {
 static void help(void)
 {
         printf("Usage: hutch logs [--stdout|--stderr] ID\n"
+               "       hutch logs --follow [--events] [--since-offset N] ID\n"
                "\n"
                "Print the stored output of a run, byte for byte. ID is a run id or a\n"
                "unique prefix of at least 4 characters.\n"
                "\n"
                "  --stdout    only the job's stdout, on stdout\n"
                "  --stderr    only the job's stderr, on stdout\n"
+               "  -f, --follow        stream a detached run's output as it happens (from\n"
+               "                      the start), stop when it ends and exit with its code\n"
+               "      --events        with --follow: its hutch.event/1 lines instead\n"
+               "      --since-offset N  with --follow: from byte N of each stream\n"
                "  -h, --help  this text\n"
                "\n"
                "Without either option stdout is written to stdout and stderr to stderr.\n");
@@ -38,16 +43,35 @@ int verb_logs(int argc, char **argv)
         static const struct option options[] = {
                 { "stdout", no_argument, NULL, 'o' },
                 { "stderr", no_argument, NULL, 'e' },
+                { "follow", no_argument, NULL, 'f' },
+                { "events", no_argument, NULL, 'E' },
+                { "since-offset", required_argument, NULL, 'S' },
                 { "help",   no_argument, NULL, 'h' },
                 {}
         };
         _cleanup_(store_closep) struct store *s = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL;
         enum which which = BOTH;
+        bool follow = false, events = false;
+        uint64_t since = 0;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "hf", options, NULL)) >= 0)
                 switch (c) {
+                case 'f':
+                        follow = true;
+                        break;
+                case 'E':
+                        events = true;
+                        break;
+                case 'S': {
+                        char *end;
+                        errno = 0;
+                        since = strtoull(optarg, &end, 10);
+                        if (errno || *end || !*optarg || *optarg == '-')
+                                return cli_bad_value("logs", "since-offset", optarg, "expected a byte offset");
+                        break;
+                }
                 case 'o':
                 case 'e':
                         if (which != BOTH) {
@@ -62,9 +86,19 @@ int verb_logs(int argc, char **argv)
                 default:
                         return cli_usage_error("logs", argv, options);
                 }
+        if ((events || since) && !follow) {
+                log_error("logs: --events and --since-offset go with --follow");
+                return EXIT_USAGE;
+        }
+        if (follow && which != BOTH) {
+                log_error("logs: --follow writes both streams; no --stdout or --stderr with it");
+                return EXIT_USAGE;
+        }
         r = cli_open_run("logs", argc, argv, optind, &s, &rec);
         if (r != EXIT_OK)
                 return r;
+        if (follow)
+                return cli_follow(s, rec, events, since);
         if (rec->status == RUN_RUNNING)
                 log_warning("logs: run %s is still running; its output is stored when it ends",
                             rec->id);

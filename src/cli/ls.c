@@ -18,7 +18,8 @@
 
 static void help(void)
 {
-        printf("Usage: hutch ls [--status STATUS] [--since DURATION] [--limit N] [--json]\n"
+        printf("Usage: hutch ls [--status STATUS] [--since DURATION] [--label KEY=VALUE]\n"
+               "                [--session NAME] [--limit N] [--json]\n"
                "\n"
                "List recorded runs, newest first.\n"
                "\n"
@@ -27,6 +28,8 @@ static void help(void)
                "                     setup_error, not_found, not_executable, compile_error,\n"
                "                     orphaned)\n"
                "  --since DURATION   only runs started within DURATION (30s, 2h, 7d, ...)\n"
+               "  --label KEY=VALUE  only runs labelled so (run --label)\n"
+               "  --session NAME     only runs of session NAME\n"
                "  --limit N          at most N runs\n"
                "  --json             one JSON object per line (schema hutch.result/1,\n"
                "                     without stdout/stderr text)\n"
@@ -103,10 +106,16 @@ static int print_json_line(struct run_record *rec, void *userdata)
 {
         _cleanup_run_record_ struct run_record *owned = rec;
         _cleanup_free_ char *line = NULL;
+        json_t *o;
 
         if (run_record_is_orphan(rec))
                 rec->status = RUN_ORPHANED;
-        line = run_record_to_json_string(rec, false);
+        o = run_record_to_json(rec, false);
+        json_object_set_new(o, "labels", store_labels_json(userdata, rec->id));
+        line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        if (!line)
+                return -ENOMEM;
         puts(line);
         return ferror(stdout) ? -EIO : 0;
 }
@@ -118,6 +127,8 @@ int verb_ls(int argc, char **argv)
                 { "status", required_argument, NULL, 's' },
                 { "since",  required_argument, NULL, 'S' },
                 { "limit",  required_argument, NULL, 'n' },
+                { "label",  required_argument, NULL, 'l' },
+                { "session", required_argument, NULL, 'e' },
                 { "json",   no_argument,       NULL, 'j' },
                 { "help",   no_argument,       NULL, 'h' },
                 {}
@@ -149,6 +160,14 @@ int verb_ls(int argc, char **argv)
                                 return cli_bad_value("ls", "limit", optarg, "expected a positive number");
                         f.limit = (size_t)v;
                         break;
+                case 'l':
+                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                                return cli_bad_value("ls", "label", optarg, "expected KEY=VALUE");
+                        f.label = optarg;
+                        break;
+                case 'e':
+                        f.session = optarg;
+                        break;
                 case 'j':
                         json = true;
                         break;
@@ -167,7 +186,7 @@ int verb_ls(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
         if (json) {
-                r = store_run_foreach(s, &f, print_json_line, NULL);
+                r = store_run_foreach(s, &f, print_json_line, s);
                 if (r == -EIO)
                         return EXIT_FAILURE_GENERIC;    /* main reports the write error */
                 if (r < 0) {

@@ -28,6 +28,7 @@ struct store;
 enum {
         OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_WORKDIR_INSIDE,
         OPT_SESSION, OPT_SESSION_WAIT, OPT_COMMIT, OPT_TRUST_PROFILE,
+        OPT_REQUEST, OPT_LABEL, OPT_ID, OPT_ID_WAIT, OPT_SECRET, OPT_EVENTS, OPT_DETACH,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -48,6 +49,17 @@ struct run_args {
         uint64_t session_wait_ms;
         bool commit_always;
         bool trust_profile;     /* --trust-profile */
+        const char *request;    /* --request FILE|- */
+        char **labels;          /* --label KEY=VALUE, as given */
+        const char *id_key;     /* --id KEY: idempotency key */
+        bool id_wait;           /* --id-wait: wait for a running run with the key */
+        char **secrets;         /* --secret NAME|NAME=@FILE, as given */
+        bool events;            /* --events: JSON lines as things happen */
+        bool detach;            /* --detach: print the id, go on in the background */
+        const char *stdin_data; /* a request's stdin, instead of ours */
+        size_t stdin_len;
+        char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */
+        pid_t stage_pid;        /* who staged them */
 };
 
 /* cli/run-options.c */
@@ -57,6 +69,52 @@ struct run_args {
  * Returns 0 to go on, -1 after --help (exit 0), or an exit code
  * (EXIT_USAGE) after saying what is wrong. */
 int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a);
+/* Whether kv is a label: KEY=VALUE, KEY 1-256 bytes, VALUE at most 4096. */
+bool run_label_valid(const char *kv);
+
+/* cli/run-agent.c */
+
+struct request;
+/* Read a->request into *req (which must outlive a: a's strings point
+ * into it) and merge it under the command line's options. Returns
+ * EXIT_OK, or EXIT_USAGE after logging and printing a hutch.error/1
+ * object naming the bad field. */
+int run_apply_request(struct run_args *a, struct run_config *cfg, struct request *req);
+/* Remove the request's staged files (a->stage_dir), if any. */
+void run_request_cleanup(struct run_args *a);
+/* Resolve a->secrets into cfg->secret_env. EXIT_OK or EXIT_USAGE (logged). */
+int run_resolve_secrets(const struct run_args *a, struct run_config *cfg);
+/* --id: answer from the store when a run with a->id_key exists, waiting
+ * for a running one when wait_running. Returns -1 when there is none
+ * (go on and run), else the exit code after printing the answer
+ * (EXIT_BUSY for a running one not waited for). */
+int run_answer_key(const struct run_args *a, bool wait_running);
+
+/* Replace every secret's value in rec's stored output and message by
+ * "[secret NAME]" (secrets: "NAME=VALUE"; NULL is a no-op). */
+void run_redact_record(struct run_record *rec, char *const *secrets);
+
+/* After the files of run run_id are recorded (and applied): drop every
+ * blob of the run's new content that holds a secret's value, and mark
+ * its row "not stored" with the reason (said as a warning event too
+ * when ev is not NULL). */
+struct events;
+void run_scrub_secret_files(struct store *s, const char *run_id, char *const *secrets, struct events *ev);
+
+/* Where a detached run's events are spooled:
+ * <state dir>/spool/<id>.events. NULL without a state dir. */
+char *run_spool_path(const char *run_id);
+/* --detach, before the sandbox exists: create the run's spool, fork.
+ * The caller's process waits until the child has written the run's row
+ * (run_detach_started()), prints the id and returns EXIT_OK (or the
+ * child's exit code if it failed first). The child, in a session of its
+ * own with stdin on /dev/null and stdout on the spool, becomes the
+ * supervisor: rec's supervisor pid is its own, *ret_notify is set, and
+ * -1 is returned (go on). Other values are exit codes (logged). */
+int run_detach(struct run_record *rec, int *ret_notify);
+/* The detached supervisor's row exists: tell the caller (closes
+ * *notify) and stop writing to its stderr. No-op when *notify < 0. */
+void run_detach_started(int *notify);
 
 /* cli/run-tty.c */
 

@@ -45,6 +45,26 @@ static void run_help(FILE *f)
 "  -                        ... standard input\n"
 "      --json               print one JSON object (hutch.result/1) at the end\n"
 "                           instead of passing the job's output through\n"
+"      --events             print JSON lines (hutch.event/1) as things happen:\n"
+"                           started (with the id), output, heartbeat,\n"
+"                           truncated, warning, and exit (with the result)\n"
+"      --detach             print the run id and return; the run goes on in\n"
+"                           the background (hutch wait, logs --follow, kill)\n"
+"      --request FILE|-     the whole run as one JSON document (hutch.request/1,\n"
+"                           see hutch-json(7)); answers with --json's object\n"
+"                           (or with --events)\n"
+"      --id KEY             idempotency key: if a finished run has KEY, answer\n"
+"                           with its stored result and exit code, run nothing\n"
+"      --id-wait            ... and if one with KEY is still running, wait for it\n"
+"                           (default: fail with exit 75)\n"
+"      --label KEY=VALUE    record a label with the run (repeatable; hutch ls\n"
+"                           --label, hutch stats --label)\n"
+"      --secret NAME[=@FILE]  pass the caller's variable NAME (or FILE's contents)\n"
+"                           to the job as NAME; its value is never stored and\n"
+"                           is replaced by [secret NAME] in captured output and\n"
+"                           JSON. -e values ARE stored in the history: use\n"
+"                           --secret for credentials\n"
+
 "      --net MODE           none (default: only loopback), host, or allow:\n"
 "                           TCP only where --allow says, through hutch\n"
 "      --allow HOST[:PORT]  let the job reach HOST (name, *.suffix, *, IP,\n"
@@ -95,6 +115,12 @@ static void run_help(FILE *f)
 "to hutch); 137 memory limit. See hutch-run(1).\n");
 }
 
+bool run_label_valid(const char *kv)
+{
+        const char *eq = strchr(kv, '=');
+        return eq && eq != kv && eq - kv <= 256 && strlen(eq + 1) <= 4096;
+}
+
 int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
 {
         static const struct option own[] = {
@@ -116,6 +142,13 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
                 { "commit",  required_argument, NULL, OPT_COMMIT },
                 { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
+                { "request", required_argument, NULL, OPT_REQUEST },
+                { "label",   required_argument, NULL, OPT_LABEL },
+                { "id",      required_argument, NULL, OPT_ID },
+                { "id-wait", no_argument,       NULL, OPT_ID_WAIT },
+                { "secret",  required_argument, NULL, OPT_SECRET },
+                { "events",  no_argument,       NULL, OPT_EVENTS },
+                { "detach",  no_argument,       NULL, OPT_DETACH },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
@@ -194,6 +227,32 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                                 return cli_bad_value("run", "commit", optarg, "expected success or always");
                         a->commit_always = streq(optarg, "always");
                         break;
+                case OPT_REQUEST:
+                        a->request = optarg;
+                        break;
+                case OPT_LABEL:
+                        if (!run_label_valid(optarg))
+                                return cli_bad_value("run", "label", optarg,
+                                                     "expected KEY=VALUE (KEY: 1-256 characters)");
+                        a->labels = strv_append(a->labels, optarg);
+                        break;
+                case OPT_ID:
+                        if (!*optarg || strlen(optarg) > 256)
+                                return cli_bad_value("run", "id", optarg, "expected a key of 1-256 characters");
+                        a->id_key = optarg;
+                        break;
+                case OPT_ID_WAIT:
+                        a->id_wait = true;
+                        break;
+                case OPT_SECRET:
+                        a->secrets = strv_append(a->secrets, optarg);
+                        break;
+                case OPT_EVENTS:
+                        a->events = true;
+                        break;
+                case OPT_DETACH:
+                        a->detach = true;
+                        break;
                 case 'h':
                         run_help(stdout);
                         return -1;
@@ -213,6 +272,22 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
         }
         log_set_level((enum log_level)a->verbosity);
 
+        if (a->events && a->json) {
+                log_error("run: --events and --json exclude each other (the exit event holds the result)");
+                return EXIT_USAGE;
+        }
+        if ((a->events || a->detach) && cfg->tty) {
+                log_error("run: --%s and -t exclude each other", a->events ? "events" : "detach");
+                return EXIT_USAGE;
+        }
+        if (a->request) {
+                /* the request says what to run */
+                if (optind < argc || a->code || a->code_file || a->lang) {
+                        log_error("run: --request gives the command; no command, --lang, -c or --file with it");
+                        return EXIT_USAGE;
+                }
+                return 0;
+        }
         if (a->lang) {
                 if (optind < argc && streq(argv[optind], "-")) {
                         a->code_stdin = true;

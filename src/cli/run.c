@@ -33,13 +33,16 @@
 #include "lib/log.h"
 #include "sandbox/ns.h"
 #include "config/profile.h"
+#include "config/request.h"
 #include "config/run-config.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "workspace/session.h"
 #include "record/store.h"
+#include "supervise/events.h"
 #include "supervise/supervise.h"
+#include "limits/watchdog.h"
 
 #define HEARTBEAT_MS 5000
 /* the buffer between the job's output and the caller's reader: bounds
@@ -133,12 +136,27 @@ struct run_ctx {
         struct store *store;
         struct run_record *rec;
         struct capture *out, *err;
+        struct events *ev;      /* --events, or NULL */
+        pid_t init_pid;
+        uint64_t started_ms;
+        bool truncated[2];      /* the truncated event was sent */
 };
 
 static void on_output(void *userdata, enum output_stream stream, const void *buf, size_t n)
 {
         struct run_ctx *ctx = userdata;
-        capture_append(stream == STREAM_STDERR ? ctx->err : ctx->out, buf, n);
+        struct capture *c = stream == STREAM_STDERR ? ctx->err : ctx->out;
+        capture_append(c, buf, n);
+        if (!ctx->ev)
+                return;
+        events_output(ctx->ev, stream, buf, n);
+        bool *t = &ctx->truncated[stream == STREAM_STDERR];
+        if (!*t && capture_truncated(c)) {
+                /* from here on the record keeps only head and tail: what
+                 * follows the head may be left out */
+                *t = true;
+                events_truncated(ctx->ev, stream, (uint64_t)capture_limit(c));
+        }
 }
 
 /* The job is on its way: a due WAL checkpoint's disk syncs now overlap
@@ -156,6 +174,12 @@ static void on_heartbeat(void *userdata)
         /* best effort: a busy store must not disturb the job */
         (void)store_run_heartbeat(ctx->store, ctx->rec->id, now_realtime_ms());
         store_checkpoint_if_due(ctx->store);
+        if (ctx->ev) {
+                struct tree_sample s;
+                bool have = ctx->init_pid > 0 && watchdog_sample(ctx->init_pid, &s) == 0;
+                events_heartbeat(ctx->ev, now_monotonic_ms() - ctx->started_ms, have,
+                                 have ? s.cpu_ms : 0, have ? s.memory_bytes : 0);
+        }
 }
 
 static char *json_dumps_new(json_t *j)
@@ -210,8 +234,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         size_t bpf_len = 0;
         char sha[DIGEST_HEX_SIZE];
         sigset_t set, old;
-        int r, code = EXIT_SETUP;
+        int r, code = EXIT_SETUP, detach_notify = -1;
+        _cleanup_close_ int stdin_fd = -1;
+        bool key_taken = false, detached_parent = false;
         json_t *enforcement = NULL;
+        /* a detached run's events go to its spool, made after the fork */
+        _cleanup_events_ struct events *ev = a->events && !a->detach ? events_new(STDOUT_FILENO, cfg->secret_env)
+                                                                     : NULL;
 
         stdio_keep_open();
         /* Job control must never stop the supervisor: not when it puts
@@ -273,6 +302,16 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         if (r < 0) {
                 log_error_errno(r, "run: cannot start a run record: %m");
                 goto out;
+        }
+        if (a->detach) {
+                /* the caller gets the id; the run goes on in the child */
+                r = run_detach(rec, &detach_notify);
+                if (r >= 0) {
+                        code = r;
+                        detached_parent = true;
+                        goto out;
+                }
+                ev = events_new(STDOUT_FILENO, cfg->secret_env);
         }
         if (a->session) {
                 /* before the row: a run waiting for its session is not running */
@@ -398,15 +437,28 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         rec->profile_sha256 = xstrdup(sha);
         if (rerun_of)
                 rec->rerun_of = xstrdup(rerun_of);
+        if (a->id_key)
+                rec->idempotency_key = xstrdup(a->id_key);
         if (lang && lj->code_fd >= 0) {
                 rec->lang = xstrdup(lang);
                 rec->code = slurp_fd(lj->code_fd, &rec->code_len);
         }
         r = store_run_insert(store, rec);
+        if (r == -EEXIST && a->id_key) {
+                /* another hutch took the key since we looked: its run is
+                 * the answer */
+                key_taken = true;
+                goto abort;
+        }
         if (r < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
         }
+        if (store_labels_set(store, rec->id, a->labels) < 0) {
+                log_error("run: run store %s: %s", store_path(store), store_error(store));
+                goto abort;
+        }
+        run_detach_started(&detach_notify);
         if (wp.workdir && store_workspace_set(store, rec->id, a->session ? NULL : wp.workdir, a->session) < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
@@ -415,11 +467,28 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
 
         cap_out = capture_new(cfg->capture_bytes);
         cap_err = capture_new(cfg->capture_bytes);
-        struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err };
+        struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err, .ev = ev,
+                               .init_pid = sb.pid, .started_ms = now_monotonic_ms() };
+        if (ev) {
+                /* the caller has the id before the job starts */
+                json_t *limits = json_loads(rec->limits_json, 0, NULL), *labels = store_labels_json(store, rec->id);
+                events_started(ev, rec->id, getpid(), limits, labels);
+                json_decref(limits);
+                json_decref(labels);
+        }
         /* The job's stdin is relayed from ours (no caller fd ever enters
          * the sandbox); its output passes through to ours unless --json. */
-        host_in = hostio_new(STDIN_FILENO, false, 0);
-        if (!json) {
+        if (a->stdin_data) {
+                /* a request's stdin: relayed like ours, from a private copy */
+                stdin_fd = memfd_create("hutch-stdin", MFD_CLOEXEC);
+                if (stdin_fd < 0 || write_all(stdin_fd, a->stdin_data, a->stdin_len) < 0 ||
+                    lseek(stdin_fd, 0, SEEK_SET) < 0) {
+                        log_error_errno(-errno, "run: the request's stdin: %m");
+                        goto abort;
+                }
+        }
+        host_in = hostio_new(stdin_fd >= 0 ? stdin_fd : STDIN_FILENO, false, 0);
+        if (!json && !ev) {
                 host_out = hostio_new(STDOUT_FILENO, true, PASS_BUFFER_BYTES);
                 host_err = hostio_new(STDERR_FILENO, true, PASS_BUFFER_BYTES);
         }
@@ -427,7 +496,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .on_output = on_output, .on_heartbeat = on_heartbeat, .on_job_started = on_job_started,
                 .heartbeat_ms = HEARTBEAT_MS,
                 .userdata = &ctx,
-                .host_in = host_in, .host_out = host_out, .host_err = host_err,
+                .host_in = host_in, .host_out = ev ? events_hostio(ev) : host_out, .host_err = host_err,
+                .events = ev != NULL,
         };
 
         if (spawned)
@@ -477,6 +547,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         int files_code = -1;
         if (workspace_fd >= 0)
                 files_code = run_collect_files(store, rec, cfg, a, &wp, workspace_fd, upper_fd, &out);
+        run_scrub_secret_files(store, rec->id, cfg->secret_env, ev);
 
         if (cgroup) {
                 /* init is reaped; nothing of the run may stay behind */
@@ -497,14 +568,23 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                                                               : MAX(out.peak_rss_bytes, out.peak_tree_memory_bytes);
         (void)run_output_from_capture(&rec->out, cap_out);
         (void)run_output_from_capture(&rec->err, cap_err);
+        run_redact_record(rec, cfg->secret_env);
         r = store_run_finish(store, rec);
-        if (r > 0)
+        if (r > 0) {
                 log_warning("run: run %s is recorded without its output: %s", rec->id, rec->output_lost);
-        else if (r < 0)
+                if (ev) {
+                        _cleanup_free_ char *msg = xasprintf("the run is recorded without its output: %s",
+                                                             rec->output_lost);
+                        events_warning(ev, msg);
+                }
+        } else if (r < 0) {
                 /* the job ran; its exit code still stands, but say loudly
                  * that the record is incomplete (gc will mark it) */
                 log_error("run: cannot complete the record of run %s in %s: %s",
                           rec->id, store_path(store), store_error(store));
+                if (ev)
+                        events_warning(ev, "the run's record could not be completed; hutch gc will mark it");
+        }
 
         /* The record is final; now the rest of the output, for a reader
          * that is slow, but not for one that stopped taking any */
@@ -530,7 +610,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("%s", out.message);
                 break;
         }
-        if (json) {
+        if (ev) {
+                json_t *o = cli_run_json_object(store, rec);
+                events_exit(ev, o);
+                json_decref(o);
+        } else if (json) {
                 _cleanup_free_ char *j = cli_run_json(store, rec);
                 if (j)
                         printf("%s\n", j);
@@ -544,7 +628,28 @@ abort:
                 sandbox_close(&sb);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
+        if (key_taken) {
+                int k = run_answer_key(a, a->id_wait);
+                code = k >= 0 ? k : EXIT_BUSY;
+        }
 out:
+        if (detach_notify >= 0)
+                close(detach_notify);
+        if (ev && !events_have_exited(ev) && !key_taken && !detached_parent) {
+                /* the run could not start: exit is still the last event,
+                 * with what the record would have said */
+                if (!rec) {
+                        rec = run_record_new();
+                        (void)run_record_begin(rec, cfg->argv, NULL, cfg->profile_name);
+                }
+                rec->status = RUN_SETUP_ERROR;
+                rec->exit_code = code;
+                if (!rec->message)
+                        rec->message = xstrdup("the run could not start (hutch's message is on stderr)");
+                json_t *o = cli_run_json_object(NULL, rec);
+                events_exit(ev, o);
+                json_decref(o);
+        }
         if (workspace_fd >= 0)
                 close(workspace_fd);
         if (upper_fd >= 0)
@@ -557,6 +662,13 @@ out:
         run_egress_done(&egress);
         if (enforcement)
                 json_decref(enforcement);
+        if (a->detach && !detached_parent) {
+                /* the exit event is written: a follower that has the spool
+                 * open reads it to the end, a later one reads the record */
+                _cleanup_free_ char *spool = run_spool_path(rec ? rec->id : "");
+                if (spool)
+                        (void)unlink(spool);
+        }
         return code;
 }
 
@@ -586,6 +698,7 @@ int verb_run(int argc, char **argv)
         struct run_config cfg;
         struct run_args a = { 0 };
         struct lang_job lj = { .code_fd = -1 };
+        struct request req = { 0 };
         _cleanup_free_ char *err = NULL;
         int r, code = EXIT_SETUP;
 
@@ -595,6 +708,26 @@ int verb_run(int argc, char **argv)
                 code = r < 0 ? EXIT_OK : r;
                 goto out;
         }
+        if (a.request) {
+                code = run_apply_request(&a, &cfg, &req);
+                if (code != EXIT_OK)
+                        goto out;
+        }
+        code = run_resolve_secrets(&a, &cfg);
+        if (code != EXIT_OK)
+                goto out;
+        if (a.detach) {
+                /* the caller gets the id; the spool gets the events */
+                a.events = true;
+                a.json = false;
+        }
+        /* a finished run with the key is the answer: nothing runs */
+        r = run_answer_key(&a, a.id_wait);
+        if (r >= 0) {
+                code = r;
+                goto out;
+        }
+        code = EXIT_SETUP;
         if (a.lang) {
                 r = prepare_lang(&a, &cfg, &lj, &err);
                 if (r < 0) {
@@ -646,6 +779,10 @@ out:
         lang_job_done(&lj);
         strv_free(a.overrides);
         strv_free(a.inputs);
+        strv_free(a.labels);
+        strv_free(a.secrets);
+        run_request_cleanup(&a);
+        request_done(&req);
         run_config_done(&cfg);
         return code;
 }

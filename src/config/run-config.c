@@ -28,6 +28,9 @@ void run_config_done(struct run_config *cfg)
         free(cfg->description);
         strv_free(cfg->argv);
         strv_free(cfg->env);
+        for (char **e = cfg->secret_env; e && *e; e++)
+                explicit_bzero(*e, strlen(*e));
+        strv_free(cfg->secret_env);
         free(cfg->hostname);
         free(cfg->home);
         free(cfg->workdir_inside);

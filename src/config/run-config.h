@@ -66,6 +66,9 @@ struct run_config {
         char *description;      /* description (top level) */
         char **argv;            /* the job's command line (NULL-terminated) */
         char **env;             /* [env] KEY = VALUE and -e, as "KEY=VALUE", one per KEY */
+        char **secret_env;      /* --secret: "NAME=VALUE" for the job's environment only;
+                                 * not a profile key, so never in the canonical
+                                 * text, the record or `profile show` */
 
         /* [sandbox] */
         uid_t uid;              /* uid: job's uid inside (default 1000) */

@@ -7,9 +7,10 @@
 enum {
         EXIT_OK = 0,
         EXIT_FAILURE_GENERIC = 1, /* a history verb failed (no such run, …) */
-        EXIT_USAGE = 2,           /* bad command line */
+        EXIT_USAGE = 2,           /* bad command line or --request document */
         EXIT_DAMAGED = 3,         /* logs/show/cp: stored output or a blob does not match
                                    * its checksum (the record is damaged) */
+        EXIT_BUSY = 75,           /* run --id KEY: a run with KEY is still running (EX_TEMPFAIL) */
         EXIT_TIMEOUT = 124,       /* wall-clock or cpu-time limit hit */
         EXIT_SETUP = 125,         /* sandbox could not be built, bad profile, store unusable */
         EXIT_NOT_EXECUTABLE = 126,/* command found but could not be executed */

@@ -272,6 +272,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
                 json_object_set_new(o, "code", json_string(code));
         } else if (with_output)
                 json_object_set_new(o, "code", json_null());
+        json_object_set_new(o, "idempotency_key", json_text(rec->idempotency_key));
         return o;
 }
 

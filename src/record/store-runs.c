@@ -380,7 +380,7 @@ int store_run_get_by_key(struct store *s, const char *key, struct run_record **r
         int r, rc;
 
         r = store_prepare(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs "
-                       "WHERE idempotency_key = ?1 AND status != 'running'", &st);
+                       "WHERE idempotency_key = ?1", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, key);
@@ -419,12 +419,14 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
                 "CASE WHEN json_valid(argv) AND json_array_length(argv) > ?4 THEN "
                 "json_insert((SELECT json_group_array(value) FROM "
                 "(SELECT value FROM json_each(runs.argv) LIMIT ?4)), '$[#]', '…') ELSE argv END";
-        sql = xasprintf("SELECT id, %s, " RUN_COLUMNS_REST " FROM runs WHERE 1%s%s "
+        sql = xasprintf("SELECT id, %s, " RUN_COLUMNS_REST " FROM runs WHERE 1%s%s%s%s "
                         "ORDER BY started_at DESC, id DESC%s",
                         argv_column,
                         f->status < 0 ? "" :
                         post ? " AND status IN ('running', 'orphaned')" : " AND status = ?1",
                         f->since_ms > 0 ? " AND started_at >= ?2" : "",
+                        f->session ? " AND session = ?5" : "",
+                        f->label ? " AND id IN (SELECT run_id FROM run_labels WHERE key = ?6 AND value = ?7)" : "",
                         f->limit > 0 && !post ? " LIMIT ?3" : "");
         r = store_prepare(s, sql, &st);
         if (r < 0)
@@ -437,6 +439,15 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
                 sqlite3_bind_int64(st, 3, (sqlite3_int64)MIN(f->limit, (size_t)INT64_MAX));
         if (f->argv_max > 0)
                 sqlite3_bind_int64(st, 4, (sqlite3_int64)MIN(f->argv_max, (size_t)INT32_MAX));
+        if (f->session)
+                store_bind_text(st, 5, f->session);
+        if (f->label) {
+                const char *eq = strchr(f->label, '=');
+                _cleanup_free_ char *key = xasprintf("%.*s", eq ? (int)(eq - f->label) : (int)strlen(f->label),
+                                                     f->label);
+                store_bind_text(st, 6, key);
+                store_bind_text(st, 7, eq ? eq + 1 : "");
+        }
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct run_record *rec = read_row(st, false);

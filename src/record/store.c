@@ -176,6 +176,19 @@ static const char *const migrations[] = {
         "CREATE TRIGGER IF NOT EXISTS runs_delete_connections AFTER DELETE ON runs BEGIN\n"
         "        DELETE FROM connections WHERE run_id = old.id;\n"
         "END;\n",
+
+        /* 7 -> 8: a run's labels (--label K=V), for `ls --label`, ps and
+         * stats; one row per key, gone with their run */
+        "CREATE TABLE IF NOT EXISTS run_labels (\n"
+        "        run_id TEXT NOT NULL,\n"
+        "        key TEXT NOT NULL,\n"
+        "        value TEXT NOT NULL,\n"
+        "        PRIMARY KEY (run_id, key)\n"
+        ");\n"
+        "CREATE INDEX IF NOT EXISTS run_labels_kv ON run_labels(key, value);\n"
+        "CREATE TRIGGER IF NOT EXISTS runs_delete_labels AFTER DELETE ON runs BEGIN\n"
+        "        DELETE FROM run_labels WHERE run_id = old.id;\n"
+        "END;\n",
 };
 
 int store_current_schema_version(void)
@@ -250,6 +263,7 @@ static const char *const schema_columns[][2] = {
         { "run_files_summary", "run_id, error, unlisted" },
         { "connections", "run_id, seq, time, proto, pid, dest, sni, host, name, resolved, decision, rule, "
                          "reason, bytes_out, bytes_in, duration_ms, end_reason, dropped" },
+        { "run_labels", "run_id, key, value" },
 };
 
 static int check_schema(struct store *s, int version)

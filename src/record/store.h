@@ -220,7 +220,9 @@ int store_run_finish(struct store *s, struct run_record *rec);
  * the ids of up to 10 of them (a NULL-terminated vector to free). */
 int store_run_get(struct store *s, const char *id_or_prefix, struct run_record **ret,
                   char ***ret_candidates);
-/* The finished run with this idempotency key: 0 and *ret, or -ENOENT. */
+/* The run with this idempotency key, whatever its status (a running
+ * row may be an orphan: see run_record_is_orphan()): 0 and *ret (the
+ * whole record), or -ENOENT. */
 int store_run_get_by_key(struct store *s, const char *key, struct run_record **ret);
 
 struct store_filter {
@@ -229,6 +231,8 @@ struct store_filter {
         size_t limit;           /* at most this many; 0: no limit */
         size_t argv_max;        /* argv of at most this many items, the last
                                  * then "…" (for display); 0: whole */
+        const char *session;    /* only runs of this session; NULL: any */
+        const char *label;      /* only runs labelled "KEY=VALUE"; NULL: any */
 };
 #define STORE_FILTER_ALL ((struct store_filter) { .status = -1 })
 
@@ -315,3 +319,20 @@ int store_connections_add(struct store *s, const char *run_id, json_t *connectio
 /* The same back, in the order they were added: a new JSON array (empty
  * when there are none or the table is unreadable). Never NULL. */
 json_t *store_connections_json(struct store *s, const char *run_id);
+
+/* Labels of a run (schema version 8): "KEY=VALUE" strings, at most one
+ * per KEY. Record labels (a NULL-terminated vector; NULL or empty is a
+ * no-op) for run run_id in one transaction; a KEY given again replaces
+ * its value. 0 or -errno. */
+int store_labels_set(struct store *s, const char *run_id, char *const *labels);
+/* The labels of run run_id, sorted by key, as a new NULL-terminated
+ * vector ("KEY=VALUE"; NULL when there are none). 0 or -errno. */
+int store_labels_get(struct store *s, const char *run_id, char ***ret);
+/* The same as a JSON object { KEY: VALUE } (empty when there are none or
+ * the store failed). Returns a new reference; never NULL. */
+json_t *store_labels_json(struct store *s, const char *run_id);
+
+/* Runs per language among those matching f (its since_ms and label
+ * only), most first: "LANG=COUNT" strings in a new vector (NULL when
+ * none). 0 or -errno. */
+int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret);

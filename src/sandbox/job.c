@@ -67,6 +67,16 @@ static char **build_env(const struct run_config *cfg)
                         }
                 env = strv_push(env, &n, *e);
         }
+        /* --secret last: a secret is what the caller passed */
+        for (char **e = cfg->secret_env; e && *e; e++) {
+                size_t klen = strcspn(*e, "=");
+                for (size_t k = 0; k < n; k++)
+                        if (strncmp(env[k], *e, klen + 1) == 0) {
+                                free(env[k]);
+                                env[k] = xstrdup("");
+                        }
+                env = strv_push(env, &n, *e);
+        }
         /* drop the overridden (emptied) slots */
         size_t w = 0;
         for (size_t i = 0; env[i]; i++) {

@@ -23,6 +23,7 @@
  *   RUNNING      SIGINT to hutch           SIGINT to job         RUNNING (count it)
  *   any          2nd SIGINT to hutch       SIGKILL init          KILLED (reason cancelled)
  *   RUNNING      SIGTERM to hutch          SIGTERM to job        TERMINATING (reason cancelled)
+ *   RUNNING      hutch kill (cancel.h)   its signal to job     TERMINATING (its grace; cancelled)
  *   TERMINATING  grace expired           SIGKILL init          KILLED
  *
  * Killing init kills the whole pid namespace, so "SIGKILL init" is
@@ -47,6 +48,7 @@
 #include "limits/cgroup.h"
 #include "lib/exit-codes.h"
 #include "supervise/hostio.h"
+#include "supervise/cancel.h"
 #include "supervise/supervise.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
@@ -54,7 +56,7 @@
 
 enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
 enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_CANCEL_ESCAPE,
-                   STOP_OOM, STOP_CPU };
+                   STOP_CANCEL_KILL, STOP_OOM, STOP_CPU };
 /* where the "~." escape stands in what the terminal typed */
 enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
 
@@ -74,6 +76,7 @@ struct loop {
         enum phase phase;
         enum stop_reason reason;
         int sigints;
+        struct cancel_request cancel;   /* from hutch kill, when reason is STOP_CANCEL_KILL */
         int timer_fd, signal_fd, tty_master, watchdog_fd;
         struct tree_sample worst;       /* what the watchdog saw when it acted */
         uint64_t peak_memory;           /* largest tree memory the watchdog saw */
@@ -126,6 +129,17 @@ static void begin_termination(struct loop *l, enum stop_reason reason)
         if (l->phase != PHASE_RUNNING)
                 return;
         l->phase = PHASE_TERMINATING;
+        if (reason == STOP_CANCEL_KILL) {
+                /* init forwards the signal to the job; SIGKILL to init
+                 * after the grace ends everything, whatever the job did */
+                (void)send_init(l, l->cancel.signal);
+                if (l->cancel.signal == SIGKILL) {
+                        l->phase = PHASE_KILLED;
+                        return;
+                }
+                arm_timer(l, l->cancel.grace_given ? l->cancel.grace_ms : l->cfg->grace_ms);
+                return;
+        }
         (void)send_init(l, SIGTERM);
         arm_timer(l, l->cfg->grace_ms);
 }
@@ -197,7 +211,12 @@ static void on_signal(struct loop *l)
                                 (void)send_init(l, SIGINT);
                         break;
                 case SIGTERM:
-                        begin_termination(l, STOP_CANCEL_TERM);
+                        /* hutch kill queues its request with the signal */
+                        if (si.ssi_code == SI_QUEUE && l->phase == PHASE_RUNNING &&
+                            cancel_decode(si.ssi_ptr, &l->cancel))
+                                begin_termination(l, STOP_CANCEL_KILL);
+                        else
+                                begin_termination(l, STOP_CANCEL_TERM);
                         break;
                 case SIGWINCH:
                         if (l->tty_master >= 0) {
@@ -318,6 +337,8 @@ static void reader_gone(struct loop *l, enum output_stream stream)
 
 static struct hostio *host_for(const struct loop *l, enum output_stream stream)
 {
+        if (l->hooks && l->hooks->events)
+                return l->host_out;     /* both streams become events there */
         return stream == STREAM_STDERR ? l->host_err : l->host_out;
 }
 
@@ -342,9 +363,14 @@ static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *mov
         *moved = 0;
         while (*moved < RELAY_ROUND_MAX) {
                 bool pass = dst && !hostio_gone(dst);
+                bool events = l->hooks && l->hooks->events;
                 size_t want = sizeof(l->buf);
                 if (pass) {
-                        size_t room = hostio_room(dst);
+                        /* an event takes up to 6 bytes per byte of output
+                         * (JSON escapes) plus its envelope */
+                        size_t room = events ? hostio_room(dst) / 8 : hostio_room(dst);
+                        if (events && room < 64)
+                                room = 0;
                         if (room == 0 && !l->init_exited)
                                 return true;    /* the job waits for the reader */
                         if (room == 0)
@@ -361,7 +387,9 @@ static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *mov
                 if (l->hooks && l->hooks->on_output)
                         l->hooks->on_output(l->hooks->userdata, stream, l->buf, (size_t)n);
                 if (pass) {
-                        hostio_push(dst, l->buf, (size_t)n);
+                        /* with events, the hook has queued them already */
+                        if (!events)
+                                hostio_push(dst, l->buf, (size_t)n);
                         if (hostio_flush(dst) < 0 && fd != l->tty_master) {
                                 reader_gone(l, stream);
                                 return true;
@@ -568,6 +596,11 @@ static void decide(struct loop *l, struct run_outcome *out)
                 out->status = RUN_CANCELLED;
                 out->exit_code = EXIT_CANCELLED_INT;
                 snprintf(out->message, sizeof(out->message), "cancelled by ~. on the terminal");
+        } else if (l->reason == STOP_CANCEL_KILL) {
+                out->status = RUN_CANCELLED;
+                out->exit_code = EXIT_CANCELLED_TERM;
+                snprintf(out->message, sizeof(out->message), "cancelled by hutch kill (%s)",
+                         signal_name(l->cancel.signal, sig, sizeof(sig)));
         } else if (l->reason == STOP_CANCEL_INT || l->reason == STOP_CANCEL_TERM) {
                 int s = l->reason == STOP_CANCEL_INT ? SIGINT : SIGTERM;
                 out->status = RUN_CANCELLED;

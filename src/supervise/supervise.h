@@ -30,6 +30,10 @@ struct supervise_hooks {
          * (--json). With host_in a terminal, "~." at the start of a line
          * ends the run (like ssh's escape), "~~" sends one "~". */
         struct hostio *host_in, *host_out, *host_err;
+        /* --events: host_out carries what on_output makes of both
+         * streams (hutch.event/1 lines), not their raw bytes; host_err
+         * is unused. The job is read only while host_out has room. */
+        bool events;
 };
 
 struct run_outcome {

@@ -89,11 +89,11 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 7);
+        assert_int_equal(store_current_schema_version(), 8);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 7);
+        assert_int_equal(store_schema_version(s), store_current_schema_version());
 }
 
 static void default_path(void **state)
@@ -425,7 +425,7 @@ static void migration_from_v1(void **state)
 
         raw_sql(f->path, v1_schema);
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 7);
+        assert_int_equal(store_schema_version(s), store_current_schema_version());
 
         assert_int_equal(store_run_get(s, "01AAAAAAAA", &old, NULL), 0);
         assert_int_equal(old->status, RUN_SUCCESS);
@@ -450,7 +450,7 @@ static void migration_from_v1(void **state)
 
         /* re-opening does not migrate twice */
         s = open_ok(f->path);
-        assert_int_equal(store_schema_version(s), 7);
+        assert_int_equal(store_schema_version(s), store_current_schema_version());
 }
 
 static void too_new(void **state)
@@ -594,7 +594,7 @@ static void json_view(void **state)
                 "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes",
                 "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated",
                 "stderr_truncated", "output_lost", "limits", "enforcement", "profile", "profile_sha256", "rerun_of",
-                "session", "lang", "code",
+                "session", "lang", "code", "idempotency_key",
         };
         _cleanup_run_record_ struct run_record *rec = make("01ARYZ6S41TSV4RRFFQ69G5FAV", RUN_SIGNALED, 1469918176385ULL);
         json_t *j, *k;
@@ -766,6 +766,71 @@ static void files_roundtrip(void **state)
         assert_int_equal(store_workspace_get(s, "01JF0000000000000000000001", NULL, NULL), -ENOENT);
 }
 
+/* Labels, the label and session filters, and lookups by idempotency key. */
+static void labels_and_keys(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *a = make("01JF0000000000000000000001", RUN_SUCCESS, 1000);
+        _cleanup_run_record_ struct run_record *b = make("01JF0000000000000000000002", RUN_RUNNING, 2000);
+        _cleanup_run_record_ struct run_record *got = NULL;
+        _cleanup_strv_ char **labels = NULL;
+        char *la[] = { "team=infra", "kind=ci", NULL };
+        char *lb[] = { "team=web", NULL };
+        struct store_filter flt = STORE_FILTER_ALL;
+        struct run_record **recs = NULL;
+        size_t n = 0;
+
+        a->idempotency_key = xstrdup("key-a");
+        b->idempotency_key = xstrdup("key-b");
+        b->session = xstrdup("s1");
+        assert_int_equal(store_run_insert(s, a), 0);
+        assert_int_equal(store_run_insert(s, b), 0);
+        assert_int_equal(store_labels_set(s, a->id, la), 0);
+        assert_int_equal(store_labels_set(s, b->id, lb), 0);
+
+        assert_int_equal(store_labels_get(s, a->id, &labels), 0);
+        assert_int_equal(strv_length(labels), 2);
+        assert_string_equal(labels[0], "kind=ci");      /* by key */
+        assert_string_equal(labels[1], "team=infra");
+
+        flt.label = "team=infra";
+        assert_int_equal(store_run_list(s, &flt, &recs, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(recs[0]->id, a->id);
+        run_record_free_many(recs, n);
+        flt.label = "team=nobody";
+        assert_int_equal(store_run_list(s, &flt, &recs, &n), 0);
+        assert_int_equal(n, 0);
+        run_record_free_many(recs, n);
+        flt.label = NULL;
+        flt.session = "s1";
+        assert_int_equal(store_run_list(s, &flt, &recs, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(recs[0]->id, b->id);
+        run_record_free_many(recs, n);
+
+        /* a running row is found by its key too: the caller decides */
+        assert_int_equal(store_run_get_by_key(s, "key-b", &got), 0);
+        assert_int_equal(got->status, RUN_RUNNING);
+        got = run_record_free(got);
+        assert_int_equal(store_run_get_by_key(s, "key-a", &got), 0);
+        assert_string_equal(got->id, a->id);
+        got = run_record_free(got);
+        assert_int_equal(store_run_get_by_key(s, "key-none", &got), -ENOENT);
+        /* a key names one run only */
+        _cleanup_run_record_ struct run_record *c = make("01JF0000000000000000000003", RUN_SUCCESS, 3000);
+        c->idempotency_key = xstrdup("key-a");
+        assert_int_equal(store_run_insert(s, c), -EEXIST);
+
+        /* labels go with their run */
+        assert_int_equal(store_delete_older_than(s, 1500, false), 1);
+        strv_free(labels);
+        labels = NULL;
+        assert_int_equal(store_labels_get(s, a->id, &labels), 0);
+        assert_null(labels);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -784,6 +849,7 @@ int main(void)
                 cmocka_unit_test(json_view),
                 cmocka_unit_test_setup_teardown(files_roundtrip, setup, teardown),
                 cmocka_unit_test_setup_teardown(deferred_checkpoints, setup, teardown),
+                cmocka_unit_test_setup_teardown(labels_and_keys, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,154 @@
+/* redact.c - secret values found and replaced in output (see redact.h).
+ *
+ * The search is a plain memmem per secret: a run has a few secrets and
+ * a capture is at most a few hundred KiB, so nothing cleverer pays.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <string.h>
+
+#include "lib/redact.h"
+#include "lib/util.h"
+
+#define SECRET_NAME_MAX 128
+#define SECRET_FILE_MAX (1u << 20)
+
+bool secret_name_valid(const char *name)
+{
+        size_t n = 0;
+        if (!name || !*name || (*name >= '0' && *name <= '9'))
+                return false;
+        for (const char *p = name; *p; p++, n++)
+                if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= '0' && *p <= '9')))
+                        return false;
+        return n <= SECRET_NAME_MAX;
+}
+
+int secret_resolve(const char *spec, char **ret, char **ret_error)
+{
+        const char *eq = strchr(spec, '=');
+        _cleanup_free_ char *name = eq ? xasprintf("%.*s", (int)(eq - spec), spec) : xstrdup(spec);
+        _cleanup_free_ char *value = NULL;
+        size_t len;
+        int r;
+
+        if (!secret_name_valid(name)) {
+                *ret_error = xasprintf("--secret %s: expected NAME or NAME=@FILE (NAME: letters, digits, '_')",
+                                       spec);
+                return -EINVAL;
+        }
+        if (!eq) {
+                const char *v = getenv(name);
+                if (!v) {
+                        *ret_error = xasprintf("--secret %s: not set in the environment", name);
+                        return -ENOENT;
+                }
+                *ret = xasprintf("%s=%s", name, v);
+                return 0;
+        }
+        if (eq[1] != '@' || !eq[2]) {
+                /* a value on the command line would be in ps(1) and in
+                 * the shell's history: refuse it */
+                *ret_error = xasprintf("--secret %s: expected NAME or NAME=@FILE, not a value "
+                                       "(a value in argv is visible to every user)", name);
+                return -EINVAL;
+        }
+        r = read_file(eq + 2, &value, &len);
+        if (r < 0) {
+                *ret_error = xasprintf("--secret %s: %s: %s", name, eq + 2, strerror(-r));
+                return r;
+        }
+        if (len > SECRET_FILE_MAX || strlen(value) != len) {
+                *ret_error = xasprintf("--secret %s: %s: %s", name, eq + 2,
+                                       len > SECRET_FILE_MAX ? "larger than 1 MiB" : "contains a NUL byte");
+                return -EINVAL;
+        }
+        if (len && value[len - 1] == '\n')
+                value[--len] = '\0';
+        *ret = xasprintf("%s=%s", name, value);
+        return 0;
+}
+
+size_t redact_max_len(char *const *secrets)
+{
+        size_t m = 0;
+        for (char *const *s = secrets; s && *s; s++) {
+                const char *eq = strchr(*s, '=');
+                if (eq)
+                        m = MAX(m, strlen(eq + 1));
+        }
+        return m;
+}
+
+/* One pass for one secret; returns a new buffer or NULL if no match. */
+static char *replace_one(const char *buf, size_t n, const char *value, size_t vlen,
+                         const char *marker, size_t mlen, size_t *ret_len)
+{
+        const char *p = buf, *end = buf + n, *hit;
+        size_t cap = n + 64, len = 0;
+        char *out = NULL;
+
+        while (p < end && (hit = memmem(p, (size_t)(end - p), value, vlen))) {
+                if (!out)
+                        out = xmalloc(cap);
+                size_t need = len + (size_t)(hit - p) + mlen + 1;
+                if (need > cap)
+                        out = xrealloc(out, cap = need * 2);
+                memcpy(out + len, p, (size_t)(hit - p));
+                len += (size_t)(hit - p);
+                memcpy(out + len, marker, mlen);
+                len += mlen;
+                p = hit + vlen;
+        }
+        if (!out)
+                return NULL;
+        if (len + (size_t)(end - p) + 1 > cap)
+                out = xrealloc(out, len + (size_t)(end - p) + 1);
+        memcpy(out + len, p, (size_t)(end - p));
+        len += (size_t)(end - p);
+        out[len] = '\0';
+        *ret_len = len;
+        return out;
+}
+
+char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
+{
+        size_t count = 0;
+        char *cur = NULL;
+        size_t cur_len = n;
+
+        for (char *const *s = secrets; s && *s; s++)
+                count++;
+        /* longest value first */
+        _cleanup_free_ const char **order = xcalloc(count + 1, sizeof(*order));
+        for (size_t i = 0; i < count; i++)
+                order[i] = secrets[i];
+        for (size_t i = 1; i < count; i++)
+                for (size_t j = i; j > 0; j--) {
+                        const char *a = strchr(order[j - 1], '='), *b = strchr(order[j], '=');
+                        if (a && b && strlen(a) >= strlen(b))
+                                break;
+                        const char *t = order[j - 1];
+                        order[j - 1] = order[j];
+                        order[j] = t;
+                }
+        for (size_t i = 0; i < count; i++) {
+                const char *eq = strchr(order[i], '=');
+                if (!eq || !eq[1])
+                        continue;
+                _cleanup_free_ char *marker = xasprintf("[secret %.*s]", (int)(eq - order[i]), order[i]);
+                size_t len;
+                char *next = replace_one(cur ? cur : buf, cur_len, eq + 1, strlen(eq + 1),
+                                         marker, strlen(marker), &len);
+                if (next) {
+                        free(cur);
+                        cur = next;
+                        cur_len = len;
+                }
+        }
+        if (cur)
+                *ret_len = cur_len;
+        return cur;
+}

@@ -1,0 +1,33 @@
+/* redact.h - secrets kept out of what hutch records and prints.
+ *
+ * A secret (`--secret NAME`) reaches the job's environment and nothing
+ * else: wherever the job's output is captured, streamed as events or
+ * turned into JSON, every occurrence of its value is replaced by the
+ * marker "[secret NAME]". Values are held only in memory.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Whether name is a valid environment variable name for a secret:
+ * [A-Za-z_][A-Za-z0-9_]*, at most 128 characters. */
+bool secret_name_valid(const char *name);
+
+/* Resolve a --secret argument: "NAME" takes the value of the caller's
+ * environment variable NAME, "NAME=@FILE" the contents of FILE (one
+ * trailing newline dropped). *ret gets "NAME=VALUE". 0, or -errno with
+ * *ret_error set ("--secret NAME: not set in the environment", ...). */
+int secret_resolve(const char *spec, char **ret, char **ret_error);
+
+/* Replace, in buf[0..n), every occurrence of each secret's value
+ * (secrets: "NAME=VALUE" strings; empty values are ignored) by "[secret
+ * NAME]". Longer values are replaced first, so a secret that contains
+ * another is not half replaced. Returns a new buffer (NUL-terminated;
+ * *ret_len bytes), or NULL when nothing matched. */
+char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
+
+/* The largest value length among secrets (0: none). A stream cut into
+ * chunks holds back this many bytes minus one so that a value split
+ * across two chunks is still found. */
+size_t redact_max_len(char *const *secrets);

@@ -1,0 +1,247 @@
+/* events.c - the --events stream (see events.h). */
+#include "config.h"
+
+#include <string.h>
+
+#include "lib/base64.h"
+#include "lib/redact.h"
+#include "lib/util.h"
+#include "record/store.h"
+#include "supervise/events.h"
+#include "supervise/hostio.h"
+
+/* room for a full 512 KiB read as events, with escapes */
+#define EVENTS_BUFFER_BYTES (4u << 20)
+#define EVENTS_STALL_MS 5000
+
+struct pending {
+        char *buf;
+        size_t len;
+        uint64_t offset;        /* of buf[0] in the stream */
+};
+
+struct events {
+        struct hostio *out;
+        bool broken, started, exited;
+        uint64_t seq;
+        char *const *secrets;
+        size_t max_secret;
+        struct pending streams[2];      /* stdout, stderr */
+};
+
+struct events *events_new(int fd, char *const *secrets)
+{
+        struct events *ev = xcalloc(1, sizeof(*ev));
+        ev->out = hostio_new(fd, true, EVENTS_BUFFER_BYTES);
+        ev->secrets = secrets;
+        ev->max_secret = redact_max_len(secrets);
+        return ev;
+}
+
+struct events *events_free(struct events *ev)
+{
+        if (!ev)
+                return NULL;
+        hostio_free(ev->out);
+        free(ev->streams[0].buf);
+        free(ev->streams[1].buf);
+        free(ev);
+        return NULL;
+}
+
+struct hostio *events_hostio(struct events *ev)
+{
+        return ev->out;
+}
+
+bool events_have_started(const struct events *ev)
+{
+        return ev->started;
+}
+
+bool events_have_exited(const struct events *ev)
+{
+        return ev->exited;
+}
+
+/* Stamp, dump and write one event; takes o. */
+static void emit(struct events *ev, const char *type, json_t *o)
+{
+        char when[64];
+        json_t *e = json_object();
+        /* the envelope first, for people reading the stream */
+        json_object_set_new(e, "schema", json_string("hutch.event/1"));
+        json_object_set_new(e, "seq", json_integer((json_int_t)++ev->seq));
+        json_object_set_new(e, "time", json_string(format_iso8601_ms(now_realtime_ms(), when, sizeof(when))));
+        json_object_set_new(e, "type", json_string(type));
+        json_object_update(e, o);
+        json_decref(o);
+        char *line = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(e);
+        if (!line)
+                return;
+        size_t n = strlen(line);
+        line[n] = '\n';
+        /* the caller stopped reading: the run goes on, recorded as usual */
+        if (!ev->broken && !hostio_gone(ev->out)) {
+                /* the supervisor reads only what fits; an envelope or a
+                 * heartbeat may go a little over */
+                if (hostio_room(ev->out) < n + 1)
+                        hostio_grow(ev->out, n + 1 - hostio_room(ev->out));
+                hostio_push(ev->out, line, n + 1);
+                if (hostio_flush(ev->out) < 0)
+                        ev->broken = true;
+        }
+        free(line);
+}
+
+void events_started(struct events *ev, const char *id, pid_t pid, json_t *limits, json_t *labels)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(id));
+        json_object_set_new(o, "pid", json_integer(pid));
+        json_object_set_new(o, "limits", limits ? json_incref(limits) : json_object());
+        json_object_set_new(o, "labels", labels ? json_incref(labels) : json_object());
+        ev->started = true;
+        emit(ev, "started", o);
+}
+
+/* Bytes at the end of buf[0..n) that start a UTF-8 character whose
+ * other bytes have not arrived yet. */
+static size_t utf8_incomplete(const unsigned char *buf, size_t n)
+{
+        for (size_t back = 1; back <= 3 && back <= n; back++) {
+                unsigned char c = buf[n - back];
+                if ((c & 0xc0) == 0x80)
+                        continue;       /* a continuation byte: look further back */
+                size_t need = c >= 0xf0 && c < 0xf8 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+                return need > back ? back : 0;
+        }
+        return 0;
+}
+
+/* The longest tail of buf[0..n) that is the start (not the whole) of a
+ * secret's value. */
+static size_t secret_prefix(const struct events *ev, const char *buf, size_t n)
+{
+        size_t best = 0;
+        for (char *const *s = ev->secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                for (size_t k = MIN(vlen - 1, n); k > best; k--)
+                        if (memcmp(buf + n - k, v, k) == 0) {
+                                best = k;
+                                break;
+                        }
+        }
+        return best;
+}
+
+static void emit_output(struct events *ev, enum output_stream stream, const char *buf, size_t n,
+                        uint64_t offset)
+{
+        size_t len = n;
+        _cleanup_free_ char *clean = redact(buf, n, ev->secrets, &len);
+        const char *data = clean ? clean : buf;
+        json_t *o = json_object(), *text = json_stringn(data, len);
+
+        json_object_set_new(o, "stream", json_string(stream == STREAM_STDERR ? "stderr" : "stdout"));
+        json_object_set_new(o, "offset", json_integer((json_int_t)offset));
+        if (text) {
+                json_object_set_new(o, "data", text);
+                json_object_set_new(o, "base64", json_false());
+        } else {
+                /* not UTF-8: carried losslessly */
+                _cleanup_free_ char *b = base64_encode(data, len, NULL);
+                json_object_set_new(o, "data", json_string(b));
+                json_object_set_new(o, "base64", json_true());
+        }
+        emit(ev, "output", o);
+}
+
+void events_output(struct events *ev, enum output_stream stream, const void *buf, size_t n)
+{
+        struct pending *p = &ev->streams[stream == STREAM_STDERR];
+        _cleanup_free_ char *owned = NULL;
+        const char *work = buf;
+        size_t len = n, hold;
+
+        if (n == 0)
+                return;
+        if (p->len) {
+                owned = xmalloc(p->len + n);
+                memcpy(owned, p->buf, p->len);
+                memcpy(owned + p->len, buf, n);
+                work = owned;
+                len = p->len + n;
+        }
+        hold = MAX(utf8_incomplete((const unsigned char *)work, len), secret_prefix(ev, work, len));
+        if (len > hold)
+                emit_output(ev, stream, work, len - hold, p->offset);
+        p->offset += len - hold;
+        /* hold is at most 3 or a secret's length: tiny */
+        char *keep = hold ? xmalloc(hold) : NULL;
+        if (hold)
+                memcpy(keep, work + len - hold, hold);
+        free(p->buf);
+        p->buf = keep;
+        p->len = hold;
+}
+
+void events_flush(struct events *ev)
+{
+        for (int i = 0; i < 2; i++) {
+                struct pending *p = &ev->streams[i];
+                if (!p->len)
+                        continue;
+                emit_output(ev, i ? STREAM_STDERR : STREAM_STDOUT, p->buf, p->len, p->offset);
+                p->offset += p->len;
+                free(p->buf);
+                p->buf = NULL;
+                p->len = 0;
+        }
+}
+
+void events_heartbeat(struct events *ev, uint64_t elapsed_ms, bool have_sample, uint64_t cpu_ms,
+                      uint64_t memory_bytes)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "elapsed_ms", json_integer((json_int_t)elapsed_ms));
+        json_object_set_new(o, "cpu_ms", have_sample ? json_integer((json_int_t)cpu_ms) : json_null());
+        json_object_set_new(o, "memory_mb", have_sample
+                            ? json_real((double)((memory_bytes * 10 + 524288) / 1048576) / 10.0) : json_null());
+        emit(ev, "heartbeat", o);
+}
+
+void events_truncated(struct events *ev, enum output_stream stream, uint64_t offset)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "stream", json_string(stream == STREAM_STDERR ? "stderr" : "stdout"));
+        json_object_set_new(o, "offset", json_integer((json_int_t)offset));
+        emit(ev, "truncated", o);
+}
+
+void events_warning(struct events *ev, const char *message)
+{
+        json_t *o = json_object();
+        size_t len;
+        _cleanup_free_ char *clean = redact(message, strlen(message), ev->secrets, &len);
+        json_t *m = json_string(clean ? clean : message);
+        json_object_set_new(o, "message", m ? m : json_string("(not valid UTF-8)"));
+        emit(ev, "warning", o);
+}
+
+void events_exit(struct events *ev, json_t *result)
+{
+        if (ev->exited)
+                return;
+        events_flush(ev);
+        json_t *o = json_object();
+        json_object_set(o, "result", result);
+        ev->exited = true;
+        emit(ev, "exit", o);
+        (void)hostio_drain(ev->out, EVENTS_STALL_MS);
+}

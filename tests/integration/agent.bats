@@ -1,0 +1,399 @@
+#!/usr/bin/env bats
+# The agent interface (hutch-json(7)): --request documents, the JSON
+# error object, idempotency keys, labels, ps, kill, wait, stats,
+# secrets and cp of an artifact dir; every JSON output is validated
+# against the published schemas (share/schema/) with python3-jsonschema.
+
+bats_require_minimum_version 1.5.0
+
+load lib
+
+setup() {
+        common_setup
+        CHECK="$TESTS_DIR/integration/check-schema.py"
+}
+
+teardown() {
+        # a test that failed half way must not leave runs behind
+        for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+        host_dirs_cleanup
+}
+
+# Print the Python expression $1 of each JSON line `o` on stdin.
+json() {
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    o = json.loads(line)
+    v = eval(sys.argv[1])
+    print("null" if v is None else (str(v).lower() if isinstance(v, bool) else v))
+' "$1"
+}
+
+schema() {
+        python3 "$CHECK" "$@"
+}
+
+# Succeeds when the command fails. Unlike `! cmd`, which bash's errexit
+# ignores, a failure of `not` fails the test.
+not() {
+        ! "$@"
+}
+
+# Wait up to 10 s for a running run labelled $1; print its id.
+running_id() {
+        local i id
+        for ((i = 0; i < 100; i++)); do
+                id=$("$HUTCH" ps --label "$1" --json | json "o['id']" | head -1)
+                [ -n "$id" ] && { echo "$id"; return 0; }
+                sleep 0.1
+        done
+        return 1
+}
+
+@test "request: a document runs like the command line, the answer is a hutch.result/1 object" {
+        run --separate-stderr "$HUTCH" run --request - <<'EOF2'
+{"schema": "hutch.request/1", "argv": ["sh", "-c", "echo $GREETING; exit 3"],
+ "env": {"GREETING": "hello"}, "labels": {"team": "infra"},
+ "limits": {"timeout_ms": 7000, "memory_mb": 300, "pids": 50, "disk_mb": 64}}
+EOF2
+        [ "$status" -eq 3 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = hello ]
+        [ "$(echo "$output" | json "o['status']")" = failed ]
+        [ "$(echo "$output" | json "o['limits']['timeout_ms']")" = 7000 ]
+        [ "$(echo "$output" | json "o['limits']['memory_bytes']")" = $((300 << 20)) ]
+        [ "$(echo "$output" | json "o['limits']['pids']")" = 50 ]
+        [ "$(echo "$output" | json "o['labels']['team']")" = infra ]
+}
+
+@test "request: language and code, read from a file" {
+        printf '{"language": "sh", "code": "echo $((6*7))"}' > "$BATS_TEST_TMPDIR/req.json"
+        run --separate-stderr "$HUTCH" run --request "$BATS_TEST_TMPDIR/req.json"
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = 42 ]
+}
+
+@test "request: every document the reader accepts is valid against hutch.request/1" {
+        for doc in '{"argv":["true"]}' \
+                   '{"language":"python","code":"print(1)","limits":{"cpu_cores":0.5}}' \
+                   '{"argv":["true"],"secrets":["A"],"session":"s-1","idempotency_key":"k"}'; do
+                echo "$doc" | schema hutch.request/1
+        done
+}
+
+@test "request: unknown fields, wrong types and unknown versions are refused with a JSON pointer, exit 2" {
+        marker="$(unique)"
+        while IFS='|' read -r doc pointer; do
+                run --separate-stderr "$HUTCH" run --request - <<< "$doc"
+                [ "$status" -eq 2 ]
+                echo "$output" | schema hutch.error/1
+                [ "$(echo "$output" | json "o['pointer']")" = "$pointer" ]
+                [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
+                [[ "$stderr" == "hutch: run: request: $pointer"* ]]
+                # and nothing was refused silently against the schema
+                not schema hutch.request/1 <<< "$doc" 2>/dev/null
+        done <<EOF2
+{"argv":["echo","$marker"],"timeout":5}|/timeout
+{"argv":["echo","$marker"],"limits":{"timeout_ms":"5s"}}|/limits/timeout_ms
+{"argv":["echo","$marker"],"limits":{"walltime_ms":5}}|/limits/walltime_ms
+{"argv":["echo",7]}|/argv/1
+{"argv":["echo","$marker"],"env":{"A":1}}|/env/A
+{"schema":"hutch.request/9","argv":["echo","$marker"]}|/schema
+EOF2
+        # none of them ran or was recorded
+        run "$HUTCH" ls --json
+        [[ "$output" != *"$marker"* ]]
+}
+
+@test "request: not JSON at all is an error object for the whole document" {
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv": ['
+        [ "$status" -eq 2 ]
+        echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['pointer']")" = "" ]
+        [[ "$stderr" == *"not valid JSON"* ]]
+}
+
+@test "idempotency: a finished run with the key is answered from the store and does not run again" {
+        d=$(host_dir)
+        chmod 777 "$d"
+        for i in 1 2 3; do
+                run --separate-stderr "$HUTCH" run --id build-42 --json --rw "$d" -- \
+                        sh -c "echo ran >> $d/count; echo out; exit 5"
+                [ "$status" -eq 5 ]
+                echo "$output" | schema hutch.result/1
+                ids+=("$(echo "$output" | json "o['id']")")
+                [ "$(echo "$output" | json "o['idempotency_key']")" = build-42 ]
+        done
+        [ "$(wc -l < "$d/count")" -eq 1 ]
+        [ "${ids[0]}" = "${ids[1]}" ] && [ "${ids[1]}" = "${ids[2]}" ]
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 1 ]
+        # without --json the stored output is replayed
+        run "$HUTCH" run --id build-42 -- false
+        [ "$status" -eq 5 ]
+        [ "$output" = out ]
+        # the request's key is the same key
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["false"],"idempotency_key":"build-42"}'
+        [ "$status" -eq 5 ]
+        [ "$(echo "$output" | json "o['id']")" = "${ids[0]}" ]
+}
+
+@test "idempotency: a running run with the key is busy (exit 75), or waited for with --id-wait" {
+        "$HUTCH" run --id slow --label t=idwait --timeout 20s -- sh -c 'sleep 1.5; echo done; exit 4' &
+        running_id t=idwait
+        run --separate-stderr "$HUTCH" run --id slow --json -- true
+        [ "$status" -eq 75 ]
+        echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['error']")" = busy ]
+        run --separate-stderr "$HUTCH" run --id slow --id-wait --json -- true
+        [ "$status" -eq 4 ]
+        [ "$(echo "$output" | json "o['stdout']")" = done ]
+        wait
+}
+
+@test "idempotency: 40 concurrent runs with distinct keys are all recorded" {
+        for i in $(seq 1 40); do
+                "$HUTCH" run -q --id "key-$i" -- sh -c "exit $((i % 7))" &
+        done
+        wait
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 40 ]
+        [ "$("$HUTCH" ls --json | json "o['idempotency_key']" | sort -u | wc -l)" -eq 40 ]
+        "$HUTCH" ls --json | schema hutch.result/1
+        for i in 3 17 40; do
+                run "$HUTCH" run -q --id "key-$i" -- true
+                [ "$status" -eq $((i % 7)) ]
+        done
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 40 ]
+}
+
+@test "labels: stored with the run; ls filters by label, session and status" {
+        "$HUTCH" run -q --label team=a --label kind=ci -- true
+        "$HUTCH" run -q --label team=b -- false || true
+        "$HUTCH" run -q --session lab-s --label team=a -- true
+        [ "$("$HUTCH" ls --label team=a --json | wc -l)" -eq 2 ]
+        [ "$("$HUTCH" ls --label team=b --json | json "o['status']")" = failed ]
+        [ "$("$HUTCH" ls --label team=a --json | json "o['labels']['team']" | sort -u)" = a ]
+        [ "$("$HUTCH" ls --session lab-s --json | json "o['session']")" = lab-s ]
+        [ "$("$HUTCH" ls --status failed --json | wc -l)" -eq 1 ]
+        [ -z "$("$HUTCH" ls --label team=nobody --json)" ]
+        run "$HUTCH" run --label novalue -- true
+        [ "$status" -eq 2 ]
+}
+
+@test "ps lists a running run with its pid, labels and live figures; kill cancels it with no survivors" {
+        marker="$(unique)"
+        "$HUTCH" run --label t=ps --timeout 60s -- sh -c "sleep 100; : $marker" &
+        id=$(running_id t=ps)
+        run "$HUTCH" ps
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$id"*"t=ps"* ]]
+        "$HUTCH" ps --json | schema hutch.result/1
+        [ "$("$HUTCH" ps --json | json "o['status']")" = running ]
+        [ "$("$HUTCH" ps --json | json "o['live']['processes'] >= 2")" = true ]
+        host_has_process "$marker"
+
+        run "$HUTCH" kill "$id"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$id cancelled" ]
+        run wait %1
+        [ "$status" -eq 143 ]
+        not host_has_process "$marker"
+        [ "$("$HUTCH" show --json "$id" | json "o['status']")" = cancelled ]
+        [ -z "$("$HUTCH" ps --json)" ]
+        run "$HUTCH" kill "$id"
+        [ "$status" -eq 1 ]
+}
+
+@test "kill --signal and --grace: the job gets the signal, SIGKILL ends a job that ignores it" {
+        "$HUTCH" run --label t=sig --timeout 60s -- sh -c 'trap "echo got INT" INT; trap "" TERM; while :; do sleep 0.1; done' &
+        id=$(running_id t=sig)
+        sleep 0.3
+        run "$HUTCH" kill --signal INT --grace 500ms "$id"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$id cancelled" ]
+        run wait %1
+        [ "$status" -eq 143 ]
+        [[ "$("$HUTCH" show --json "$id" | json "o['message']")" == *"hutch kill (SIGINT)"* ]]
+        [[ "$("$HUTCH" logs --stdout "$id")" == *"got INT"* ]]
+        run "$HUTCH" kill --signal NOPE "$id"
+        [ "$status" -eq 2 ]
+}
+
+@test "wait: blocks until another process's run ends, then exits with its code" {
+        "$HUTCH" run --label t=wait -- sh -c 'sleep 1; echo finished; exit 6' >/dev/null &
+        id=$(running_id t=wait)
+        run --separate-stderr "$HUTCH" wait --json "$id"
+        [ "$status" -eq 6 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = finished ]
+        run "$HUTCH" wait "$id"
+        [ "$status" -eq 6 ]
+        [ "$output" = finished ]
+        wait
+}
+
+@test "wait --timeout gives up with 124 and leaves the run alone" {
+        "$HUTCH" run --label t=waitto --timeout 30s -- sleep 30 &
+        id=$(running_id t=waitto)
+        run --separate-stderr "$HUTCH" wait --json --timeout 300ms "$id"
+        [ "$status" -eq 124 ]
+        echo "$output" | schema hutch.error/1
+        [ "$("$HUTCH" ps --json | json "o['id']")" = "$id" ]
+        "$HUTCH" kill "$id"
+        run wait %1
+        [ "$status" -eq 143 ]
+}
+
+@test "stats: counts by status, percentiles and top commands, valid hutch.stats/1" {
+        "$HUTCH" run -q --label s=1 -- true
+        "$HUTCH" run -q --label s=1 -- true
+        "$HUTCH" run -q --label s=1 -- sh -c 'exit 1' || true
+        "$HUTCH" run -q --lang sh -c 'true'
+        run "$HUTCH" stats --json
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.stats/1
+        [ "$(echo "$output" | json "o['runs']")" = 4 ]
+        [ "$(echo "$output" | json "o['by_status']['success']")" = 3 ]
+        [ "$(echo "$output" | json "o['failure_rate']")" = 0.25 ]
+        # sh twice (a command and the language), true twice: ties by name
+        [ "$(echo "$output" | json "o['top_commands']")" = "[['sh', 2], ['true', 2]]" ]
+        [ "$(echo "$output" | json "o['top_languages'][0][0]")" = sh ]
+        [ "$("$HUTCH" stats --json --label s=1 | json "o['runs']")" = 3 ]
+        [ "$("$HUTCH" stats --json --since 1h | json "o['runs']")" = 4 ]
+        run "$HUTCH" stats
+        [ "$status" -eq 0 ]
+        [[ "$output" == "runs: 4, failure rate 25.0%"* ]]
+}
+
+@test "secrets: the job gets the value; it appears nowhere in the store, output shows [secret NAME]" {
+        value="s3cr3t-$(unique)"
+        printf '%s\n' "file-$value" > "$BATS_TEST_TMPDIR/tok"
+        run --separate-stderr env API_KEY="$value" "$HUTCH" run --json --secret API_KEY \
+                --secret FILE_TOKEN=@"$BATS_TEST_TMPDIR/tok" -- \
+                sh -c 'echo "key=$API_KEY"; echo "file=$FILE_TOKEN" >&2; mkdir -p output; echo "$API_KEY" > output/leak.txt'
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = "key=[secret API_KEY]" ]
+        [ "$(echo "$output" | json "o['stderr']")" = "file=[secret FILE_TOKEN]" ]
+        [[ "$output" != *"$value"* ]]
+        id=$(echo "$output" | json "o['id']")
+        # an artifact holding the value is not kept, and says why
+        [[ "$(echo "$output" | json "o['files'][0]['skip']")" == *"secret API_KEY"* ]]
+        [[ "$("$HUTCH" show "$id")" != *"$value"* ]]
+        [[ "$("$HUTCH" logs "$id" 2>&1)" != *"$value"* ]]
+        [[ "$("$HUTCH" profile show default)" != *"$value"* ]]
+        # the database, its WAL and the blobs: not one byte sequence of it
+        not grep -rqaF "$value" "$HUTCH_STATE_DIR"
+        # -e is stored in plain text: that is why --secret exists
+        "$HUTCH" run -q -e PLAIN="$value" -- true
+        grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}
+
+@test "secrets: an unset variable and an inline value are usage errors" {
+        run env -u NOPE_SECRET "$HUTCH" run --secret NOPE_SECRET -- true
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--secret NOPE_SECRET: not set in the environment"* ]]
+        run "$HUTCH" run --secret A=plainvalue -- true
+        [ "$status" -eq 2 ]
+        [ -z "$("$HUTCH" ls --json)" ]
+}
+
+@test "request secrets: inline values reach the job and are redacted" {
+        value="inl-$(unique)"
+        run --separate-stderr "$HUTCH" run --request - <<EOF2
+{"argv": ["sh", "-c", "echo \$TOKEN"], "secrets": {"TOKEN": {"value": "$value"}}}
+EOF2
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['stdout']")" = "[secret TOKEN]" ]
+        not grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}
+
+@test "--json sanitises escapes and invalid UTF-8; the store keeps the raw bytes" {
+        run --separate-stderr "$HUTCH" run --json -- printf '\033[31mred\033[0m \377\376 ok\n'
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = "red �� ok" ]
+        id=$(echo "$output" | json "o['id']")
+        [ "$("$HUTCH" logs --stdout "$id" | od -An -tx1 | tr -d ' \n')" = 1b5b33316d7265641b5b306d20fffe206f6b0a ]
+}
+
+@test "cp ID:output/ DIR copies every artifact with its relative path" {
+        run --separate-stderr "$HUTCH" run --json -- sh -c \
+                'mkdir -p output/sub; echo a > output/a.txt; echo b > output/sub/b.txt; ln -s /etc/passwd output/link'
+        [ "$status" -eq 0 ]
+        id=$(echo "$output" | json "o['id']")
+        run "$HUTCH" cp "$id:output/" "$BATS_TEST_TMPDIR/out"
+        [ "$(cat "$BATS_TEST_TMPDIR/out/a.txt")" = a ]
+        [ "$(cat "$BATS_TEST_TMPDIR/out/sub/b.txt")" = b ]
+        [ ! -e "$BATS_TEST_TMPDIR/out/link" ]
+        run "$HUTCH" cp "$id:output/sub/" "$BATS_TEST_TMPDIR/sub"
+        [ "$status" -eq 0 ]
+        [ "$(ls "$BATS_TEST_TMPDIR/sub")" = b.txt ]
+        run "$HUTCH" cp "$id:output/none/" "$BATS_TEST_TMPDIR/none"
+        [ "$status" -eq 1 ]
+}
+
+@test "the Python tool wrapper (share/examples/hutch_tool.py) yields output live and returns the result" {
+        export HUTCH_TOOL_DIR="${HUTCH_DATADIR:-$TESTS_DIR/../share}/examples"
+        run --separate-stderr python3 - <<'EOF2'
+import os, sys, time
+sys.path.insert(0, os.environ["HUTCH_TOOL_DIR"])
+from hutch_tool import run, run_code, HutchError
+hutch = os.environ["HUTCH"]
+
+seen, t_first = [], None
+for kind, value in run({"argv": ["sh", "-c", "echo first; sleep 1; printf '\\377'; echo err >&2; exit 4"],
+                        "labels": {"via": "py"}}, hutch=hutch):
+    if kind == "stdout" and t_first is None:
+        t_first = time.time()
+    seen.append((kind, value))
+    if kind == "result":
+        result = value
+kinds = [k for k, _ in seen]
+assert kinds[0] == "started" and kinds[-1] == "result", kinds
+assert ("stdout", "first\n") in seen and ("stdout", b"\xff") in seen and ("stderr", "err\n") in seen, seen
+assert time.time() - t_first >= 0.9, "the first line came before the job finished"
+assert result["status"] == "failed" and result["exit_code"] == 4 and result["labels"] == {"via": "py"}
+
+out = [v for k, v in run_code("sh", "echo $((6*7))", timeout_ms=5000, hutch=hutch) if k == "stdout"]
+assert out == ["42\n"], out
+
+try:
+    list(run({"argv": ["true"], "limits": {"timeout": 1}}, hutch=hutch))
+    raise AssertionError("no error")
+except HutchError as e:
+    assert e.error["pointer"] == "/limits/timeout", e.error
+print("ok")
+EOF2
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+}
+
+@test "request: stdin and files reach the job; the files are not counted as its changes" {
+        printf 'from the host\n' > "$BATS_TEST_TMPDIR/host.txt"
+        chmod 644 "$BATS_TEST_TMPDIR/host.txt"
+        stage=$(host_dir)
+        run --separate-stderr env TMPDIR="$stage" "$HUTCH" run --request - <<EOF2
+{"argv": ["sh", "-c", "cat; cat src/a.txt; od -An -tx1 data.bin; cat h.txt; echo made > new.txt; rm src/a.txt"],
+ "stdin": {"content": "aW5wdXQK", "encoding": "base64"},
+ "files": {"src/a.txt": "text\n", "data.bin": {"content": "AP8=", "encoding": "base64"},
+           "h.txt": {"host_path": "$BATS_TEST_TMPDIR/host.txt"}}}
+EOF2
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['stdout']")" = "$(printf 'input\ntext\n 00 ff\nfrom the host')" ]
+        [ "$(echo "$output" | json "sorted((f['path'], f['kind']) for f in o['files'])")" = \
+          "[('new.txt', 'added'), ('src/a.txt', 'deleted')]" ]
+        # nothing staged is left behind
+        [ -z "$(ls -A "$stage")" ]
+}
+
+@test "request: files with a workdir, or a missing host file, are refused naming /files" {
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"session":"s"}'
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /files ]
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":{"host_path":"/nonexistent/x"}}}'
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /files/a ]
+}

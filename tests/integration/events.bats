@@ -189,12 +189,18 @@ EOF2
         [ "$status" -eq 2 ]
         run "$HUTCH" run --events --json -- true
         [ "$status" -eq 2 ]
-        "$HUTCH" run --label t=nd -- sleep 2 &
-        sleep 0.5
-        id=$("$HUTCH" ps --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["id"])')
-        run "$HUTCH" logs --follow "$id"
+        "$HUTCH" run --label t=nd --timeout 30s -- sleep 20 &
+        id=""
+        for i in $(seq 100); do
+                id=$("$HUTCH" ps --label t=nd --json | python3 -c 'import json,sys; [print(json.loads(l)["id"]) for l in sys.stdin]' | head -1)
+                [ -z "$id" ] || break
+                sleep 0.1
+        done
+        [ -n "$id" ]
+        run --separate-stderr "$HUTCH" logs --follow "$id"
         [ "$status" -eq 1 ]
-        [[ "$output" == *"not started with --detach"* ]]
+        [[ "$stderr" == *"not started with --detach"* ]]
+        "$HUTCH" kill "$id"
         wait
 }
 

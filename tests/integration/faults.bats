@@ -179,13 +179,17 @@ open(sys.argv[1], 'wb').write(re.sub(rb'^hutch-bpf [0-9]+', b'hutch-bpf 3', d, c
         for i in $(seq 30); do "$HUTCH" run -- sh -c 'seq 1 2000' > /dev/null; done
         sql "PRAGMA wal_checkpoint(TRUNCATE)" > /dev/null
         size=$(stat -c %s "$HUTCH_STATE_DIR/hutch.db")
-        # junk over every page but the first (the schema)
+        # junk over every page but the schema's (page 1, and the pages its
+        # b-tree spread to once it outgrew one)
+        keep=$(sql "SELECT pageno FROM dbstat WHERE name = 'sqlite_schema'" | tr '\n' ' ')
         python3 -c "
 import sys
+keep = {1} | {int(p) for p in sys.argv[2].split()}
 with open(sys.argv[1], 'r+b') as f:
     for off in range(4096, $size, 4096):
-        f.seek(off); f.write(b'\x5a' * 4096)
-" "$HUTCH_STATE_DIR/hutch.db"
+        if off // 4096 + 1 not in keep:
+            f.seek(off); f.write(b'\x5a' * 4096)
+" "$HUTCH_STATE_DIR/hutch.db" "$keep"
         run "$HUTCH" gc
         [ "$status" -eq 3 ]
         [[ "$output" == *"is damaged (quick_check:"* ]]

@@ -20,7 +20,7 @@
 
 static void help(void)
 {
-        printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] ID\n"
+        printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] [--overwrite] ID\n"
                "\n"
                "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
                "default the --workdir the run was started with. If DIR changed\n"
@@ -35,13 +35,16 @@ static void help(void)
                "  --keep-modes  install the permission bits the job left (set-uid\n"
                "              and set-gid are still dropped); by default your umask\n"
                "              filters them and the sticky bit is dropped\n"
+               "  --overwrite install the job's version of paths the host changed\n"
+               "              while the job ran (conflicts \"during_run\"); they must\n"
+               "              still be as they were when the run ended\n"
                "  -h, --help  this text\n");
 }
 
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
-                        struct blobstore *bs, bool force, bool keep_modes)
+                        struct blobstore *bs, bool force, bool keep_modes, bool overwrite)
 {
-        struct apply_options opts = { .keep_modes = keep_modes };
+        struct apply_options opts = { .keep_modes = keep_modes, .overwrite = overwrite };
         struct apply_result res = { 0 };
         struct apply_source src = { .upper_fd = -1, .blobs = bs };
         size_t skipped = cs->n - cs->n_carried;
@@ -62,13 +65,19 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
         }
         r = apply_changeset(cs, fd, &src, &opts, &res);
         if (r == -ESTALE) {
-                log_error("%s: %s changed since the run; nothing was applied. Conflicts:", verb, target);
+                bool during = false;
+                log_error("%s: %s changed under the run; nothing was applied. Conflicts:", verb, target);
                 for (size_t i = 0; i < res.n_conflicts; i++) {
                         _cleanup_free_ char *p = sanitize_text(res.conflicts[i].path,
                                                                strlen(res.conflicts[i].path), NULL);
-                        fprintf(stderr, "  %-9s %s\n",
+                        fprintf(stderr, "  %-10s %s\n",
                                 apply_conflict_reason_to_string(res.conflicts[i].reason), p);
+                        during |= res.conflicts[i].reason == APPLY_CONFLICT_DURING_RUN;
                 }
+                if (during)
+                        log_warning("%s: during_run: the host changed these paths while the job ran, so "
+                                 "the job may not have seen those edits; --overwrite installs the job's "
+                                 "version anyway", verb);
                 apply_result_done(&res);
                 return EXIT_FAILURE_GENERIC;
         }
@@ -90,6 +99,7 @@ int verb_apply(int argc, char **argv)
                 { "to",    required_argument, NULL, 't' },
                 { "force", no_argument,       NULL, 'f' },
                 { "keep-modes", no_argument,  NULL, 'k' },
+                { "overwrite", no_argument,   NULL, 'o' },
                 { "help",  no_argument,       NULL, 'h' },
                 {}
         };
@@ -99,7 +109,7 @@ int verb_apply(int argc, char **argv)
         _cleanup_free_ char *workdir = NULL;
         struct changeset cs = { 0 };
         const char *to = NULL;
-        bool force = false, keep_modes = false;
+        bool force = false, keep_modes = false, overwrite = false;
         int c, r;
 
         optind = 1;
@@ -113,6 +123,9 @@ int verb_apply(int argc, char **argv)
                         break;
                 case 'k':
                         keep_modes = true;
+                        break;
+                case 'o':
+                        overwrite = true;
                         break;
                 case 'h':
                         help();
@@ -149,7 +162,7 @@ int verb_apply(int argc, char **argv)
                 log_error_errno(r, "apply: blob store: %m");
                 return EXIT_SETUP;
         }
-        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force, keep_modes);
+        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force, keep_modes, overwrite);
         changeset_done(&cs);
         return r;
 }

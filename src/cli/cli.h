@@ -111,11 +111,12 @@ int cli_bad_value(const char *verb, const char *opt, const char *value, const ch
 /* Apply change set cs to host directory target (cli/apply.c), blobs from
  * bs. Prints conflicts (all of them; then nothing was changed) or a
  * one-line summary. Refuses a partial change set (entries skipped) unless
- * force. Returns EXIT_OK, or EXIT_FAILURE_GENERIC after printing why. */
+ * force. Entries the host changed during the run are conflicts unless
+ * overwrite. Returns EXIT_OK, or EXIT_FAILURE_GENERIC after printing why. */
 struct changeset;
 struct blobstore;
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
-                        struct blobstore *bs, bool force, bool keep_modes);
+                        struct blobstore *bs, bool force, bool keep_modes, bool overwrite);
 
 /* Remove sessions unused for longer than the default profile's
  * session_ttl (cli/session.c), printing one summary line; with dry_run

@@ -235,6 +235,13 @@ static void show_change(struct blobstore *bs, const struct change *c)
                 printf("not recorded: %s\n", change_skip_to_string(c->skip));
                 return;
         }
+        /* The "a/" side is the host's version at the end of the run;
+         * for a path the host changed while the job ran, that is not
+         * what the job started from (which was not kept), so say so
+         * rather than present the host's edit as the job's undoing. */
+        if (c->lower_changed)
+                printf("host changed this path during the run: the job started from an earlier "
+                       "version, not kept; shown against the host's version (hutch apply refuses it)\n");
         if (c->kind == CHANGE_ADDED)
                 printf("new %s mode %06o\n", S_ISDIR(c->mode) ? "directory" : "file", (unsigned)c->mode);
         else if (c->kind == CHANGE_DELETED)
@@ -286,6 +293,7 @@ static json_t *change_json(const struct change *c)
                 runfiles_json_set_path(o, "link_target", c->link_target);
         if (c->skip != CHANGE_SKIP_NONE)
                 json_object_set_new(o, "skip", json_string(change_skip_to_string(c->skip)));
+        json_object_set_new(o, "lower_changed", json_boolean(c->lower_changed));
         return o;
 }
 
@@ -356,9 +364,10 @@ int verb_diff(int argc, char **argv)
                         char note[48];
                         cli_mode_note(ch->kind == CHANGE_ADDED, ch->kind == CHANGE_DELETED, ch->old_mode,
                                       ch->mode, note, sizeof(note));
-                        printf("%-8s %8s  %s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
+                        printf("%-8s %8s  %s%s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
                                S_ISDIR(ch->mode) || (ch->kind == CHANGE_DELETED && S_ISDIR(ch->old_mode)) ? "/" : "",
-                               note, ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "");
+                               note, ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "",
+                               ch->lower_changed ? "  (host changed it during the run)" : "");
                         count[ch->kind]++;
                 }
                 printf("%zu added, %zu modified, %zu deleted\n", count[CHANGE_ADDED],

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/types.h>
 #include <termios.h>
+#include <time.h>
 
 #include "net/egress.h"
 #include "net/rules.h"
@@ -164,7 +165,12 @@ struct workspace_plan {
         int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
         char **inputs;          /* "CANONICAL_PATH:NAME" */
         struct session session; /* --session: locked while we run */
+        struct timespec lower_since; /* CLOCK_REALTIME_COARSE before lower_fd was
+                                 * opened: host edits after it are conflicts */
 };
+
+/* Collection's time cap is the job's timeout, but never less than this. */
+#define RUN_COLLECT_MIN_MS 10000
 
 /* --session: lock the session and open its tree as wp's lower dir.
  * Logs and returns an exit code (EXIT_OK to go on). */

@@ -39,6 +39,7 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
         }
         session_touch(&wp->session);
         wp->workdir = xstrdup(wp->session.tree);
+        clock_gettime(CLOCK_REALTIME_COARSE, &wp->lower_since);
         wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (wp->lower_fd < 0) {
                 log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
@@ -79,6 +80,8 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
                         *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
                         return -errno;
                 }
+                /* before the sandbox exists: see changeset_limits.since */
+                clock_gettime(CLOCK_REALTIME_COARSE, &wp->lower_since);
                 wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (wp->lower_fd < 0) {
                         *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
@@ -142,8 +145,20 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 /* the job could not have written more than its disk: a
                  * change set that claims more is holes, and is not expanded */
                 .changes = { .max_files = (size_t)cfg->max_changes, .max_bytes = cfg->disk_bytes,
-                             .max_path = (size_t)cfg->max_path },
+                             .max_path = (size_t)cfg->max_path, .since = wp->lower_since },
         };
+        /* Collection has its own cap, as long as the job's wall timeout
+         * and at least RUN_COLLECT_MIN_MS (hutch-run(1)): the job chooses
+         * how much it leaves, and must not buy unbounded supervisor time
+         * after its deadline. What is reached after it is skipped "time". */
+        uint64_t cap_ms = MAX(cfg->timeout_ms, (uint64_t)RUN_COLLECT_MIN_MS);
+        clock_gettime(CLOCK_MONOTONIC, &p.changes.deadline);
+        p.changes.deadline.tv_sec += (time_t)(cap_ms / 1000);
+        p.changes.deadline.tv_nsec += (long)(cap_ms % 1000) * 1000000L;
+        if (p.changes.deadline.tv_nsec >= 1000000000L) {
+                p.changes.deadline.tv_sec++;
+                p.changes.deadline.tv_nsec -= 1000000000L;
+        }
         r = runfiles_open_blobs(store, &bs);
         if (r >= 0)
                 r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
@@ -175,7 +190,7 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
                 else
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false);
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false, false);
         }
         if (a->session) {
                 /* the session keeps a run's changes only when it succeeded
@@ -183,7 +198,7 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 if (out->status != RUN_SUCCESS && !a->commit_always)
                         log_info("session %s left as it was: the job did not succeed", a->session);
                 else if (res.cs.n) {
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false);
+                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false, false);
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

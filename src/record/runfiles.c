@@ -118,6 +118,7 @@ static void record_change(struct file_record *f, const struct change *c)
                 .path = c->path, .kind = change_kind_to_string(c->kind), .size = c->size,
                 .mode = c->mode, .old_mode = c->old_mode, .link_target = c->link_target,
                 .skip = (char *)change_skip_to_string(c->skip),
+                .lower_changed = c->lower_changed,
         };
         memcpy(f->sha256, c->sha256, sizeof(f->sha256));
         memcpy(f->old_sha256, c->old_sha256, sizeof(f->old_sha256));
@@ -175,6 +176,7 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
                 if (out >= 0) {
                         struct artifacts_limits lim = {
                                 .max_files = (size_t)p->max_files, .max_bytes = p->max_bytes,
+                                .deadline = p->changes.deadline,
                         };
                         r = artifacts_collect(out, bs, &lim, &al);
                         if (r < 0) {
@@ -250,6 +252,7 @@ int runfiles_load_changeset(struct store *s, const char *run_id, struct changese
                 c->link_target = TAKE_PTR(f[i].link_target);
                 c->old_mode = f[i].old_mode;
                 memcpy(c->old_sha256, f[i].old_sha256, sizeof(c->old_sha256));
+                c->lower_changed = f[i].lower_changed;
                 if (c->skip == CHANGE_SKIP_NONE) {
                         cs.n_carried++;
                         if (S_ISREG(c->mode))
@@ -312,6 +315,8 @@ json_t *runfiles_json(struct store *s, const char *run_id)
                         json_object_set_new(o, "skip", json_string(f[i].skip));
                 if (f[i].link_target)
                         runfiles_json_set_path(o, "link_target", f[i].link_target);
+                if (f[i].lower_changed)
+                        json_object_set_new(o, "lower_changed", json_true());
                 json_array_append_new(a, o);
         }
         file_records_free(f, n);

@@ -76,7 +76,7 @@ void runfiles_result_done(struct runfiles_result *r);
 int runfiles_load_changeset(struct store *s, const char *run_id, struct changeset *ret);
 
 /* The files of run run_id as a JSON array of {path, kind, size, sha256,
- * mime} (plus skip and link_target when set, and path_b64 and
+ * mime} (plus skip, link_target and lower_changed when set, and path_b64 and
  * link_target_b64 for names that are not UTF-8): a new reference, never
  * NULL (an empty array when the store cannot tell). */
 json_t *runfiles_json(struct store *s, const char *run_id);

@@ -38,7 +38,8 @@ int store_files_add(struct store *s, const char *run_id, const struct file_recor
         if (r < 0)
                 return r;
         r = store_prepare(s, "INSERT OR REPLACE INTO files (run_id, path, kind, size, mode, sha256, old_mode, "
-                       "old_sha256, link_target, skip, mime) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                       "old_sha256, link_target, skip, mime, lower_changed) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     &st);
         if (r < 0)
                 goto out;
@@ -55,6 +56,7 @@ int store_files_add(struct store *s, const char *run_id, const struct file_recor
                 store_bind_text(st, 9, f[i].link_target);
                 store_bind_text(st, 10, f[i].skip);
                 store_bind_text(st, 11, f[i].mime);
+                sqlite3_bind_int(st, 12, f[i].lower_changed);
                 rc = sqlite3_step(st);
                 if (rc != SQLITE_DONE) {
                         r = store_fail(s, rc);
@@ -82,7 +84,8 @@ int store_files_list(struct store *s, const char *run_id, const char *kind,
         size_t n = 0;
         int r, rc;
 
-        r = store_prepare(s, "SELECT path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime "
+        r = store_prepare(s, "SELECT path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime, "
+                       "lower_changed "
                        "FROM files WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY kind = 'output', path",
                     &st);
         if (r < 0)
@@ -109,6 +112,7 @@ int store_files_list(struct store *s, const char *run_id, const char *kind,
                 f->link_target = store_column_text(st, 7);
                 f->skip = store_column_text(st, 8);
                 f->mime = store_column_text(st, 9);
+                f->lower_changed = sqlite3_column_int(st, 10) != 0;
         }
         if (rc != SQLITE_DONE) {
                 file_records_free(v, n);

@@ -189,6 +189,11 @@ static const char *const migrations[] = {
         "CREATE TRIGGER IF NOT EXISTS runs_delete_labels AFTER DELETE ON runs BEGIN\n"
         "        DELETE FROM run_labels WHERE run_id = old.id;\n"
         "END;\n",
+
+        /* 8 -> 9: a change whose lower (host) version changed while the job
+         * ran, so what it started from is not known and apply refuses it
+         * unless told to overwrite */
+        "ALTER TABLE files ADD COLUMN lower_changed INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 int store_current_schema_version(void)
@@ -258,7 +263,8 @@ static const char *const schema_columns[][2] = {
                   "supervisor_start, heartbeat_at, session, idempotency_key, rerun_of, "
                   "profile_text, profile_sha256, lang, code, output_lost, stdout_sha256, "
                   "stderr_sha256" },
-        { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime" },
+        { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime, "
+                   "lower_changed" },
         { "run_workspace", "run_id, workdir, session" },
         { "run_files_summary", "run_id, error, unlisted" },
         { "connections", "run_id, seq, time, proto, pid, dest, sni, host, name, resolved, decision, rule, "

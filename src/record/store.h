@@ -275,6 +275,7 @@ struct file_record {
         char *link_target;      /* symlink target, or NULL */
         char *skip;             /* why it was not carried / collected, or NULL */
         char *mime;             /* outputs: guessed type, else NULL */
+        bool lower_changed;     /* the host's version changed during the run */
 };
 
 /* Free n records and the array; NULL is fine. */

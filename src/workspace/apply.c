@@ -69,6 +69,7 @@ struct ctx {
         struct done_op *journal;        /* cs->n * 2 slots: each step trashes and installs at most once */
         size_t n_journal;
         mode_t perm_mask;               /* permission bits apply may install */
+        bool overwrite;                 /* lower_changed entries are not conflicts */
 };
 
 static char *parent_of(const char *path)
@@ -175,6 +176,20 @@ static void check_dir_deleted(struct ctx *x, int pfd, const char *name, const ch
         }
 }
 
+/* The host changed this path while the job ran (changeset.h,
+ * lower_changed): the job's change may rest on a version the host has
+ * since replaced, and installing it would silently drop the host's edit.
+ * That is a conflict unless the caller asked to overwrite. Checked only
+ * once the target is known not to hold the new version already, so
+ * applying twice stays harmless. */
+static bool based_on_unknown(struct ctx *x, const struct change *c)
+{
+        if (!c->lower_changed || x->overwrite)
+                return false;
+        conflict(x, c->path, APPLY_CONFLICT_DURING_RUN, 0);
+        return true;
+}
+
 static void check_entry(struct ctx *x, size_t i)
 {
         const struct change *c = &x->cs->entries[i];
@@ -232,6 +247,8 @@ static void check_entry(struct ctx *x, size_t i)
                         s->already = true;
                         return;
                 }
+                if (based_on_unknown(x, c))
+                        return;
                 m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
                 if (m_old < 0) {
                         conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
@@ -252,6 +269,8 @@ static void check_entry(struct ctx *x, size_t i)
                 return;
         }
         if (absent) {
+                if (based_on_unknown(x, c))
+                        return;
                 if (c->kind == CHANGE_MODIFIED)
                         conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
                 else
@@ -271,6 +290,8 @@ static void check_entry(struct ctx *x, size_t i)
                 s->already = true;
                 return;
         }
+        if (based_on_unknown(x, c))
+                return;
         if (c->kind == CHANGE_MODIFIED) {
                 m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
                 if (m_old < 0) {
@@ -664,6 +685,7 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
                     const struct apply_options *opts, struct apply_result *ret)
 {
         struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret };
+        x.overwrite = opts && opts->overwrite;
         x.perm_mask = opts && opts->keep_modes ? (mode_t)01777
                       : 0777 & ~(opts && opts->set_umask ? opts->umask : apply_default_umask());
         unsigned step_no = 0;
@@ -789,6 +811,7 @@ const char *apply_conflict_reason_to_string(enum apply_conflict_reason r)
                 [APPLY_CONFLICT_NOT_EMPTY] = "not_empty",
                 [APPLY_CONFLICT_UNSAFE] = "unsafe",
                 [APPLY_CONFLICT_ERROR] = "error",
+                [APPLY_CONFLICT_DURING_RUN] = "during_run",
         };
         return r >= 0 && r < _APPLY_CONFLICT_MAX ? names[r] : NULL;
 }

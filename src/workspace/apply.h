@@ -13,7 +13,10 @@
  *                  nothing the change set does not delete;
  *                added: the target must not have a different entry there;
  *                every path: its parent must be a real directory beneath
- *                  the target (a symlink anywhere on the way is a conflict).
+ *                  the target (a symlink anywhere on the way is a conflict);
+ *                  an entry marked lower_changed (the host changed the
+ *                  path while the job ran) is a conflict of its own,
+ *                  "during_run", unless apply_options.overwrite.
  *              A path that already holds the new version, or a deleted
  *              path already gone, is not a conflict: it is left as it is
  *              (so applying twice is harmless).
@@ -68,6 +71,9 @@ enum apply_conflict_reason {
         APPLY_CONFLICT_NOT_EMPTY, /* directory to remove holds entries not deleted */
         APPLY_CONFLICT_UNSAFE,    /* symlink or non-directory on the way, bad path */
         APPLY_CONFLICT_ERROR,     /* could not be checked (error says why) */
+        APPLY_CONFLICT_DURING_RUN,/* the host changed it while the job ran
+                                   * (change.lower_changed): what the job
+                                   * started from is not known */
         _APPLY_CONFLICT_MAX,
         _APPLY_CONFLICT_INVALID = -22,
 };
@@ -103,6 +109,10 @@ struct apply_options {
         bool keep_modes;
         bool set_umask;
         mode_t umask;
+        /* install entries marked lower_changed (the host changed them
+         * during the run) instead of refusing them as conflicts; the
+         * target must still hold the version seen at collection */
+        bool overwrite;
         /* tests only: fail with -EIO before the n-th commit step (1-based;
          * 0 = never), to exercise rollback */
         unsigned fail_before_step;
@@ -128,5 +138,6 @@ mode_t apply_default_umask(void);
 /* Free the conflicts list and zero r. NULL-safe. */
 void apply_result_done(struct apply_result *r);
 
-/* "changed", "exists", "missing", "type", "not_empty", "unsafe", "error". */
+/* "changed", "exists", "missing", "type", "not_empty", "unsafe", "error",
+ * "during_run". */
 const char *apply_conflict_reason_to_string(enum apply_conflict_reason r);

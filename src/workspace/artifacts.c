@@ -34,6 +34,7 @@ struct collector {
         struct blobstore *bs;
         size_t max_files, max_skipped;
         uint64_t max_bytes;
+        struct timespec deadline;
         struct artifact *v;
         size_t n, cap, n_collected, n_skipped_listed, n_unlisted;
         uint64_t bytes;
@@ -143,6 +144,18 @@ static int collect_file(struct collector *c, int dirfd, const char *name, char *
         return 0;
 }
 
+/* Checked once per entry; one file's copy is bounded by max_bytes. */
+static bool out_of_time(const struct collector *c)
+{
+        struct timespec now;
+
+        if (!c->deadline.tv_sec && !c->deadline.tv_nsec)
+                return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return now.tv_sec > c->deadline.tv_sec ||
+               (now.tv_sec == c->deadline.tv_sec && now.tv_nsec >= c->deadline.tv_nsec);
+}
+
 static int walk(struct collector *c, int dirfd, const char *prefix, int depth)
 {
         _cleanup_strv_ char **names = NULL;
@@ -157,6 +170,10 @@ static int walk(struct collector *c, int dirfd, const char *prefix, int depth)
 
                 if (fstatat(dirfd, *n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         skip(c, path, ARTIFACT_SKIP_UNREADABLE, -errno, NULL, NULL);
+                        continue;
+                }
+                if (out_of_time(c)) {
+                        skip(c, path, ARTIFACT_SKIP_TIME, 0, &st, NULL);
                         continue;
                 }
                 if (S_ISLNK(st.st_mode)) {
@@ -212,6 +229,7 @@ int artifacts_collect(int out_fd, struct blobstore *bs, const struct artifacts_l
                 .max_bytes = lim && lim->max_bytes ? lim->max_bytes : ARTIFACTS_DEFAULT_MAX_BYTES,
                 .max_skipped = lim && lim->max_skipped_listed ? lim->max_skipped_listed
                                                               : ARTIFACTS_DEFAULT_MAX_SKIPPED_LISTED,
+                .deadline = lim ? lim->deadline : (struct timespec){ 0 },
         };
         int r;
 
@@ -432,6 +450,7 @@ const char *artifact_skip_to_string(enum artifact_skip s)
                 [ARTIFACT_SKIP_MAX_BYTES] = "max_bytes",
                 [ARTIFACT_SKIP_UNREADABLE] = "unreadable",
                 [ARTIFACT_SKIP_TOO_DEEP] = "too_deep",
+                [ARTIFACT_SKIP_TIME] = "time",
         };
         return s >= 0 && s < _ARTIFACT_SKIP_MAX ? names[s] : NULL;
 }

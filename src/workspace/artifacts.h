@@ -20,6 +20,8 @@
  */
 #pragma once
 
+#include <time.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +44,7 @@ enum artifact_skip {
         ARTIFACT_SKIP_MAX_BYTES,   /* would take the total over max_bytes */
         ARTIFACT_SKIP_UNREADABLE,  /* could not be read (error says why) */
         ARTIFACT_SKIP_TOO_DEEP,    /* directory deeper than ARTIFACTS_MAX_DEPTH */
+        ARTIFACT_SKIP_TIME,        /* collection ran past artifacts_limits.deadline */
         _ARTIFACT_SKIP_MAX,
         _ARTIFACT_SKIP_INVALID = -22,
 };
@@ -70,6 +73,8 @@ struct artifacts_limits {
         size_t max_files;       /* files collected (default 1000) */
         uint64_t max_bytes;     /* bytes collected in total (default 1 GiB) */
         size_t max_skipped_listed;      /* default 10000 */
+        struct timespec deadline;       /* CLOCK_MONOTONIC; 0: none. Entries
+                                         * reached after it are skipped "time" */
 };
 
 /* Walk the directory out_fd (not consumed) and store every regular file

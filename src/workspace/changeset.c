@@ -157,6 +157,68 @@ static bool bytes_full(const struct walker *w, uint64_t more)
         return w->lim && w->lim->max_bytes && w->bytes + more > w->lim->max_bytes;
 }
 
+/* Did the lower entry st change after the job could first see it?
+ *
+ * Why ctime answers that soundly: the lower dir is the host's own
+ * directory, read live through the overlay (nothing is snapshotted at
+ * start). A host edit during the run may or may not have reached the job:
+ * a file the job copied up (opened for writing) before the edit kept the
+ * old content, one it read before and rewrote after the edit is a lost
+ * update either way. So whatever the job's change is based on, it is not
+ * known to be the version the lower holds now, and apply must not take
+ * the lower's present content as the job's starting point. Every content,
+ * mode, owner, link-count or name change of an inode sets its ctime to
+ * the current time, and ctime cannot be set back without privilege over
+ * the clock (utimensat sets only atime and mtime). The timestamp is taken
+ * from the coarse clock, which never runs ahead of CLOCK_REALTIME, so the
+ * caller takes since from CLOCK_REALTIME_COARSE before the sandbox exists
+ * and an edit after it has ctime >= since; an edit in the same tick just
+ * before is flagged too, the safe side. What this cannot see: a wall
+ * clock stepped back during the run, and filesystems whose ctime comes
+ * from another machine's clock (NFS); hutch-apply(1) says so. */
+static bool lower_changed(const struct walker *w, const struct stat *st)
+{
+        const struct timespec *t;
+
+        if (!w->lim || (!w->lim->since.tv_sec && !w->lim->since.tv_nsec))
+                return false;
+        t = &w->lim->since;
+        return st->st_ctim.tv_sec > t->tv_sec ||
+               (st->st_ctim.tv_sec == t->tv_sec && st->st_ctim.tv_nsec >= t->tv_nsec);
+}
+
+/* An upper entry overlayfs copied up from the lower carries an origin
+ * xattr (set by the kernel at copy-up; the job cannot set overlay
+ * xattrs through the overlay, and never sees the upper dir itself). */
+static bool copied_up(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *proc = NULL;
+        char buf[8];
+
+        if (fd < 0)
+                return false;
+        proc = xasprintf("/proc/self/fd/%d", fd);
+        /* getxattr through the magic link reaches the O_PATH fd's own
+         * inode (never what a symlink points to) */
+        return getxattr(proc, "user.overlay.origin", buf, sizeof(buf)) >= 0 || errno == ERANGE ||
+               getxattr(proc, "trusted.overlay.origin", buf, sizeof(buf)) >= 0 || errno == ERANGE;
+}
+
+/* Past collection's own deadline? Checked once per entry: the work per
+ * entry is bounded by the byte budget, so overrunning it costs at most
+ * one file's hash and copy. */
+static bool out_of_time(const struct walker *w)
+{
+        struct timespec now;
+
+        if (!w->lim || (!w->lim->deadline.tv_sec && !w->lim->deadline.tv_nsec))
+                return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return now.tv_sec > w->lim->deadline.tv_sec ||
+               (now.tv_sec == w->lim->deadline.tv_sec && now.tv_nsec >= w->lim->deadline.tv_nsec);
+}
+
 /* Record lower entry dirfd/name (stat st) and, for a directory, everything
  * below it, as deleted. */
 static int emit_deleted_tree(struct walker *w, int dirfd, const char *name,
@@ -167,6 +229,10 @@ static int emit_deleted_tree(struct walker *w, int dirfd, const char *name,
 
         if (path_too_long(w, path))
                 return 0;
+        if (out_of_time(w)) {
+                add_skipped(w, xstrdup(path), CHANGE_DELETED, CHANGE_SKIP_TIME, 0, NULL);
+                return 0;
+        }
         if (S_ISDIR(st->st_mode)) {
                 _cleanup_strv_ char **names = NULL;
                 _cleanup_close_ int fd = -1;
@@ -209,6 +275,7 @@ static int emit_deleted_tree(struct walker *w, int dirfd, const char *name,
                 c = add_entry(w, xstrdup(path), CHANGE_DELETED);
                 memcpy(c->old_sha256, hex, sizeof(hex));
         }
+        c->lower_changed = lower_changed(w, st);
         c->old_mode = st->st_mode;
         c->old_size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
         w->n_carried++;
@@ -350,6 +417,17 @@ static int visit_leaf(struct walker *w, int ufd, int lfd, const char *name, char
                 c->old_mode = lst->st_mode;
                 c->old_size = S_ISREG(lst->st_mode) ? (uint64_t)lst->st_size : 0;
                 memcpy(c->old_sha256, old_hex, sizeof(old_hex));
+                c->lower_changed = lower_changed(w, lst);
+        } else {
+                /* Copied up, yet no lower now: the job renamed a lower
+                 * file here, or the host removed it during the run. The
+                 * lower directory's ctime tells the second apart (the
+                 * job's rename never touches the lower); a host change
+                 * to another entry of the same directory is flagged
+                 * too, the safe side. */
+                struct stat dst;
+                c->lower_changed = lfd >= 0 && fstat(lfd, &dst) == 0 && lower_changed(w, &dst) &&
+                                   copied_up(ufd, name);
         }
         w->n_carried++;
         if (S_ISREG(ust->st_mode))
@@ -406,6 +484,14 @@ static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
                         free(path);
                         continue;
                 }
+                if (out_of_time(w)) {
+                        /* listed (up to the cap), not looked into: a
+                         * directory stands for all it holds */
+                        add_skipped(w, path, is_whiteout(&ust) ? CHANGE_DELETED
+                                    : have_lower ? CHANGE_MODIFIED : CHANGE_ADDED,
+                                    CHANGE_SKIP_TIME, 0, &ust);
+                        continue;
+                }
 
                 if (is_whiteout(&ust) ||
                     (mark == 'x' && S_ISREG(ust.st_mode) && ust.st_size == 0 &&
@@ -455,6 +541,7 @@ static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
                                         struct change *c = add_entry(w, xstrdup(path), kind);
                                         c->mode = ust.st_mode;
                                         if (have_lower) {
+                                                c->lower_changed = lower_changed(w, &lst);
                                                 c->old_mode = lst.st_mode;
                                                 c->old_size = S_ISREG(lst.st_mode) ? (uint64_t)lst.st_size : 0;
                                                 memcpy(c->old_sha256, old_hex, sizeof(old_hex));
@@ -603,6 +690,7 @@ const char *change_skip_to_string(enum change_skip s)
                 [CHANGE_SKIP_UNREADABLE] = "unreadable",
                 [CHANGE_SKIP_TOO_DEEP] = "too_deep",
                 [CHANGE_SKIP_PATH_TOO_LONG] = "path_too_long",
+                [CHANGE_SKIP_TIME] = "time",
         };
         return s >= 0 && s < _CHANGE_SKIP_MAX ? names[s] : NULL;
 }

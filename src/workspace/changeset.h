@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "lib/digest.h"
 
@@ -63,6 +64,7 @@ enum change_skip {
         CHANGE_SKIP_UNREADABLE, /* could not be read; change.error says why */
         CHANGE_SKIP_TOO_DEEP,   /* more than CHANGESET_MAX_DEPTH levels down */
         CHANGE_SKIP_PATH_TOO_LONG, /* path longer than max_path: never listed, only counted */
+        CHANGE_SKIP_TIME,       /* collection ran past changeset_limits.deadline */
         _CHANGE_SKIP_MAX,
         _CHANGE_SKIP_INVALID = -22,
 };
@@ -83,6 +85,11 @@ struct change {
         uint64_t old_size;
         char old_sha256[DIGEST_HEX_SIZE]; /* lower's content if modified/deleted
                                            * file or symlink, else "" */
+        bool lower_changed;     /* the lower (host) version changed after the
+                                 * job started (see changeset_limits.since):
+                                 * old_* describe the host's version at
+                                 * collection, not what the job started from,
+                                 * and apply treats the entry as a conflict */
 };
 
 struct changeset {
@@ -98,6 +105,14 @@ struct changeset_limits {
         uint64_t max_bytes;     /* sum of carried new file lengths, holes
                                  * included (see below); 0 = no limit */
         size_t max_path;        /* longest path recorded, bytes; 0 = no limit */
+        /* A moment before the job could see the lower dir (CLOCK_REALTIME,
+         * taken no later than the overlay was mounted), or 0: a lower
+         * entry whose ctime is at or after it changed during the run and
+         * its change is marked lower_changed. */
+        struct timespec since;
+        /* Collection's own deadline (CLOCK_MONOTONIC), or 0: past it
+         * every further change is recorded with CHANGE_SKIP_TIME. */
+        struct timespec deadline;
 };
 
 /* Compute the change set of overlay upper directory upper_fd against its
@@ -143,5 +158,5 @@ const struct change *changeset_find(const struct changeset *cs, const char *path
 const char *change_kind_to_string(enum change_kind k);
 enum change_kind change_kind_from_string(const char *s);
 /* "special", "max_files", "max_bytes", "unreadable", "too_deep",
- * "path_too_long", NULL for none. */
+ * "path_too_long", "time", NULL for none. */
 const char *change_skip_to_string(enum change_skip s);

@@ -297,6 +297,71 @@ static void empty_upper(void **state)
         fst_rm_rf(base);
 }
 
+static const struct change *find(const struct changeset *cs, const char *path)
+{
+        const struct change *c = changeset_find(cs, path);
+        assert_non_null(c);
+        return c;
+}
+
+/* A lower file that changed after "since" (the job's start) marks its
+ * change lower_changed; the others stay unmarked. Runs last: it changes
+ * the ctime (only) of a lower file. */
+static void host_changes(void **state)
+{
+        struct fixture *f = *state;
+        struct changeset cs = { 0 };
+        struct changeset_limits lim = { 0 };
+        struct stat st;
+
+        SKIP_IF_NO_OVERLAY(f);
+        assert_int_equal(clock_gettime(CLOCK_REALTIME_COARSE, &lim.since), 0);
+        assert_int_equal(changeset_compute(f->upper_fd, f->lower_fd, &lim, NULL, &cs), 0);
+        for (size_t i = 0; i < cs.n; i++)
+                assert_false(cs.entries[i].lower_changed);
+        changeset_done(&cs);
+
+        /* the host touches edit.txt (ctime only: same mode) and del.txt */
+        assert_int_equal(fstatat(f->lower_fd, "edit.txt", &st, 0), 0);
+        assert_int_equal(fchmodat(f->lower_fd, "edit.txt", st.st_mode & 07777, 0), 0);
+        assert_int_equal(fstatat(f->lower_fd, "del.txt", &st, 0), 0);
+        assert_int_equal(fchmodat(f->lower_fd, "del.txt", st.st_mode & 07777, 0), 0);
+        assert_int_equal(changeset_compute(f->upper_fd, f->lower_fd, &lim, NULL, &cs), 0);
+        assert_true(find(&cs, "edit.txt")->lower_changed);
+        assert_true(find(&cs, "del.txt")->lower_changed);
+        assert_false(find(&cs, "chmod.txt")->lower_changed);
+        assert_false(find(&cs, "samesize.txt")->lower_changed);
+        changeset_done(&cs);
+
+        /* without a since, nothing is judged */
+        assert_int_equal(changeset_compute(f->upper_fd, f->lower_fd, NULL, NULL, &cs), 0);
+        assert_false(find(&cs, "edit.txt")->lower_changed);
+        changeset_done(&cs);
+}
+
+/* Past collection's deadline, nothing more is hashed or carried: every
+ * change is there as skipped "time" (or counted), none carried. */
+static void collection_deadline(void **state)
+{
+        struct fixture *f = *state;
+        struct changeset cs = { 0 };
+        struct changeset_limits lim = { .deadline = { .tv_sec = 0, .tv_nsec = 1 } };
+        size_t timed = 0;
+
+        SKIP_IF_NO_OVERLAY(f);
+        assert_int_equal(changeset_compute(f->upper_fd, f->lower_fd, &lim, NULL, &cs), 0);
+        assert_int_equal(cs.n_carried, 0);
+        assert_true(cs.n > 0);
+        for (size_t i = 0; i < cs.n; i++) {
+                assert_int_equal(cs.entries[i].skip, CHANGE_SKIP_TIME);
+                assert_string_equal(cs.entries[i].sha256, "");
+                timed++;
+        }
+        assert_string_equal(change_skip_to_string(CHANGE_SKIP_TIME), "time");
+        changeset_done(&cs);
+        (void)timed;
+}
+
 static void kind_names(void **state)
 {
         assert_int_equal(change_kind_from_string("deleted"), CHANGE_DELETED);
@@ -326,6 +391,8 @@ int main(void)
                 cmocka_unit_test(limits),
                 cmocka_unit_test(empty_upper),
                 cmocka_unit_test(kind_names),
+                cmocka_unit_test(collection_deadline),
+                cmocka_unit_test(host_changes),
         };
 
         /* one group: TAP allows one plan per program */

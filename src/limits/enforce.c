@@ -123,9 +123,12 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
                  * would be a lie, so say which part it holds. */
                 _cleanup_free_ char *why = no_cgroup_reason(cg, "memory.max");
                 _cleanup_free_ char *text = xasprintf(
-                        "the watchdog counts the memory the job's processes map; not SysV shm "
-                        "segments no process has attached, memfds held only in sockets in flight, "
-                        "or kernel memory (tmpfs inodes, slab); a full limit %s", why);
+                        "the watchdog counts the memory the job's processes map and the memfds "
+                        "they hold open; not counted: SysV shm segments no process has attached "
+                        "(the sandbox cannot lower its IPC namespace's kernel.shm* limits without "
+                        "a uid 0 of its own), memfds held only in unix sockets in flight (at most "
+                        "RLIMIT_NOFILE of them), and kernel memory (tmpfs inodes, up to "
+                        "limits.inodes; slab); a full limit %s", why);
                 json_t *m = json_object_get(limits, "memory");
                 json_object_set_new(m, "partial", json_true());
                 json_object_set_new(m, "reason", json_string(text));

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "lib/util.h"
 #include "limits/watchdog.h"
@@ -96,64 +97,88 @@ static int process_cpu_ms(pid_t pid, uint64_t *ret)
         return 0;
 }
 
-/* The memfd inodes already counted in one sample. */
+/* The memfd inodes already counted in one round: an open-addressing
+ * hash set, so a round costs O(fds), not O(fds^2) (240k memfds took a
+ * quadratic walk 17 s, past a 3 s --timeout). */
 struct inode_set {
-        struct { dev_t dev; ino_t ino; } *v;
-        size_t n, cap;
+        struct inode_key { dev_t dev; ino_t ino; bool used; } *v;
+        size_t n, cap;          /* cap: a power of two, or 0 */
 };
 
+static size_t inode_hash(dev_t dev, ino_t ino)
+{
+        uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)dev * 0xc2b2ae3d27d4eb4fULL);
+        return (size_t)(h ^ (h >> 29));
+}
+
+static void inode_set_grow(struct inode_set *set)
+{
+        struct inode_set bigger = { .cap = set->cap ? set->cap * 2 : 64 };
+
+        bigger.v = xcalloc(bigger.cap, sizeof(*bigger.v));
+        for (size_t i = 0; i < set->cap; i++)
+                if (set->v[i].used) {
+                        size_t j = inode_hash(set->v[i].dev, set->v[i].ino) & (bigger.cap - 1);
+                        while (bigger.v[j].used)
+                                j = (j + 1) & (bigger.cap - 1);
+                        bigger.v[j] = set->v[i];
+                }
+        bigger.n = set->n;
+        free(set->v);
+        *set = bigger;
+}
+
+/* true when (dev, ino) was not in the set (and now is) */
 static bool inode_set_add(struct inode_set *set, dev_t dev, ino_t ino)
 {
-        for (size_t i = 0; i < set->n; i++)
+        size_t i;
+
+        if (2 * (set->n + 1) > set->cap)
+                inode_set_grow(set);
+        for (i = inode_hash(dev, ino) & (set->cap - 1); set->v[i].used; i = (i + 1) & (set->cap - 1))
                 if (set->v[i].dev == dev && set->v[i].ino == ino)
                         return false;
-        if (set->n == set->cap)
-                set->v = xrealloc(set->v, (set->cap = set->cap ? set->cap * 2 : 16) * sizeof(*set->v));
-        set->v[set->n].dev = dev;
-        set->v[set->n].ino = ino;
+        set->v[i] = (struct inode_key){ .dev = dev, .ino = ino, .used = true };
         set->n++;
         return true;
 }
 
-/* Bytes allocated to memfds that `pid` holds open and that no earlier
- * process of this sample held.
+static void inode_set_clear(struct inode_set *set)
+{
+        if (set->v)
+                memset(set->v, 0, set->cap * sizeof(*set->v));
+        set->n = 0;
+}
+
+/* Bytes allocated to the memfd behind fd entry `name` of /proc/PID/fd
+ * (dir fd dfd), if no earlier process of this round held it.
  *
  * Safety argument: smaps counts mapped pages only, so without this a job
  * could fill a memfd with write() and never map it, holding any amount
  * of host RAM outside --memory (tests/security/resources.bats: `probe
  * memfd 512M` under --memory 64M ran to the end). Each inode counts once
- * per sample, by its allocated blocks, however many fds or processes
+ * per round, by its allocated blocks, however many fds or processes
  * hold it. A memfd that is also mapped counts twice (here and in
  * Pss_Shmem): an overestimate, which errs toward stopping the job, never
  * toward letting it hold more than the limit. Not covered, and left to a
  * memory cgroup: a memfd whose only reference is in flight in a unix
- * socket queue, and System V segments that no process maps. */
-static uint64_t memfd_bytes(pid_t pid, struct inode_set *seen)
+ * socket queue (their number is bounded by RLIMIT_NOFILE: the kernel
+ * refuses SCM_RIGHTS past that many fds in flight per user), and System
+ * V segments that no process maps (the sandbox cannot lower its IPC
+ * namespace's kernel.shm* limits: only uid 0 of its user namespace may
+ * write them, and the sandbox's user namespace maps no uid 0). */
+static uint64_t memfd_bytes_at(int dfd, const char *name, struct inode_set *seen)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-        DIR *d = opendir(path);
-        if (!d)
+        char target[32];
+        struct stat st;
+        ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+
+        if (n < 0)
                 return 0;
-        uint64_t total = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char fd_path[96], target[32];
-                struct stat st;
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(fd_path, sizeof(fd_path), "/proc/%d/fd/%s", (int)pid, de->d_name);
-                ssize_t n = readlink(fd_path, target, sizeof(target) - 1);
-                if (n < 0)
-                        continue;
-                target[n] = '\0';
-                if (!startswith(target, "/memfd:") || stat(fd_path, &st) < 0 || !S_ISREG(st.st_mode))
-                        continue;
-                if (inode_set_add(seen, st.st_dev, st.st_ino))
-                        total += (uint64_t)st.st_blocks * 512;
-        }
-        closedir(d);
-        return total;
+        target[n] = '\0';
+        if (!startswith(target, "/memfd:") || fstatat(dfd, name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        return inode_set_add(seen, st.st_dev, st.st_ino) ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
 /* Append the children of every thread of `pid` to the queue. */
@@ -181,38 +206,135 @@ static void queue_children(pid_t pid, pid_t **queue, size_t *len, size_t *cap, c
         closedir(d);
 }
 
+/* One round walks the tree breadth-first: queue[0] is init, then the
+ * children as they are found. Within a process, its fds are read from
+ * fd_dir; that is the only part whose size the job chooses freely (up
+ * to RLIMIT_NOFILE per process), so the budget is checked between fds. */
+struct watchdog {
+        pid_t root;
+        pid_t *queue;
+        size_t len, cap, pos;   /* pos: the process being looked at */
+        DIR *fd_dir;            /* its /proc/PID/fd, once its own figures are in */
+        struct inode_set memfds;
+        struct tree_sample sum; /* this round so far */
+        char *buf;
+        size_t buflen;
+};
+
+/* a children list holds at most pids-limit entries of 8 bytes */
+#define CHILDREN_BUF (64 * 1024)
+#define MAX_QUEUE 1000000
+#define CHECK_EVERY 64          /* fds between two looks at the clock */
+
+int watchdog_new(pid_t root, struct watchdog **ret)
+{
+        struct watchdog *w = xcalloc(1, sizeof(*w));
+
+        w->root = root;
+        w->buflen = CHILDREN_BUF;
+        w->buf = xmalloc(w->buflen);
+        *ret = w;
+        return 0;
+}
+
+static void round_reset(struct watchdog *w)
+{
+        if (w->fd_dir)
+                closedir(w->fd_dir);
+        w->fd_dir = NULL;
+        w->len = w->pos = 0;
+        inode_set_clear(&w->memfds);
+        w->sum = (struct tree_sample){ 0 };
+}
+
+struct watchdog *watchdog_free(struct watchdog *w)
+{
+        if (!w)
+                return NULL;
+        round_reset(w);
+        free(w->queue);
+        free(w->memfds.v);
+        free(w->buf);
+        free(w);
+        return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *ret)
+{
+        uint64_t until = budget_ns == UINT64_MAX ? UINT64_MAX : now_ns() + budget_ns;
+        char path[64];
+
+        if (w->pos == 0 && !w->fd_dir) {
+                /* a new round */
+                snprintf(path, sizeof(path), "/proc/%d", (int)w->root);
+                if (access(path, F_OK) < 0)
+                        return -errno;
+                round_reset(w);
+        }
+        for (bool first = true;; first = false) {
+                pid_t pid;
+
+                if (w->pos > w->len || w->pos > MAX_QUEUE) {
+                        *ret = w->sum;
+                        round_reset(w);
+                        return 1;
+                }
+                pid = w->pos == 0 ? w->root : w->queue[w->pos - 1];
+                if (!w->fd_dir) {
+                        uint64_t v;
+                        /* one process per call at least, so rounds end */
+                        if (!first && now_ns() >= until) {
+                                *ret = w->sum;
+                                return 0;
+                        }
+                        queue_children(pid, &w->queue, &w->len, &w->cap, w->buf, w->buflen);
+                        w->sum.processes++;
+                        if (watchdog_process_memory(pid, &v) == 0)
+                                w->sum.memory_bytes += v;
+                        if (process_cpu_ms(pid, &v) == 0)
+                                w->sum.cpu_ms += v;
+                        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+                        w->fd_dir = opendir(path);
+                        if (!w->fd_dir) {
+                                w->pos++;
+                                continue;
+                        }
+                }
+                for (unsigned k = 0;; k++) {
+                        struct dirent *de;
+
+                        if (k % CHECK_EVERY == CHECK_EVERY - 1 && now_ns() >= until) {
+                                *ret = w->sum;
+                                return 0;       /* go on from here next time */
+                        }
+                        de = readdir(w->fd_dir);
+                        if (!de)
+                                break;
+                        if (de->d_name[0] != '.')
+                                w->sum.memory_bytes += memfd_bytes_at(dirfd(w->fd_dir), de->d_name,
+                                                                      &w->memfds);
+                }
+                closedir(w->fd_dir);
+                w->fd_dir = NULL;
+                w->pos++;
+        }
+}
+
 int watchdog_sample(pid_t root, struct tree_sample *ret)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d", (int)root);
-        if (access(path, F_OK) < 0)
-                return -errno;
-        struct tree_sample s = { 0 };
-        struct inode_set memfds = { 0 };
-        size_t len = 0, cap = 0;
-        pid_t *queue = NULL;
-        /* a children list holds at most pids-limit entries of 8 bytes */
-        size_t buflen = 64 * 1024;
-        char *buf = xmalloc(buflen);
+        struct watchdog *w = NULL;
+        int r = watchdog_new(root, &w);
 
-        queue_children(root, &queue, &len, &cap, buf, buflen);
-        for (size_t i = 0; i <= len; i++) {
-                pid_t pid = i == 0 ? root : queue[i - 1];
-                uint64_t v;
-                if (i > 0)
-                        queue_children(pid, &queue, &len, &cap, buf, buflen);
-                s.processes++;
-                if (watchdog_process_memory(pid, &v) == 0)
-                        s.memory_bytes += v;
-                s.memory_bytes += memfd_bytes(pid, &memfds);
-                if (process_cpu_ms(pid, &v) == 0)
-                        s.cpu_ms += v;
-                if (len > 1000000)
-                        break;
-        }
-        free(queue);
-        free(buf);
-        free(memfds.v);
-        *ret = s;
-        return 0;
+        if (r < 0)
+                return r;
+        r = watchdog_step(w, UINT64_MAX, ret);
+        watchdog_free(w);
+        return r < 0 ? r : 0;
 }

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,9 +18,26 @@ struct tree_sample {
                                  * every process already reaped in the tree */
 };
 
-/* Sample the tree rooted at host pid `root`. Processes that exit while
- * we look are skipped. 0 or -errno (-ESRCH when root itself is gone). */
+/* Sample the tree rooted at host pid `root` in one go, however long it
+ * takes. Processes that exit while we look are skipped. 0 or -errno
+ * (-ENOENT when root itself is gone). */
 int watchdog_sample(pid_t root, struct tree_sample *ret);
+
+/* The same walk in slices, so that no sample can hold up a deadline: a
+ * job with 240k memfds open makes one round take about a second.
+ *
+ * watchdog_step() works on the current round for about budget_ns
+ * (UINT64_MAX: no limit; the clock is looked at every 64 fds) and
+ * returns 1 with *ret set when the round is complete (the next call
+ * starts a new one), or 0 when the budget ran out first: *ret then holds
+ * the round's sums so far, a lower bound of the round's figures, and the
+ * next call goes on where this one stopped. A round's cost is linear in
+ * processes plus open fds. -errno (-ENOENT: root is gone). */
+struct watchdog;
+int watchdog_new(pid_t root, struct watchdog **ret);
+int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *ret);
+/* NULL-safe; returns NULL. */
+struct watchdog *watchdog_free(struct watchdog *w);
 
 /* Memory of one process as the watchdog counts it (Pss_Anon + Pss_Shmem
  * from smaps_rollup, or RssAnon + RssShmem on kernels without them). */

@@ -68,6 +68,7 @@ enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
  * cpu time: often enough that a hog cannot outrun it by much, rarely
  * enough to cost nothing noticeable (one /proc walk per tick). */
 #define WATCHDOG_INTERVAL_MS 50
+#define WATCHDOG_SLICE_MS 10
 
 struct loop {
         const struct run_config *cfg;
@@ -80,6 +81,7 @@ struct loop {
         int timer_fd, signal_fd, tty_master, watchdog_fd;
         struct tree_sample worst;       /* what the watchdog saw when it acted */
         uint64_t peak_memory;           /* largest tree memory the watchdog saw */
+        struct watchdog *wd;            /* the tree walk, resumed tick to tick */
         struct cgroup_run *cg;          /* the run cgroup, or NULL */
         bool cg_memory;                 /* memory.max holds cfg->memory_bytes */
         uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */
@@ -183,7 +185,16 @@ static void on_watchdog(struct loop *l)
         }
         bool tree_memory = l->cfg->memory_bytes && !l->cg_memory;
         bool tree_cpu = l->cfg->cpu_time_ms && !cg_cpu;
-        if ((!tree_memory && !tree_cpu) || watchdog_sample(l->sb->pid, &s) < 0)
+        if (!tree_memory && !tree_cpu)
+                return;
+        if (!l->wd && watchdog_new(l->sb->pid, &l->wd) < 0)
+                return;
+        /* a slice of the tick, never all of it: a tree the job made slow
+         * to walk (many fds) is finished over the next ticks, while the
+         * deadline and the pipes stay served. A part of a round is a
+         * lower bound of it, so it may stop the job, never clear it. */
+        int done = watchdog_step(l->wd, WATCHDOG_SLICE_MS * 1000000ULL, &s);
+        if (done < 0)
                 return;
         l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
         if (tree_memory && s.memory_bytes > l->cfg->memory_bytes) {
@@ -896,6 +907,7 @@ finish:
                 close(l->timer_fd);
         if (l->watchdog_fd >= 0)
                 close(l->watchdog_fd);
+        l->wd = watchdog_free(l->wd);
         if (l->heartbeat_fd >= 0)
                 close(l->heartbeat_fd);
         free(l);

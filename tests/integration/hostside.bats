@@ -214,3 +214,34 @@ ESCAPES='\033]52;c;aGk=\007\033]0;title\007\033[2J\302\235evil\r\b\bsafe\n'
         run "$HUTCH" run -p "$P" --net host -- true
         [ "$status" -eq 0 ]
 }
+
+@test "many open memfds cannot hold up the deadline (the watchdog walks them in slices)" {
+        hard=$(ulimit -Hn)
+        [ "$hard" != unlimited ] || hard=65536
+        [ "$hard" -ge 4096 ] || skip "hard RLIMIT_NOFILE $hard is too small to make the watchdog slow"
+        per=$((hard - 16))
+        procs=$(( 240000 / per + 1 ))
+        [ "$procs" -le 64 ] || procs=64
+        cat > "$W/memfds.py" <<'PY'
+import os, resource, sys, time
+procs, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(procs):
+    if os.fork() == 0:
+        fds = []
+        try:
+            for _ in range(n):
+                fds.append(os.memfd_create("x"))
+        except OSError:
+            pass
+        time.sleep(120)
+        os._exit(0)
+time.sleep(120)
+PY
+        run --separate-stderr "$HUTCH" run --json --memory 1G --nofile "$hard" --timeout 3s --workdir "$W" -- \
+                python3 memfds.py "$procs" "$per"
+        [ "$status" -eq 124 ]
+        [ "$(echo "$output" | jq -r .status)" = timeout ]
+        # the quadratic walk took 57 s here for 240k memfds; a sample
+        # may cost one slice of a tick, so the run ends near its deadline
+        [ "$(echo "$output" | jq -r .duration_ms)" -lt 15000 ]
+}

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <cmocka.h>
 
@@ -113,12 +115,61 @@ static void missing_root(void **state)
         assert_int_equal(watchdog_sample(pid, &s), -ENOENT);
 }
 
+/* A tree whose fds take long to walk is measured in slices: a tiny
+ * budget returns before the round is done, the round goes on from there
+ * on the next call, and the finished round equals a one-go sample
+ * (each memfd counted once, whatever the slicing). */
+static void resumes_in_slices(void **state)
+{
+        enum { N = 3000 };
+        int fds[2];
+        char c;
+
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+                for (int i = 0; i < N; i++) {
+                        int fd = (int)syscall(SYS_memfd_create, "wd-test", 0U);
+                        if (fd < 0 || write(fd, "0123456789abcdef", 16) != 16)
+                                _exit(1);
+                }
+                (void)!write(fds[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        assert_int_equal(read(fds[0], &c, 1), 1);
+
+        struct tree_sample whole = { 0 }, part = { 0 };
+        struct watchdog *w = NULL;
+        int r0 = watchdog_sample(pid, &whole), r, partial = 0, calls = 0;
+        assert_int_equal(watchdog_new(pid, &w), 0);
+        while ((r = watchdog_step(w, 1, &part)) == 0 && calls < 100000) {
+                partial++;
+                calls++;
+                assert_true(part.memory_bytes <= whole.memory_bytes + 4096);
+        }
+        w = watchdog_free(w);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(fds[0]);
+        close(fds[1]);
+
+        assert_int_equal(r0, 0);
+        assert_int_equal(r, 1);
+        assert_true(partial > 0);
+        /* N memfds of one page each, beside the process's own memory */
+        assert_true(whole.memory_bytes >= (uint64_t)N * 4096);
+        assert_true(part.memory_bytes >= (uint64_t)N * 4096);
+        assert_int_equal(part.processes, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(counts_processes_and_memory),
                 cmocka_unit_test(counts_cpu_of_reaped_children),
                 cmocka_unit_test(missing_root),
+                cmocka_unit_test(resumes_in_slices),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,6 +58,7 @@
 
 #include "config/lang.h"
 #include "sandbox/mount.h"
+#include "sandbox/specials.h"
 #include "lib/util.h"
 
 #define SCRATCH "/tmp"
@@ -295,6 +296,38 @@ static int bind_rw(const char *backing, const char *inside, struct setup_failure
         r = bind_with_attrs(backing, dst, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (r < 0)
                 return fail_with(fail, r, "bind", inside);
+        return 0;
+}
+
+/* Sockets and FIFOs in the user's binds go behind empty files
+ * (specials.c has the argument); the walk's bound is shared by all. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static int mask_bound_specials(const struct pending_list *binds, struct setup_failure *fail)
+{
+        size_t budget = SPECIALS_MAX_ENTRIES;
+
+        for (size_t i = 0; i < binds->n; i++) {
+                const struct pending *p = &binds->items[i];
+                char dst[PATH_MAX];
+                _cleanup_free_ char *where = NULL;
+
+                if (p->link_target)
+                        continue;
+                snprintf(dst, sizeof(dst), NEWROOT "%s", p->inside);
+                int r = specials_mask_tree(dst, EMPTY_FILE, &budget, &where);
+                if (r == -E2BIG)
+                        return fail_with(fail, r, "check for sockets and fifos (more than "
+                                         STR(SPECIALS_MAX_ENTRIES) " entries in the binds)", p->inside);
+                if (r == -ELOOP)
+                        return fail_with(fail, r, "check for sockets and fifos (deeper than "
+                                         STR(SPECIALS_MAX_DEPTH) " levels)", p->inside);
+                if (r < 0) {
+                        char at[PATH_MAX];
+                        snprintf(at, sizeof(at), "%s%s", p->inside, where ? where : "");
+                        return fail_with(fail, r, "mask socket or fifo", at);
+                }
+        }
         return 0;
 }
 
@@ -791,6 +824,9 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
          * /tmp must not vanish under the sandbox's own /tmp), and the
          * masks on top of everything, so no bind can uncover a secret. */
         r = attach_pending(&binds, fail);
+        if (r < 0)
+                goto out;
+        r = mask_bound_specials(&binds, fail);
         if (r < 0)
                 goto out;
         if (ws && ws->code_fd >= 0) {

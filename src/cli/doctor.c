@@ -32,9 +32,13 @@
 #include "config/run-config.h"
 #include "record/store.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/specials.h"
 #include "supervise/supervise.h"
 
 enum check_result { CHECK_OK, CHECK_MISSING, CHECK_WARN };
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static void report(enum check_result r, const char *what, const char *detail, const char *fix)
 {
@@ -540,6 +544,14 @@ int verb_doctor(int argc, char **argv)
         check_store();
         if (userns)
                 check_egress();
+        report(CHECK_OK, "host sockets and FIFOs under -i, --ro and --rw",
+               "masked at setup; more than " STR(SPECIALS_MAX_ENTRIES) " entries or "
+               STR(SPECIALS_MAX_DEPTH) " levels in those trees is a setup error", NULL);
+        report(CHECK_WARN, "memory without a memory cgroup",
+               "SysV shm no process maps and memfds in flight are not counted: the sandbox cannot "
+               "lower its IPC namespace's kernel.shm* limits (only its user namespace's uid 0 may, "
+               "and a rootless sandbox maps none), so the report says partial",
+               "a delegated cgroup v2 memory controller (see above) holds them");
         bool sandbox = userns && proc && check_sandbox();
         if (sandbox)
                 check_gvisor();

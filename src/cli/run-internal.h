@@ -165,8 +165,9 @@ struct workspace_plan {
         int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
         char **inputs;          /* "CANONICAL_PATH:NAME" */
         struct session session; /* --session: locked while we run */
-        struct timespec lower_since; /* CLOCK_REALTIME_COARSE before lower_fd was
-                                 * opened: host edits after it are conflicts */
+        struct timespec lower_since; /* CLOCK_REALTIME before lower_fd was opened
+                                 * (--workdir only): host edits after it are
+                                 * conflicts; 0 for a session */
 };
 
 /* Collection's time cap is the job's timeout, but never less than this. */

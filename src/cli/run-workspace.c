@@ -39,7 +39,8 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
         }
         session_touch(&wp->session);
         wp->workdir = xstrdup(wp->session.tree);
-        clock_gettime(CLOCK_REALTIME_COARSE, &wp->lower_since);
+        /* no lower_since: only hutch changes a session's tree, under the
+         * lock we hold for the whole run */
         wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (wp->lower_fd < 0) {
                 log_error_errno(-errno, "run: session %s: %s: %m", a->session, wp->workdir);
@@ -64,6 +65,30 @@ static bool input_name_ok(const char *name)
         return parts > 0 && !strstr(name, "//") && name[strlen(name) - 1] != '/';
 }
 
+/* The moment after which a host edit of the workdir counts as made
+ * during the run (changeset_limits.since), taken before the sandbox
+ * exists. A file's ctime is at least the coarse clock at the change and
+ * at most the fine clock, so: take the fine clock, then wait (less than
+ * one tick, a few ms) until the coarse clock has passed it. An edit
+ * before that point has ctime < since and is not flagged, though it may
+ * be recent (a tree made just before the run); one after it, and so every
+ * edit the job could have raced with, has ctime >= since. */
+static void take_lower_since(struct timespec *ret)
+{
+        struct timespec fine, coarse;
+
+        clock_gettime(CLOCK_REALTIME, &fine);
+        for (int i = 0; i < 1000; i++) {
+                clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
+                if (coarse.tv_sec > fine.tv_sec ||
+                    (coarse.tv_sec == fine.tv_sec && coarse.tv_nsec > fine.tv_nsec))
+                        break;
+                struct timespec ms = { 0, 1000000L };
+                nanosleep(&ms, NULL);
+        }
+        *ret = fine;
+}
+
 int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error)
 {
         if (a->apply && !a->workdir) {
@@ -80,8 +105,7 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
                         *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));
                         return -errno;
                 }
-                /* before the sandbox exists: see changeset_limits.since */
-                clock_gettime(CLOCK_REALTIME_COARSE, &wp->lower_since);
+                take_lower_since(&wp->lower_since);
                 wp->lower_fd = open(wp->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (wp->lower_fd < 0) {
                         *ret_error = xasprintf("--workdir %s: %s", a->workdir, strerror(errno));

@@ -169,11 +169,12 @@ static bool bytes_full(const struct walker *w, uint64_t more)
  * the lower's present content as the job's starting point. Every content,
  * mode, owner, link-count or name change of an inode sets its ctime to
  * the current time, and ctime cannot be set back without privilege over
- * the clock (utimensat sets only atime and mtime). The timestamp is taken
- * from the coarse clock, which never runs ahead of CLOCK_REALTIME, so the
- * caller takes since from CLOCK_REALTIME_COARSE before the sandbox exists
- * and an edit after it has ctime >= since; an edit in the same tick just
- * before is flagged too, the safe side. What this cannot see: a wall
+ * the clock (utimensat sets only atime and mtime). The timestamp lies
+ * between the coarse and the fine clock at the change (multigrain
+ * timestamps), so the caller takes since from the fine clock before the
+ * sandbox exists and lets the coarse clock pass it before going on: an
+ * edit after that, and so any the job could have raced with, has
+ * ctime >= since. What this cannot see: a wall
  * clock stepped back during the run, and filesystems whose ctime comes
  * from another machine's clock (NFS); hutch-apply(1) says so. */
 static bool lower_changed(const struct walker *w, const struct stat *st)

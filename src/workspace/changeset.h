@@ -106,7 +106,8 @@ struct changeset_limits {
                                  * included (see below); 0 = no limit */
         size_t max_path;        /* longest path recorded, bytes; 0 = no limit */
         /* A moment before the job could see the lower dir (CLOCK_REALTIME,
-         * taken no later than the overlay was mounted), or 0: a lower
+         * taken before the sandbox existed, and passed by the coarse clock
+         * before it was built: see changeset.c), or 0: a lower
          * entry whose ctime is at or after it changed during the run and
          * its change is marked lower_changed. */
         struct timespec since;
@@ -133,7 +134,11 @@ struct changeset_limits {
  * without a limit), at most CHANGESET_MAX_SKIPPED_LISTED, and only
  * counted (n_unlisted) beyond that. Every
  * hash and copy is bounded by max_bytes, so with limits set the walk's
- * time is bounded by them too.
+ * time is bounded by them too; past lim->deadline every further change
+ * is skipped CHANGE_SKIP_TIME (a directory stands for what it holds), so
+ * the walk overruns it by at most one file's hash and copy. With
+ * lim->since set, entries whose lower version changed at or after it
+ * are marked lower_changed (changeset.c says why ctime is sound).
  *
  * The upper dir must be quiescent: every process that could write through
  * the overlay gone. Returns 0 and fills *ret (free with changeset_done), or

@@ -5,7 +5,9 @@
 
 #include <getopt.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
@@ -61,6 +63,66 @@ static int flush_stdout(int code)
         return code;
 }
 
+/* A verb run for a machine: it asked for one JSON answer on stdout
+ * (--json, --request). --events answers with its own exit event. Only the
+ * verb's own options count, not the job's argv after "--". */
+static bool wants_json_answer(int argc, char **argv)
+{
+        bool json = false;
+
+        for (int i = 2; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        break;
+                if (streq(argv[i], "--events"))
+                        return false;
+                if (streq(argv[i], "--json") || streq(argv[i], "--request") ||
+                    startswith(argv[i], "--request="))
+                        json = true;
+        }
+        return json;
+}
+
+/* stdout for a --json caller: the same fd, counting what got through, so
+ * main can tell "the verb answered" from "it failed before it could". */
+static ssize_t counted_write(void *cookie, const char *buf, size_t n)
+{
+        size_t *count = cookie;
+        ssize_t w;
+
+        do
+                w = write(STDOUT_FILENO, buf, n);
+        while (w < 0 && errno == EINTR);
+        if (w > 0)
+                *count += (size_t)w;
+        return w < 0 ? -1 : w;
+}
+
+static const char *error_kind(int code)
+{
+        switch (code) {
+        case EXIT_USAGE: return "usage";
+        case EXIT_DAMAGED: return "damaged";
+        case EXIT_BUSY: return "busy";
+        case EXIT_TIMEOUT: return "timeout";
+        case EXIT_SETUP: return "setup";
+        default: return "error";
+        }
+}
+
+/* Every outcome of a --json call is exactly one JSON object on stdout: a
+ * verb that failed before it printed its answer (a usage error, a store
+ * that cannot be opened, an unknown run) gets a hutch.error/1 object
+ * carrying the first error it logged. */
+static int answer_json(const char *verb, int code, size_t printed)
+{
+        if (code == EXIT_OK || printed > 0)
+                return code;
+        _cleanup_free_ char *fallback = xasprintf("%s failed with exit code %d", verb, code);
+        const char *message = log_first_error() ? log_first_error() : fallback;
+        cli_print_error_json(error_kind(code), message, NULL, code);
+        return flush_stdout(code);
+}
+
 int main(int argc, char **argv)
 {
         /* A fixed threshold keeps every large buffer (the supervisor's
@@ -85,10 +147,23 @@ int main(int argc, char **argv)
         }
         /* each verb words its own usage errors (cli_usage_error()) */
         opterr = 0;
+        static size_t printed;  /* outlives main: exit() may still flush stdout */
+        bool json = wants_json_answer(argc, argv);
+        if (json) {
+                static const cookie_io_functions_t counted = { .write = counted_write };
+                FILE *f = fopencookie(&printed, "w", counted);
+                if (f) {
+                        stdout = f;
+                        log_keep_first_error();
+                } else
+                        json = false;
+        }
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (streq(argv[1], verbs[i].name))
-                        return flush_stdout(verbs[i].run(argc - 1, argv + 1));
+                if (streq(argv[1], verbs[i].name)) {
+                        int code = flush_stdout(verbs[i].run(argc - 1, argv + 1));
+                        return json ? answer_json(verbs[i].name, code, printed) : code;
+                }
 
         log_error("unknown verb '%s' (see hutch --help)", argv[1]);
-        return EXIT_USAGE;
+        return json ? answer_json(argv[1], EXIT_USAGE, printed) : EXIT_USAGE;
 }

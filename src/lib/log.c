@@ -1,5 +1,6 @@
-/* log.c - hutch's stderr messages. The verbosity is the one static besides
- * the resolved configuration; it is set once from the command line.
+/* log.c - hutch's stderr messages. The verbosity, and for a machine
+ * caller (--json) the first error said, are the only statics besides the
+ * resolved configuration; both are set once by main.
  *
  * A message is as long as it needs to be: cutting it at some size loses
  * its end, which is where the reason is ("PATH: why"), and paths can be
@@ -17,6 +18,11 @@
 #include "lib/log.h"
 
 static enum log_level current_level = LOG_NORMAL;
+/* the first error message of this process, kept when main asks for it:
+ * it becomes the message of the hutch.error/1 object a --json caller
+ * reads when no run happened */
+static bool keep_first_error;
+static char *first_error;
 
 void log_set_level(enum log_level level) { current_level = level; }
 enum log_level log_get_level(void) { return current_level; }
@@ -74,6 +80,8 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
                 return;
         }
         char *clean = log_escape(text, (size_t)n);
+        if (keep_first_error && level == LOG_QUIET && !first_error)
+                first_error = xstrdup(clean);
         char *line = xasprintf("hutch: %s\n", clean);
         /* one write: lines of concurrent hutch processes do not interleave */
         fputs(line, stderr);
@@ -82,3 +90,6 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
         free(text);
         errno = saved;
 }
+
+void log_keep_first_error(void) { keep_first_error = true; }
+const char *log_first_error(void) { return first_error; }

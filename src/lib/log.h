@@ -29,6 +29,12 @@ void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 
  * bytes, UTF-8 included, are kept. A new string, never NULL. */
 char *log_escape(const char *text, size_t len);
 
+/* From now on, remember the first error-level message (escaped, without
+ * the "hutch: " prefix); log_first_error() gives it, or NULL when none was
+ * logged. For main's hutch.error/1 answer to --json callers. */
+void log_keep_first_error(void);
+const char *log_first_error(void);
+
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_VERBOSE, 0, __VA_ARGS__)

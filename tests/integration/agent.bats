@@ -397,3 +397,44 @@ EOF2
         [ "$status" -eq 2 ]
         [ "$(echo "$output" | json "o['pointer']")" = /files/a ]
 }
+
+@test "--json: every way no run happens still answers with one hutch.error/1 object" {
+        # a usage error, an unknown verb, an unknown run, an unusable store
+        run --separate-stderr "$HUTCH" run --json --no-such-flag -- true
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | wc -l)" -eq 1 ]
+        echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['error']")" = usage ]
+        [[ "$(echo "$output" | json "o['message']")" == *"--no-such-flag"* ]]
+        [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
+
+        run --separate-stderr "$HUTCH" frobnicate --json
+        [ "$status" -eq 2 ]
+        echo "$output" | schema hutch.error/1
+
+        run --separate-stderr "$HUTCH" show --json 0000NOSUCHRUN
+        [ "$status" -eq 1 ]
+        echo "$output" | schema hutch.error/1
+        [[ "$(echo "$output" | json "o['message']")" == *"0000NOSUCHRUN"* ]]
+
+        local bad="$BATS_TEST_TMPDIR/badstore"
+        mkdir -p "$bad"
+        echo "not a database" > "$bad/hutch.db"
+        for verb in "ls --json" "run --json -- true"; do
+                run --separate-stderr env HUTCH_STATE_DIR="$bad" "$HUTCH" $verb
+                [ "$status" -eq 125 ]
+                [ "$(echo "$output" | wc -l)" -eq 1 ]
+                echo "$output" | schema hutch.error/1
+                [ "$(echo "$output" | json "o['error']")" = setup ]
+        done
+
+        # a run that happened answers with its result, never an error too
+        run --separate-stderr "$HUTCH" run --json -- sh -c 'exit 4'
+        [ "$status" -eq 4 ]
+        [ "$(echo "$output" | wc -l)" -eq 1 ]
+        echo "$output" | schema hutch.result/1
+        # the job's own "--json" is not hutch's
+        run --separate-stderr "$HUTCH" run -- sh -c 'exit 5' --json
+        [ "$status" -eq 5 ]
+        [ -z "$output" ]
+}

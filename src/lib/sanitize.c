@@ -134,6 +134,31 @@ char *sanitize_text(const char *buf, size_t n, size_t *ret_len)
         return out;
 }
 
+char *sanitize_fold(const char *text, size_t n, size_t width, size_t *ret_len)
+{
+        static const char mark[] = SANITIZE_FOLD_MARK;
+        const size_t mark_len = sizeof(mark) - 1;
+        size_t marks = width ? n / width + 1 : 0;
+        char *out = xmalloc(n + marks * mark_len + 1);
+        size_t o = 0, run = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)text[i];
+                /* break before a character's first byte, never inside it */
+                if (width && run >= width && c != '\n' && (c & 0xc0) != 0x80) {
+                        memcpy(out + o, mark, mark_len);
+                        o += mark_len;
+                        run = 0;
+                }
+                out[o++] = (char)c;
+                run = c == '\n' ? 0 : run + 1;
+        }
+        out[o] = '\0';
+        if (ret_len)
+                *ret_len = o;
+        return out;
+}
+
 /* ---- terminals ------------------------------------------------------------ */
 
 struct tty_filter {

@@ -20,6 +20,20 @@
  * *ret_len (may be NULL) gets the length without the NUL. Never fails. */
 char *sanitize_text(const char *buf, size_t n, size_t *ret_len);
 
+/* Lines of the JSON view longer than this many bytes are folded. */
+#define SANITIZE_FOLD_WIDTH 4096
+/* The marker a folded line is broken with: U+21A9 (leftwards arrow with
+ * hook), then a newline. */
+#define SANITIZE_FOLD_MARK "\xe2\x86\xa9\n"
+
+/* Return a new copy of text[0..n) (valid UTF-8, as sanitize_text() makes
+ * it) in which every line longer than width bytes is broken, at a
+ * character boundary, after at most width bytes, by SANITIZE_FOLD_MARK:
+ * one minified megabyte is a few hundred lines for a reader, not one.
+ * Text without such a line is copied as it is. *ret_len (may be NULL)
+ * gets the length without the NUL. width 0 means no folding. */
+char *sanitize_fold(const char *text, size_t n, size_t width, size_t *ret_len);
+
 /* A stdio stream that writes to fd with everything a terminal would obey
  * neutralised into visible text: C0 controls but tab and newline (ESC
  * becomes "^[", CR "^M", BS "^H", BEL "^G"), DEL ("^?"), C1 controls in

@@ -206,7 +206,8 @@ static json_t *json_output(const struct run_output *o)
 {
         size_t len;
         _cleanup_free_ char *clean = sanitize_text(o->data ? o->data : "", o->len, &len);
-        json_t *j = json_stringn(clean, len);
+        _cleanup_free_ char *folded = sanitize_fold(clean, len, SANITIZE_FOLD_WIDTH, &len);
+        json_t *j = json_stringn(folded, len);
         return j ? j : json_null();
 }
 

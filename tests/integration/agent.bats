@@ -438,3 +438,19 @@ EOF2
         [ "$status" -eq 5 ]
         [ -z "$output" ]
 }
+
+@test "--json folds very long lines with a marker; the store keeps the raw bytes" {
+        run --separate-stderr "$HUTCH" run --json -- sh -c 'head -c 10000 /dev/zero | tr "\0" x; echo; echo short'
+        [ "$status" -eq 0 ]
+        echo "$output" | schema hutch.result/1
+        local id lines
+        id=$(echo "$output" | json "o['id']")
+        lines=$(echo "$output" | json "o['stdout']")
+        # 10000 bytes at 4096 a line: two folds, then the rest and "short"
+        [ "$(printf '%s\n' "$lines" | wc -l)" -eq 4 ]
+        [ "$(printf '%s\n' "$lines" | grep -c $'\xe2\x86\xa9$')" -eq 2 ]
+        [ "$(printf '%s\n' "$lines" | head -1 | tr -d $'\xe2\x86\xa9' | wc -c)" -eq 4097 ]
+        [ "$(printf '%s\n' "$lines" | tail -1)" = short ]
+        # logs gives back exactly what the job wrote
+        [ "$("$HUTCH" logs "$id" | head -1 | wc -c)" -eq 10001 ]
+}

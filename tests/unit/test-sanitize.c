@@ -101,6 +101,26 @@ static void base64_and_utf8(void **state)
         assert_false(sanitize_utf8_valid("a\0b", 3));
 }
 
+static void fold_long_lines(void **state)
+{
+        size_t len;
+        _cleanup_free_ char *none = sanitize_fold("ab\ncd", 5, 2, &len);
+        assert_string_equal(none, "ab\ncd");
+        assert_int_equal(len, 5);
+
+        _cleanup_free_ char *f = sanitize_fold("abcdefg\nxy", 10, 3, &len);
+        assert_string_equal(f, "abc" SANITIZE_FOLD_MARK "def" SANITIZE_FOLD_MARK "g\nxy");
+        assert_int_equal(len, strlen(f));
+
+        /* never inside a character: "é" is two bytes */
+        _cleanup_free_ char *u = sanitize_fold("a\xc3\xa9\xc3\xa9", 5, 2, NULL);
+        assert_string_equal(u, "a\xc3\xa9" SANITIZE_FOLD_MARK "\xc3\xa9");
+        assert_true(sanitize_utf8_valid(u, strlen(u)));
+
+        _cleanup_free_ char *off = sanitize_fold("abcdef", 6, 0, NULL);
+        assert_string_equal(off, "abcdef");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -110,6 +130,7 @@ int main(void)
                 cmocka_unit_test(c1_dropped),
                 cmocka_unit_test(tty_stream),
                 cmocka_unit_test(base64_and_utf8),
+                cmocka_unit_test(fold_long_lines),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

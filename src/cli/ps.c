@@ -110,7 +110,7 @@ int verb_ps(int argc, char **argv)
                 log_error("ps: unexpected argument '%s' (see hutch ps --help)", argv[optind]);
                 return EXIT_USAGE;
         }
-        r = cli_open_store("ps", &s);
+        r = cli_open_store_readonly("ps", &s);
         if (r != EXIT_OK)
                 return r;
         r = store_run_list(s, &f, &recs, &n);

@@ -231,7 +231,7 @@ int verb_stats(int argc, char **argv)
                 log_error("stats: unexpected argument '%s' (see hutch stats --help)", argv[optind]);
                 return EXIT_USAGE;
         }
-        r = cli_open_store("stats", &s);
+        r = cli_open_store_readonly("stats", &s);
         if (r != EXIT_OK)
                 return r;
         r = store_run_foreach(s, &f, count_one, &t);

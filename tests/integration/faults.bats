@@ -295,6 +295,8 @@ set -e
 "$HUTCH" logs "$id" | grep -q kept
 "$HUTCH" cp "$id:a.txt" - | grep -q art
 "$HUTCH" gc --dry-run > /dev/null
+"$HUTCH" stats --json | grep -q '"runs"'
+"$HUTCH" ps > /dev/null
 echo all-read
 EOF
                 run readonly_state "$BATS_TEST_TMPDIR/ro.sh"

@@ -108,6 +108,10 @@ void cli_print_error_json(const char *error, const char *message, const char *po
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
 
+/* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
+ * shape of -e, --label and the label filters. */
+bool cli_is_key_value(const char *s);
+
 /* Apply change set cs to host directory target (cli/apply.c), blobs from
  * bs. Prints conflicts (all of them; then nothing was changed) or a
  * one-line summary. Refuses a partial change set (entries skipped) unless

@@ -161,7 +161,7 @@ int verb_ls(int argc, char **argv)
                         f.limit = (size_t)v;
                         break;
                 case 'l':
-                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                        if (!cli_is_key_value(optarg))
                                 return cli_bad_value("ls", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

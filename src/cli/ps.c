@@ -93,7 +93,7 @@ int verb_ps(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'l':
-                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                        if (!cli_is_key_value(optarg))
                                 return cli_bad_value("ps", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

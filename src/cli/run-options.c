@@ -168,7 +168,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         cfg->tty = true;
                         break;
                 case 'e':
-                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                        if (!cli_is_key_value(optarg))
                                 return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);

@@ -214,7 +214,7 @@ int verb_stats(int argc, char **argv)
                         f.since_ms = v < now_realtime_ms() ? now_realtime_ms() - v : 1;
                         break;
                 case 'l':
-                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                        if (!cli_is_key_value(optarg))
                                 return cli_bad_value("stats", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

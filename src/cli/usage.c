@@ -95,3 +95,8 @@ int cli_usage_error(const char *verb, char **argv, const struct option *opts)
                 log_error("%s: bad option '%s' (see hutch %s --help)", verb, arg, verb);
         return EXIT_USAGE;
 }
+
+bool cli_is_key_value(const char *s)
+{
+        return s[0] != '=' && strchr(s, '=') != NULL;
+}

@@ -30,6 +30,7 @@ static const struct verb verbs[] = {
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
         { "profile", verb_profile, "list profiles, show one fully resolved" },
         { "doctor",  verb_doctor,  "check what this host supports" },
+        { "mcp",     verb_mcp,     "serve the Model Context Protocol on stdio: runs as tools" },
 };
 
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what)

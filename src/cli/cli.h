@@ -31,6 +31,7 @@ int verb_ps(int argc, char **argv);
 int verb_kill(int argc, char **argv);
 int verb_wait(int argc, char **argv);
 int verb_stats(int argc, char **argv);
+int verb_mcp(int argc, char **argv);       /* cli/mcp.c, the server in mcp/ */
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;

@@ -1,0 +1,184 @@
+/* calls.c - the children of `hutch mcp` (see calls.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#include "lib/util.h"
+#include "mcp/calls.h"
+
+struct mcp_call *call_new(json_t *id, json_t *progress_token, bool modern, char *request, uint64_t now_ms)
+{
+        struct mcp_call *c = xcalloc(1, sizeof(*c));
+        c->id = json_incref(id);
+        c->progress_token = json_incref(progress_token);
+        c->modern = modern;
+        c->request = request;
+        c->request_len = strlen(request);
+        c->in_fd = c->out_fd = -1;
+        c->received_ms = now_ms;
+        return c;
+}
+
+void call_free(struct mcp_call *c)
+{
+        if (!c)
+                return;
+        json_decref(c->id);
+        json_decref(c->progress_token);
+        free(c->request);
+        free(c->out);
+        if (c->in_fd >= 0)
+                close(c->in_fd);
+        if (c->out_fd >= 0)
+                close(c->out_fd);
+        free(c);
+}
+
+int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
+{
+        int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+        pid_t parent = getpid();
+        _cleanup_free_ char **argv = NULL;
+        size_t n = 0, n_extra = 0;
+
+        while (extra_args && extra_args[n_extra])
+                n_extra++;
+        argv = xcalloc(n_extra + 6, sizeof(char *));
+        argv[n++] = (char *)"hutch";
+        argv[n++] = (char *)"run";
+        argv[n++] = (char *)"--request";
+        argv[n++] = (char *)"-";
+        argv[n++] = (char *)"--json";
+        for (size_t i = 0; i < n_extra; i++)
+                argv[n++] = extra_args[i];
+
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+                goto fail;
+        pid_t pid = fork();
+        if (pid < 0)
+                goto fail;
+        if (pid == 0) {
+                sigset_t none;
+                /* die with the server: SIGTERM makes hutch run cancel and
+                 * record the run; the check after closes the race with a
+                 * parent that died before prctl */
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(125);
+                (void)setpgid(0, 0);
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+                        _exit(125);
+                /* every other fd of the server is O_CLOEXEC, exe_fd too:
+                 * execveat closes it with the rest */
+                execveat(exe_fd, "", argv, environ, AT_EMPTY_PATH);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        c->pid = pid;
+        c->in_fd = in[1];
+        c->out_fd = out[0];
+        (void)fcntl(c->in_fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(c->out_fd, F_SETFL, O_NONBLOCK);
+        c->state = CALL_RUNNING;
+        return 0;
+fail:;
+        int r = -errno;
+        for (int i = 0; i < 2; i++) {
+                if (in[i] >= 0)
+                        close(in[i]);
+                if (out[i] >= 0)
+                        close(out[i]);
+        }
+        return r;
+}
+
+void call_write(struct mcp_call *c)
+{
+        while (c->in_fd >= 0 && c->request_off < c->request_len) {
+                ssize_t n = write(c->in_fd, c->request + c->request_off, c->request_len - c->request_off);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return;
+                        break;          /* the child is gone; its exit says why */
+                }
+                c->request_off += (size_t)n;
+        }
+        if (c->in_fd >= 0) {
+                close(c->in_fd);
+                c->in_fd = -1;
+        }
+}
+
+void call_read(struct mcp_call *c)
+{
+        char buf[65536];
+        while (c->out_fd >= 0) {
+                ssize_t n = read(c->out_fd, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return;
+                        n = 0;
+                }
+                if (n == 0) {
+                        close(c->out_fd);
+                        c->out_fd = -1;
+                        return;
+                }
+                if (c->out_len + (size_t)n > CALL_RESULT_MAX) {
+                        /* keep draining so the child can finish, keep nothing more */
+                        c->out_overflow = true;
+                        continue;
+                }
+                c->out = xrealloc(c->out, c->out_len + (size_t)n + 1);
+                memcpy(c->out + c->out_len, buf, (size_t)n);
+                c->out_len += (size_t)n;
+                c->out[c->out_len] = '\0';
+        }
+}
+
+void call_exited(struct mcp_call *c, int wstatus)
+{
+        c->exited = true;
+        c->wstatus = wstatus;
+        /* what hutch run wrote is in the pipe now; a process it left
+         * holding the pipe open must not keep the call waiting */
+        call_read(c);
+        if (c->out_fd >= 0) {
+                close(c->out_fd);
+                c->out_fd = -1;
+        }
+        if (c->in_fd >= 0) {
+                close(c->in_fd);
+                c->in_fd = -1;
+        }
+}
+
+void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms)
+{
+        c->cancelled = true;
+        if (c->state == CALL_RUNNING && !c->exited) {
+                (void)kill(c->pid, SIGTERM);
+                if (!c->kill_at_ms)
+                        c->kill_at_ms = now_ms + grace_ms;
+        }
+}
+
+bool call_finished(const struct mcp_call *c)
+{
+        return c->state == CALL_RUNNING && c->exited && c->out_fd < 0;
+}

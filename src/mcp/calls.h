@@ -1,0 +1,72 @@
+/* calls.h - one run_code or run_command call of `hutch mcp`: a child
+ * `hutch run --request - --json` fed its request on a pipe and read
+ * back on another, both non-blocking, so the server's loop never waits
+ * on a run.
+ *
+ * A child is in its own process group (a Ctrl-C meant for the client
+ * does not reach it) and gets SIGTERM if the server dies (so a run is
+ * never left without its caller: hutch run records it cancelled).
+ * Cancelling sends the child SIGTERM: its supervisor then stops the
+ * job, kills the sandbox's init (the whole tree) after the grace, and
+ * records the run as cancelled.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+/* the most of a child's answer kept (one hutch.result/1 object: two
+ * captured streams of at most a few MiB, the file list) */
+#define CALL_RESULT_MAX (32u << 20)
+
+enum call_state {
+        CALL_QUEUED,            /* waiting for a free slot */
+        CALL_RUNNING,           /* child started */
+        CALL_DONE,              /* child reaped and its answer read */
+};
+
+struct mcp_call {
+        struct mcp_call *next;
+        json_t *id;             /* the JSON-RPC request id */
+        json_t *progress_token; /* or NULL: no progress notifications */
+        bool modern;            /* answered the 2026-07-28 way */
+        enum call_state state;
+        bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
+        char *request;          /* the hutch.request/1 text */
+        size_t request_len, request_off;
+        pid_t pid;
+        int in_fd, out_fd;      /* -1 once closed */
+        char *out;
+        size_t out_len;
+        bool out_overflow;      /* the answer passed CALL_RESULT_MAX */
+        bool exited;
+        int wstatus;
+        uint64_t received_ms;   /* monotonic */
+        uint64_t next_progress_ms;
+        uint64_t kill_at_ms;    /* after a cancel: SIGKILL the child then (0: not set) */
+};
+
+/* A new queued call owning request (text) and taking references to id
+ * and progress_token (may be NULL). */
+struct mcp_call *call_new(json_t *id, json_t *progress_token, bool modern, char *request, uint64_t now_ms);
+void call_free(struct mcp_call *c);
+
+/* Start the child: the program open at exe_fd (the server's own
+ * binary, opened once at start, so an upgrade meanwhile does not mix
+ * versions) as `hutch run --request - --json EXTRA...`. 0 or -errno. */
+int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args);
+
+/* Move the request into the child's stdin as far as it takes it. */
+void call_write(struct mcp_call *c);
+/* Read what the child answered so far; closes out_fd at its end. */
+void call_read(struct mcp_call *c);
+/* The child was reaped with wstatus. */
+void call_exited(struct mcp_call *c, int wstatus);
+/* Cancel: SIGTERM to the child, SIGKILL at now + grace if it lingers.
+ * The call answers nothing afterwards. */
+void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms);
+/* Whether everything of a running call is in: reaped and its answer
+ * read to the end. */
+bool call_finished(const struct mcp_call *c);

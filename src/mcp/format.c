@@ -1,0 +1,141 @@
+/* format.c - CallToolResults of runs (see format.h). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "mcp/format.h"
+
+static bool continuation(unsigned char b)
+{
+        return (b & 0xc0) == 0x80;
+}
+
+size_t mcp_utf8_floor(const char *s, size_t len, size_t i)
+{
+        if (i >= len)
+                return len;
+        while (i > 0 && continuation((unsigned char)s[i]))
+                i--;
+        return i;
+}
+
+size_t mcp_utf8_ceil(const char *s, size_t len, size_t i)
+{
+        while (i < len && continuation((unsigned char)s[i]))
+                i++;
+        return MIN(i, len);
+}
+
+char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream)
+{
+        if (len <= budget) {
+                char *s = xmalloc(len + 1);
+                memcpy(s, text, len);
+                s[len] = '\0';
+                return s;
+        }
+        size_t head = mcp_utf8_floor(text, len, budget / 2);
+        size_t tail = mcp_utf8_ceil(text, len, len - budget / 2);
+        return xasprintf("%.*s\n[... %zu bytes of %s cut here (bytes %zu to %zu of %zu); read them with "
+                         "read_output {\"run_id\": \"%s\", \"stream\": \"%s\", \"offset\": %zu} ...]\n%.*s",
+                         (int)head, text, tail - head, stream, head, tail, len, run_id, stream, head,
+                         (int)(len - tail), text + tail);
+}
+
+static const char *str_or(json_t *o, const char *key, const char *dflt)
+{
+        const char *s = json_string_value(json_object_get(o, key));
+        return s ? s : dflt;
+}
+
+static void append_stream(FILE *f, const char *name, const char *cut)
+{
+        size_t n = strlen(cut);
+        fprintf(f, "[%s]\n%s%s", name, cut, n && cut[n - 1] == '\n' ? "" : "\n");
+}
+
+json_t *mcp_result_from_run(json_t *run)
+{
+        const char *id = str_or(run, "id", "?"), *status = str_or(run, "status", "unknown");
+        const char *out = str_or(run, "stdout", ""), *err = str_or(run, "stderr", "");
+        size_t lo = strlen(out), le = strlen(err);
+        size_t bo = MCP_TEXT_BUDGET / 2, be = MCP_TEXT_BUDGET / 2;
+        json_t *code = json_object_get(run, "exit_code"), *dur = json_object_get(run, "duration_ms");
+        const char *message = json_string_value(json_object_get(run, "message"));
+        _cleanup_free_ char *text = NULL, *co = NULL, *ce = NULL;
+        char codebuf[24] = "none", durbuf[32] = "-";
+        size_t tlen = 0;
+
+        /* what one stream does not need the other may use */
+        if (lo < bo)
+                be += bo - lo;
+        if (le < be && lo > bo)
+                bo += be - le;
+        co = mcp_cut_text(out, lo, bo, id, "stdout");
+        ce = mcp_cut_text(err, le, be, id, "stderr");
+        if (json_is_integer(code))
+                snprintf(codebuf, sizeof(codebuf), "%lld", (long long)json_integer_value(code));
+        if (json_is_integer(dur))
+                snprintf(durbuf, sizeof(durbuf), "%.2fs", json_integer_value(dur) / 1000.0);
+
+        FILE *f = open_memstream(&text, &tlen);
+        if (!f)
+                return mcp_result_error("out of memory formatting run %s", id);
+        fprintf(f, "exit_code=%s status=%s %s id=%s\n", codebuf, status, durbuf, id);
+        if (message)
+                fprintf(f, "message: %s\n", message);
+        if (lo)
+                append_stream(f, "stdout", co);
+        if (le)
+                append_stream(f, "stderr", ce);
+        if (!lo && !le)
+                fputs("(no output)\n", f);
+        fclose(f);
+
+        json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+        return json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", run, "isError",
+                         !streq(status, "success"));
+}
+
+json_t *mcp_result_error(const char *fmt, ...)
+{
+        va_list ap;
+        _cleanup_free_ char *text = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&text, fmt, ap) < 0)
+                text = NULL;
+        va_end(ap);
+        json_t *t = json_string(text ? text : "error");
+        if (!t)
+                t = json_string("error (message not valid UTF-8)");
+        return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", t, "isError", 1);
+}
+
+json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus)
+{
+        char how[64];
+        if (WIFEXITED(wstatus))
+                snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(wstatus));
+        else
+                snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(wstatus));
+        if (overflow)
+                return mcp_result_error("hutch run %s; its result was over the %u MiB this server keeps "
+                                        "(list_runs and read_output find the run)", how, 32u);
+        json_t *j = out ? json_loadb(out, len, 0, NULL) : NULL;
+        const char *schema = json_string_value(json_object_get(j, "schema"));
+        json_t *r;
+        if (schema && streq(schema, "hutch.result/1"))
+                r = mcp_result_from_run(j);
+        else if (schema && streq(schema, "hutch.error/1")) {
+                const char *ptr = json_string_value(json_object_get(j, "pointer"));
+                r = mcp_result_error("no run: %s%s%s%s (exit_code=%lld)", str_or(j, "message", "?"),
+                                     ptr && *ptr ? " (at " : "", ptr && *ptr ? ptr : "", ptr && *ptr ? ")" : "",
+                                     (long long)json_integer_value(json_object_get(j, "exit_code")));
+        } else
+                r = mcp_result_error("hutch run %s without a result (its messages went to the server's stderr)", how);
+        json_decref(j);
+        return r;
+}

@@ -1,0 +1,41 @@
+/* format.h - a finished run as an MCP CallToolResult: one text block
+ * for the model (a header line, then stdout and stderr cut head and
+ * tail to about MCP_TEXT_BUDGET bytes with a marker saying how to page
+ * the rest with read_output), structuredContent the hutch.result/1
+ * object, isError unless the run succeeded.
+ *
+ * A program that fails is a result with isError, never a JSON-RPC
+ * error; so is a run hutch could not start (a bad language, a session
+ * in use): the model can read the message and correct its call.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "lib/util.h"
+
+#define MCP_TEXT_BUDGET 16384
+
+/* The CallToolResult of hutch.result/1 object run (borrowed). */
+json_t *mcp_result_from_run(json_t *run);
+
+/* The CallToolResult of what a `hutch run --json` child printed
+ * (out[0..len), overflow: it printed more than was kept) and how it
+ * ended (wstatus from waitpid). */
+json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus);
+
+/* A CallToolResult with isError and one text block. */
+json_t *mcp_result_error(const char *fmt, ...) _printf_(1, 2);
+
+/* text[0..len) as at most about budget bytes: the whole text when it
+ * fits, else its head and tail (never splitting a UTF-8 character)
+ * around a marker naming the bytes left out and the read_output call
+ * that pages them (run id, stream). A new string. */
+char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream);
+
+/* Byte index i moved back (or forward) to the start of a UTF-8
+ * character of s[0..len). */
+size_t mcp_utf8_floor(const char *s, size_t len, size_t i);
+size_t mcp_utf8_ceil(const char *s, size_t len, size_t i);

@@ -1,0 +1,281 @@
+/* server.c - the loop of `hutch mcp` (see server.h).
+ *
+ * Every step is non-blocking: requests are read and answered as they
+ * come, a run's request goes into its child's stdin and its result out
+ * of the child's stdout as the pipes allow, SIGCHLD reaps, and the poll
+ * timeout is the next progress notification or forced kill. Input is
+ * only paused while the client leaves more than MCP_OUT_HIGH of our
+ * answers unread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/util.h"
+#include "mcp/format.h"
+#include "mcp/server-internal.h"
+
+/* the most a server waits for its output to drain at exit */
+#define MCP_EXIT_FLUSH_MS 5000u
+
+static size_t running(const struct mcp_server *s)
+{
+        size_t n = 0;
+        for (const struct mcp_call *c = s->calls; c; c = c->next)
+                n += c->state == CALL_RUNNING;
+        return n;
+}
+
+static void start_queued(struct mcp_server *s)
+{
+        size_t n = running(s);
+        for (struct mcp_call **p = &s->calls; *p && n < s->cfg->max_concurrent;) {
+                struct mcp_call *c = *p;
+                if (c->state != CALL_QUEUED) {
+                        p = &c->next;
+                        continue;
+                }
+                int r = call_spawn(c, s->exe_fd, s->cfg->run_args);
+                if (r < 0) {
+                        log_error("mcp: cannot start hutch run: %s", strerror(-r));
+                        mcp_send_call_result(s, c, mcp_result_error("the server could not start hutch run: %s",
+                                                                    strerror(-r)));
+                        *p = c->next;
+                        call_free(c);
+                        continue;
+                }
+                call_write(c);
+                n++;
+                p = &c->next;
+        }
+}
+
+static void reap(struct mcp_server *s)
+{
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+                for (struct mcp_call *c = s->calls; c; c = c->next)
+                        if (c->state == CALL_RUNNING && c->pid == pid) {
+                                call_exited(c, st);
+                                break;
+                        }
+}
+
+/* Answer and drop the calls whose child is done. */
+static void finish_calls(struct mcp_server *s)
+{
+        for (struct mcp_call **p = &s->calls; *p;) {
+                struct mcp_call *c = *p;
+                if (!call_finished(c)) {
+                        p = &c->next;
+                        continue;
+                }
+                /* a cancelled call gets nothing more (the spec's MUST NOT) */
+                if (!c->cancelled)
+                        mcp_send_call_result(s, c, mcp_result_from_child(c->out, c->out_len, c->out_overflow,
+                                                                         c->wstatus));
+                *p = c->next;
+                call_free(c);
+        }
+}
+
+static void close_input(struct mcp_server *s, uint64_t now)
+{
+        if (s->closing)
+                return;
+        s->closing = true;
+        for (struct mcp_call **p = &s->calls; *p;) {
+                struct mcp_call *c = *p;
+                if (c->state == CALL_QUEUED) {
+                        *p = c->next;
+                        call_free(c);
+                        continue;
+                }
+                call_cancel(c, now, MCP_CANCEL_KILL_MS);
+                p = &c->next;
+        }
+}
+
+static int timers(struct mcp_server *s, uint64_t now)
+{
+        uint64_t next = UINT64_MAX;
+        size_t ahead = running(s);
+        for (struct mcp_call *c = s->calls; c; c = c->next) {
+                if (c->kill_at_ms && !c->exited) {
+                        if (now >= c->kill_at_ms) {
+                                /* hutch run did not finish recording in time: the
+                                 * run's row becomes an orphan; say so */
+                                log_error("mcp: hutch run %d did not end after cancel; killing it", (int)c->pid);
+                                (void)kill(c->pid, SIGKILL);
+                                c->kill_at_ms = UINT64_MAX;
+                        }
+                        next = MIN(next, c->kill_at_ms);
+                }
+                if (c->progress_token && !c->cancelled) {
+                        if (now >= c->next_progress_ms) {
+                                mcp_send_progress(s, c, now, c->state == CALL_QUEUED ? ahead : 0);
+                                c->next_progress_ms = now + MCP_PROGRESS_MS;
+                        }
+                        next = MIN(next, c->next_progress_ms);
+                }
+                if (c->state == CALL_QUEUED)
+                        ahead++;
+        }
+        return next == UINT64_MAX ? -1 : (int)MIN(next - now, 60000u);
+}
+
+static int setup_fds(sigset_t *mask, int *ret_sigfd, int flags[2])
+{
+        sigemptyset(mask);
+        sigaddset(mask, SIGCHLD);
+        sigaddset(mask, SIGTERM);
+        sigaddset(mask, SIGINT);
+        sigaddset(mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, mask, NULL) < 0)
+                return -errno;
+        int fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        for (int i = 0; i < 2; i++) {
+                flags[i] = fcntl(i, F_GETFL);
+                if (flags[i] < 0 || fcntl(i, F_SETFL, flags[i] | O_NONBLOCK) < 0) {
+                        close(fd);
+                        return -errno;
+                }
+        }
+        *ret_sigfd = fd;
+        return 0;
+}
+
+int mcp_serve(const struct mcp_config *cfg)
+{
+        struct mcp_server s = { .cfg = cfg };
+        sigset_t mask;
+        int flags[2], r;
+        _cleanup_close_ int sigfd = -1;
+        uint64_t flush_until = 0;
+
+        r = ulid_new(s.session);
+        if (r < 0)
+                return r;
+        /* the binary this server is, whatever its path holds later */
+        _cleanup_close_ int exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+        if (exe_fd < 0)
+                return -errno;
+        s.exe_fd = exe_fd;
+        r = setup_fds(&mask, &sigfd, flags);
+        if (r < 0)
+                return r;
+        wire_in_init(&s.in, STDIN_FILENO);
+        wire_out_init(&s.out, STDOUT_FILENO);
+        log_info("mcp: session %s: serving on stdin/stdout", s.session);
+
+        for (;;) {
+                uint64_t now = now_monotonic_ms();
+                if (!s.closing)
+                        start_queued(&s);
+                finish_calls(&s);
+                (void)wire_out_flush(&s.out);
+                if (s.out.broken)
+                        close_input(&s, now);
+                if (s.closing && !s.calls) {
+                        if (!wire_out_pending(&s.out) || s.out.broken)
+                                break;
+                        if (!flush_until)
+                                flush_until = now + MCP_EXIT_FLUSH_MS;
+                        if (now >= flush_until)
+                                break;
+                }
+
+                size_t n_calls = 0;
+                for (struct mcp_call *c = s.calls; c; c = c->next)
+                        n_calls++;
+                struct pollfd *pf = xcalloc(3 + 2 * n_calls, sizeof(*pf));
+                size_t n = 0;
+                pf[n++] = (struct pollfd) { .fd = sigfd, .events = POLLIN };
+                bool want_in = !s.closing && wire_out_pending(&s.out) < MCP_OUT_HIGH;
+                pf[n++] = (struct pollfd) { .fd = want_in ? STDIN_FILENO : -1, .events = POLLIN };
+                pf[n++] = (struct pollfd) { .fd = wire_out_pending(&s.out) ? STDOUT_FILENO : -1, .events = POLLOUT };
+                for (struct mcp_call *c = s.calls; c; c = c->next) {
+                        pf[n++] = (struct pollfd) { .fd = c->out_fd, .events = POLLIN };
+                        pf[n++] = (struct pollfd) { .fd = c->in_fd, .events = POLLOUT };
+                }
+                int timeout = timers(&s, now);
+                if (want_in && wire_in_has_line(&s.in))
+                        timeout = 0;    /* lines left from the last round */
+                if (flush_until)
+                        timeout = (int)MIN((uint64_t)(timeout < 0 ? INT32_MAX : timeout), flush_until - now);
+                if (poll(pf, n, timeout) < 0 && errno != EINTR) {
+                        r = -errno;
+                        free(pf);
+                        break;
+                }
+                now = now_monotonic_ms();
+
+                if (pf[0].revents) {
+                        struct signalfd_siginfo si;
+                        while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+                                if (si.ssi_signo != SIGCHLD) {
+                                        log_info("mcp: %s: cancelling the runs in flight", strsignal((int)si.ssi_signo));
+                                        close_input(&s, now);
+                                }
+                        reap(&s);
+                }
+                size_t k = 3;
+                for (struct mcp_call *c = s.calls; c; c = c->next, k += 2) {
+                        if (pf[k].revents)
+                                call_read(c);
+                        if (pf[k + 1].revents)
+                                call_write(c);
+                }
+                free(pf);
+
+                if (want_in) {
+                        r = wire_in_fill(&s.in);
+                        if (r < 0)
+                                log_error("mcp: reading stdin: %s", strerror(-r));
+                        char *line;
+                        enum wire_line w;
+                        while (!s.closing && (w = wire_in_next(&s.in, &line)) != WIRE_NONE) {
+                                if (w == WIRE_TOO_LONG)
+                                        mcp_handle_too_long(&s);
+                                else {
+                                        mcp_handle_line(&s, line, now);
+                                        free(line);
+                                }
+                                if (wire_out_pending(&s.out) >= MCP_OUT_HIGH)
+                                        break;
+                        }
+                        if ((s.in.eof || r < 0) && !s.closing && (s.in.len == 0 || s.in.skipping)) {
+                                log_debug("mcp: end of input");
+                                close_input(&s, now);
+                        }
+                        r = 0;
+                }
+        }
+
+        /* leave the client's descriptors as they were */
+        for (int i = 0; i < 2; i++)
+                (void)fcntl(i, F_SETFL, flags[i]);
+        sigprocmask(SIG_UNBLOCK, &mask, NULL);
+        while (s.calls) {
+                struct mcp_call *c = s.calls;
+                s.calls = c->next;
+                call_free(c);
+        }
+        free(s.legacy_version);
+        free(s.legacy_client);
+        wire_in_done(&s.in);
+        wire_out_done(&s.out);
+        return r;
+}

@@ -1,0 +1,21 @@
+/* server.h - `hutch mcp`: a Model Context Protocol server on stdin and
+ * stdout whose run tools are recorded hutch runs (hutch-mcp(1)).
+ *
+ * One loop polls the client's stdin and stdout, a signalfd and every
+ * child's pipes; nothing in it waits for a run or for a slow client.
+ */
+#pragma once
+
+#include <stdint.h>
+
+struct mcp_config {
+        uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
+        unsigned max_concurrent;        /* runs at once; more queue */
+        char **run_args;                /* added to each `hutch run`: the operator's
+                                         * profile, memory, network (owned by the caller) */
+};
+
+/* Serve on stdin/stdout until end of input (or SIGTERM, SIGINT,
+ * SIGHUP): then cancel the runs in flight, wait for them to be
+ * recorded, and return 0; -errno when the loop itself fails. */
+int mcp_serve(const struct mcp_config *cfg);

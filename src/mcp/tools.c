@@ -1,0 +1,247 @@
+/* tools.c - the tool definitions and argument checks of `hutch mcp`
+ * (see tools.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "lib/util.h"
+#include "mcp/tools.h"
+
+static const char *const names[_TOOL_MAX] = {
+        [TOOL_RUN_CODE] = "run_code",
+        [TOOL_RUN_COMMAND] = "run_command",
+        [TOOL_READ_OUTPUT] = "read_output",
+        [TOOL_LIST_RUNS] = "list_runs",
+        [TOOL_GET_FILE] = "get_file",
+};
+
+/* share/schema/hutch.result-1.json, as built into the binary: the
+ * outputSchema of the run tools is the published schema itself. */
+static const char result_schema_text[] =
+#include "mcp/result-schema.inc"
+        ;
+
+#define COMMON_INPUT \
+        "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the program on standard input\"}," \
+        "\"files\":{\"type\":\"object\",\"description\":\"files put in the working directory first: relative path -> text, or {content, encoding: utf-8|base64}\"," \
+        "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
+        "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
+        "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30, at most the server's ceiling)\"}," \
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\"}"
+
+static const char *const input_text[_TOOL_MAX] = {
+        [TOOL_RUN_CODE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\",\"code\"],\"properties\":{"
+                "\"language\":{\"type\":\"string\",\"description\":\"bash, c, node, perl, python or sh\"},"
+                "\"code\":{\"type\":\"string\",\"description\":\"the program's source\"}," COMMON_INPUT "}}",
+        [TOOL_RUN_COMMAND] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"argv\"],\"properties\":{"
+                "\"argv\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"the command and its arguments, no shell\"},"
+                COMMON_INPUT "}}",
+        [TOOL_READ_OUTPUT] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\",\"stream\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\",\"description\":\"a run id (or a unique prefix of 4 or more characters)\"},"
+                "\"stream\":{\"enum\":[\"stdout\",\"stderr\"]},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"byte offset in the stream's text (default 0)\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65536,\"description\":\"bytes to return (default 16384)\"}}}",
+        [TOOL_LIST_RUNS] = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+                "\"status\":{\"enum\":[\"running\",\"success\",\"failed\",\"signaled\",\"timeout\",\"cpu_timeout\",\"oom\",\"cancelled\","
+                "\"setup_error\",\"not_found\",\"not_executable\",\"compile_error\",\"orphaned\"]},"
+                "\"label\":{\"type\":\"string\",\"pattern\":\"^[^=]+=\",\"description\":\"KEY=VALUE: only runs with this label\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"at most this many, newest first (default 20)\"}}}",
+        [TOOL_GET_FILE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\",\"path\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},"
+                "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"}}}",
+};
+
+static const char *const output_text[_TOOL_MAX] = {
+        [TOOL_READ_OUTPUT] = "{\"type\":\"object\",\"required\":[\"run_id\",\"stream\",\"offset\",\"next_offset\",\"total\",\"eof\",\"text\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"stream\":{\"enum\":[\"stdout\",\"stderr\"]},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"next_offset\":{\"type\":\"integer\",\"minimum\":0},"
+                "\"total\":{\"type\":\"integer\",\"minimum\":0},\"eof\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}}}",
+        [TOOL_LIST_RUNS] = "{\"type\":\"object\",\"required\":[\"runs\"],\"properties\":{\"runs\":{\"type\":\"array\",\"items\":"
+                "{\"type\":\"object\",\"required\":[\"schema\",\"id\",\"status\",\"exit_code\",\"argv\",\"started_at\",\"duration_ms\",\"labels\"],"
+                "\"properties\":{\"schema\":{\"const\":\"hutch.result/1\"},\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
+                "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+                "\"started_at\":{\"type\":[\"string\",\"null\"]},\"duration_ms\":{\"type\":[\"integer\",\"null\"]},"
+                "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}}}",
+        [TOOL_GET_FILE] = "{\"type\":\"object\",\"required\":[\"run_id\",\"path\",\"kind\",\"size\",\"sha256\",\"mime\",\"encoding\",\"content\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
+                "\"kind\":{\"enum\":[\"output\",\"added\",\"modified\"]},\"size\":{\"type\":\"integer\",\"minimum\":0},"
+                "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"mime\":{\"type\":[\"string\",\"null\"]},"
+                "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"}}}",
+};
+
+static const char *const descriptions[_TOOL_MAX] = {
+        [TOOL_RUN_CODE] = "Run a program in a fresh, isolated sandbox (no network unless the operator allows it) "
+                "and return its exit status and output. Every run is recorded; long output is cut in the "
+                "middle and the rest can be paged with read_output.",
+        [TOOL_RUN_COMMAND] = "Run a command (argv, no shell) in a fresh, isolated sandbox and return its exit "
+                "status and output. Every run is recorded; long output is cut in the middle and the rest can "
+                "be paged with read_output.",
+        [TOOL_READ_OUTPUT] = "Read part of a recorded run's stdout or stderr (sanitised text), for output the "
+                "run's result left out.",
+        [TOOL_LIST_RUNS] = "List recorded runs started through this server's tools, newest first.",
+        [TOOL_GET_FILE] = "Get a file a recorded run left: an artifact it wrote under output/ or a workspace "
+                "file it added or changed (text, or base64 for binary files; at most 1 MiB).",
+};
+
+enum mcp_tool mcp_tool_from_name(const char *name)
+{
+        for (size_t i = 0; i < _TOOL_MAX; i++)
+                if (streq(name, names[i]))
+                        return (enum mcp_tool)i;
+        return _TOOL_INVALID;
+}
+
+static json_t *parse_const(const char *text)
+{
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+        if (!j) {
+                /* the texts are ours: a typo here is a bug caught by the tests */
+                fprintf(stderr, "hutch: mcp: built-in schema: %s (line %d)\n", e.text, e.line);
+                abort();
+        }
+        return j;
+}
+
+json_t *mcp_tool_output_schema(enum mcp_tool t)
+{
+        static json_t *cache[_TOOL_MAX];
+        if (!cache[t]) {
+                if (t == TOOL_RUN_CODE || t == TOOL_RUN_COMMAND) {
+                        json_t *s = parse_const(result_schema_text);
+                        /* the document's own identity, not part of a tool's schema */
+                        json_object_del(s, "$id");
+                        cache[t] = s;
+                } else
+                        cache[t] = parse_const(output_text[t]);
+        }
+        return cache[t];
+}
+
+json_t *mcp_tools_json(uint64_t max_timeout_ms)
+{
+        json_t *a = json_array();
+        for (size_t i = 0; i < _TOOL_MAX; i++) {
+                _cleanup_free_ char *desc = NULL;
+                if (i == TOOL_RUN_CODE || i == TOOL_RUN_COMMAND)
+                        desc = xasprintf("%s Time limit: timeout_s, default %gs, at most %gs.", descriptions[i],
+                                         MIN(MCP_DEFAULT_TIMEOUT_MS, max_timeout_ms) / 1000.0,
+                                         max_timeout_ms / 1000.0);
+                json_t *t = json_pack("{s:s, s:s, s:o, s:O}", "name", names[i], "description",
+                                      desc ? desc : descriptions[i], "inputSchema", parse_const(input_text[i]),
+                                      "outputSchema", mcp_tool_output_schema(i));
+                json_array_append_new(a, t);
+        }
+        return a;
+}
+
+/* A file entry as a model may give it: text, or {content, encoding}.
+ * Never {host_path}: a model must not read the host through a run. */
+static int check_file(const char *path, json_t *v, char **ret_error)
+{
+        if (json_is_string(v))
+                return 0;
+        if (json_is_object(v)) {
+                const char *k;
+                json_t *x;
+                bool content = false;
+                json_object_foreach(v, k, x) {
+                        if (streq(k, "content") && json_is_string(x))
+                                content = true;
+                        else if (streq(k, "encoding") && json_is_string(x) &&
+                                 (streq(json_string_value(x), "utf-8") || streq(json_string_value(x), "base64")))
+                                ;
+                        else {
+                                *ret_error = xasprintf("files/%s: unexpected \"%s\" (give content and optionally "
+                                                       "encoding utf-8 or base64)", path, k);
+                                return -EINVAL;
+                        }
+                }
+                if (content)
+                        return 0;
+        }
+        *ret_error = xasprintf("files/%s: expected a string or {\"content\": ..., \"encoding\": \"utf-8\"|\"base64\"}", path);
+        return -EINVAL;
+}
+
+int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, json_t *labels,
+                     json_t **ret, char **ret_error)
+{
+        json_t *req = json_pack("{s:s}", "schema", "hutch.request/1");
+        uint64_t timeout_ms = MIN(MCP_DEFAULT_TIMEOUT_MS, max_timeout_ms);
+        bool have_lang = false, have_code = false, have_argv = false;
+        const char *k;
+        json_t *v;
+        int r = -EINVAL;
+
+        json_object_foreach(args, k, v) {
+                if (t == TOOL_RUN_CODE && (streq(k, "language") || streq(k, "code"))) {
+                        if (!json_is_string(v)) {
+                                *ret_error = xasprintf("%s: expected a string", k);
+                                goto out;
+                        }
+                        json_object_set(req, k, v);
+                        *(streq(k, "code") ? &have_code : &have_lang) = true;
+                } else if (t == TOOL_RUN_COMMAND && streq(k, "argv")) {
+                        size_t i;
+                        json_t *x;
+                        if (!json_is_array(v) || json_array_size(v) == 0) {
+                                *ret_error = xstrdup("argv: expected a non-empty array of strings");
+                                goto out;
+                        }
+                        json_array_foreach(v, i, x)
+                                if (!json_is_string(x)) {
+                                        *ret_error = xasprintf("argv/%zu: expected a string", i);
+                                        goto out;
+                                }
+                        json_object_set(req, k, v);
+                        have_argv = true;
+                } else if (streq(k, "stdin") || streq(k, "session")) {
+                        if (!json_is_string(v)) {
+                                *ret_error = xasprintf("%s: expected a string", k);
+                                goto out;
+                        }
+                        json_object_set(req, k, v);
+                } else if (streq(k, "files")) {
+                        const char *p;
+                        json_t *f;
+                        if (!json_is_object(v)) {
+                                *ret_error = xstrdup("files: expected an object: relative path -> content");
+                                goto out;
+                        }
+                        json_object_foreach(v, p, f)
+                                if (check_file(p, f, ret_error) < 0)
+                                        goto out;
+                        json_object_set(req, k, v);
+                } else if (streq(k, "timeout_s")) {
+                        double s = json_number_value(v);
+                        if (!json_is_number(v) || !(s > 0) || !isfinite(s)) {
+                                *ret_error = xstrdup("timeout_s: expected a number of seconds above 0");
+                                goto out;
+                        }
+                        /* a model can lower the ceiling, never raise it */
+                        double ms = ceil(s * 1000.0);
+                        timeout_ms = ms >= (double)max_timeout_ms ? max_timeout_ms : (uint64_t)ms;
+                } else {
+                        *ret_error = xasprintf("unknown argument \"%s\"", k);
+                        goto out;
+                }
+        }
+        if (t == TOOL_RUN_CODE && !(have_lang && have_code)) {
+                *ret_error = xasprintf("missing argument \"%s\"", have_lang ? "code" : "language");
+                goto out;
+        }
+        if (t == TOOL_RUN_COMMAND && !have_argv) {
+                *ret_error = xstrdup("missing argument \"argv\"");
+                goto out;
+        }
+        json_object_set_new(req, "limits", json_pack("{s:I}", "timeout_ms", (json_int_t)timeout_ms));
+        json_object_set(req, "labels", labels);
+        *ret = TAKE_PTR(req);
+        r = 0;
+out:
+        json_decref(req);
+        return r;
+}

@@ -1,0 +1,481 @@
+#!/usr/bin/python3
+# mcp-session.py - a scripted MCP client for the hutch mcp tests: starts
+# `$HUTCH mcp ARGS...`, talks JSON-RPC to it over pipes, one message per
+# line, and checks what comes back. Every tools/call result that carries
+# structuredContent is validated against the outputSchema tools/list
+# published for that tool (python3-jsonschema).
+#
+#   mcp-session.py SCENARIO [--era legacy|modern] [-- SERVER-ARGS...]
+#
+# Exit 0 when the scenario holds; 1 with the reason on stderr.
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+import jsonschema
+
+HUTCH = os.environ["HUTCH"]
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+class Client:
+    def __init__(self, era, server_args, name):
+        self.era = era
+        self.name = name
+        self.proc = subprocess.Popen([HUTCH, "mcp", *server_args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, bufsize=0)
+        self.buf = b""
+        self.next_id = 1
+        self.pending = []       # messages read but not yet asked for
+        self.schemas = {}
+
+    def meta(self, extra=None):
+        m = {}
+        if self.era == "modern":
+            m = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                 "io.modelcontextprotocol/clientInfo": {"name": self.name, "version": "1"},
+                 "io.modelcontextprotocol/clientCapabilities": {}}
+        m.update(extra or {})
+        return m
+
+    def raw(self, line):
+        self.proc.stdin.write(line if isinstance(line, bytes) else line.encode())
+
+    def send(self, msg):
+        self.raw(json.dumps(msg) + "\n")
+
+    def notify(self, method, params=None):
+        m = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            m["params"] = params
+        self.send(m)
+
+    def request(self, method, params=None, meta=None, rid=None):
+        if rid is None:
+            rid = self.next_id
+            self.next_id += 1
+        params = dict(params or {})
+        md = self.meta(meta)
+        if md:
+            params["_meta"] = md
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return rid
+
+    def read_message(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.proc.stdout], [], [], left)
+            if not r:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise Fail("server wrote a line that is not JSON: %r" % line[:200])
+
+    def wait(self, rid, timeout=30):
+        """The response to rid; notifications and other responses seen meanwhile are kept."""
+        for i, m in enumerate(self.pending):
+            if m.get("id") == rid and "method" not in m:
+                return self.pending.pop(i)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.read_message(max(0, deadline - time.monotonic()))
+            check(m is not None, "no response to request %r within %ss" % (rid, timeout))
+            check(m.get("jsonrpc") == "2.0", "not JSON-RPC 2.0: %r" % m)
+            if m.get("id") == rid and "method" not in m:
+                return m
+            self.pending.append(m)
+
+    def call(self, rid_or_none, tool, args, meta=None, timeout=60):
+        rid = self.request("tools/call", {"name": tool, "arguments": args}, meta=meta, rid=rid_or_none)
+        return rid
+
+    def result(self, rid, timeout=60):
+        m = self.wait(rid, timeout)
+        check("result" in m, "request %r: expected a result, got %r" % (rid, m))
+        r = m["result"]
+        if self.era == "modern":
+            check(r.get("resultType") == "complete", "modern result without resultType complete: %r" % r)
+            check(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "hutch", "no serverInfo in _meta")
+        else:
+            check("resultType" not in r, "legacy result with resultType: %r" % r)
+        return r
+
+    def tool_result(self, rid, tool, timeout=60):
+        r = self.result(rid, timeout)
+        check(isinstance(r.get("content"), list) and r["content"], "no content: %r" % r)
+        check(isinstance(r.get("isError"), bool), "no isError: %r" % r)
+        if "structuredContent" in r:
+            schema = self.schemas[tool]
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+            try:
+                cls(schema, format_checker=cls.FORMAT_CHECKER).validate(r["structuredContent"])
+            except jsonschema.ValidationError as e:
+                raise Fail("%s: structuredContent does not match its outputSchema: %s" % (tool, e.message))
+        else:
+            check(r["isError"], "%s: a result without structuredContent must be an error" % tool)
+        return r
+
+    def run(self, tool, args, meta=None, timeout=60):
+        return self.tool_result(self.call(None, tool, args, meta), tool, timeout)
+
+    def handshake(self):
+        if self.era == "legacy":
+            rid = self.request("initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                                              "clientInfo": {"name": self.name, "version": "1"}})
+            r = self.result(rid)
+            check(r["protocolVersion"] == LEGACY, "initialize answered %r" % r["protocolVersion"])
+            check("tools" in r["capabilities"], "no tools capability")
+            check(r["serverInfo"]["name"] == "hutch", "serverInfo")
+            self.notify("notifications/initialized")
+            r = self.result(self.request("ping"))
+            check(r == {}, "ping: %r" % r)
+        else:
+            r = self.result(self.request("server/discover"))
+            check(MODERN in r["supportedVersions"] and LEGACY in r["supportedVersions"], "supportedVersions %r" % r)
+            check("tools" in r["capabilities"], "no tools capability")
+            check(isinstance(r["ttlMs"], int) and r["cacheScope"] in ("public", "private"), "no cache fields")
+        r = self.result(self.request("tools/list"))
+        names = [t["name"] for t in r["tools"]]
+        check(names == ["run_code", "run_command", "read_output", "list_runs", "get_file"], "tools %r" % names)
+        for t in r["tools"]:
+            check(t["inputSchema"]["type"] == "object", "%s: inputSchema" % t["name"])
+            check(t["outputSchema"]["type"] == "object", "%s: outputSchema" % t["name"])
+            jsonschema.validators.validator_for(t["inputSchema"]).check_schema(t["inputSchema"])
+            self.schemas[t["name"]] = t["outputSchema"]
+        if self.era == "modern":
+            check("ttlMs" in r and "cacheScope" in r, "tools/list without ttlMs/cacheScope")
+        # the run tools publish hutch.result/1 itself
+        base = os.environ.get("HUTCH_DATADIR") or os.path.join(os.path.dirname(__file__), "../../share")
+        with open(os.path.join(base, "schema", "hutch.result-1.json")) as f:
+            published = json.load(f)
+        published.pop("$id")
+        for t in ("run_code", "run_command"):
+            check(self.schemas[t] == published, "%s: outputSchema is not share/schema/hutch.result-1.json" % t)
+        return r
+
+    def close(self, timeout=60):
+        self.proc.stdin.close()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Fail("server did not exit within %ss of end of input" % timeout)
+        rest = self.proc.stdout.read()
+        return rc, rest
+
+
+def hutch_json(*args):
+    out = subprocess.run([HUTCH, *args], stdout=subprocess.PIPE, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def show(run_id):
+    return hutch_json("show", "--json", run_id)[0]
+
+
+def runs_of(client_name):
+    return hutch_json("ls", "--json", "--label", "mcp.client=" + client_name)
+
+
+def wait_status(run_id, statuses, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = show(run_id)["status"]
+        if s in statuses:
+            return s
+        time.sleep(0.2)
+    raise Fail("run %s still %s after %ss" % (run_id, s, timeout))
+
+
+def alive(marker):
+    return subprocess.run(["pgrep", "-f", "--", marker], stdout=subprocess.DEVNULL).returncode == 0
+
+
+def text_of(r):
+    return r["content"][0]["text"]
+
+
+# --- scenarios -------------------------------------------------------------
+
+def scenario_session(c):
+    """Everything a session of one era goes through (issue: handshake, list,
+    success, failure, timeout, cancel, malformed line, unknown tool, EOF)."""
+    c.handshake()
+
+    r = c.run("run_code", {"language": "python", "code": "import sys\nprint(6*7)\nprint('warn', file=sys.stderr)"})
+    sc = r["structuredContent"]
+    check(not r["isError"] and sc["status"] == "success" and sc["exit_code"] == 0, "success: %r" % text_of(r))
+    check(text_of(r).startswith("exit_code=0 status=success "), "header: %r" % text_of(r))
+    check("42" in text_of(r) and "warn" in text_of(r), "output missing: %r" % text_of(r))
+    check(sc["labels"].get("mcp.client") == c.name and sc["labels"].get("mcp.session"), "labels %r" % sc["labels"])
+    check(sc["limits"]["timeout_ms"] == 30000, "default timeout %r" % sc["limits"]["timeout_ms"])
+
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo oops >&2; exit 3"]})
+    sc = r["structuredContent"]
+    check(r["isError"] and sc["status"] == "failed" and sc["exit_code"] == 3, "failure: %r" % text_of(r))
+    check(text_of(r).splitlines()[0].startswith("exit_code=3 status=failed "), "header: %r" % text_of(r))
+    check("oops" in text_of(r), "stderr missing")
+
+    r = c.run("run_command", {"argv": ["sleep", "30"], "timeout_s": 1})
+    sc = r["structuredContent"]
+    check(r["isError"] and sc["status"] == "timeout" and sc["limits"]["timeout_ms"] == 1000, "timeout: %r" % text_of(r))
+
+    # a model's bad arguments are a tool error it can read, not a protocol error
+    r = c.run("run_command", {"argv": "ls"})
+    check(r["isError"] and "argv" in text_of(r), "bad argv: %r" % r)
+    r = c.run("run_command", {"argv": ["cat", "x"], "files": {"x": {"host_path": "/etc/passwd"}}})
+    check(r["isError"] and "host_path" in text_of(r), "host_path accepted: %r" % r)
+
+    # cancel mid-run: the whole tree dies, the record says cancelled, no answer comes
+    marker = "mcp-cancel-%d-%s" % (os.getpid(), c.era)
+    rid = c.call("cancel-me", "run_command", {"argv": ["sh", "-c", "sleep 300 & sleep 300; : " + marker]})
+    deadline = time.monotonic() + 20
+    while not alive(marker):
+        check(time.monotonic() < deadline, "the run never started")
+        time.sleep(0.1)
+    c.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    deadline = time.monotonic() + 20
+    while True:
+        mine = [x for x in runs_of(c.name) if marker in " ".join(x["argv"])]
+        if mine and mine[0]["status"] != "running":
+            break
+        check(time.monotonic() < deadline, "cancelled run not recorded: %r" % mine)
+        time.sleep(0.2)
+    check(mine[0]["status"] == "cancelled", "cancelled run recorded as %s" % mine[0]["status"])
+    check(not alive(marker), "a process of the cancelled run is still alive")
+
+    # malformed lines, unknown tools and methods: JSON-RPC errors, and the session goes on
+    c.raw("{this is not json\n")
+    m = c.read_message(10)
+    check(m and m["id"] is None and m["error"]["code"] == -32700, "parse error: %r" % m)
+    c.raw('[1, 2]\n')
+    m = c.read_message(10)
+    check(m and m["id"] is None and m["error"]["code"] == -32600, "invalid request: %r" % m)
+    m = c.wait(c.call(None, "no_such_tool", {}))
+    check(m["error"]["code"] == -32602 and "no_such_tool" in m["error"]["message"], "unknown tool: %r" % m)
+    m = c.wait(c.request("no/such/method"))
+    check(m["error"]["code"] == -32601, "unknown method: %r" % m)
+    time.sleep(1)
+    c.result(c.request("tools/list"))
+    check(not [x for x in c.pending if x.get("id") == rid], "an answer came for the cancelled request")
+
+    # EOF with runs in flight: each is cancelled and recorded
+    marker = "mcp-eof-%d-%s" % (os.getpid(), c.era)
+    for i in range(2):
+        c.call(None, "run_command", {"argv": ["sh", "-c", "sleep 300; : %s-%d" % (marker, i)]})
+    deadline = time.monotonic() + 20
+    while not (alive(marker + "-0") and alive(marker + "-1")):
+        check(time.monotonic() < deadline, "the runs never started")
+        time.sleep(0.1)
+    rc, _ = c.close()
+    check(rc == 0, "server exited %d at end of input" % rc)
+    mine = [x for x in runs_of(c.name) if marker in " ".join(x["argv"])]
+    check(len(mine) == 2 and all(x["status"] == "cancelled" for x in mine),
+          "runs in flight at EOF: %r" % [(x["argv"], x["status"]) for x in mine])
+    check(not alive(marker), "a process of a run in flight at EOF is still alive")
+
+
+def scenario_versions(c):
+    """Version handling of both eras."""
+    if c.era == "modern":
+        m = c.wait(c.request("tools/list", meta={"io.modelcontextprotocol/protocolVersion": "1900-01-01"}))
+        e = m.get("error", {})
+        check(e.get("code") == -32022 and e["data"]["requested"] == "1900-01-01" and
+              MODERN in e["data"]["supported"] and LEGACY in e["data"]["supported"], "unsupported version: %r" % m)
+        m = c.wait(c.request("ping"))
+        check(m.get("error", {}).get("code") == -32601, "ping is gone in 2026-07-28: %r" % m)
+        # without any version and without initialize: refused, naming both ways in
+        c.era = "none"
+        m = c.wait(c.request("tools/list"))
+        check(m.get("error", {}).get("code") == -32600 and MODERN in m["error"]["data"]["supported"], "no version: %r" % m)
+    else:
+        rid = c.request("initialize", {"protocolVersion": "1999-01-01", "capabilities": {},
+                                       "clientInfo": {"name": c.name, "version": "1"}})
+        r = c.result(rid)
+        check(r["protocolVersion"] == LEGACY, "initialize with an unknown version answered %r" % r["protocolVersion"])
+        r = c.result(c.request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}}))
+        check(r["protocolVersion"] == "2025-03-26", "initialize 2025-03-26 answered %r" % r["protocolVersion"])
+    c.close()
+
+
+def scenario_ceilings(c):
+    """--max-timeout 2s: the default and a model's larger ask both stop at it."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 2000, "default above the ceiling")
+    r = c.run("run_command", {"argv": ["true"], "timeout_s": 100})
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 2000, "a model raised the ceiling")
+    r = c.run("run_command", {"argv": ["true"], "timeout_s": 0.5})
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 500, "a model could not lower it")
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["limits"]["memory_bytes"] == 64 << 20, "--max-memory not applied")
+    c.close()
+
+
+def scenario_queue(c):
+    """--max-concurrent 1: a second call waits, both report progress."""
+    c.handshake()
+    a = c.call(None, "run_command", {"argv": ["sleep", "7"]}, meta={"progressToken": "tok-a"})
+    b = c.call(None, "run_command", {"argv": ["echo", "second"]}, meta={"progressToken": 17})
+    ra = c.tool_result(a, "run_command")
+    rb = c.tool_result(b, "run_command")
+    check(not ra["isError"] and not rb["isError"], "queued calls failed")
+    check(rb["structuredContent"]["started_at"] >= ra["structuredContent"]["finished_at"], "ran at once")
+    prog = [m["params"] for m in c.pending if m.get("method") == "notifications/progress"]
+    pa = [p for p in prog if p["progressToken"] == "tok-a"]
+    pb = [p for p in prog if p["progressToken"] == 17]
+    check(pa and "running" in pa[0]["message"], "no progress for the running call: %r" % prog)
+    check(pb and "queued" in pb[0]["message"], "no progress for the queued call: %r" % prog)
+    check(all(x["progress"] < y["progress"] for x, y in zip(pa, pa[1:])), "progress must increase")
+    c.close()
+
+
+def scenario_output(c):
+    """Long output: cut head and tail in the text, paged exactly by read_output."""
+    c.handshake()
+    r = c.run("run_code", {"language": "python", "code": "for i in range(6000): print('line %05d' % i)"})
+    sc, text = r["structuredContent"], text_of(r)
+    check(len(text) < 20000 and "cut here" in text and sc["id"] in text, "not cut: %d bytes" % len(text))
+    off = int(text.split('"offset": ')[1].split("}")[0])
+    full = sc["stdout"].encode()
+    check(text.encode().find(full[:off]) >= 0, "the head is not the stream's start")
+    got, nxt = full[:off], off
+    while True:
+        p = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": nxt, "limit": 20000})
+        ps = p["structuredContent"]
+        check(ps["offset"] == nxt and ps["total"] == len(full), "page %r" % {k: ps[k] for k in ps if k != "text"})
+        got += ps["text"].encode()
+        nxt = ps["next_offset"]
+        if ps["eof"]:
+            break
+    check(got == full, "the pages do not add up to the stream")
+    r = c.run("read_output", {"run_id": sc["id"], "stream": "stderr"})
+    check(r["structuredContent"]["total"] == 0 and r["structuredContent"]["eof"], "stderr page")
+    r = c.run("read_output", {"run_id": sc["id"], "stream": "stdin"})
+    check(r["isError"], "bad stream accepted")
+    c.close()
+
+
+def scenario_history(c):
+    """list_runs and get_file see the server's runs only; artifacts come back whole."""
+    other = json.loads(subprocess.run([HUTCH, "run", "--json", "--", "echo", "not-mcp"],
+                                      stdout=subprocess.PIPE, check=True).stdout)
+    c.handshake()
+    r = c.run("run_code", {"language": "sh", "files": {"in.txt": "from the model\n"}, "stdin": "piped\n",
+                           "code": "mkdir -p output; cp in.txt output/a.txt; cat >> output/a.txt; "
+                                   "printf '\\000\\001\\377' > output/b.bin"})
+    check(not r["isError"], "artifact run failed: %s" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    f = c.run("get_file", {"run_id": rid, "path": "output/a.txt"})
+    check(not f["isError"] and f["structuredContent"]["content"] == "from the model\npiped\n", "text artifact %r" % f)
+    f = c.run("get_file", {"run_id": rid[:12], "path": "b.bin"})
+    fs = f["structuredContent"]
+    check(fs["encoding"] == "base64" and fs["content"] == "AAH/", "binary artifact %r" % fs)
+    check(f["content"][1]["type"] == "resource" and f["content"][1]["resource"]["blob"] == "AAH/", "resource block")
+    check(c.run("get_file", {"run_id": rid, "path": "output/none"})["isError"], "a missing file")
+    check(c.run("get_file", {"run_id": other["id"], "path": "x"})["isError"], "another run's files")
+    check(c.run("read_output", {"run_id": other["id"], "stream": "stdout"})["isError"], "another run's output")
+    r = c.run("list_runs", {})
+    ids = [x["id"] for x in r["structuredContent"]["runs"]]
+    check(rid in ids and other["id"] not in ids, "list_runs %r" % ids)
+    r = c.run("list_runs", {"label": "mcp.client=" + c.name, "status": "success", "limit": 1})
+    check([x["id"] for x in r["structuredContent"]["runs"]] == [rid], "list_runs filters %r" % r)
+    check(c.run("list_runs", {"status": "bogus"})["isError"], "bad status accepted")
+    c.close()
+
+
+def scenario_framing(c):
+    """One message per line: odd lines are answered or ignored, never break the stream."""
+    c.handshake()
+    c.raw("\n   \n")                                    # blank lines: nothing
+    c.raw('{"jsonrpc":"2.0","method":"notifications/whatever"}\n')   # unknown notification: nothing
+    c.raw('{"jsonrpc":"2.0","id":99,"result":{}}\n')  # a response to nothing: nothing
+    c.raw('{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r\n')
+    m = c.read_message(10)
+    check(m == {"jsonrpc": "2.0", "id": "crlf", "result": {}}, "CRLF line: %r" % m)
+    c.raw('{"jsonrpc":"1.0","id":5,"method":"ping"}\n')
+    m = c.read_message(10)
+    check(m["id"] == 5 and m["error"]["code"] == -32600, "jsonrpc 1.0: %r" % m)
+    c.raw('{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}\n')
+    m = c.read_message(10)
+    check(m["id"] is None and m["error"]["code"] == -32600, "object id: %r" % m)
+    # a line longer than the server keeps: one parse error, the rest of it skipped
+    c.raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (81 << 20) + b'"}}\n')
+    m = c.read_message(30)
+    check(m and m["id"] is None and m["error"]["code"] == -32700 and "longer" in m["error"]["message"], "long line: %r" % m)
+    r = c.result(c.request("ping"))
+    check(r == {}, "ping after a long line")
+    rc, rest = c.close()
+    check(rc == 0 and rest == b"", "exit %d, left %r" % (rc, rest[:100]))
+
+
+def scenario_killed(c):
+    """A server killed outright still leaves no run unrecorded: its children get SIGTERM."""
+    c.handshake()
+    marker = "mcp-killed-%d" % os.getpid()
+    c.call(None, "run_command", {"argv": ["sh", "-c", "sleep 300; : " + marker]})
+    deadline = time.monotonic() + 20
+    while not alive(marker):
+        check(time.monotonic() < deadline, "the run never started")
+        time.sleep(0.1)
+    sig = int(os.environ.get("MCP_SIGNAL", "9"))
+    c.proc.send_signal(sig)
+    c.proc.wait(30)
+    if sig != 9:
+        check(c.proc.returncode == 0, "server exited %d on signal %d" % (c.proc.returncode, sig))
+    deadline = time.monotonic() + 20
+    while True:
+        mine = [x for x in runs_of(c.name) if marker in " ".join(x["argv"])]
+        if mine and mine[0]["status"] != "running":
+            break
+        check(time.monotonic() < deadline, "run not recorded after the server died: %r" % mine)
+        time.sleep(0.2)
+    check(mine[0]["status"] == "cancelled", "recorded as %s" % mine[0]["status"])
+    check(not alive(marker), "a process of the run outlived the server")
+
+
+def main():
+    args = sys.argv[1:]
+    scenario = args.pop(0)
+    era = "legacy"
+    if args[:1] == ["--era"]:
+        era = args[1]
+        args = args[2:]
+    if args[:1] == ["--"]:
+        args = args[1:]
+    name = "mcp-test-%s-%d-%s" % (scenario, os.getpid(), era)
+    c = Client(era, args, name)
+    try:
+        globals()["scenario_" + scenario](c)
+    except Fail as e:
+        print("FAIL: %s (era %s)" % (e, era), file=sys.stderr)
+        c.proc.kill()
+        sys.exit(1)
+    print("ok %s (era %s)" % (scenario, era))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+#!/usr/bin/env bats
+# hutch mcp (hutch-mcp(1)): scripted client sessions of both protocol
+# eras over pipes (mcp-session.py): handshake, tools/list, calls that
+# succeed, fail, time out and are cancelled, malformed lines, unknown
+# tools, end of input with runs in flight, the operator's ceilings, the
+# queue, long output and the history tools. Every structuredContent is
+# validated against the outputSchema the server published.
+
+bats_require_minimum_version 1.5.0
+
+load lib
+
+setup() {
+        common_setup
+        SESSION="$TESTS_DIR/integration/mcp-session.py"
+}
+
+# Wait (up to 20 s) for file $1 to have a line matching $2.
+wait_for_file_line() {
+        local i
+        for ((i = 0; i < 200; i++)); do
+                grep -q -- "$2" "$1" 2>/dev/null && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
+session() {
+        python3 "$SESSION" "$@"
+}
+
+@test "mcp: --help; a bad option or value is a usage error" {
+        run -0 "$HUTCH" mcp --help
+        [[ "$output" == *"--max-concurrent"* ]]
+        run -2 "$HUTCH" mcp --max-timeout 0
+        [[ "$output" == *"max-timeout"* ]]
+        run -2 "$HUTCH" mcp --max-concurrent 1000
+        run -2 "$HUTCH" mcp --net everywhere
+        run -2 "$HUTCH" mcp --allow example.com
+        [[ "$output" == *"--net allow"* ]]
+        run -2 "$HUTCH" mcp stray
+}
+
+@test "mcp: a 2025-11-25 session: initialize, list, success, failure, timeout, cancel, bad lines, EOF in flight" {
+        run -0 session session --era legacy
+        echo "$output"
+        [[ "$output" == *"ok session (era legacy)"* ]]
+}
+
+@test "mcp: a 2026-07-28 session: server/discover, _meta versions, resultType, and the same calls" {
+        run -0 session session --era modern
+        echo "$output"
+        [[ "$output" == *"ok session (era modern)"* ]]
+}
+
+@test "mcp: versions: initialize negotiates a legacy one; an unknown _meta version gets -32022 with ours" {
+        run -0 session versions --era legacy
+        echo "$output"
+        run -0 session versions --era modern
+        echo "$output"
+}
+
+@test "mcp: --max-timeout and --max-memory are ceilings a call can only lower" {
+        run -0 session ceilings -- --max-timeout 2s --max-memory 64M
+        echo "$output"
+}
+
+@test "mcp: --max-concurrent 1 queues the second call; both get progress notifications" {
+        run -0 session queue -- --max-concurrent 1
+        echo "$output"
+}
+
+@test "mcp: long output is cut head and tail with a marker; read_output pages all of it" {
+        run -0 session output --era modern
+        echo "$output"
+}
+
+@test "mcp: list_runs, read_output and get_file see this server's runs only; artifacts text and binary" {
+        run -0 session history
+        echo "$output"
+}
+
+@test "mcp: framing: blank, CRLF, response and over-long lines; nothing but JSON-RPC on stdout" {
+        run -0 session framing
+        echo "$output"
+}
+
+@test "mcp: a server killed with SIGKILL leaves its runs recorded cancelled, no process behind" {
+        run -0 session killed
+        echo "$output"
+}
+
+@test "mcp: SIGTERM to the server cancels the runs in flight and exits 0" {
+        MCP_SIGNAL=15 run -0 session killed
+        echo "$output"
+}
+
+@test "mcp: hutch ls --label finds a client's runs" {
+        # input stays open until the answer is out: calls still queued at
+        # end of input are dropped, never started
+        {
+                printf '%s\n' \
+                        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"label-test","version":"1"}}}' \
+                        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["true"]}}}'
+                wait_for_file_line "$BATS_TEST_TMPDIR/out" '"id":2'
+        } | "$HUTCH" mcp > "$BATS_TEST_TMPDIR/out"
+        grep -q '"id":2,"result"' "$BATS_TEST_TMPDIR/out"
+        run -0 "$HUTCH" ls --json --label mcp.client=label-test
+        [ "${#lines[@]}" -eq 1 ]
+        session_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["labels"]["mcp.session"])' "${lines[0]}")
+        run -0 "$HUTCH" ls --json --label "mcp.session=$session_id"
+        [ "${#lines[@]}" -eq 1 ]
+}

@@ -1,0 +1,148 @@
+/* test-mcp.c - unit tests for the pure parts of `hutch mcp`: line
+ * framing (wire.c) over a pipe, the head-and-tail cut of a result's text
+ * (format.c), and the requests the run tools build from a model's
+ * arguments (tools.c): ceilings held, host paths refused. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lib/util.h"
+#include "mcp/format.h"
+#include "mcp/tools.h"
+#include "mcp/wire.h"
+
+static void framing(void **state)
+{
+        int p[2];
+        struct wire_in w;
+        char *line = NULL;
+
+        assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+        wire_in_init(&w, p[0]);
+        assert_int_equal(write(p[1], "one\r\ntw", 7), 7);
+        assert_int_equal(wire_in_fill(&w), 0);
+        assert_int_equal(wire_in_next(&w, &line), WIRE_LINE);
+        assert_string_equal(line, "one");
+        free(line);
+        assert_int_equal(wire_in_next(&w, &line), WIRE_NONE);
+        assert_int_equal(write(p[1], "o\nlast", 6), 6);
+        close(p[1]);
+        assert_int_equal(wire_in_fill(&w), 0);
+        assert_int_equal(wire_in_next(&w, &line), WIRE_LINE);
+        assert_string_equal(line, "two");
+        free(line);
+        while (!w.eof)
+                assert_int_equal(wire_in_fill(&w), 0);
+        /* a last line without its newline still counts */
+        assert_int_equal(wire_in_next(&w, &line), WIRE_LINE);
+        assert_string_equal(line, "last");
+        free(line);
+        assert_int_equal(wire_in_next(&w, &line), WIRE_NONE);
+        wire_in_done(&w);
+        close(p[0]);
+}
+
+static void cut(void **state)
+{
+        _cleanup_free_ char *small = mcp_cut_text("abc", 3, 10, "ID", "stdout");
+        assert_string_equal(small, "abc");
+
+        char big[1000];
+        memset(big, 'x', sizeof(big));
+        memcpy(big, "HEAD", 4);
+        memcpy(big + sizeof(big) - 4, "TAIL", 4);
+        _cleanup_free_ char *c = mcp_cut_text(big, sizeof(big), 100, "01ID", "stderr");
+        assert_true(startswith(c, "HEAD"));
+        assert_non_null(strstr(c, "900 bytes of stderr cut here (bytes 50 to 950 of 1000)"));
+        assert_non_null(strstr(c, "\"run_id\": \"01ID\", \"stream\": \"stderr\", \"offset\": 50}"));
+        assert_int_equal(memcmp(c + strlen(c) - 4, "TAIL", 4), 0);
+
+        /* never inside a character: "é" is 2 bytes, the cut moves to its start */
+        const char *u = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+        assert_int_equal(mcp_utf8_floor(u, 10, 3), 2);
+        assert_int_equal(mcp_utf8_ceil(u, 10, 3), 4);
+        assert_int_equal(mcp_utf8_floor(u, 10, 12), 10);
+        _cleanup_free_ char *cu = mcp_cut_text(u, 10, 6, "X", "stdout");
+        assert_true(startswith(cu, "\xc3\xa9\n[... "));
+}
+
+static json_t *req(enum mcp_tool t, const char *args, uint64_t max_ms, char **ret_error)
+{
+        json_t *a = json_loads(args, 0, NULL), *labels = json_pack("{s:s}", "mcp.client", "t"), *r = NULL;
+        assert_non_null(a);
+        if (mcp_tool_request(t, a, max_ms, labels, &r, ret_error) < 0)
+                r = NULL;
+        json_decref(a);
+        json_decref(labels);
+        return r;
+}
+
+static long long timeout_of(json_t *r)
+{
+        return json_integer_value(json_object_get(json_object_get(r, "limits"), "timeout_ms"));
+}
+
+static void requests(void **state)
+{
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *e5 = NULL;
+        json_t *r = req(TOOL_RUN_CODE, "{\"language\":\"python\",\"code\":\"print(1)\"}", 120000, &e1);
+        assert_non_null(r);
+        assert_int_equal(timeout_of(r), MCP_DEFAULT_TIMEOUT_MS);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r, "labels"), "mcp.client")), "t");
+        assert_string_equal(json_string_value(json_object_get(r, "schema")), "hutch.request/1");
+        json_decref(r);
+
+        /* the ceiling holds, a lower ask is kept, the default stays under the ceiling */
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"timeout_s\":1000}", 5000, &e1);
+        assert_int_equal(timeout_of(r), 5000);
+        json_decref(r);
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"timeout_s\":0.25}", 5000, &e1);
+        assert_int_equal(timeout_of(r), 250);
+        json_decref(r);
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"]}", 2000, &e1);
+        assert_int_equal(timeout_of(r), 2000);
+        json_decref(r);
+
+        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"cat\"],\"files\":{\"x\":{\"host_path\":\"/etc/shadow\"}}}",
+                        5000, &e2));
+        assert_non_null(strstr(e2, "host_path"));
+        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[]}", 5000, &e3));
+        assert_null(req(TOOL_RUN_CODE, "{\"code\":\"x\"}", 5000, &e4));
+        assert_string_equal(e4, "missing argument \"language\"");
+        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5));
+        assert_string_equal(e5, "unknown argument \"env\"");
+}
+
+static void tools(void **state)
+{
+        json_t *t = mcp_tools_json(30000);
+        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file" };
+        assert_int_equal(json_array_size(t), 5);
+        for (size_t i = 0; i < 5; i++) {
+                json_t *x = json_array_get(t, i);
+                assert_string_equal(json_string_value(json_object_get(x, "name")), order[i]);
+                assert_string_equal(json_string_value(json_object_get(json_object_get(x, "inputSchema"), "type")), "object");
+                assert_string_equal(json_string_value(json_object_get(json_object_get(x, "outputSchema"), "type")), "object");
+                assert_int_equal(mcp_tool_from_name(order[i]), (int)i);
+        }
+        assert_int_equal(mcp_tool_from_name("nope"), _TOOL_INVALID);
+        json_decref(t);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(framing),
+                cmocka_unit_test(cut),
+                cmocka_unit_test(requests),
+                cmocka_unit_test(tools),
+        };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -29,7 +29,7 @@ static const char result_schema_text[] =
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30, at most the server's ceiling)\"}," \
-        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\"}"
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}"
 
 static const char *const input_text[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\",\"code\"],\"properties\":{"
@@ -198,12 +198,23 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, jso
                                 }
                         json_object_set(req, k, v);
                         have_argv = true;
-                } else if (streq(k, "stdin") || streq(k, "session")) {
+                } else if (streq(k, "stdin")) {
                         if (!json_is_string(v)) {
-                                *ret_error = xasprintf("%s: expected a string", k);
+                                *ret_error = xstrdup("stdin: expected a string");
                                 goto out;
                         }
                         json_object_set(req, k, v);
+                } else if (streq(k, "session")) {
+                        const char *name = json_string_value(v);
+                        if (!name || !*name || strlen(name) > MCP_SESSION_NAME_MAX) {
+                                *ret_error = xasprintf("session: expected a name of 1 to %u letters, digits, "
+                                                       "'.', '_' or '-'", MCP_SESSION_NAME_MAX);
+                                goto out;
+                        }
+                        /* a model's sessions live apart from the operator's:
+                         * it cannot name (and change) their workspaces */
+                        _cleanup_free_ char *full = xasprintf(MCP_SESSION_PREFIX "%s", name);
+                        json_object_set_new(req, k, json_string(full));
                 } else if (streq(k, "files")) {
                         const char *p;
                         json_t *f;

@@ -26,6 +26,10 @@ enum mcp_tool {
  * common clients give up on a call. */
 #define MCP_DEFAULT_TIMEOUT_MS 30000u
 
+/* A call's session NAME is the hutch session "mcp-NAME". */
+#define MCP_SESSION_PREFIX "mcp-"
+#define MCP_SESSION_NAME_MAX 60u
+
 /* name -> tool, or _TOOL_INVALID. */
 enum mcp_tool mcp_tool_from_name(const char *name);
 

@@ -404,6 +404,15 @@ def scenario_history(c):
     r = c.run("list_runs", {"label": "mcp.client=" + c.name, "status": "success", "limit": 1})
     check([x["id"] for x in r["structuredContent"]["runs"]] == [rid], "list_runs filters %r" % r)
     check(c.run("list_runs", {"status": "bogus"})["isError"], "bad status accepted")
+
+    # a model's session is a workspace of its own, apart from the operator's
+    ws = "ws-%d" % os.getpid()
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo kept > note"], "session": ws})
+    check(not r["isError"] and r["structuredContent"]["session"] == "mcp-" + ws, "session run: %s" % text_of(r))
+    r = c.run("run_command", {"argv": ["cat", "note"], "session": ws})
+    check("kept" in r["structuredContent"]["stdout"], "the session did not keep the file: %s" % text_of(r))
+    check(c.run("run_command", {"argv": ["true"], "session": "x" * 61})["isError"], "a 61-char session name")
+    subprocess.run([HUTCH, "session", "rm", "mcp-" + ws], stdout=subprocess.DEVNULL)
     c.close()
 
 

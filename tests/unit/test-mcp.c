@@ -109,6 +109,10 @@ static void requests(void **state)
         assert_int_equal(timeout_of(r), 2000);
         json_decref(r);
 
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"session\":\"w1\"}", 2000, &e1);
+        assert_string_equal(json_string_value(json_object_get(r, "session")), "mcp-w1");
+        json_decref(r);
+
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"cat\"],\"files\":{\"x\":{\"host_path\":\"/etc/shadow\"}}}",
                         5000, &e2));
         assert_non_null(strstr(e2, "host_path"));

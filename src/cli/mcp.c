@@ -5,10 +5,13 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/profile.h"
+#include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -32,7 +35,8 @@ static void help(void)
                "  -p, --profile P         run every job with profile P\n"
                "      --max-timeout D     the longest timeout a call may ask for (default 30s;\n"
                "                          a call's default is 30s or this, the lower)\n"
-               "      --max-memory S      memory limit of every run (default: the profile's)\n"
+               "      --max-memory S      memory limit of every run (default: the profile's;\n"
+               "                          a profile's lower limit stays)\n"
                "      --max-concurrent N  runs at once, more wait in a queue (default %u)\n"
                "      --net MODE          network of every run: none (default), host, or\n"
                "                          allow with --allow rules (see hutch-run(1))\n"
@@ -42,6 +46,36 @@ static void help(void)
                "Every run is labelled mcp.client=<client name> and mcp.session=<id>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
                MCP_CONCURRENT_DEFAULT);
+}
+
+/* The flags are ceilings, never raises: a run gets the lower of a flag
+ * and the profile's own limit. The profile is read once here, so a bad
+ * one stops the server at its start, not at every call. Without
+ * --max-timeout, the profile's timeout (when it has one) is the
+ * ceiling if it is below the default. */
+static int profile_ceilings(const char *profile, uint64_t max_memory, bool max_timeout_set,
+                            struct mcp_config *cfg, char ***run_args)
+{
+        struct run_config pc;
+        _cleanup_free_ char *err = NULL;
+        run_config_init(&pc);
+        int r = profile_load(&pc, profile, &err);
+        if (r < 0) {
+                log_error("mcp: %s", err ? err : strerror(-r));
+                run_config_done(&pc);
+                return EXIT_SETUP;
+        }
+        uint64_t memory = pc.memory_bytes, timeout = pc.timeout_ms;
+        run_config_done(&pc);
+
+        if (max_memory && (memory == 0 || memory > max_memory)) {
+                char size[32];
+                snprintf(size, sizeof(size), "%" PRIu64, max_memory);
+                *run_args = strv_append(strv_append(*run_args, "--memory"), size);
+        }
+        if (timeout && timeout < cfg->max_timeout_ms && !max_timeout_set)
+                cfg->max_timeout_ms = timeout;
+        return EXIT_OK;
 }
 
 int verb_mcp(int argc, char **argv)
@@ -59,25 +93,29 @@ int verb_mcp(int argc, char **argv)
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
                                   .max_concurrent = MCP_CONCURRENT_DEFAULT };
         _cleanup_strv_ char **run_args = NULL;
-        const char *net = NULL;
+        const char *net = NULL, *profile = NULL;
+        uint64_t max_memory = 0;
+        bool max_timeout_set = false;
         bool allow = false;
         uint64_t v;
-        int c;
+        int c, r;
 
         while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
                 switch (c) {
                 case 'p':
                         run_args = strv_append(strv_append(run_args, "--profile"), optarg);
+                        profile = optarg;
                         break;
                 case 'T':
                         if (parse_duration_ms(optarg, &v) < 0 || v == 0)
                                 return cli_bad_value("mcp", "max-timeout", optarg, "expected a duration above 0 (30s, 5m)");
                         cfg.max_timeout_ms = v;
+                        max_timeout_set = true;
                         break;
                 case 'M':
                         if (parse_size(optarg, &v) < 0 || v == 0)
                                 return cli_bad_value("mcp", "max-memory", optarg, "expected a size above 0 (512M, 2G)");
-                        run_args = strv_append(strv_append(run_args, "--memory"), optarg);
+                        max_memory = v;
                         break;
                 case 'C': {
                         char *end;
@@ -111,6 +149,9 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
+        r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg, &run_args);
+        if (r != EXIT_OK)
+                return r;
         /* never the host's network unless the operator says so */
         run_args = strv_append(strv_append(run_args, "--net"), net ? net : "none");
         cfg.run_args = run_args;
@@ -118,7 +159,7 @@ int verb_mcp(int argc, char **argv)
                 log_warning("mcp: stdin is a terminal; this server speaks JSON-RPC, one message per line, "
                             "for an MCP client that starts it");
 
-        int r = mcp_serve(&cfg);
+        r = mcp_serve(&cfg);
         if (r < 0) {
                 log_error("mcp: %s", strerror(-r));
                 return EXIT_SETUP;

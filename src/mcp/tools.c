@@ -28,7 +28,7 @@ static const char result_schema_text[] =
         "\"files\":{\"type\":\"object\",\"description\":\"files put in the working directory first: relative path -> text, or {content, encoding: utf-8|base64}\"," \
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
-        "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30, at most the server's ceiling)\"}," \
+        "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
         "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}"
 
 static const char *const input_text[_TOOL_MAX] = {

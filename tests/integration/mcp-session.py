@@ -335,6 +335,19 @@ def scenario_ceilings(c):
     c.close()
 
 
+def scenario_profile_ceilings(c):
+    """profile strict (timeout 10s, memory 256M) under --max-memory 1G:
+    the profile's lower limits stay; no flag raises them."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"]})
+    lim = r["structuredContent"]["limits"]
+    check(lim["memory_bytes"] == 256 << 20, "--max-memory raised the profile's memory: %r" % lim)
+    check(lim["timeout_ms"] == 10000, "the profile's timeout is not the ceiling: %r" % lim)
+    r = c.run("run_command", {"argv": ["true"], "timeout_s": 20})
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 10000, "a model raised the profile's timeout")
+    c.close()
+
+
 def scenario_queue(c):
     """--max-concurrent 1: a second call waits, both report progress."""
     c.handshake()

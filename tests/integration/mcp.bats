@@ -65,6 +65,16 @@ session() {
         echo "$output"
 }
 
+@test "mcp: a profile's lower memory and timeout stay under higher flags" {
+        run -0 session profile_ceilings -- --profile strict --max-memory 1G
+        echo "$output"
+}
+
+@test "mcp: a profile that does not load stops the server with 125" {
+        run -125 "$HUTCH" mcp --profile no-such-profile </dev/null
+        [[ "$output" == *'no-such-profile'* ]]
+}
+
 @test "mcp: --max-concurrent 1 queues the second call; both get progress notifications" {
         run -0 session queue -- --max-concurrent 1
         echo "$output"

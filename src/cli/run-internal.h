@@ -15,6 +15,7 @@
 
 #include "net/egress.h"
 #include "net/rules.h"
+#include "supervise/supervise.h"
 #include "workspace/session.h"
 
 struct run_outcome;
@@ -116,6 +117,33 @@ int run_detach(struct run_record *rec, int *ret_notify);
 /* The detached supervisor's row exists: tell the caller (closes
  * *notify) and stop writing to its stderr. No-op when *notify < 0. */
 void run_detach_started(int *notify);
+
+/* cli/run-record.c */
+
+/* What the supervisor's hooks (run_on_*) are given: the run being
+ * recorded and where its output goes. */
+struct run_ctx {
+        struct store *store;
+        struct run_record *rec;
+        struct capture *out, *err;
+        struct events *ev;      /* --events, or NULL */
+        pid_t init_pid;
+        uint64_t started_ms;
+        bool truncated[2];      /* the truncated event was sent */
+};
+struct capture;
+struct hostio;
+void run_on_output(void *userdata, enum output_stream stream, const void *buf, size_t n);
+void run_on_job_started(void *userdata);
+void run_on_heartbeat(void *userdata);
+/* The job is over and its files are collected: complete rec from out and
+ * the captures in one final update (a failure is said, never fatal: the
+ * job's exit code stands), pass on the rest of the output, say the
+ * outcome, and answer with --json or the exit event. */
+void run_finish_record(struct store *store, struct run_record *rec, const struct run_config *cfg,
+                       const struct run_outcome *out, const struct capture *cap_out,
+                       const struct capture *cap_err, struct hostio *host_out, struct hostio *host_err,
+                       struct events *ev, bool json);
 
 /* cli/run-tty.c */
 

@@ -1,5 +1,6 @@
 /* apply.c - check, stage, commit and finish a change set into a target
- * directory (apply.h has the phases and the guarantees).
+ * directory (apply.h has the phases and the guarantees). The check
+ * phase is in apply-check.c; the types both share in apply-internal.h.
  *
  * Data shape: one step per change set entry, in the change set's order
  * (parents before children). Each step records what the check decided
@@ -25,80 +26,12 @@
 #include <sys/stat.h>
 
 #include "workspace/apply.h"
+#include "workspace/apply-internal.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
 
 #define TMP_PREFIX ".hutch-apply-"
-
-enum install {
-        INST_NONE,
-        INST_MKDIR,     /* new directory, built under tmp_name in its parent */
-        INST_INSIDE,    /* below a new directory: created at its final name there */
-        INST_CREATE,    /* new file or symlink: tmp_name renamed onto a free path */
-        INST_REPLACE,   /* file or symlink over a non-directory: exchanged */
-        INST_CHMOD,     /* same content, new permission bits */
-};
-
-struct step {
-        enum install install;
-        bool trash;             /* rename the target's entry aside first */
-        bool under_trash;       /* an ancestor is renamed aside: nothing to do */
-        bool already;           /* target already matches: nothing to do */
-        mode_t cur_mode;        /* target's mode when checked (undo of CHMOD) */
-        char *stage_path;       /* staged location relative to the target */
-        char tmp_name[64];
-        char trash_name[64];
-        char backup_name[64];   /* REPLACE where RENAME_EXCHANGE is unsupported */
-        bool staged, trashed, installed, exchanged, backed_up;
-};
-
-/* What commit did, in order: rollback walks it backwards. */
-struct done_op {
-        size_t step;
-        bool install;           /* else: renamed aside */
-};
-
-struct ctx {
-        const struct changeset *cs;
-        int root;
-        const struct apply_source *src;
-        struct step *steps;
-        struct apply_result *res;
-        size_t conflicts_cap;
-        struct done_op *journal;        /* cs->n * 2 slots: each step trashes and installs at most once */
-        size_t n_journal;
-        mode_t perm_mask;               /* permission bits apply may install */
-        bool overwrite;                 /* lower_changed entries are not conflicts */
-};
-
-static char *parent_of(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        return slash ? xasprintf("%.*s", (int)(slash - path), path) : xstrdup("");
-}
-
-static const char *base_of(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        return slash ? slash + 1 : path;
-}
-
-static char *join(const char *prefix, const char *name)
-{
-        return *prefix ? xasprintf("%s/%s", prefix, name) : xstrdup(name);
-}
-
-/* The permission bits apply writes. The job chose them, and the
- * target is the caller's: as root, a job's `chmod 0777 tool.sh` would
- * become a root-owned file any local user can rewrite. So set-uid and
- * set-gid are never installed, and by default neither are the sticky
- * bit and what the caller's umask takes away (group and world write,
- * usually): the job's bits filtered like any new file the caller makes. */
-static mode_t perms_of(const struct ctx *x, mode_t mode)
-{
-        return mode & x->perm_mask;
-}
 
 mode_t apply_default_umask(void)
 {
@@ -106,224 +39,6 @@ mode_t apply_default_umask(void)
         mode_t m = umask(022);
         umask(m);
         return m;
-}
-
-static void conflict(struct ctx *x, const char *path, enum apply_conflict_reason reason, int error)
-{
-        struct apply_result *r = x->res;
-
-        if (r->n_conflicts == x->conflicts_cap) {
-                x->conflicts_cap = x->conflicts_cap ? x->conflicts_cap * 2 : 16;
-                r->conflicts = xrealloc(r->conflicts, x->conflicts_cap * sizeof(*r->conflicts));
-        }
-        r->conflicts[r->n_conflicts++] = (struct apply_conflict){
-                .path = xstrdup(path),
-                .reason = reason,
-                .error = error,
-        };
-}
-
-static struct step *parent_step(struct ctx *x, const char *path)
-{
-        _cleanup_free_ char *pp = parent_of(path);
-        const struct change *pc;
-
-        if (!*pp)
-                return NULL;
-        pc = changeset_find(x->cs, pp);
-        return pc ? &x->steps[pc - x->cs->entries] : NULL;
-}
-
-/* Does the target entry (pfd/name, lstat st) hold this content? */
-static int matches(int pfd, const char *name, const struct stat *st, mode_t mode, const char *sha)
-{
-        char hex[DIGEST_HEX_SIZE];
-        int r;
-
-        if ((st->st_mode & S_IFMT) != (mode & S_IFMT))
-                return 0;
-        if (!S_ISREG(mode) && !S_ISLNK(mode))
-                return 1;       /* directories and special files: type is all we compare */
-        r = fs_hash_at(pfd, name, st, hex, NULL);
-        if (r < 0)
-                return r;
-        return streq(hex, sha);
-}
-
-/* A directory about to be removed must hold only what the change set
- * deletes; anything else the user put there since is a conflict. */
-static void check_dir_deleted(struct ctx *x, int pfd, const char *name, const char *path)
-{
-        _cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_strv_ char **names = NULL;
-        int r;
-
-        if (fd < 0) {
-                conflict(x, path, APPLY_CONFLICT_ERROR, -errno);
-                return;
-        }
-        r = fs_list_dir(fd, &names);
-        if (r < 0) {
-                conflict(x, path, APPLY_CONFLICT_ERROR, r);
-                return;
-        }
-        for (char **n = names; *n; n++) {
-                _cleanup_free_ char *child = join(path, *n);
-                const struct change *e = changeset_find(x->cs, child);
-
-                if (!e || e->kind != CHANGE_DELETED || e->skip != CHANGE_SKIP_NONE)
-                        conflict(x, child, APPLY_CONFLICT_NOT_EMPTY, 0);
-        }
-}
-
-/* The host changed this path while the job ran (changeset.h,
- * lower_changed): the job's change may rest on a version the host has
- * since replaced, and installing it would silently drop the host's edit.
- * That is a conflict unless the caller asked to overwrite. Checked only
- * once the target is known not to hold the new version already, so
- * applying twice stays harmless. */
-static bool based_on_unknown(struct ctx *x, const struct change *c)
-{
-        if (!c->lower_changed || x->overwrite)
-                return false;
-        conflict(x, c->path, APPLY_CONFLICT_DURING_RUN, 0);
-        return true;
-}
-
-static void check_entry(struct ctx *x, size_t i)
-{
-        const struct change *c = &x->cs->entries[i];
-        struct step *s = &x->steps[i];
-        struct step *ps;
-        _cleanup_close_ int pfd = -1;
-        const char *name;
-        struct stat st;
-        bool absent, perms_differ;
-        int m_old, m_new;
-
-        if (c->skip != CHANGE_SKIP_NONE) {
-                x->res->n_skipped++;
-                return;
-        }
-        if (!fs_path_valid(c->path)) {
-                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
-                return;
-        }
-        ps = parent_step(x, c->path);
-        if (ps && (ps->install == INST_MKDIR || ps->install == INST_INSIDE)) {
-                /* inside a directory that does not exist yet */
-                if (c->kind != CHANGE_DELETED)
-                        s->install = INST_INSIDE;
-                return;
-        }
-        s->under_trash = ps && (ps->trash || ps->under_trash);
-
-        pfd = fs_open_parent(x->root, c->path, &name);
-        if (pfd < 0) {
-                if ((pfd == -ENOENT || pfd == -ENOTDIR) && c->kind == CHANGE_DELETED)
-                        s->already = true;      /* no parent dir, so no entry either */
-                /* -ELOOP: a symlink where a directory was; even a deletion
-                 * is refused, since the path now names something else */
-                else if (pfd == -ENOENT)
-                        conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
-                else if (pfd == -ELOOP || pfd == -ENOTDIR || pfd == -EXDEV)
-                        conflict(x, c->path, APPLY_CONFLICT_UNSAFE, pfd);
-                else
-                        conflict(x, c->path, APPLY_CONFLICT_ERROR, pfd);
-                return;
-        }
-        if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                absent = false;
-        else if (errno == ENOENT)
-                absent = true;
-        else {
-                conflict(x, c->path, APPLY_CONFLICT_ERROR, -errno);
-                return;
-        }
-        s->cur_mode = absent ? 0 : st.st_mode;
-
-        if (c->kind == CHANGE_DELETED) {
-                if (absent) {
-                        s->already = true;
-                        return;
-                }
-                if (based_on_unknown(x, c))
-                        return;
-                m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
-                if (m_old < 0) {
-                        conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
-                        return;
-                }
-                if (!m_old) {
-                        bool same_type = (st.st_mode & S_IFMT) == (c->old_mode & S_IFMT);
-                        conflict(x, c->path, same_type ? APPLY_CONFLICT_CHANGED : APPLY_CONFLICT_TYPE, 0);
-                        return;
-                }
-                if (S_ISDIR(c->old_mode))
-                        check_dir_deleted(x, pfd, name, c->path);
-                s->trash = !s->under_trash;
-                return;
-        }
-        if (c->kind != CHANGE_ADDED && c->kind != CHANGE_MODIFIED) {
-                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
-                return;
-        }
-        if (absent) {
-                if (based_on_unknown(x, c))
-                        return;
-                if (c->kind == CHANGE_MODIFIED)
-                        conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
-                else
-                        s->install = S_ISDIR(c->mode) ? INST_MKDIR : INST_CREATE;
-                return;
-        }
-
-        /* Already the new version? Then leave it (fixing permission bits
-         * if only those differ): applying twice changes nothing. */
-        m_new = matches(pfd, name, &st, c->mode, c->sha256);
-        if (m_new < 0) {
-                conflict(x, c->path, APPLY_CONFLICT_ERROR, m_new);
-                return;
-        }
-        perms_differ = !S_ISLNK(c->mode) && (st.st_mode & 07777) != perms_of(x, c->mode);
-        if (m_new && !perms_differ) {
-                s->already = true;
-                return;
-        }
-        if (based_on_unknown(x, c))
-                return;
-        if (c->kind == CHANGE_MODIFIED) {
-                m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
-                if (m_old < 0) {
-                        conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
-                        return;
-                }
-                if (m_old) {
-                        if (S_ISDIR(c->old_mode) && S_ISDIR(c->mode))
-                                s->install = INST_CHMOD;
-                        else if (S_ISDIR(c->old_mode)) {
-                                check_dir_deleted(x, pfd, name, c->path);
-                                s->trash = true;
-                                s->install = INST_CREATE;
-                        } else if (S_ISDIR(c->mode)) {
-                                s->trash = true;
-                                s->install = INST_MKDIR;
-                        } else
-                                s->install = INST_REPLACE;
-                        return;
-                }
-        }
-        if (m_new) {
-                s->already = true;
-                s->install = INST_CHMOD;
-                return;
-        }
-        if (c->kind == CHANGE_ADDED)
-                conflict(x, c->path, APPLY_CONFLICT_EXISTS, 0);
-        else if ((st.st_mode & S_IFMT) != (c->old_mode & S_IFMT))
-                conflict(x, c->path, APPLY_CONFLICT_TYPE, 0);
-        else
-                conflict(x, c->path, APPLY_CONFLICT_CHANGED, 0);
 }
 
 /* Open the new content of c from the source; the caller verifies it. */
@@ -701,7 +416,7 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
 
         /* 1. check */
         for (size_t i = 0; i < cs->n; i++)
-                check_entry(&x, i);
+                apply_check_entry(&x, i);
         if (ret->n_conflicts > 0) {
                 qsort(ret->conflicts, ret->n_conflicts, sizeof(*ret->conflicts), cmp_conflict);
                 r = -ESTALE;

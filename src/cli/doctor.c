@@ -22,6 +22,7 @@
 
 #include "limits/cgroup.h"
 #include "limits/cgroup-systemd.h"
+#include "limits/ipcns.h"
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
@@ -246,6 +247,77 @@ static void check_egress(void)
                 report(CHECK_WARN, what, why[0] ? why : "cannot build the capture in a network namespace",
                        "--allow runs fail with setup_error (125) here; the sandbox's network namespace must "
                        "take a local route on lo and listeners on the rules' ports");
+}
+
+/* The SysV IPC limits of a job's IPC namespace (limits/ipcns.c). As
+ * real root they are written the way a run does it, into a throwaway
+ * IPC namespace, and read back from inside it; rootless nobody may
+ * write them, and the report says partial. */
+static void check_ipc_limits(void)
+{
+        static const char what[] = "SysV IPC without a memory cgroup";
+        static const char fix[] = "a delegated cgroup v2 memory controller (see above) holds it all";
+        if (!ns_real_root()) {
+                report(CHECK_WARN, what,
+                       "SysV shm no process maps and memfds in flight are not counted: the sandbox cannot "
+                       "lower its IPC namespace's kernel.shm* limits (only its user namespace's uid 0 may, "
+                       "and a rootless sandbox maps none; as root hutch sets them), so the report says partial",
+                       fix);
+                return;
+        }
+        struct ipcns_limits l;
+        int sp[2] = { -1, -1 }, r, status = 0;
+        const char *step = "start a child";
+        ipcns_limits_for(64u << 20, sysconf(_SC_PAGESIZE), &l);
+        r = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ? -errno : 0;
+        pid_t pid = r < 0 ? -1 : fork();
+        if (r >= 0 && pid < 0)
+                r = -errno;
+        if (pid == 0) {
+                char c = 0;
+                long shmall = -1;
+                close(sp[0]);
+                /* a namespace of its own, then wait for the parent's writes */
+                if (unshare(CLONE_NEWIPC) < 0 || write(sp[1], &c, 1) != 1 || read(sp[1], &c, 1) != 1)
+                        _exit(2);
+                _exit(read_sysctl("/proc/sys/kernel/shmall", &shmall) == 0 &&
+                      (unsigned long long)shmall == (unsigned long long)l.shmall ? 0 : 1);
+        }
+        if (pid > 0) {
+                char c = 0;
+                int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+                close(sp[1]);
+                if (pidfd < 0)
+                        r = -errno;
+                else if (read(sp[0], &c, 1) != 1)
+                        r = -EIO, step = "unshare an IPC namespace";
+                else
+                        r = ipcns_apply(pidfd, 0, 0, &l, &step);
+                (void)!write(sp[0], &c, 1);
+                close(sp[0]);
+                if (pidfd >= 0)
+                        close(pidfd);
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                if (r >= 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+                        r = -EIO;
+                        step = "read kernel.shmall back in the namespace";
+                }
+        } else if (sp[0] >= 0) {
+                close(sp[0]);
+                close(sp[1]);
+        }
+        if (r >= 0) {
+                report(CHECK_WARN, what,
+                       "as root without a memory cgroup, hutch lowers the job's IPC namespace's kernel.shm*, "
+                       "msg* and sem limits from --memory, so SysV shm and queues are held; memfds in flight and kernel memory are "
+                       "still not counted, so the report says partial", fix);
+                return;
+        }
+        _cleanup_free_ char *detail = xasprintf("as root hutch sets the job's IPC namespace's limits, but "
+                                                "here it cannot (%s: %s): SysV shm no process maps is not "
+                                                "counted", step, strerror(-r));
+        report(CHECK_WARN, what, detail, fix);
 }
 
 /* Root only: a --workdir root owns is shown through an idmapped mount
@@ -547,11 +619,7 @@ int verb_doctor(int argc, char **argv)
         report(CHECK_OK, "host sockets and FIFOs under -i, --ro and --rw",
                "masked at setup; more than " STR(SPECIALS_MAX_ENTRIES) " entries or "
                STR(SPECIALS_MAX_DEPTH) " levels in those trees is a setup error", NULL);
-        report(CHECK_WARN, "memory without a memory cgroup",
-               "SysV shm no process maps and memfds in flight are not counted: the sandbox cannot "
-               "lower its IPC namespace's kernel.shm* limits (only its user namespace's uid 0 may, "
-               "and a rootless sandbox maps none), so the report says partial",
-               "a delegated cgroup v2 memory controller (see above) holds them");
+        check_ipc_limits();
         bool sandbox = userns && proc && check_sandbox();
         if (sandbox)
                 check_gvisor();

@@ -13,6 +13,8 @@
 #include <termios.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "net/egress.h"
 #include "net/rules.h"
 #include "supervise/supervise.h"
@@ -176,6 +178,15 @@ int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret
 /* The seccomp cache dir (NULL without a state dir), and the entry
  * run_build_seccomp() uses for cfg in it (NULL: none); new strings. */
 char *run_seccomp_cache_dir(void);
+/* Before sandbox_start(): as real root without a memory cgroup, lower
+ * the SysV IPC limits of the job's IPC namespace from cfg's memory
+ * limit (limits/ipcns.h) and
+ * note in the report what holds them; rootless, note why nothing does.
+ * A failure is a warning and the report says so. */
+struct enforce_cgroup;
+struct sandbox;
+void run_limit_ipc(const struct run_config *cfg, const struct sandbox *sb, json_t *enforcement,
+                   const struct enforce_cgroup *cg);
 char *run_seccomp_cache_entry(const struct run_config *cfg);
 /* The kernel refused the cached filter of cfg: remove the entry,
  * compile it again, and say so in out's message. */

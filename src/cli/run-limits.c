@@ -1,7 +1,8 @@
 /* cli/run-limits.c - what holds a run's limits, prepared before the job
  * starts: the profile's syscall policy compiled to a seccomp filter, and
  * the run's own cgroup (delegated, or from a systemd scope) with the
- * profile's limits written into it.
+ * profile's limits written into it; as real root, the SysV IPC limits
+ * of the job's IPC namespace.
  */
 #include "config.h"
 
@@ -13,7 +14,11 @@
 #include "lib/log.h"
 #include "limits/cgroup.h"
 #include "limits/cgroup-systemd.h"
+#include "limits/enforce.h"
+#include "limits/ipcns.h"
 #include "record/store.h"
+#include "sandbox/ns.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "supervise/supervise.h"
 
@@ -168,4 +173,40 @@ void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const 
         r = cgroup_run_new(base, name, usable, &lim, ret);
         if (r < 0)
                 *ret_reason = xasprintf("cannot create the run cgroup %s/%s: %s", base, name, strerror(-r));
+}
+
+void run_limit_ipc(const struct run_config *cfg, const struct sandbox *sb, json_t *enforcement,
+                   const struct enforce_cgroup *cg)
+{
+        struct ipcns_limits l;
+        const char *what = NULL;
+        int r;
+
+        /* a memory cgroup charges shm pages to the run, and queue and
+         * semaphore memory too (GFP_KERNEL_ACCOUNT, Linux 5.14 on):
+         * memory.max holds them already */
+        if (!cfg->memory_bytes || (cg && cg->path && (cg->enforced & CGROUP_LIMIT_MEMORY)))
+                return;
+        if (!ns_real_root()) {
+                /* ipcns.c: only the namespace's uid 0, or global root when
+                 * that is unmapped, may write them; the sandbox maps one uid */
+                enforcement_note_ipc(enforcement, cfg, cg, NULL,
+                                     "the sandbox cannot lower its IPC namespace's kernel.shm* limits "
+                                     "without a uid 0 of its own");
+                return;
+        }
+        ipcns_limits_for(cfg->memory_bytes, sysconf(_SC_PAGESIZE), &l);
+        /* a job of uid 0 inside makes host uid 65534 the sysctls' owner */
+        r = ipcns_apply(sb->pidfd, cfg->uid == 0 ? ns_host_uid() : 0, cfg->uid == 0 ? ns_host_gid() : 0,
+                        &l, &what);
+        if (r < 0) {
+                _cleanup_free_ char *why = xasprintf("setting them failed: %s: %s", what, strerror(-r));
+                log_warning("run: the job's SysV IPC limits are not set (%s: %s); the report says so",
+                            what, strerror(-r));
+                enforcement_note_ipc(enforcement, cfg, cg, NULL, why);
+                return;
+        }
+        log_debug("IPC namespace: shmmax %llu, shmall %llu pages, shmmni %u, msgmni %u, semmns %u",
+                  (unsigned long long)l.shmmax, (unsigned long long)l.shmall, l.shmmni, l.msgmni, l.semmns);
+        enforcement_note_ipc(enforcement, cfg, cg, &l, NULL);
 }

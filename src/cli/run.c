@@ -364,6 +364,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .io_max_error = cgroup ? cgroup_run_io_max_error(cgroup) : NULL,
         };
         enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
+        if (spawned && !gvisor)         /* gVisor's kernel has its own SysV IPC */
+                run_limit_ipc(cfg, &sb, enforcement, &cg_report);
         gvisor_enforcement(enforcement, cfg, gvisor ? &gv : NULL);
         r = enforcement_check_required(cfg, enforcement, &err);
         if (r < 0) {

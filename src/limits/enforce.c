@@ -13,6 +13,7 @@
 
 #include "limits/cgroup.h"
 #include "limits/enforce.h"
+#include "limits/ipcns.h"
 #include "sandbox/seccomp.h"
 #include "lib/util.h"
 
@@ -53,6 +54,34 @@ static char *no_cgroup_reason(const struct enforce_cgroup *cg, const char *file)
                                  cg->path);
         return xasprintf("needs a delegated cgroup v2 (%s)%s%s", file,
                          cg && cg->reason ? ": " : "", cg && cg->reason ? cg->reason : "");
+}
+
+/* The memory entry without a memory cgroup. The watchdog sums what the
+ * job's processes map; memory no process maps is invisible to it, and a
+ * claim of more would be a lie: say which part it holds, and what holds
+ * SysV IPC (ipc: the namespace's limits as written, or NULL and
+ * why_not). */
+static void memory_partial(json_t *m, const struct enforce_cgroup *cg, const struct ipcns_limits *ipc,
+                           const char *why_not)
+{
+        _cleanup_free_ char *why = no_cgroup_reason(cg, "memory.max");
+        _cleanup_free_ char *shm = NULL, *text = NULL;
+        char a[32];
+
+        if (ipc)
+                shm = xasprintf("SysV shm is held apart, by the IPC namespace's kernel.shmall and "
+                                "shmmax (%s in all), message queues and semaphores by kernel.msgmni "
+                                "and kernel.sem (about a quarter of that each); not counted: ",
+                                format_size(ipc->shmmax, a, sizeof(a)));
+        else
+                shm = xasprintf("not counted: SysV shm segments no process has attached (%s), ",
+                                why_not ? why_not : "the IPC namespace's limits are not set");
+        text = xasprintf("the watchdog counts the memory the job's processes map and the memfds "
+                         "they hold open; %smemfds held only in unix sockets in flight (at most "
+                         "RLIMIT_NOFILE of them), and kernel memory (tmpfs inodes, up to "
+                         "limits.inodes; slab); a full limit %s", shm, why);
+        json_object_set_new(m, "partial", json_true());
+        json_object_set_new(m, "reason", json_string(text));
 }
 
 json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_report *seccomp,
@@ -117,22 +146,10 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
         /* cpu.stat counts every process the run cgroup ever held */
         add_duration(limits, "cpu_time", cfg->cpu_time_ms, cg && cg->path ? "cgroup" : "watchdog");
         add_size(limits, "memory", cfg->memory_bytes, held & CGROUP_LIMIT_MEMORY ? "cgroup" : "watchdog");
-        if (cfg->memory_bytes && !(held & CGROUP_LIMIT_MEMORY)) {
-                /* The watchdog sums what the job's processes map. Memory
-                 * no process maps is invisible to it: a claim of more
-                 * would be a lie, so say which part it holds. */
-                _cleanup_free_ char *why = no_cgroup_reason(cg, "memory.max");
-                _cleanup_free_ char *text = xasprintf(
-                        "the watchdog counts the memory the job's processes map and the memfds "
-                        "they hold open; not counted: SysV shm segments no process has attached "
-                        "(the sandbox cannot lower its IPC namespace's kernel.shm* limits without "
-                        "a uid 0 of its own), memfds held only in unix sockets in flight (at most "
-                        "RLIMIT_NOFILE of them), and kernel memory (tmpfs inodes, up to "
-                        "limits.inodes; slab); a full limit %s", why);
-                json_t *m = json_object_get(limits, "memory");
-                json_object_set_new(m, "partial", json_true());
-                json_object_set_new(m, "reason", json_string(text));
-        }
+        if (cfg->memory_bytes && !(held & CGROUP_LIMIT_MEMORY))
+                memory_partial(json_object_get(limits, "memory"), cg, NULL,
+                               "the sandbox cannot lower its IPC namespace's kernel.shm* limits without "
+                               "a uid 0 of its own");
         if (held & CGROUP_LIMIT_MEMORY_HIGH)
                 json_object_set_new(limits, "memory_high",
                                     limit(format_size(cfg->memory_high_bytes, buf, sizeof(buf)), "cgroup", NULL));
@@ -216,4 +233,27 @@ int enforcement_check_required(const struct run_config *cfg, json_t *report, cha
                 }
         }
         return 0;
+}
+
+void enforcement_note_ipc(json_t *report, const struct run_config *cfg, const struct enforce_cgroup *cg,
+                          const struct ipcns_limits *ipc, const char *why_not)
+{
+        json_t *m = json_object_get(json_object_get(report, "limits"), "memory");
+        unsigned held = cg && cg->path ? cg->enforced : 0;
+
+        if (!m || !cfg->memory_bytes)
+                return;
+        if (ipc) {
+                json_t *o = json_object();
+                json_object_set_new(o, "shmmax", json_integer((json_int_t)ipc->shmmax));
+                json_object_set_new(o, "shmall", json_integer((json_int_t)ipc->shmall));
+                json_object_set_new(o, "shmmni", json_integer(ipc->shmmni));
+                json_object_set_new(o, "msgmnb", json_integer(ipc->msgmnb));
+                json_object_set_new(o, "msgmax", json_integer(ipc->msgmax));
+                json_object_set_new(o, "msgmni", json_integer(ipc->msgmni));
+                json_object_set_new(o, "semmns", json_integer(ipc->semmns));
+                json_object_set_new(m, "ipc", o);
+        }
+        if (!(held & CGROUP_LIMIT_MEMORY))
+                memory_partial(m, cg, ipc, why_not);
 }

@@ -27,6 +27,14 @@ struct enforce_cgroup {
 json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_report *seccomp,
                           const struct enforce_cgroup *cg, uid_t host_uid, gid_t host_gid);
 
+/* The job's IPC namespace limits (ipcns.h) as ipcns_apply() wrote them,
+ * or NULL with why_not: add them to the memory entry ("ipc") and, without
+ * a memory cgroup, say in its reason what holds SysV IPC or that nothing
+ * does. No-op without a memory limit. */
+struct ipcns_limits;
+void enforcement_note_ipc(json_t *report, const struct run_config *cfg, const struct enforce_cgroup *cg,
+                          const struct ipcns_limits *ipc, const char *why_not);
+
 /* The limits of cfg as a JSON object of plain numbers (0 = none). */
 json_t *limits_build(const struct run_config *cfg);
 

@@ -250,3 +250,64 @@ PY
         # may cost one slice of a tick, so the run ends near its deadline
         [ "$(echo "$output" | jq -r .duration_ms)" -lt 15000 ]
 }
+
+# The memory entry names what holds SysV IPC. The two passes differ on
+# purpose: as real root hutch writes the job's IPC namespace's limits
+# (the namespace's uid 0 is unmapped, so global root owns them); rootless
+# nobody may (only that uid 0 could, and the sandbox maps only the job's
+# uid), so the report must say shm is not counted.
+@test "the memory entry says what holds SysV shm: the IPC namespace's limits as root, nothing rootless" {
+        run --separate-stderr env HUTCH_CGROUP=none "$HUTCH" run --json --memory 64M -- \
+                cat /proc/sys/kernel/shmall /proc/sys/kernel/shmmax
+        [ "$status" -eq 0 ]
+        m=$(echo "$output" | jq -c .enforcement.limits.memory)
+        [ "$(echo "$m" | jq -r .partial)" = true ]
+        if [ "$(id -u)" -eq 0 ]; then
+                pages=$(( 64 * 1048576 / $(getconf PAGESIZE) ))
+                [ "$(echo "$m" | jq -r .ipc.shmall)" = "$pages" ]
+                [ "$(echo "$m" | jq -r .ipc.shmmax)" = 67108864 ]
+                [[ "$(echo "$m" | jq -r .reason)" == *"SysV shm is held apart, by the IPC namespace's kernel.shmall"* ]]
+                # what the job itself sees
+                [ "$(echo "$output" | jq -r .stdout)" = "$(printf '%s\n67108864' "$pages")" ]
+        else
+                [ "$(echo "$m" | jq -r .ipc)" = null ]
+                [[ "$(echo "$m" | jq -r .reason)" == *"not counted: SysV shm segments no process has attached"* ]]
+                run "$HUTCH" run --require memory --memory 64M -- true
+                [ "$status" -eq 125 ]
+        fi
+}
+
+@test "as root, SysV shm past --memory is refused inside, and the host's memory stays free" {
+        [ "$(id -u)" -eq 0 ] || skip "rootless the IPC namespace's limits cannot be written (the test above checks the report says so)"
+        command -v nsenter >/dev/null || skip "nsenter not installed"
+        export HUTCH_CGROUP=none
+        cp "$PROBE" "$W/probe"
+        avail() { awk '/^MemAvailable:/ { printf "%d\n", $2 * 1024 }' /proc/meminfo; }
+        before=$(avail)
+        # one segment over --memory, then 32 of 64M (2G) held detached
+        "$HUTCH" run -q --memory 64M --timeout 60s --workdir "$W" -- sh -c '
+                ./probe sysvshm 65M 0
+                for i in $(seq 32); do ./probe sysvshm 64M 10 & done
+                sleep 2; echo ready; wait' > "$BATS_TEST_TMPDIR/out" 2>&1 &
+        hutch=$!
+        for _ in $(seq 200); do grep -q ready "$BATS_TEST_TMPDIR/out" && break; sleep 0.1; done
+        grep -q ready "$BATS_TEST_TMPDIR/out"
+        during=$(avail)
+        # from the host: the bytes of every segment in the job's namespace
+        # the sandbox's init: hutch's child in an IPC namespace of its own
+        init=
+        for p in $(pgrep -P "$hutch"); do
+                [ "$(readlink "/proc/$p/ns/ipc")" = "$(readlink /proc/self/ns/ipc)" ] || init=$p
+        done
+        [ -n "$init" ]
+        held=$(nsenter --target "$init" --ipc awk 'NR > 1 { s += $4 } END { printf "%d\n", s }' /proc/sysvipc/shm)
+        echo "init $init held $held before $before during $during"
+        cat "$BATS_TEST_TMPDIR/out"
+        wait "$hutch"
+        [ "$held" -le 67108864 ]
+        [ "$held" -gt 0 ]
+        [ $(( before - during )) -lt $(( 1024 * 1048576 )) ]
+        [ "$(grep -c '^held' "$BATS_TEST_TMPDIR/out")" -eq 1 ]
+        [ "$(grep -c '^ENOSPC' "$BATS_TEST_TMPDIR/out")" -eq 31 ]
+        [ "$(grep -c '^EINVAL' "$BATS_TEST_TMPDIR/out")" -eq 1 ]
+}

@@ -12,6 +12,7 @@
 
 #include "limits/cgroup.h"
 #include "limits/enforce.h"
+#include "limits/ipcns.h"
 #include "lib/util.h"
 
 static const char *mechanism(json_t *report, const char *name)
@@ -114,11 +115,67 @@ static void with_cgroup(void **state)
         run_config_done(&cfg);
 }
 
+/* The IPC namespace's limits (as real root): shm in all is --memory,
+ * message queues and semaphores about a quarter each, never the kernel's
+ * larger defaults; the report names them and stays partial (fds in
+ * flight, kernel memory), and still refuses require = memory. */
+static void ipc_limits(void **state)
+{
+        struct run_config cfg;
+        struct enforce_cgroup cg = { .reason = "cgroup v2 not mounted" };
+        struct ipcns_limits l;
+        char *err = NULL;
+
+        ipcns_limits_for(64ULL << 20, 4096, &l);
+        assert_int_equal(l.shmmax, 64ULL << 20);
+        assert_int_equal(l.shmall, 16384);
+        assert_int_equal(l.shmmni, 4096);
+        assert_int_equal(l.msgmnb, 16384);
+        assert_int_equal(l.msgmni, 1024);       /* 16M of queues at most */
+        assert_int_equal(l.semmns, 262144);     /* 16M of semaphores at most */
+        assert_true(l.semmsl <= l.semmns && l.semmni <= 32000);
+        /* a tiny limit still allows one of each, never zero */
+        ipcns_limits_for(1000, 4096, &l);
+        assert_int_equal(l.shmall, 1);
+        assert_int_equal(l.shmmni, 1);
+        assert_int_equal(l.msgmni, 1);
+        assert_true(l.semmns >= 1);
+        /* a huge one stays within the kernel's own caps */
+        ipcns_limits_for(1ULL << 50, 4096, &l);
+        assert_int_equal(l.msgmni, 32000);
+        assert_int_equal(l.semmns, 1024000000);
+        assert_int_equal(l.shmmni, 4096);
+
+        setup_cfg(&cfg);
+        ipcns_limits_for(cfg.memory_bytes, 4096, &l);
+        json_t *r = enforcement_build(&cfg, NULL, &cg, 65534, 65534);
+        enforcement_note_ipc(r, &cfg, &cg, &l, NULL);
+        json_t *m = json_object_get(json_object_get(r, "limits"), "memory");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "ipc"), "shmall")), 16384);
+        assert_true(json_is_true(json_object_get(m, "partial")));
+        assert_non_null(strstr(reason(r, "memory"), "SysV shm is held apart"));
+        assert_null(strstr(reason(r, "memory"), "not counted: SysV shm"));
+        cfg.require = strv_append(cfg.require, "memory");
+        assert_int_equal(enforcement_check_required(&cfg, r, &err), -EOPNOTSUPP);
+        free(err);
+        json_decref(r);
+
+        /* not set: the hole is named with the reason */
+        r = enforcement_build(&cfg, NULL, &cg, 65534, 65534);
+        enforcement_note_ipc(r, &cfg, &cg, NULL, "setting them failed: kernel/shmall: Permission denied");
+        assert_null(json_object_get(json_object_get(json_object_get(r, "limits"), "memory"), "ipc"));
+        assert_non_null(strstr(reason(r, "memory"), "not counted: SysV shm segments no process has attached "
+                                                    "(setting them failed: kernel/shmall"));
+        json_decref(r);
+        run_config_done(&cfg);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(without_cgroup),
                 cmocka_unit_test(with_cgroup),
+                cmocka_unit_test(ipc_limits),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

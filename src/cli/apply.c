@@ -2,12 +2,15 @@
  * run recorded into a directory (by default the --workdir DIR it ran on),
  * all or nothing (apply.h): when the directory changed under the run in
  * a way that collides with the changes, nothing is written and every
- * conflict is listed. Also the shared helper behind `hutch run --apply`. */
+ * conflict is listed; --skip-conflicts leaves those paths out and
+ * applies the rest, again all or nothing. Also the shared helper behind
+ * `hutch run --apply`. */
 #include "config.h"
 
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "workspace/apply.h"
 #include "record/blobstore.h"
@@ -20,7 +23,8 @@
 
 static void help(void)
 {
-        printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] [--overwrite] ID\n"
+        printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] [--overwrite]\n"
+               "                   [--skip-conflicts] ID\n"
                "\n"
                "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
                "default the --workdir the run was started with. If DIR changed\n"
@@ -38,11 +42,107 @@ static void help(void)
                "  --overwrite install the job's version of paths the host changed\n"
                "              while the job ran (conflicts \"during_run\"); they must\n"
                "              still be as they were when the run ended\n"
+               "  --skip-conflicts  apply every change that does not conflict and\n"
+               "              list the paths left out (exit 1 if any was)\n"
                "  -h, --help  this text\n");
 }
 
-int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
-                        struct blobstore *bs, bool force, bool keep_modes, bool overwrite)
+/* Is path conflict's path itself or below it? */
+static bool at_or_below(const char *path, const char *conflict)
+{
+        size_t n = strlen(conflict);
+        return strncmp(path, conflict, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* cs without the entries at or below any of res's conflicts, and
+ * without a directory it deletes or replaces that holds one (the host
+ * put something there), as a view into cs (free only ret->entries).
+ * Returns how many were left out. */
+static size_t without_conflicts(const struct changeset *cs, const struct apply_result *res,
+                                struct changeset *ret)
+{
+        size_t left = 0;
+
+        *ret = (struct changeset){ .entries = xcalloc(cs->n ? cs->n : 1, sizeof(*cs->entries)) };
+        for (size_t i = 0; i < cs->n; i++) {
+                const struct change *c = &cs->entries[i];
+                bool out = false;
+                bool old_dir = c->kind != CHANGE_ADDED && S_ISDIR(c->old_mode);
+                for (size_t k = 0; k < res->n_conflicts && !out; k++)
+                        out = at_or_below(c->path, res->conflicts[k].path) ||
+                              (old_dir && at_or_below(res->conflicts[k].path, c->path));
+                if (out) {
+                        left++;
+                        continue;
+                }
+                ret->entries[ret->n++] = *c;
+                if (c->skip == CHANGE_SKIP_NONE)
+                        ret->n_carried++;
+        }
+        return left;
+}
+
+static void list_conflicts(const struct apply_result *res, bool *ret_during)
+{
+        for (size_t i = 0; i < res->n_conflicts; i++) {
+                _cleanup_free_ char *p = sanitize_text(res->conflicts[i].path, strlen(res->conflicts[i].path), NULL);
+                fprintf(stderr, "  %-10s %s\n", apply_conflict_reason_to_string(res->conflicts[i].reason), p);
+                *ret_during |= res->conflicts[i].reason == APPLY_CONFLICT_DURING_RUN;
+        }
+}
+
+/* --skip-conflicts: leave out what conflicts, and what lies below it,
+ * then try the rest, all or nothing again; each round leaves out at
+ * least one entry, so at most cs->n rounds. */
+static int apply_rest(const char *verb, const struct changeset *cs, int fd, const char *target,
+                      const struct apply_source *src, const struct apply_options *opts)
+{
+        struct changeset cur = { .entries = xcalloc(cs->n ? cs->n : 1, sizeof(*cs->entries)) };
+        size_t left = 0;
+        bool during = false;
+        int r;
+
+        memcpy(cur.entries, cs->entries, cs->n * sizeof(*cs->entries));
+        cur.n = cs->n;
+        cur.n_carried = cs->n_carried;
+        for (;;) {
+                struct apply_result res = { 0 };
+                r = apply_changeset(&cur, fd, src, opts, &res);
+                if (r != -ESTALE) {
+                        if (r < 0)
+                                log_error_errno(r, "%s: applying to %s failed, rolled back%s: %m", verb, target,
+                                                res.n_rollback_failed ? " (not completely)" : "");
+                        else
+                                log_info("applied %zu change%s to %s%s", res.n_applied, res.n_applied == 1 ? "" : "s",
+                                         target, res.n_already ? " (some were already there)" : "");
+                        apply_result_done(&res);
+                        break;
+                }
+                if (!left)
+                        log_warning("%s: %s changed under the run; left out as conflicts:", verb, target);
+                list_conflicts(&res, &during);
+                struct changeset next;
+                size_t n = without_conflicts(&cur, &res, &next);
+                apply_result_done(&res);
+                free(cur.entries);
+                cur = next;
+                left += n;
+                if (!n) {
+                        r = -ESTALE;    /* a conflict outside every entry: nothing can go */
+                        break;
+                }
+        }
+        free(cur.entries);
+        if (during)
+                log_warning("%s: during_run: the host changed these paths while the job ran; --overwrite "
+                            "installs the job's version anyway", verb);
+        if (r >= 0 && left)
+                log_warning("%s: %zu change%s left out (conflicts above)", verb, left, left == 1 ? "" : "s");
+        return r < 0 || left ? EXIT_FAILURE_GENERIC : EXIT_OK;
+}
+
+static int apply_to(const char *verb, const struct changeset *cs, const char *target, struct blobstore *bs,
+                    bool force, bool keep_modes, bool overwrite, bool skip_conflicts)
 {
         struct apply_options opts = { .keep_modes = keep_modes, .overwrite = overwrite };
         struct apply_result res = { 0 };
@@ -63,17 +163,13 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
                 log_error_errno(-errno, "%s: %s: %m", verb, target);
                 return EXIT_FAILURE_GENERIC;
         }
+        if (skip_conflicts)
+                return apply_rest(verb, cs, fd, target, &src, &opts);
         r = apply_changeset(cs, fd, &src, &opts, &res);
         if (r == -ESTALE) {
                 bool during = false;
                 log_error("%s: %s changed under the run; nothing was applied. Conflicts:", verb, target);
-                for (size_t i = 0; i < res.n_conflicts; i++) {
-                        _cleanup_free_ char *p = sanitize_text(res.conflicts[i].path,
-                                                               strlen(res.conflicts[i].path), NULL);
-                        fprintf(stderr, "  %-10s %s\n",
-                                apply_conflict_reason_to_string(res.conflicts[i].reason), p);
-                        during |= res.conflicts[i].reason == APPLY_CONFLICT_DURING_RUN;
-                }
+                list_conflicts(&res, &during);
                 if (during)
                         log_warning("%s: during_run: the host changed these paths while the job ran, so "
                                  "the job may not have seen those edits; --overwrite installs the job's "
@@ -93,6 +189,12 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
         return EXIT_OK;
 }
 
+int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
+                        struct blobstore *bs, bool force, bool keep_modes, bool overwrite)
+{
+        return apply_to(verb, cs, target, bs, force, keep_modes, overwrite, false);
+}
+
 int verb_apply(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -100,6 +202,7 @@ int verb_apply(int argc, char **argv)
                 { "force", no_argument,       NULL, 'f' },
                 { "keep-modes", no_argument,  NULL, 'k' },
                 { "overwrite", no_argument,   NULL, 'o' },
+                { "skip-conflicts", no_argument, NULL, 's' },
                 { "help",  no_argument,       NULL, 'h' },
                 {}
         };
@@ -109,7 +212,7 @@ int verb_apply(int argc, char **argv)
         _cleanup_free_ char *workdir = NULL;
         struct changeset cs = { 0 };
         const char *to = NULL;
-        bool force = false, keep_modes = false, overwrite = false;
+        bool force = false, keep_modes = false, overwrite = false, skip_conflicts = false;
         int c, r;
 
         optind = 1;
@@ -126,6 +229,9 @@ int verb_apply(int argc, char **argv)
                         break;
                 case 'o':
                         overwrite = true;
+                        break;
+                case 's':
+                        skip_conflicts = true;
                         break;
                 case 'h':
                         help();
@@ -162,7 +268,7 @@ int verb_apply(int argc, char **argv)
                 log_error_errno(r, "apply: blob store: %m");
                 return EXIT_SETUP;
         }
-        r = cli_apply_changeset("apply", &cs, to ? to : workdir, bs, force, keep_modes, overwrite);
+        r = apply_to("apply", &cs, to ? to : workdir, bs, force, keep_modes, overwrite, skip_conflicts);
         changeset_done(&cs);
         return r;
 }

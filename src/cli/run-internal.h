@@ -206,7 +206,9 @@ struct workspace_plan {
         struct session session; /* --session: locked while we run */
         struct timespec lower_since; /* CLOCK_REALTIME before lower_fd was opened
                                  * (--workdir only): host edits after it are
-                                 * conflicts; 0 for a session */
+                                 * conflicts; 0 for a session or a snapshot */
+        char *snapshot;         /* --snapshot: the copy that is the lower dir
+                                 * (lower_fd is then its fd), removed at the end */
 };
 
 /* Collection's time cap is the job's timeout, but never less than this. */
@@ -218,6 +220,13 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
 /* Resolve --workdir and --input on the host into *wp. Returns 0, or
  * -errno with *ret_error set (a usage error). */
 int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error);
+/* --snapshot (cfg->snapshot with --workdir): copy the workdir into
+ * <state dir>/snapshots/RUN_ID and make the copy the lower dir (wp->lower_fd,
+ * wp->snapshot; no lower_since). Before the sandbox exists. Returns
+ * EXIT_OK, or EXIT_SETUP after logging why (nothing ran). */
+int run_snapshot_workspace(const struct run_config *cfg, const char *run_id, struct workspace_plan *wp);
+/* Remove wp->snapshot, if any (logged when it cannot be). */
+void run_snapshot_remove(struct workspace_plan *wp);
 /* After the sandbox is gone: record the changes and the artifacts, apply
  * them for --apply or --session. When they could not be recorded, says
  * so in the store's files summary and in out->message. Returns an exit

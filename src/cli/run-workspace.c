@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -21,6 +22,8 @@
 #include "sandbox/ns.h"
 #include "supervise/supervise.h"
 #include "workspace/session.h"
+#include "workspace/snapshot.h"
+#include "lib/fsutil.h"
 
 /* --session: lock the session (waiting if asked) and use its tree as
  * the lower dir. Returns an exit code. */
@@ -138,6 +141,116 @@ int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, c
                 wp->inputs = strv_append(wp->inputs, spec);
         }
         return 0;
+}
+
+/* A deadline ms from now on CLOCK_MONOTONIC. */
+static struct timespec deadline_in(uint64_t ms)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += (time_t)(ms / 1000);
+        t.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        return t;
+}
+
+int run_snapshot_workspace(const struct run_config *cfg, const char *run_id, struct workspace_plan *wp)
+{
+        _cleanup_free_ char *db = NULL, *dir = NULL, *fail = NULL;
+        _cleanup_close_ int parent = -1, dst = -1;
+        struct snapshot_stats st;
+        struct stat pst;
+        uint64_t t0 = now_monotonic_ms();
+        int r;
+
+        if (!cfg->snapshot || !wp->workdir || wp->session.tree)
+                return EXIT_OK;         /* a session's tree only changes under our lock */
+        if (store_default_path(&db) < 0) {
+                log_error("run: --snapshot: no state dir (set HUTCH_STATE_DIR or HOME)");
+                return EXIT_SETUP;
+        }
+        char *slash = strrchr(db, '/');
+        if (slash)
+                *slash = '\0';
+        dir = xasprintf("%s/snapshots", db);
+        /* private to the caller: the copy holds the workdir's files */
+        r = mkdir_p(db, 0700);
+        if (r < 0) {
+                log_error_errno(r, "run: --snapshot: %s: %m", db);
+                return EXIT_SETUP;
+        }
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                log_error_errno(-errno, "run: --snapshot: %s: %m", dir);
+                return EXIT_SETUP;
+        }
+        parent = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (parent < 0 || fstat(parent, &pst) < 0) {
+                log_error_errno(-errno, "run: --snapshot: %s: %m", dir);
+                return EXIT_SETUP;
+        }
+        if (pst.st_uid != geteuid() || (pst.st_mode & 077)) {
+                log_error("run: --snapshot: %s is not the caller's private directory (mode %04o, owner %u)",
+                          dir, (unsigned)(pst.st_mode & 07777), (unsigned)pst.st_uid);
+                return EXIT_SETUP;
+        }
+        if (mkdirat(parent, run_id, 0700) < 0) {
+                log_error_errno(-errno, "run: --snapshot: %s/%s: %m", dir, run_id);
+                return EXIT_SETUP;
+        }
+        wp->snapshot = xasprintf("%s/%s", dir, run_id);
+        dst = openat(parent, run_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dst < 0) {
+                log_error_errno(-errno, "run: --snapshot: %s: %m", wp->snapshot);
+                return EXIT_SETUP;
+        }
+        /* bounded like the job's own scratch: --disk bytes, limits.inodes
+         * entries, and the time collection gets (hutch-run(1)) */
+        struct snapshot_limits lim = {
+                .max_bytes = cfg->disk_bytes, .max_entries = cfg->inodes,
+                .deadline = deadline_in(MAX(cfg->timeout_ms, (uint64_t)RUN_COLLECT_MIN_MS)),
+                .keep_owners = ns_real_root(),
+        };
+        r = snapshot_copy(wp->lower_fd, dst, &lim, &st, &fail);
+        if (r < 0) {
+                const char *why = r == -ENOSPC ? "more than --disk" : r == -EMLINK ? "more entries than limits.inodes"
+                                : r == -ELOOP ? "nested too deep" : r == -ETIME ? "took longer than the run's timeout"
+                                : r == -EAGAIN ? "it kept changing while it was copied" : strerror(-r);
+                log_error("run: --snapshot: cannot copy %s%s%s: %s", wp->workdir, fail ? " at " : "",
+                          fail ? fail : "", why);
+                return EXIT_SETUP;
+        }
+        log_debug("snapshot of %s: %llu entries, %llu bytes in %llu ms (%llu left out, %llu unreadable)",
+                  wp->workdir, (unsigned long long)st.entries, (unsigned long long)st.bytes,
+                  (unsigned long long)(now_monotonic_ms() - t0), (unsigned long long)st.left_out,
+                  (unsigned long long)st.unreadable);
+        /* what the job sees differs from the host's tree there: say so */
+        if (st.left_out)
+                log_warning("run: --snapshot: %llu socket%s or device node%s left out of the copy of %s",
+                            (unsigned long long)st.left_out, st.left_out == 1 ? "" : "s",
+                            st.left_out == 1 ? "" : "s", wp->workdir);
+        if (st.unreadable)
+                log_warning("run: --snapshot: %llu entr%s of %s unreadable to you, copied empty",
+                            (unsigned long long)st.unreadable, st.unreadable == 1 ? "y" : "ies", wp->workdir);
+        close(wp->lower_fd);
+        wp->lower_fd = TAKE_FD(dst);
+        /* the lower dir no longer changes under the job: nothing the host
+         * does is "during the run"; apply compares with the copy instead */
+        wp->lower_since = (struct timespec){ 0, 0 };
+        return EXIT_OK;
+}
+
+void run_snapshot_remove(struct workspace_plan *wp)
+{
+        if (!wp->snapshot)
+                return;
+        int r = fs_remove_tree_at(AT_FDCWD, wp->snapshot);
+        if (r < 0 && r != -ENOENT)
+                log_warning("run: cannot remove the snapshot %s: %s", wp->snapshot, strerror(-r));
+        wp->snapshot = (free(wp->snapshot), NULL);
 }
 
 /* After the sandbox is gone: record the change set and the artifacts,

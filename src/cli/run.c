@@ -276,6 +276,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 rec->session = xstrdup(a->session);
                 rec->started_at_ms = rec->heartbeat_at_ms = now_realtime_ms();
         }
+        code = run_snapshot_workspace(cfg, rec->id, &wp);
+        if (code != EXIT_OK)
+                goto out;
+        code = EXIT_SETUP;
         /* The run's cgroup (or the reason there is none) comes before the
          * sandbox, which is cloned straight into it, and before the report,
          * which names what really holds each limit. */
@@ -310,7 +314,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .seccomp_required = !gvisor,    /* gVisor's kernel serves the job's syscalls */
                 .cgroup = cgroup,
                 .pids_in_cgroup = cgroup && (cgroup_run_enforced(cgroup) & CGROUP_LIMIT_PIDS),
-                .workspace_lower = wp.workdir, .inputs = wp.inputs,
+                .workspace_lower = wp.snapshot ? wp.snapshot : wp.workdir, .inputs = wp.inputs,
                 .egress_fd = egress.sandbox_fd, .egress_ports = egress.ports, .n_egress_ports = egress.n_ports,
                 .gvisor = gvisor ? &gv : NULL,
         };
@@ -545,6 +549,7 @@ out:
                 close(upper_fd);
         if (wp.lower_fd >= 0)
                 close(wp.lower_fd);
+        run_snapshot_remove(&wp);
         free(wp.workdir);
         strv_free(wp.inputs);
         session_release(&wp.session);

@@ -306,6 +306,10 @@ const struct profile_key profile_keys[] = {
         { "sandbox", "session_ttl", "session-ttl", PROFILE_DURATION, "1d", "ms",
           "a --session workspace unused this long is removed by hutch gc",
           FIELD(session_ttl_ms), .zero = "none", .min = 1, .max = DURATION_MAX_MS },
+        { "sandbox", "snapshot", "snapshot", PROFILE_BOOL, "no", NULL,
+          "copy the --workdir before the job starts and use the copy, so diff shows the job's own "
+          "change and apply refuses paths the host changed since",
+          FIELD(snapshot) },
         { "sandbox", "uid", "uid", PROFILE_COUNT, "1000", NULL,
           "user id of the job inside the sandbox",
           FIELD(uid), .max = 4294967294ULL },

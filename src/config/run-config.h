@@ -79,6 +79,7 @@ struct run_config {
         bool tty;               /* -t: job gets a pty (not a profile key) */
         enum runtime runtime;   /* runtime: native | gvisor */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
+        bool snapshot;          /* snapshot: --workdir's lower is a copy taken at the start */
 
         /* [network] */
         enum net_mode net;      /* mode = none | host | allow */

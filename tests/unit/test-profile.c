@@ -1013,6 +1013,7 @@ static void canonical(void **state)
                 "hostname = sandbox\n"
                 "runtime = native\n"
                 "session_ttl = 1d\n"
+                "snapshot = no\n"
                 "uid = 1000\n"
                 "workdir = /workspace\n"
                 "\n[seccomp]\n"
@@ -1023,7 +1024,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "6c61042eb8f123f8541e93b366cf1fcf3aed8bfb2c785847475f587a6d3635ff");
+        assert_string_equal(sha, "ec08f26760e568ab3a5b43a88ae947a25111c0efb2c063beab291467b18ed2c8");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

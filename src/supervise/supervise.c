@@ -49,16 +49,10 @@
 #include "lib/exit-codes.h"
 #include "supervise/hostio.h"
 #include "supervise/cancel.h"
-#include "supervise/supervise.h"
+#include "supervise/supervise-internal.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
 #include "limits/watchdog.h"
-
-enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
-enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_CANCEL_ESCAPE,
-                   STOP_CANCEL_KILL, STOP_OOM, STOP_CPU };
-/* where the "~." escape stands in what the terminal typed */
-enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
 
 /* While hutch is in the background of the terminal it reads stdin from,
  * how often it looks whether it was brought to the foreground. */
@@ -69,40 +63,6 @@ enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
  * enough to cost nothing noticeable (one /proc walk per tick). */
 #define WATCHDOG_INTERVAL_MS 50
 #define WATCHDOG_SLICE_MS 10
-
-struct loop {
-        const struct run_config *cfg;
-        struct sandbox *sb;
-        const struct supervise_hooks *hooks;
-        enum phase phase;
-        enum stop_reason reason;
-        int sigints;
-        struct cancel_request cancel;   /* from hutch kill, when reason is STOP_CANCEL_KILL */
-        int timer_fd, signal_fd, tty_master, watchdog_fd;
-        struct tree_sample worst;       /* what the watchdog saw when it acted */
-        uint64_t peak_memory;           /* largest tree memory the watchdog saw */
-        struct watchdog *wd;            /* the tree walk, resumed tick to tick */
-        struct cgroup_run *cg;          /* the run cgroup, or NULL */
-        bool cg_memory;                 /* memory.max holds cfg->memory_bytes */
-        uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */
-        struct cgroup_stats cg_stats;   /* read after init was reaped */
-        bool have_cg_stats;
-        bool init_exited, master_open;
-        struct hostio *host_in, *host_out, *host_err;   /* the caller's, or NULL */
-        bool stdin_open;                /* the caller's stdin is still to be read */
-        enum escape esc;
-        size_t in_off, in_len;          /* input read, not yet taken by the job */
-        char inbuf[256 * 1024];
-        int init_status;
-        struct rusage rusage;
-        struct sync_msg setup_error, exec_error, job_exit, compile_failed;
-        bool have_setup_error, have_exec_error, have_job_exit, have_compile_failed;
-        int heartbeat_fd;
-        uint64_t started_ms;
-        uint64_t last_round_ns;         /* when output was last relayed */
-        size_t stdout_capacity, stderr_capacity;        /* of the job's pipes */
-        char buf[512 * 1024];
-};
 
 static int send_init(struct loop *l, int sig)
 {
@@ -146,7 +106,7 @@ static void begin_termination(struct loop *l, enum stop_reason reason)
         arm_timer(l, l->cfg->grace_ms);
 }
 
-static void kill_now(struct loop *l, enum stop_reason reason)
+void kill_now(struct loop *l, enum stop_reason reason)
 {
         if (l->reason == STOP_NONE)
                 l->reason = reason;
@@ -437,240 +397,6 @@ static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
         struct timespec ts = { 0, (long)pause };
         (void)nanosleep(&ts, NULL);
         l->last_round_ns = now_monotonic_ns();
-}
-
-/* Where the job's input goes: its stdin pipe, or its pty. */
-static int input_target(const struct loop *l)
-{
-        if (l->cfg->tty)
-                return l->master_open ? l->tty_master : -1;
-        return l->sb->stdin_fd;
-}
-
-static void close_job_stdin(struct loop *l)
-{
-        if (l->sb->stdin_fd >= 0) {
-                close(l->sb->stdin_fd);
-                l->sb->stdin_fd = -1;
-        }
-}
-
-/* Pass what was read on to the job, as far as it takes it now. When the
- * caller's input has ended and all of it was taken, the job's stdin
- * pipe is closed: the job reads EOF, as from `cat | job`. */
-static void flush_input(struct loop *l)
-{
-        int fd = input_target(l);
-        while (l->in_len > 0 && fd >= 0) {
-                ssize_t n = write(fd, l->inbuf + l->in_off, l->in_len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return;
-                if (n <= 0) {
-                        /* the job closed its stdin (EPIPE), or its pty is
-                         * gone: read no more of the caller's */
-                        l->stdin_open = false;
-                        l->in_len = 0;
-                        break;
-                }
-                l->in_off += (size_t)n;
-                l->in_len -= (size_t)n;
-        }
-        if (l->in_len == 0)
-                l->in_off = 0;
-        if (!l->stdin_open && (l->in_len == 0 || fd < 0))
-                close_job_stdin(l);
-}
-
-/* ssh's escape, for a terminal in raw mode, where Ctrl-C is only a byte
- * for the job: "~." at the start of a line ends the run, whatever the
- * job ignores; "~~" there sends one "~"; any other "~x" passes as
- * typed. Filters in[0..n) into out (room for n + 1 bytes); returns the
- * bytes to send. */
-static size_t escape_filter(struct loop *l, const char *in, size_t n, char *out)
-{
-        size_t w = 0;
-        for (size_t i = 0; i < n; i++) {
-                char c = in[i];
-                if (l->esc == ESC_TILDE) {
-                        if (c == '.') {
-                                l->esc = ESC_NORMAL;
-                                kill_now(l, STOP_CANCEL_ESCAPE);
-                                return w;
-                        }
-                        if (c != '~')
-                                out[w++] = '~';
-                } else if (l->esc == ESC_LINE_START && c == '~') {
-                        l->esc = ESC_TILDE;
-                        continue;
-                }
-                out[w++] = c;
-                l->esc = c == '\r' || c == '\n' ? ESC_LINE_START : ESC_NORMAL;
-        }
-        return w;
-}
-
-/* Whether the caller's stdin may be read now. A terminal is read only
- * while hutch is in its foreground process group: in the background
- * (`hutch run ... &`) what is typed belongs to the shell. hutch then
- * waits, as a background program would, but without being stopped
- * (run.c ignores SIGTTIN, so a read the kernel refuses returns EIO
- * instead, which closes the race with a change of foreground): the
- * deadline and the watchdog go on, and the job's reads simply wait. A
- * terminal that is not our controlling one was redirected to us on
- * purpose (< /dev/pts/N) and is read. */
-static bool stdin_readable_now(const struct loop *l)
-{
-        if (!hostio_is_tty(l->host_in))
-                return true;
-        pid_t fg = tcgetpgrp(hostio_fd(l->host_in));
-        return fg < 0 || fg == getpgrp();
-}
-
-static void read_stdin(struct loop *l)
-{
-        ssize_t n = hostio_read(l->host_in, l->buf, sizeof(l->inbuf) - 1);
-        if (n == -EAGAIN)
-                return;
-        if (n <= 0) {
-                l->stdin_open = false;
-                /* tell the job's terminal that input ended */
-                if (l->cfg->tty) {
-                        l->inbuf[0] = 4;
-                        l->in_len = 1;
-                }
-        } else if (l->cfg->tty && hostio_is_tty(l->host_in)) {
-                l->in_len = escape_filter(l, l->buf, (size_t)n, l->inbuf);
-        } else {
-                memcpy(l->inbuf, l->buf, (size_t)n);
-                l->in_len = (size_t)n;
-        }
-        l->in_off = 0;
-        flush_input(l);
-}
-
-static const char *signal_name(int sig, char *buf, size_t len)
-{
-        const char *abbrev = sigabbrev_np(sig);
-        if (abbrev)
-                snprintf(buf, len, "SIG%s", abbrev);
-        else
-                snprintf(buf, len, "signal %d", sig);
-        return buf;
-}
-
-static void decide(struct loop *l, struct run_outcome *out)
-{
-        char tmp[64], sig[32];
-
-        out->job_exit_code = -1;
-        if (l->have_job_exit && WIFEXITED(l->job_exit.status))
-                out->job_exit_code = WEXITSTATUS(l->job_exit.status);
-        if (l->have_job_exit && WIFSIGNALED(l->job_exit.status))
-                out->signal = WTERMSIG(l->job_exit.status);
-
-        bool cg_oom = l->have_cg_stats &&
-                      (l->cg_stats.memory_events.oom_kill || l->cg_stats.memory_events.oom_group_kill);
-        if (l->reason == STOP_NONE && cg_oom) {
-                char lim[32], peak[32];
-                out->status = RUN_OOM;
-                out->exit_code = EXIT_OOM;
-                snprintf(out->message, sizeof(out->message),
-                         "memory limit %s exceeded: the kernel's OOM killer ended the sandbox in its cgroup "
-                         "(memory.max; %llu process%s killed, peak %s)",
-                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
-                         (unsigned long long)l->cg_stats.memory_events.oom_kill,
-                         l->cg_stats.memory_events.oom_kill == 1 ? "" : "es",
-                         format_size((l->cg_stats.memory_peak >> 20) << 20, peak, sizeof(peak)));
-        } else if (l->reason == STOP_OOM) {
-                char lim[32], used[32];
-                out->status = RUN_OOM;
-                out->exit_code = EXIT_OOM;
-                snprintf(out->message, sizeof(out->message),
-                         "memory limit %s exceeded: the watchdog measured %s in use and killed the sandbox",
-                         format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
-                         format_size((l->worst.memory_bytes >> 20) << 20, used, sizeof(used)));
-        } else if (l->reason == STOP_CPU ||
-                   (l->reason == STOP_NONE && out->signal == SIGXCPU && l->cfg->cpu_time_ms)) {
-                out->status = RUN_CPU_TIMEOUT;
-                out->exit_code = EXIT_TIMEOUT;
-                snprintf(out->message, sizeof(out->message), "cpu time limit %s exceeded%s",
-                         format_duration_ms(l->cfg->cpu_time_ms, tmp, sizeof(tmp)),
-                         l->cg_cpu_ms ? " (cgroup cpu.stat)" : "");
-        } else if (l->reason == STOP_TIMEOUT) {
-                out->status = RUN_TIMEOUT;
-                out->exit_code = EXIT_TIMEOUT;
-                snprintf(out->message, sizeof(out->message), "timed out after %s",
-                         format_duration_ms(l->cfg->timeout_ms, tmp, sizeof(tmp)));
-        } else if (l->reason == STOP_CANCEL_ESCAPE) {
-                out->status = RUN_CANCELLED;
-                out->exit_code = EXIT_CANCELLED_INT;
-                snprintf(out->message, sizeof(out->message), "cancelled by ~. on the terminal");
-        } else if (l->reason == STOP_CANCEL_KILL) {
-                out->status = RUN_CANCELLED;
-                out->exit_code = EXIT_CANCELLED_TERM;
-                snprintf(out->message, sizeof(out->message), "cancelled by hutch kill (%s)",
-                         signal_name(l->cancel.signal, sig, sizeof(sig)));
-        } else if (l->reason == STOP_CANCEL_INT || l->reason == STOP_CANCEL_TERM) {
-                int s = l->reason == STOP_CANCEL_INT ? SIGINT : SIGTERM;
-                out->status = RUN_CANCELLED;
-                out->exit_code = s == SIGINT ? EXIT_CANCELLED_INT : EXIT_CANCELLED_TERM;
-                snprintf(out->message, sizeof(out->message), "cancelled by %s to hutch",
-                         signal_name(s, sig, sizeof(sig)));
-        } else if (l->have_setup_error) {
-                out->status = RUN_SETUP_ERROR;
-                out->exit_code = EXIT_SETUP;
-                out->error = l->setup_error.error;
-                snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s",
-                         l->setup_error.step, l->setup_error.path[0] ? " " : "",
-                         l->setup_error.path, strerror(l->setup_error.error));
-        } else if (l->have_exec_error) {
-                int e = l->exec_error.error;
-                out->error = e;
-                if (e == ENOENT || e == ENOTDIR) {
-                        out->status = RUN_NOT_FOUND;
-                        out->exit_code = EXIT_NOT_FOUND;
-                        snprintf(out->message, sizeof(out->message), "command not found: %s",
-                                 l->exec_error.path);
-                } else {
-                        out->status = RUN_NOT_EXECUTABLE;
-                        out->exit_code = EXIT_NOT_EXECUTABLE;
-                        snprintf(out->message, sizeof(out->message), "cannot execute %s: %s",
-                                 l->exec_error.path, strerror(e));
-                }
-        } else if (l->have_compile_failed) {
-                int st = l->compile_failed.status;
-                out->status = RUN_COMPILE_ERROR;
-                out->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_SIGNAL_BASE + WTERMSIG(st);
-                out->job_exit_code = -1;
-                snprintf(out->message, sizeof(out->message), "compile step failed: %s %s %d",
-                         l->compile_failed.path, WIFEXITED(st) ? "exited with code" : "killed by signal",
-                         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-        } else if (l->have_job_exit && WIFEXITED(l->job_exit.status)) {
-                int code = WEXITSTATUS(l->job_exit.status);
-                out->status = code == 0 ? RUN_SUCCESS : RUN_FAILED;
-                out->exit_code = code;
-                if (code)
-                        snprintf(out->message, sizeof(out->message), "exited with code %d", code);
-        } else if (l->have_job_exit && WIFSIGNALED(l->job_exit.status)) {
-                out->status = RUN_SIGNALED;
-                out->exit_code = EXIT_SIGNAL_BASE + out->signal;
-                snprintf(out->message, sizeof(out->message), "killed by %s",
-                         signal_name(out->signal, sig, sizeof(sig)));
-        } else {
-                /* init ended without telling us about the job */
-                int s = WIFSIGNALED(l->init_status) ? WTERMSIG(l->init_status) : 0;
-                out->status = s ? RUN_SIGNALED : RUN_SETUP_ERROR;
-                out->signal = s;
-                out->exit_code = s ? EXIT_SIGNAL_BASE + s : EXIT_SETUP;
-                if (s)
-                        snprintf(out->message, sizeof(out->message),
-                                 "sandbox init was killed by %s", signal_name(s, sig, sizeof(sig)));
-                else
-                        snprintf(out->message, sizeof(out->message),
-                                 "sandbox init exited before the job started");
-        }
 }
 
 int supervise(const struct run_config *cfg, struct sandbox *sb,

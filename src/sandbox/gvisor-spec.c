@@ -291,6 +291,15 @@ int gvisor_exec(const struct run_config *cfg, const struct gvisor_info *gv, char
         if (r < 0)
                 return r;
 
+        /* runsc run's log, where init reads the job's wait status
+         * (gvisor-status.c): empty, a file of our own in our bundle */
+        char log_path[PATH_MAX];
+        gvisor_log_path(log_path, sizeof(log_path), compile);
+        int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (log_fd < 0)
+                return -errno;
+        close(log_fd);
+
         /* the backstop on runsc's host tasks (gvisor.h); the job's own
          * pids limit is the RLIMIT_NPROC in its spec */
         *ret_step = "setrlimit";
@@ -307,6 +316,7 @@ int gvisor_exec(const struct run_config *cfg, const struct gvisor_info *gv, char
                 "--ignore-cgroups", "--overlay2=none", "--host-uds=none", "--host-fifo=none",
                 xasprintf("--platform=%s", gv->platform),
                 "--root=" GVISOR_DIR "/state",
+                xasprintf("--debug-log=%s", log_path), "--debug-command=run",
                 "run", "--bundle", bundle, (char *)id, NULL,
         };
         char *runsc_env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

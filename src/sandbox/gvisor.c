@@ -271,8 +271,3 @@ void gvisor_forward_signal(const struct gvisor_info *gv, int sig)
         }
         _exit(1);
 }
-
-bool gvisor_runsc_failed(int status)
-{
-        return WIFEXITED(status) && WEXITSTATUS(status) == GVISOR_RUNSC_FAILED;
-}

@@ -15,12 +15,13 @@
  * gvisor_check_config() refuses what this runtime cannot do;
  * gvisor_enforcement() rewrites the report for it. Sandbox side:
  * gvisor_exec() in the job process, gvisor_forward_signal() and
- * gvisor_runsc_failed() in init. */
+ * gvisor_job_status() in init. */
 #pragma once
 
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "config/run-config.h"
 
@@ -29,8 +30,8 @@
 #define GVISOR_DIR "/tmp/.hutch-runsc"
 
 /* runsc's own failures (bad spec, sandbox would not start) exit with this
- * code: it is never the job's code under this runtime (see
- * gvisor_runsc_failed()). */
+ * code; a job's own `exit 128` is told apart by runsc's log (see
+ * gvisor_job_status()). */
 #define GVISOR_RUNSC_FAILED 128
 
 struct gvisor_info {
@@ -76,6 +77,17 @@ int gvisor_exec(const struct run_config *cfg, const struct gvisor_info *gv, char
  * kill --all`); runsc run itself does not forward signals. */
 void gvisor_forward_signal(const struct gvisor_info *gv, int sig);
 
-/* In init: whether the wait status of `runsc run` means runsc failed
- * before or around the job, rather than the job ending. */
-bool gvisor_runsc_failed(int status);
+/* Where `runsc run` writes its log (--debug-log, the run command only):
+ * in the bundle, under GVISOR_DIR, out of the job's reach. */
+void gvisor_log_path(char *buf, size_t len, bool compile);
+
+/* In init, once `runsc run` (wait status runsc_status) is reaped: the job's own wait status, as gVisor's kernel gave it to runsc
+ * and runsc logged it, so a job killed by signal N is told apart from
+ * one that exited 128+N (gvisor-status.c argues why the job cannot forge
+ * it). Without a log line that agrees with runsc's exit code, the exit
+ * code stands. 0 with *ret_status, or -EIO when runsc itself failed
+ * (exit 128 and no status logged). */
+int gvisor_job_status(int runsc_status, bool compile, int *ret_status);
+
+/* The same from the log's text (its tail), for tests. */
+int gvisor_status_from_log(const char *log, size_t len, int runsc_status, int *ret_status);

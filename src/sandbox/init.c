@@ -120,6 +120,11 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
+        if (in->gvisor) {
+                int r = gvisor_job_status(status, true, &status);
+                if (r < 0)
+                        return r;
+        }
         return status;
 }
 
@@ -195,7 +200,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                         pid_t p = waitpid(-1, &status, WNOHANG);
                         if (p <= 0)
                                 break;
-                        if (p == job && in->gvisor && gvisor_runsc_failed(status)) {
+                        if (p == job && in->gvisor && gvisor_job_status(status, false, &status) < 0) {
                                 init_report(sync_fd, SYNC_SETUP_ERROR, EIO, 0, 0, "runsc",
                                             "the gVisor sandbox failed (runsc's message is in the job's stderr)");
                                 _exit(EXIT_SETUP);

@@ -57,15 +57,34 @@ exit_codes() {
         run -126 hrun -q -- /etc/passwd
         [ "$status" -eq 126 ]
         [ "$(last_json | jq -r .status)" = not_executable ]
-        # a job killed by a signal exits 128+N under both runtimes; runsc
-        # reports it as that exit code, so the status is failed there
-        run hrun -q -- sh -c 'kill -KILL $$'
+        # a job killed by signal N is signaled with N and exits 128+N
+        # under both runtimes; a job's own exit code 128+N stays failed
+        # (under gvisor, runsc's own log tells the two apart)
+        local sig
+        for sig in KILL TERM SEGV; do
+                run hrun -q -- sh -c "kill -$sig \$\$"
+                [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+                [ "$(last_json | jq -r '[.status, .signal, .exit_code] | map(tostring) | join(" ")')" = \
+                  "signaled $(kill -l "$sig") $status" ]
+        done
+        run hrun -q -- sh -c 'sleep 30 & kill -KILL $!; wait $!'
         [ "$status" -eq 137 ]
-        if [ "$RT" = native ]; then
-                [ "$(last_json | jq -r .status)" = signaled ]
-        else
-                [ "$(last_json | jq -r .status)" = failed ]
-        fi
+        [ "$(last_json | jq -r '.status + " " + (.signal|tostring)')" = "failed null" ]
+        run hrun -q -- sh -c 'exit 137'
+        [ "$status" -eq 137 ]
+        [ "$(last_json | jq -r '.status + " " + (.signal|tostring)')" = "failed null" ]
+        # 128 is runsc's own failure code, yet a job's exit 128 is the job's
+        run hrun -q -- sh -c 'exit 128'
+        [ "$status" -eq 128 ]
+        [ "$(last_json | jq -r .status)" = failed ]
+        # nothing the job writes where runsc's log would be changes that:
+        # the bundle is hidden behind gVisor's own tmpfs
+        run hrun -q -- sh -c 'for f in /tmp/.hutch-runsc/hutch/runsc.log /tmp/.hutch-runsc/runsc.log; do
+                printf "I1201 12:28:41.494911   2 main.go:266] Exiting with status: 9\n" >>"$f" && echo wrote; done
+                exit 137'
+        [ "$status" -eq 137 ]
+        [[ "$output" != *wrote* ]]
+        [ "$(last_json | jq -r .status)" = failed ]
 }
 
 timeout_term_then_kill() {

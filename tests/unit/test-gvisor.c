@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "limits/enforce.h"
@@ -123,6 +125,88 @@ static void probe_refuses_what_is_not_runsc(void **state)
         unsetenv("HUTCH_RUNSC");
 }
 
+/* What runsc 20221219 writes last, rootless (the re-executed child's pid). */
+#define HEAD "I1201 12:26:08.941550   14408 main.go:217] Args: [runsc --rootless run]\n" \
+             "I1201 12:26:08.944415   14412 container.go:1078] Gofer started, PID: 14420\n"
+#define STATUS(n) "I1201 12:28:41.494911   14412 main.go:266] Exiting with status: " #n "\n"
+#define PARENT_WARNING "W1201 12:28:41.495649   14408 namespace.go:297] Error forwarding signal " \
+                       "child exited to child (PID 14412)\n"
+
+static int from_log(const char *log, int runsc_status, int *ret)
+{
+        *ret = -1;
+        return gvisor_status_from_log(log, strlen(log), runsc_status, ret);
+}
+
+static void status_signal_told_from_exit_code(void **state)
+{
+        (void)state;
+        int s;
+        /* killed by SIGKILL: runsc exits 137, the sentry said signal 9 */
+        assert_int_equal(from_log(HEAD STATUS(9), W_EXITCODE(137, 0), &s), 0);
+        assert_true(WIFSIGNALED(s));
+        assert_int_equal(WTERMSIG(s), SIGKILL);
+        /* the job's own `exit 137`: the same runsc exit code, exited */
+        assert_int_equal(from_log(HEAD STATUS(35072), W_EXITCODE(137, 0), &s), 0);
+        assert_true(WIFEXITED(s));
+        assert_int_equal(WEXITSTATUS(s), 137);
+        /* SIGSEGV with the core bit still reads as SIGSEGV */
+        assert_int_equal(from_log(HEAD STATUS(139), W_EXITCODE(139, 0), &s), 0);
+        assert_true(WIFSIGNALED(s));
+        assert_int_equal(WTERMSIG(s), SIGSEGV);
+        /* the parent's warning after the child's status line */
+        assert_int_equal(from_log(HEAD STATUS(15) PARENT_WARNING, W_EXITCODE(143, 0), &s), 0);
+        assert_true(WIFSIGNALED(s));
+        assert_int_equal(WTERMSIG(s), SIGTERM);
+}
+
+static void status_runsc_failure_or_job_128(void **state)
+{
+        (void)state;
+        int s;
+        /* runsc's own failure logs no status */
+        assert_int_equal(from_log(HEAD "W1201 12:00:00.000000 1 main.go:270] Failure to execute command, err: 1\n",
+                                  W_EXITCODE(128, 0), &s), -EIO);
+        assert_int_equal(from_log("", W_EXITCODE(128, 0), &s), -EIO);
+        /* a job's own exit 128 is the job's */
+        assert_int_equal(from_log(HEAD STATUS(32768), W_EXITCODE(128, 0), &s), 0);
+        assert_true(WIFEXITED(s));
+        assert_int_equal(WEXITSTATUS(s), 128);
+}
+
+static void status_untrusted_lines_leave_exit_code(void **state)
+{
+        (void)state;
+        int s;
+        /* a status that disagrees with runsc's exit code is ignored */
+        assert_int_equal(from_log(HEAD STATUS(9), W_EXITCODE(1, 0), &s), 0);
+        assert_int_equal(s, W_EXITCODE(1, 0));
+        /* a status line that is not the last (an info line follows) */
+        assert_int_equal(from_log(STATUS(9) HEAD, W_EXITCODE(137, 0), &s), 0);
+        assert_int_equal(s, W_EXITCODE(137, 0));
+        /* not exactly the line runsc writes */
+        const char *bad[] = {
+                "I1201 12:28:41.494911   14412 main.go:266] Exiting with status: 9 \n",
+                "I1201 12:28:41.494911   14412 main.go:266]  Exiting with status: 9\n",
+                "E1201 12:28:41.494911   14412 main.go:266] Exiting with status: 9\n",
+                "I1201 12:28:41.494911   14412 main.go:266] Exiting with status: 99999999\n",
+                "I1201 12:28:41.494911 main.go:266] Exiting with status: 9\n",
+                "x I1201 12:28:41.494911   14412 main.go:266] Exiting with status: 9\n",
+                "I1201 12:28:41.494911   14412 main.go:266] Exiting with status: \n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(from_log(bad[i], W_EXITCODE(137, 0), &s), 0);
+                assert_int_equal(s, W_EXITCODE(137, 0));
+        }
+        /* no newline at the end is still the line */
+        assert_int_equal(from_log("I1201 12:28:41.494911   14412 cli.go:317] Exiting with status: 9",
+                                  W_EXITCODE(137, 0), &s), 0);
+        assert_true(WIFSIGNALED(s));
+        /* runsc run itself killed: its own status stands */
+        assert_int_equal(from_log(HEAD STATUS(35072), W_EXITCODE(0, SIGKILL), &s), 0);
+        assert_true(WIFSIGNALED(s));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -130,6 +214,9 @@ int main(void)
                 cmocka_unit_test(report_gvisor),
                 cmocka_unit_test(refuses),
                 cmocka_unit_test(probe_refuses_what_is_not_runsc),
+                cmocka_unit_test(status_signal_told_from_exit_code),
+                cmocka_unit_test(status_runsc_failure_or_job_128),
+                cmocka_unit_test(status_untrusted_lines_leave_exit_code),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

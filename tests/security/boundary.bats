@@ -26,9 +26,15 @@ newest_status() {
         # writable by the sandbox's host uid too, so only the boundary
         # stands between the job and the file, as root and as a user
         chmod 666 "$victim"
-        run "$HUTCH" run -- sh -c 'echo X > /proc/self/fd/0; echo X >> /proc/self/fd/0; echo X > /proc/1/fd/0; readlink /proc/self/fd/0' <"$victim"
+        run "$HUTCH" run -- sh -c 'echo X > /proc/self/fd/0; echo X >> /proc/self/fd/0; echo X > /proc/1/fd/0; readlink /proc/self/fd/0; [ -p /proc/self/fd/0 ] && echo fd0-is-a-pipe' <"$victim"
         [ "$(cat "$victim")" = "precious $M" ] || { echo "victim now: $(cat "$victim")" >&2; false; }
-        [[ "$output" == *"pipe:["* ]] || { echo "fd 0 inside: $output" >&2; false; }
+        if under_gvisor; then
+                # gVisor names a descriptor runsc handed in "host:[N]"; it
+                # is the supervisor's pipe all the same
+                [[ "$output" == *"host:["*"fd0-is-a-pipe"* ]] || { echo "fd 0 inside: $output" >&2; false; }
+        else
+                [[ "$output" == *"pipe:["*"fd0-is-a-pipe"* ]] || { echo "fd 0 inside: $output" >&2; false; }
+        fi
 }
 
 @test "boundary: stdin is relayed in full, and its EOF reaches the job" {
@@ -67,15 +73,26 @@ newest_status() {
         ! grep -q "typed$M" "$out" || { echo "the job read the keys: $(cat "$out")" >&2; false; }
 }
 
+# The terminal modes a case runs in: without and with -t; only without
+# under gvisor, which refuses -t (125; gvisor.bats checks that).
+tty_modes() {
+        if under_gvisor; then
+                echo ""
+        else
+                printf '%s\n' "" -t
+        fi
+}
+
 @test "boundary: a backgrounded run never stops itself and records its run" {
-        for t in "" -t; do
+        local t
+        while IFS= read -r t; do
                 run python3 "$PTYRUN" --timeout 30 -- bash -c "
                         set -m
                         '$HUTCH' run $t -- sh -c 'sleep 0.5; echo done$M' &
                         wait \$!; echo \"rc=\$?\""
                 [[ "$output" == *"rc=0"* ]] || { echo "with '$t': $output" >&2; false; }
                 [ "$(newest_status)" = success ] || { echo "with '$t': $("$HUTCH" ls)" >&2; false; }
-        done
+        done < <(tty_modes)
 }
 
 @test "boundary: a reader that stopped reading does not stop the deadline" {
@@ -118,17 +135,19 @@ for fd in (0, 1, 2):
             f()
         except Exception:
             pass'
-        for t in "" -t; do
+        local t
+        while IFS= read -r t; do
                 run python3 "$PTYRUN" -- "$HUTCH" run $t -- python3 -c "$job"
                 [[ "$output" == *"status 0"* ]] || { echo "with '$t': $output" >&2; false; }
                 [[ "$output" == *"ldisc 0"* ]] || { echo "with '$t': $output" >&2; false; }
                 [[ "$output" == *"nonblock 0"* ]] || { echo "with '$t': $output" >&2; false; }
                 [[ "$output" == *"winsize 24x80"* ]] || { echo "with '$t': $output" >&2; false; }
                 [[ "$output" == *"lflag-echo 1"* ]] || { echo "with '$t': $output" >&2; false; }
-        done
+        done < <(tty_modes)
 }
 
 @test "boundary: TIOCSETD is denied on the job's own pty" {
+        gvisor_skip "-t is refused under gvisor (125, gvisor.bats): there is no pty of the job's"
         run python3 "$PTYRUN" -- "$HUTCH" run -t -- python3 -c '
 import fcntl, struct, termios
 try:
@@ -145,20 +164,39 @@ except OSError as e:
         end=$(date +%s)
         [ "${lines[0]}" = y ]
         [ $((end - start)) -lt 8 ] || { echo "took $((end - start)) s" >&2; false; }
-        [ "$(newest_status)" = signaled ] || { "$HUTCH" ls >&2; false; }
-        "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" | grep -q '141' || {
-                "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" >&2
-                false
-        }
+        if under_gvisor; then
+                # gVisor's kernel answers a write to the closed pipe runsc
+                # handed in with EPIPE but raises no SIGPIPE: yes ends at
+                # once all the same, with its write error (exit 1)
+                [ "$(newest_status)" = failed ] || { "$HUTCH" ls >&2; false; }
+                "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" | grep -q 'exited with code 1' || {
+                        "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" >&2
+                        false
+                }
+        else
+                [ "$(newest_status)" = signaled ] || { "$HUTCH" ls >&2; false; }
+                "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" | grep -q '141' || {
+                        "$HUTCH" show "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" >&2
+                        false
+                }
+        fi
         # the job's next write after the reader left fails at once
         start=$(date +%s)
-        run sh -c "'$HUTCH' run -- sh -c 'for i in 1 2 3 4 5 6; do echo \$i; sleep 1; done' | head -1"
+        if under_gvisor; then
+                # without SIGPIPE the shell would go on: it stops at the
+                # first write that fails
+                run sh -c "'$HUTCH' run -- sh -c 'for i in 1 2 3 4 5 6; do echo \$i || exit 7; sleep 1; done' | head -1"
+                [ "$(newest_status)" = failed ]
+        else
+                run sh -c "'$HUTCH' run -- sh -c 'for i in 1 2 3 4 5 6; do echo \$i; sleep 1; done' | head -1"
+        fi
         end=$(date +%s)
         [ "${lines[0]}" = 1 ]
         [ $((end - start)) -lt 4 ] || { echo "took $((end - start)) s" >&2; false; }
 }
 
 @test "boundary: -t has no default timeout; --timeout and a profile's still hold" {
+        gvisor_skip "-t is refused under gvisor (125, gvisor.bats)"
         run python3 "$PTYRUN" -- "$HUTCH" run -t -- true
         [[ "$output" == *"status 0"* ]]
         "$HUTCH" show --json "$("$HUTCH" ls | awk 'NR == 2 { print $1 }')" | grep -q '"timeout_ms": *0' || {
@@ -175,6 +213,7 @@ except OSError as e:
 }
 
 @test "boundary: ~. on the terminal ends an interactive job that ignores SIGINT and SIGQUIT" {
+        gvisor_skip "-t is refused under gvisor (125, gvisor.bats), and the escape is read only in raw mode"
         run python3 "$PTYRUN" --keys '1.5:\x03\x1c\r~.' --timeout 30 -- "$HUTCH" run -t -- \
                 sh -c 'trap "" INT QUIT; sleep 20'
         [[ "$output" == *"status 130"* ]] || { echo "$output" >&2; false; }

@@ -113,6 +113,7 @@ for_tool() {
 # EPERM. The id shim makes it EPERM again (CPython's test_os and
 # test_subprocess check for exactly that); our own id and -1 still work.
 @test "ids: setuid/setgid/chown to another id fail with EPERM, as on a host" {
+        gvisor_skip "the job is uid 0 of gVisor's kernel (rootless runsc maps one id), so id 0 is its own; the id shim is hutch's filter, which gVisor replaces (no capability: privilege.bats)"
         for verb in setuid-root setgid-root fchown-root fchownat-gid-root; do
                 for profile in default strict; do
                         run_probe_in "$profile" syscall "$verb"
@@ -140,18 +141,27 @@ for_tool() {
         run "$HUTCH" run -q --allow-ptrace yes -- strace -f -e trace=execve -o /tmp/t sh -c 'true; grep -c execve /tmp/t'
         [ "$status" -eq 0 ] || { echo "$output"; return 1; }
         [ "${output##*$'\n'}" -ge 1 ]
-        run "$HUTCH" run -q --allow-ptrace yes -- setarch -R cat /proc/self/personality
-        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
-        [ "$output" = 00040000 ]
+        if ! under_gvisor; then
+                run "$HUTCH" run -q --allow-ptrace yes -- setarch -R cat /proc/self/personality
+                [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+                [ "$output" = 00040000 ]
+        fi
         command -v gdb >/dev/null || skip "gdb is not installed"
         run "$HUTCH" run -q --allow-ptrace yes -- gdb -q -batch -ex run -ex 'info inferiors' /bin/true
         [ "$status" -eq 0 ] || { echo "$output"; return 1; }
         [[ "$output" == *"exited normally"* ]]
-        [[ "$output" != *"address space randomization"* ]] || { echo "$output"; return 1; }
+        # gVisor's kernel has no personality(ADDR_NO_RANDOMIZE): setarch -R
+        # fails and gdb warns there (ASLR stays on: the next case)
+        under_gvisor || [[ "$output" != *"address space randomization"* ]] || { echo "$output"; return 1; }
 }
 
 @test "allow-ptrace: ASLR stays on by default" {
         run "$HUTCH" run -q -- setarch -R true
         [ "$status" -ne 0 ]
-        [[ "$output" == *"Operation not permitted"* ]]
+        if under_gvisor; then
+                # gVisor's kernel refuses the persona outright
+                [[ "$output" == *"Invalid argument"* ]]
+        else
+                [[ "$output" == *"Operation not permitted"* ]]
+        fi
 }

@@ -11,6 +11,97 @@
 : "${HUTCH:?HUTCH must name the hutch binary}"
 : "${PROBE:?PROBE must name the tests/probe binary}"
 
+# HUTCH_SECURITY_RUNTIME=gvisor runs the whole suite with every `hutch run`
+# under --runtime gvisor (tests/security/gvisor.sh does, in make check):
+# $HUTCH becomes a wrapper that adds the option to run, and tests whose
+# native check does not apply there say so with gvisor_instead (below).
+# Unset or "native": $HUTCH is the binary itself, nothing changes.
+HUTCH_RUNTIME=${HUTCH_SECURITY_RUNTIME:-native}
+case $HUTCH_RUNTIME in
+native) ;;
+gvisor)
+        if [ -z "${HUTCH_BINARY:-}" ]; then
+                export HUTCH_BINARY=$HUTCH
+                HUTCH="$BATS_RUN_TMPDIR/hutch-gvisor"
+                if [ ! -x "$HUTCH" ]; then
+                        printf '#!/bin/sh\nif [ "$1" = run ]; then shift; exec %q run --runtime gvisor "$@"; fi\nexec %q "$@"\n' \
+                                "$HUTCH_BINARY" "$HUTCH_BINARY" >"$HUTCH.$$"
+                        chmod 755 "$HUTCH.$$"
+                        mv -f "$HUTCH.$$" "$HUTCH"
+                fi
+                export HUTCH
+        fi
+        ;;
+*)
+        echo "HUTCH_SECURITY_RUNTIME=$HUTCH_RUNTIME: not a runtime (native, gvisor)" >&2
+        return 1
+        ;;
+esac
+
+# under_gvisor: the suite runs under the gvisor runtime.
+under_gvisor() {
+        [ "$HUTCH_RUNTIME" = gvisor ]
+}
+
+# gvisor_kernel_check: the last line of $output is the kernel release the
+# job saw (`uname -r` run after the attack, in the same sandbox); under
+# gvisor it must be gVisor's, never the host's: the answer before it came
+# from gVisor's kernel, and nothing reached the host's.
+gvisor_kernel_check() {
+        local seen=${output##*$'\n'}
+        if [ -z "$seen" ] || [ "$seen" = "$(uname -r)" ]; then
+                echo "the job saw the host's kernel ($seen): not under gVisor; output: $output" >&2
+                return 1
+        fi
+}
+
+# What gVisor's kernel itself implements of the calls hutch's seccomp
+# policy denies, and why each is harmless there: the call is served inside
+# the sentry, a user-space kernel, and makes no host system call (the
+# sentry's own host calls are held by runsc's filters). Any other answer
+# under gvisor must be a refusal (gvisor_denied).
+declare -gA GVISOR_SERVES=(
+        [unshare-user]="a user namespace of gVisor's kernel, nested in the sentry; the host makes none, and the job's caps there reach no host object"
+        [clone-newuser]="a user namespace of gVisor's kernel, nested in the sentry; the host makes none"
+        [unshare-mount]="a mount namespace of gVisor's kernel; mounting in it still needs capabilities (mount is refused)"
+        [clone-newns]="a mount namespace of gVisor's kernel; mounting in it still needs capabilities (mount is refused)"
+        [syslog]="reads gVisor's own log buffer, never the host's (gvisor.bats checks dmesg shows gVisor's)"
+        [ptrace]="traces a process of gVisor's kernel; no host process is visible to the job (process.bats)"
+        [i386]="gVisor's kernel answers int 0x80 itself; the stub process that traps it makes no host call"
+        [tiocsti]="the job's fds are gVisor's pipes (-t is refused under gvisor), which answer ENOTTY: no host terminal is reachable"
+        [tiocsti-pipe]="gVisor's pipe answers ENOTTY: it is not a terminal, and no host terminal is reachable"
+        [tiocsti-high]="gVisor's pipe answers ENOTTY: it is not a terminal, and no host terminal is reachable"
+        [tioclinux]="gVisor's pipe answers ENOTTY: there is no host console to reach"
+)
+
+# gvisor_denied NAME [PROFILE]: under gvisor, what the native runtime's
+# "NAME is denied" protects: the call is answered by gVisor's kernel (not
+# the host's), and the answer is a refusal (EPERM, ENOSYS, EACCES,
+# EOPNOTSUPP, EINVAL, ENODEV), or the call is one GVISOR_SERVES says gVisor
+# implements harmlessly inside the sentry.
+gvisor_denied() {
+        local name=$1 profile=${2:-}
+        run "$HUTCH" run ${profile:+-p "$profile"} --ro "$PROBE" -- /bin/sh -c '"$0" syscall "$1"; uname -r' "$PROBE" "$name"
+        [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; return 1; }
+        gvisor_kernel_check
+        case ${lines[0]} in
+        EPERM | ENOSYS | EACCES | EOPNOTSUPP | EINVAL | ENODEV) return 0 ;;
+        esac
+        if [ -z "${GVISOR_SERVES[$name]:-}" ]; then
+                echo "gVisor let $name through (${lines[0]}), and nothing says why that is harmless" >&2
+                return 1
+        fi
+}
+
+# gvisor_skip REASON: this case checks something hutch itself does only
+# in the native runtime; under gvisor it is skipped with REASON (which
+# says what holds instead, or which test checks that).
+gvisor_skip() {
+        if under_gvisor; then
+                skip "gvisor: $1"
+        fi
+}
+
 # run_probe ARGS...: run the probe in a default sandbox, via bats' `run`.
 run_probe() {
         run "$HUTCH" run --ro "$PROBE" -- "$PROBE" "$@"

@@ -129,7 +129,44 @@ assert_victim_alive() {
         wait_gone "$SECS"
 }
 
+# The host pids under $1, all generations.
+descendants() {
+        local p
+        for p in $(pgrep -P "$1"); do
+                echo "$p"
+                descendants "$p"
+        done
+}
+
 @test "process: hutch killed with SIGKILL mid-run leaves nothing running" {
+        if under_gvisor; then
+                # the job's processes live in gVisor's kernel, not on the
+                # host; what runs on the host is runsc's (sentry, gofer,
+                # stubs): all of hutch's descendants must die with it
+                cmd=$(sandbox_cmd -- sh -c "$PROBE daemon $SECS; (trap '' TERM HUP; exec sleep $SECS) & exec sleep $SECS")
+                bash -c "exec $cmd" >/dev/null 2>&1 &
+                local hutch=$! tree="" i p
+                for ((i = 0; i < 100; i++)); do
+                        tree=$(descendants "$hutch")
+                        [ -n "$tree" ] && ps -o args= -p "$(echo $tree | tr ' ' ,)" | grep -q '^runsc-sandbox' && break
+                        sleep 0.1
+                done
+                ps -o args= -p "$(echo $tree | tr ' ' ,)" | grep -q '^runsc-sandbox' || { echo "no runsc sandbox under hutch" >&2; false; }
+                sleep 1
+                tree=$(descendants "$hutch")
+                kill -9 "$hutch"
+                wait "$hutch" || true
+                for ((i = 0; i < 30; i++)); do
+                        local left=""
+                        for p in $tree; do
+                                [ -d "/proc/$p" ] && [ "$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null)" != Z ] && left="$left $p"
+                        done
+                        [ -z "$left" ] && return 0
+                        sleep 0.1
+                done
+                echo "still running on the host:$left ($(ps -o args= -p "$(echo $left | tr ' ' ,)" | cut -c1-60 | xargs))" >&2
+                false
+        fi
         cmd=$(sandbox_cmd -- sh -c "$PROBE daemon $SECS; (trap '' TERM HUP; exec sleep $SECS) & exec sleep $SECS")
         bash -c "exec $cmd" >/dev/null 2>&1 &
         local hutch=$!

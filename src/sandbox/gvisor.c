@@ -194,7 +194,16 @@ void gvisor_enforcement(json_t *report, const struct run_config *cfg, const stru
         json_object_set_new(rt, "platform", json_string(gv->platform));
         json_object_set_new(rt, "rootless", json_true());
         json_object_set_new(rt, "kernel", json_string("gVisor's sentry (a user-space kernel); the job makes no host syscall"));
-        json_object_set_new(rt, "job_uid", json_string("0 in gVisor's kernel, no capabilities"));
+        /* rootless runsc maps one id, and its gofer creates files as that
+         * id alone: under any other uid every write fails (EINVAL), so the
+         * job is uid 0 of gVisor's kernel, without capabilities, whatever
+         * uid the profile names (that uid is runsc's, in hutch's namespace) */
+        json_object_set_new(rt, "job_uid", json_integer(0));
+        json_object_set_new(rt, "job_gid", json_integer(0));
+        json_object_set_new(rt, "profile_uid", json_integer((json_int_t)cfg->uid));
+        json_object_set_new(rt, "job_uid_why",
+                            json_string("rootless runsc maps one id: the job is uid 0 of gVisor's kernel with no "
+                                        "capabilities; the profile's uid runs runsc in hutch's namespace"));
         json_object_set_new(rt, "network", json_string(cfg->net == NET_NONE ? "none (gVisor netstack, loopback only)" : "host"));
         json_object_set_new(report, "runtime", rt);
 

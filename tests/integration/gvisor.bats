@@ -333,6 +333,12 @@ record() {
         run hrun -q --uid 0 -- sh -c 'id -u; echo $HOME'
         [ "$status" -eq 0 ]
         [ "$output" = "$(printf '0\n/root')" ]
+        # any other uid is runsc's in hutch's namespace; the report says
+        # what the job is inside
+        run hrun --json --uid 1000 -- id -u
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | jq -r .stdout)" = 0 ]
+        [ "$(echo "$output" | jq -r '.enforcement.runtime | "\(.job_uid) \(.profile_uid)"')" = "0 1000" ]
 }
 
 @test "the untrusted profile runs under gvisor with strict's limits and no network" {

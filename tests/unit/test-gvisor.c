@@ -62,6 +62,10 @@ static void report_gvisor(void **state)
         assert_string_equal(json_string_value(json_object_get(rt, "version")), "0.0~20221219.0");
         assert_string_equal(json_string_value(json_object_get(rt, "platform")), "ptrace");
         assert_string_equal(json_string_value(json_object_get(json_object_get(r, "seccomp"), "policy")), "gvisor");
+        /* the uid the job has inside, whatever the profile asked */
+        assert_int_equal(json_integer_value(json_object_get(rt, "job_uid")), 0);
+        assert_int_equal(json_integer_value(json_object_get(rt, "profile_uid")), 1000);
+        assert_non_null(strstr(json_string_value(json_object_get(rt, "job_uid_why")), "maps one id"));
 
         /* pids: RLIMIT_NPROC in gVisor's kernel, backstop 128 + 8 * 32 */
         assert_string_equal(field(r, "pids", "mechanism"), "rlimit");

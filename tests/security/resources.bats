@@ -82,17 +82,23 @@ host_responsive() {
 }
 
 @test "resources: filling the disk gives ENOSPC inside and leaves host /tmp untouched" {
-        local before after
-        before=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
-        sandboxed --disk 16M -- sh -c "
-                for d in /tmp /var/tmp /workspace /dev/shm \$HOME; do
-                        dd if=/dev/zero of=\$d/$M-fill bs=1M count=64 2>&1 | grep -o 'No space left' | head -1
-                        rm -f \$d/$M-fill
-                done"
-        [ "$status" -eq 0 ]
-        [ "$(echo "$output" | grep -c 'No space left')" -eq 5 ] || { echo "$output" >&2; false; }
-        [ ! -e "/tmp/$M-fill" ]
-        after=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
+        local before after try
+        for try in 1 2; do
+                before=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
+                sandboxed --disk 16M -- sh -c "
+                        for d in /tmp /var/tmp /workspace /dev/shm \$HOME; do
+                                dd if=/dev/zero of=\$d/$M-fill bs=1M count=64 2>&1 | grep -o 'No space left' | head -1
+                                rm -f \$d/$M-fill
+                        done"
+                [ "$status" -eq 0 ]
+                [ "$(echo "$output" | grep -c 'No space left')" -eq 5 ] || { echo "$output" >&2; false; }
+                [ ! -e "/tmp/$M-fill" ]
+                after=$(df -Pk /tmp | awk 'NR == 2 { print $4 }')
+                # under gvisor the run takes seconds, in which other work on
+                # a shared host may use /tmp too: one more try, since a fill
+                # that landed on the host would land there again
+                under_gvisor && [ "$try" -eq 1 ] && [ $((before - after)) -ge 8192 ] || break
+        done
         # nothing the size of the fill landed on the host's /tmp
         [ $((before - after)) -lt 8192 ]
 }

@@ -6,7 +6,8 @@
  * its killed supervisor could not remove, is removed with it. Then
  * --session workspaces unused for longer than session_ttl are removed,
  * then the blobs no remaining file record refers to, and last the cached
- * seccomp filters no current profile uses. Before all that it runs
+ * seccomp filters no current profile uses, and the --snapshot copies
+ * a killed supervisor left behind. Before all that it runs
  * SQLite's quick_check, and changes nothing in a damaged store. */
 #include "config.h"
 
@@ -28,6 +29,8 @@
 #include "lib/log.h"
 #include "record/runfiles.h"
 #include "record/store.h"
+#include "record/ulid.h"
+#include "lib/fsutil.h"
 
 #define DEFAULT_RETENTION "30d"
 
@@ -38,8 +41,9 @@ static void help(void)
                "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
                "left behind), then delete finished runs started more than DURATION ago\n"
                "(default " DEFAULT_RETENTION "), remove sessions unused for longer than the\n"
-               "profile key session_ttl, delete blobs no run refers to any more and\n"
-               "compiled seccomp filters no current profile uses. A damaged store (SQLite's\n"
+               "profile key session_ttl, delete blobs no run refers to any more, the\n"
+               "--snapshot copies killed runs left, and compiled seccomp filters no\n"
+               "current profile uses. A damaged store (SQLite's\n"
                "quick_check) is reported and left alone (exit 3).\n"
                "\n"
                "  --older-than DURATION  retention (30s, 12h, 30d, ...)\n"
@@ -153,6 +157,55 @@ static int gc_blobs(struct store *s, bool dry_run)
         return EXIT_OK;
 }
 
+/* The --snapshot copies (<state>/snapshots/RUN_ID, run-workspace.c)
+ * whose run is no longer running: a supervisor removes its own at the
+ * end, so these are what a killed one left. A run's row is written
+ * before its copy is made, so a copy whose run is still running (after
+ * store_mark_orphans(), a live supervisor) is kept. Names that are not
+ * run ids are not ours to judge and stay. Removal never follows a
+ * symlink (fs_remove_tree_at()). */
+static int gc_snapshots(struct store *s, bool dry_run)
+{
+        _cleanup_free_ char *dir = xstrdup(store_path(s));
+        DIR *d = NULL;
+        struct dirent *de;
+        unsigned removed = 0;
+
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                return EXIT_OK;
+        strcpy(slash, "/snapshots");
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return EXIT_OK;         /* no snapshot was ever taken */
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return EXIT_OK;
+        }
+        while ((de = readdir(d))) {
+                _cleanup_run_record_ struct run_record *rec = NULL;
+                if (!ulid_valid(de->d_name))
+                        continue;
+                if (store_run_get(s, de->d_name, &rec, NULL) == 0 && rec->status == RUN_RUNNING &&
+                    !run_record_is_orphan(rec))
+                        continue;
+                if (dry_run) {
+                        printf("would remove snapshot %s/%s\n", dir, de->d_name);
+                        continue;
+                }
+                int r = fs_remove_tree_at(dirfd(d), de->d_name);
+                if (r < 0 && r != -ENOENT)
+                        printf("cannot remove snapshot %s/%s: %s\n", dir, de->d_name, strerror(-r));
+                else
+                        removed++;
+        }
+        closedir(d);
+        if (removed)
+                printf("removed %u snapshot%s a killed run left\n", removed, removed == 1 ? "" : "s");
+        return EXIT_OK;
+}
+
 int verb_gc(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -232,6 +285,9 @@ int verb_gc(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
         r = gc_blobs(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
+        r = gc_snapshots(s, dry_run);
         if (r != EXIT_OK)
                 return r;
         return gc_seccomp_cache(dry_run);

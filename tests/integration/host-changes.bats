@@ -259,3 +259,29 @@ snapshot_run() {
         [ ! -e "$W/D/a" ]
         [ "$(cat "$W/g.txt")" = agent ]
 }
+
+@test "gc keeps a running run's snapshot and removes the one a killed supervisor left" {
+        "$HUTCH" run -q --snapshot yes --workdir "$W" -- sleep 60 >/dev/null 2>&1 3>&- &
+        local sup=$! i id
+        for ((i = 0; i < 100; i++)); do
+                id=$("$HUTCH" ls --status running --json 2>/dev/null | jq -r '.id' | head -n 1)
+                [ -n "$id" ] && [ -d "$HUTCH_STATE_DIR/snapshots/$id" ] && break
+                sleep 0.1
+        done
+        [ -d "$HUTCH_STATE_DIR/snapshots/$id" ]
+        # a stranger's entry in the dir is not gc's to judge
+        mkdir "$HUTCH_STATE_DIR/snapshots/not-a-run"
+        run "$HUTCH" gc
+        [ "$status" -eq 0 ]
+        [ -f "$HUTCH_STATE_DIR/snapshots/$id/f.txt" ]
+        kill -9 "$sup"
+        wait "$sup" || true
+        run "$HUTCH" gc --dry-run
+        [[ "$output" == *"would remove snapshot $HUTCH_STATE_DIR/snapshots/$id"* ]]
+        [ -d "$HUTCH_STATE_DIR/snapshots/$id" ]
+        run "$HUTCH" gc
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"removed 1 snapshot a killed run left"* ]]
+        [ ! -e "$HUTCH_STATE_DIR/snapshots/$id" ]
+        [ -d "$HUTCH_STATE_DIR/snapshots/not-a-run" ]
+}

@@ -1,0 +1,53 @@
+/* mount-internal.h - internal to the mount module: the scratch layout
+ * and the helpers that mount.c (the root build) and mount-layers.c (the
+ * overlays: workspace, image root, --lang code) share. Not an API:
+ * nothing outside those files includes it; sandbox/mount.h is the API.
+ */
+#pragma once
+
+#include <linux/mount.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandbox/mount.h"
+
+#define SCRATCH "/tmp"
+#define NEWROOT SCRATCH "/root"
+#define RW SCRATCH "/rw"
+#define EMPTY_FILE RW "/empty-file"
+#define EMPTY_DIR RW "/empty-dir"
+
+static inline int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+        return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static inline int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+        return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+static inline int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
+{
+        return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+
+int fail_with(struct setup_failure *fail, int r, const char *step, const char *path);
+/* Attach a copy of host `src` at `dst` with attributes `attrs` applied to
+ * the whole copied tree before it becomes visible. */
+int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t attrs);
+/* A writable, nosuid, nodev bind of `backing` (on the scratch) at
+ * `inside` (a path in the new root). */
+int bind_rw(const char *backing, const char *inside, struct setup_failure *fail);
+
+/* mount-layers.c */
+int setup_overlay_workspace(int lower_clone, struct setup_failure *fail);
+int setup_code(int code_fd, const char *name, struct setup_failure *fail);
+int setup_image_root(int *clones, size_t n, struct setup_failure *fail);

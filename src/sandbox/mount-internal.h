@@ -16,8 +16,13 @@
 #define SCRATCH "/tmp"
 #define NEWROOT SCRATCH "/root"
 #define RW SCRATCH "/rw"
-#define EMPTY_FILE RW "/empty-file"
-#define EMPTY_DIR RW "/empty-dir"
+/* the sources of every mask and of the identity files: a dir on the
+ * scratch that is sealed (bound onto itself read-only, nosuid, nodev,
+ * noexec) before anything is bound from it, so every bind of it is born
+ * with those attributes (see seal_masks()) */
+#define MASKS RW "/masks"
+#define EMPTY_FILE MASKS "/empty-file"
+#define EMPTY_DIR MASKS "/empty-dir"
 
 static inline int sys_open_tree(int dfd, const char *path, unsigned flags)
 {
@@ -46,6 +51,8 @@ int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t a
 /* A writable, nosuid, nodev bind of `backing` (on the scratch) at
  * `inside` (a path in the new root). */
 int bind_rw(const char *backing, const char *inside, struct setup_failure *fail);
+/* mkdir(path), or the missing parents too; an existing one is fine */
+int ensure_dir(const char *path);
 
 /* mount-layers.c */
 int setup_overlay_workspace(int lower_clone, struct setup_failure *fail);

@@ -9,8 +9,10 @@
  *   /tmp/rw/{tmp,var-tmp,home,workspace,shm}
  *                   the writable areas, bound into the root; living on the
  *                   scratch is what makes the disk limit cover them all
- *   /tmp/rw/empty-file, empty-dir
- *                   mode 0000 objects bound over masked paths
+ *   /tmp/rw/masks/{empty-file,empty-dir}
+ *                   mode 0000 objects bound over masked paths, and the
+ *                   identity files (passwd, group, hosts, hostname);
+ *                   read-only, nosuid, nodev, noexec before the first bind
  *
  * After pivot_root the old root is detached, so the job can reach the
  * scratch only through those binds.
@@ -21,7 +23,10 @@
  *    they are attached, so there is no moment where a writable or
  *    suid-honouring view exists, and submounts are covered too;
  *  - masks are read-only binds of empty mode-0000 objects: even a uid 0
- *    job has no capabilities (caps.c) and so cannot read them;
+ *    job has no capabilities (caps.c) and so cannot read them; they and
+ *    the identity files are binds of the sealed masks dir, and a bind
+ *    copies its source mount's flags, so each is read-only, nosuid,
+ *    nodev and noexec from the moment it exists (bind_sealed());
  *  - /proc is a fresh instance for our pid namespace: it shows only the
  *    sandbox's processes; files that reveal or poke host kernel state are
  *    masked and /proc/sys & co. are read-only;
@@ -29,7 +34,9 @@
  *    private devpts instance, and symlinks; the tmpfs itself is made
  *    read-only so no device node can be added (mknod is denied in a user
  *    namespace anyway);
- *  - everything writable is nosuid,nodev and size-capped by the scratch;
+ *  - everything writable is nosuid,nodev and size-capped by the scratch:
+ *    the writable areas are binds of the scratch mount, which is
+ *    mounted nosuid,nodev, and so are born with both (bind_rw());
  *  - --input HOST[:NAME]: read-only, nosuid, nodev binds like --ro;
  *  - the workspace over a host dir (--workdir) and an image root: see
  *    mount-layers.c.
@@ -71,6 +78,27 @@ int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t a
         if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return -errno;
         return 0;
+}
+
+int ensure_dir(const char *path)
+{
+        /* the parent usually exists: one mkdir, not one per component */
+        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+                return 0;
+        return errno == ENOENT ? mkdir_p(path, 0755) : -errno;
+}
+
+/* Attach a copy of src, a file or dir under the sealed MASKS, at dst.
+ * A bind copies its source mount's flags (read-only, nosuid, nodev,
+ * noexec here), so no mount_setattr is needed and the copy is never
+ * visible without them. move_mount does not follow a symlink at dst, as
+ * mount(2) would. */
+static int bind_sealed(const char *src, const char *dst)
+{
+        _cleanup_close_ int fd = sys_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
 static int make_mountpoint(const char *path, bool dir)
@@ -195,7 +223,8 @@ static int attach_pending(struct pending_list *l, struct setup_failure *fail)
                 snprintf(dst, sizeof(dst), NEWROOT "%s", p->inside);
                 _cleanup_free_ char *parent = xstrdup(dst);
                 *strrchr(parent, '/') = '\0';
-                int r = mkdir_p(parent, 0755);
+                /* the new root itself exists (setup_scratch()) */
+                int r = streq(parent, NEWROOT) ? 0 : ensure_dir(parent);
                 if (r < 0)
                         return fail_with(fail, r, "mkdir", p->inside);
                 if (p->link_target) {
@@ -223,8 +252,7 @@ static int mask_one(const char *inside, struct setup_failure *fail)
         if (lstat(dst, &st) < 0 || S_ISLNK(st.st_mode))
                 return 0;       /* absent, or a link whose target is masked on its own */
         const char *src = S_ISDIR(st.st_mode) ? EMPTY_DIR : EMPTY_FILE;
-        int r = bind_with_attrs(src, dst, false,
-                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        int r = bind_sealed(src, dst);
         if (r < 0)
                 return fail_with(fail, r, "mask", inside);
         return 0;
@@ -254,12 +282,17 @@ int bind_rw(const char *backing, const char *inside, struct setup_failure *fail)
 {
         char dst[PATH_MAX];
         snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
-        int r = mkdir_p(dst, 0755);
+        int r = ensure_dir(dst);
         if (r < 0)
                 return fail_with(fail, r, "mkdir", inside);
-        r = bind_with_attrs(backing, dst, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        if (r < 0)
-                return fail_with(fail, r, "bind", inside);
+        /* One mount(2) bind: it copies the scratch mount's nosuid,nodev
+         * (setup_scratch() mounts it so), so the bind is never without
+         * them. dst was just made by us under the new root, whose
+         * writable parts are this run's own scratch, and no job exists
+         * yet: nothing can have put a symlink there for mount(2) to
+         * follow. */
+        if (mount(backing, dst, NULL, MS_BIND, NULL) < 0)
+                return fail_with(fail, -errno, "bind", inside);
         return 0;
 }
 
@@ -325,12 +358,19 @@ static int setup_proc(bool whole, struct setup_failure *fail)
         for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
                 char p[PATH_MAX];
                 snprintf(p, sizeof(p), NEWROOT "%s", proc_readonly[i]);
-                if (access(p, F_OK) < 0)
-                        continue;
-                int r = bind_with_attrs(p, p, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-                if (r < 0)
-                        return fail_with(fail, r, "read-only", proc_readonly[i]);
+                /* bound onto itself, then made read-only: the window
+                 * shows nothing the proc mount itself does not, and no
+                 * job exists yet */
+                if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return fail_with(fail, -errno, "read-only", proc_readonly[i]);
+                }
+                struct mount_attr attr = {
+                        .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
+                };
+                if (sys_mount_setattr(AT_FDCWD, p, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr) < 0)
+                        return fail_with(fail, -errno, "read-only", proc_readonly[i]);
         }
         for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
                 int r = mask_one(proc_masked[i], fail);
@@ -349,20 +389,35 @@ static const struct { const char *name, *target; } dev_links[] = {
         { "ptmx", "pts/ptmx" },
 };
 
-static int clone_dev_nodes(struct pending_list *l, struct setup_failure *fail)
+/* The device nodes: binds of the host's, through the old root (still
+ * ours until pivot_root); a node this host lacks is left out. A bind
+ * keeps the host /dev mount's flags; nosuid,noexec are set on all of
+ * them at once, before devpts and /dev/shm join the tree and before
+ * any job exists. */
+static int bind_dev_nodes(const char *dev, struct setup_failure *fail)
 {
+        char host[64], p[PATH_MAX];
+
         for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-                char host[64], inside[64];
                 snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
-                snprintf(inside, sizeof(inside), "/dev/%s", dev_nodes[i]);
-                int r = clone_host(l, host, inside, false, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, NULL, fail);
+                snprintf(p, sizeof(p), "%s/%s", dev, dev_nodes[i]);
+                int r = make_mountpoint(p, false);
                 if (r < 0)
-                        return r;
+                        return fail_with(fail, r, "mkdir", p + strlen(NEWROOT));
+                /* host /dev is host root's; dst is on our own tmpfs */
+                if (mount(host, p, NULL, MS_BIND, NULL) < 0) {
+                        if (errno != ENOENT)
+                                return fail_with(fail, -errno, "bind", host);
+                        (void)unlink(p);
+                }
         }
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
+        if (sys_mount_setattr(AT_FDCWD, dev, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr) < 0)
+                return fail_with(fail, -errno, "nosuid,noexec", "/dev");
         return 0;
 }
 
-static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failure *fail)
+static int setup_dev(struct setup_failure *fail)
 {
         const char *dev = NEWROOT "/dev";
         char p[PATH_MAX];
@@ -372,7 +427,7 @@ static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failur
                 return fail_with(fail, -errno, "mkdir", "/dev");
         if (mount("hutch-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
                 return fail_with(fail, -errno, "mount tmpfs", "/dev");
-        r = attach_pending(dev_nodes_pending, fail);
+        r = bind_dev_nodes(dev, fail);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(dev_links); i++) {
@@ -395,6 +450,17 @@ static int setup_dev(struct pending_list *dev_nodes_pending, struct setup_failur
         return 0;
 }
 
+/* Make MASKS read-only, nosuid, nodev, noexec: bound onto itself with
+ * those attributes set before the bind is attached. Every mask and
+ * identity file is a bind of something in it (bind_sealed()) and so
+ * inherits them. Done once, after the identity files are written. */
+static int seal_masks(struct setup_failure *fail)
+{
+        int r = bind_with_attrs(MASKS, MASKS, false,
+                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+        return r < 0 ? fail_with(fail, r, "seal", MASKS) : 0;
+}
+
 /* A passwd and group that name the sandbox user, so `id`, `whoami` and
  * shells behave, without showing the host's account list. */
 static int setup_identity(const struct run_config *cfg, struct setup_failure *fail)
@@ -403,7 +469,7 @@ static int setup_identity(const struct run_config *cfg, struct setup_failure *fa
         int r;
 
         if (access(NEWROOT "/etc/passwd", F_OK) < 0)
-                return 0;
+                return seal_masks(fail);
         if (cfg->uid == 0)
                 snprintf(text, sizeof(text),
                          "root:x:0:0:root:%s:/bin/sh\n"
@@ -414,7 +480,7 @@ static int setup_identity(const struct run_config *cfg, struct setup_failure *fa
                          "sandbox:x:%u:%u:sandbox:%s:/bin/sh\n"
                          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
                          (unsigned)cfg->uid, (unsigned)cfg->gid, cfg->home);
-        r = write_file(RW "/passwd", text, 0644);
+        r = write_file(MASKS "/passwd", text, 0644);
         if (r < 0)
                 return fail_with(fail, r, "write", "/etc/passwd");
         if (cfg->gid == 0)
@@ -422,29 +488,31 @@ static int setup_identity(const struct run_config *cfg, struct setup_failure *fa
         else
                 snprintf(text, sizeof(text), "root:x:0:\nsandbox:x:%u:\nnobody:x:65534:\n",
                          (unsigned)cfg->gid);
-        r = write_file(RW "/group", text, 0644);
+        r = write_file(MASKS "/group", text, 0644);
         if (r < 0)
                 return fail_with(fail, r, "write", "/etc/group");
         snprintf(text, sizeof(text),
                  "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
                  cfg->hostname);
-        r = write_file(RW "/hosts", text, 0644);
+        r = write_file(MASKS "/hosts", text, 0644);
         if (r < 0)
                 return fail_with(fail, r, "write", "/etc/hosts");
         snprintf(text, sizeof(text), "%s\n", cfg->hostname);
-        r = write_file(RW "/hostname", text, 0644);
+        r = write_file(MASKS "/hostname", text, 0644);
         if (r < 0)
                 return fail_with(fail, r, "write", "/etc/hostname");
 
+        r = seal_masks(fail);
+        if (r < 0)
+                return r;
         static const char *const files[] = { "passwd", "group", "hosts", "hostname" };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
                 char src[PATH_MAX], dst[PATH_MAX];
-                snprintf(src, sizeof(src), RW "/%s", files[i]);
+                snprintf(src, sizeof(src), MASKS "/%s", files[i]);
                 snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", files[i]);
                 if (access(dst, F_OK) < 0)
                         continue;
-                r = bind_with_attrs(src, dst, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                r = bind_sealed(src, dst);
                 if (r < 0)
                         return fail_with(fail, r, "bind", dst + strlen(NEWROOT));
         }
@@ -466,15 +534,18 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
         static const struct { const char *path; mode_t mode; } dirs[] = {
                 { NEWROOT, 0755 }, { RW, 0755 }, { RW "/tmp", 01777 }, { RW "/var-tmp", 01777 },
                 { RW "/shm", 01777 },
-                { RW "/home", 0755 }, { RW "/workspace", 0755 }, { EMPTY_DIR, 0 },
+                { RW "/home", 0755 }, { RW "/workspace", 0755 }, { MASKS, 0755 }, { EMPTY_DIR, 0 },
         };
-        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-                if (mkdir(dirs[i].path, dirs[i].mode) < 0)
-                        return fail_with(fail, -errno, "mkdir", dirs[i].path);
-                /* mkdir obeys the umask; sticky and 0777 bits must be exact */
-                if (chmod(dirs[i].path, dirs[i].mode) < 0)
-                        return fail_with(fail, -errno, "chmod", dirs[i].path);
-        }
+        /* mkdir obeys the umask; sticky and 0777 bits must be exact.
+         * The job gets the caller's umask back (restored below). */
+        mode_t old_umask = umask(0);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (mkdir(dirs[i].path, dirs[i].mode) < 0) {
+                        int e = -errno;
+                        umask(old_umask);
+                        return fail_with(fail, e, "mkdir", dirs[i].path);
+                }
+        umask(old_umask);
         int fd = open(EMPTY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
         if (fd < 0)
                 return fail_with(fail, -errno, "create", EMPTY_FILE);
@@ -509,7 +580,7 @@ static int clone_inputs(struct pending_list *l, const struct run_config *cfg, ch
 int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
                      struct setup_failure *fail)
 {
-        struct pending_list system = { 0 }, binds = { 0 }, dev_clones = { 0 };
+        struct pending_list system = { 0 }, binds = { 0 };
         _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
         int r;
 
@@ -537,9 +608,6 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
                 if (r < 0)
                         goto out;
         }
-        r = clone_dev_nodes(&dev_clones, fail);
-        if (r < 0)
-                goto out;
         if (ws) {
                 r = clone_inputs(&binds, cfg, ws->inputs, ws->input_clones, fail);
                 if (r < 0)
@@ -575,7 +643,7 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         r = setup_proc(cfg->runtime == RUNTIME_GVISOR, fail);
         if (r < 0)
                 goto out;
-        r = setup_dev(&dev_clones, fail);
+        r = setup_dev(fail);
         if (r < 0)
                 goto out;
         r = bind_rw(RW "/tmp", "/tmp", fail);
@@ -676,6 +744,5 @@ out:
                 }
         pending_list_free(&system);
         pending_list_free(&binds);
-        pending_list_free(&dev_clones);
         return r;
 }

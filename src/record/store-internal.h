@@ -50,6 +50,18 @@ uint64_t store_column_u64(sqlite3_stmt *st, int i);
 int store_begin_statement(struct store *s, const char *sql, sqlite3_stmt **ret);
 int store_finish_update(struct store *s, sqlite3_stmt *st, bool must_change);
 
+/* ---- store-stamp.c ------------------------------------------------------ */
+
+/* user_version, the schema cookie (PRAGMA schema_version) and
+ * application_id, where the stamp lives. */
+int store_read_header(struct store *s, int *ret_version, int *ret_cookie, int *ret_stamp);
+/* Whether stamp says the schema with this cookie passed check_schema(). */
+bool store_stamp_matches(int cookie, int stamp);
+/* Stamp the schema as it is now: inside the caller's write transaction,
+ * or in one of its own without waiting for the lock (best effort: the
+ * next open checks again); busy_timeout_ms is put back after. */
+void store_stamp_schema(struct store *s, bool in_transaction, int busy_timeout_ms);
+
 /* ---- store-record.c ----------------------------------------------------- */
 
 /* argv as JSON array text for the argv column, and back (NULL for text

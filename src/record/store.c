@@ -371,16 +371,22 @@ static int run_migration(struct store *s, const char *sql)
 static int migrate(struct store *s)
 {
         int current = store_current_schema_version();
-        int version, r;
+        int version, cookie, stamp, r;
 
-        r = read_user_version(s, &version);
+        r = store_read_header(s, &version, &cookie, &stamp);
         if (r < 0)
                 return r;
         r = check_version(s, version);
         if (r < 0)
                 return r;
-        if (version == current)
-                return check_schema(s, version);
+        if (version == current) {
+                if (store_stamp_matches(cookie, stamp))
+                        return 0;       /* checked, and unchanged since (store-stamp.c) */
+                r = check_schema(s, version);
+                if (r == 0)
+                        store_stamp_schema(s, false, STORE_BUSY_TIMEOUT_MS);
+                return r;
+        }
 
         r = store_begin_write(s);
         if (r < 0)
@@ -402,6 +408,7 @@ static int migrate(struct store *s)
                 store_rollback(s);
                 return r;
         }
+        store_stamp_schema(s, true, STORE_BUSY_TIMEOUT_MS);
         return store_commit(s);
 }
 
@@ -766,8 +773,13 @@ int store_open_readonly(const char *path, struct store **ret, char **ret_error)
                 store_close(s);
                 return 0;
         }
-        if (r == 0)
-                r = check_schema(s, version);
+        if (r == 0) {
+                /* a reader cannot stamp; a matching stamp spares it the check */
+                int v, cookie, stamp;
+                r = store_read_header(s, &v, &cookie, &stamp);
+                if (r == 0 && !store_stamp_matches(cookie, stamp))
+                        r = check_schema(s, version);
+        }
         if (r < 0)
                 goto fail;
         *ret = s;

@@ -2,7 +2,7 @@
  * final update that does not fit (the outcome still lands, output_lost
  * says why), stored output that no longer matches its checksum,
  * user_version values hutch never wrote or set back, tables that do not
- * match their version, read-only opening, a database that vanished or
+ * match their version (also after the schema check's stamp), read-only opening, a database that vanished or
  * was truncated while its history remains, quick_check, and the check
  * after an unclean shutdown. Each test works in its own temporary
  * directory. */
@@ -222,6 +222,42 @@ static void inconsistent_tables(void **state)
                           (const char *const[]) { version, "stderr_sha256", "inconsistent", NULL });
 }
 
+static int raw_int(const char *path, const char *sql)
+{
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        int v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+/* The schema check is skipped only while application_id holds the stamp
+ * of the schema cookie it passed with: a foreign id gets the full check
+ * and is stamped over; a schema change after the stamp is caught by the
+ * writer and by a reader alike. */
+static void schema_stamp_follows_the_schema(void **state)
+{
+        struct fixture *f = *state;
+        store_close(open_ok(f->path));
+        int cookie = raw_int(f->path, "PRAGMA schema_version");
+        assert_int_equal(raw_int(f->path, "PRAGMA application_id"), (int)(0x68757463u ^ (unsigned)cookie));
+        raw_sql(f->path, "PRAGMA application_id = 1234");
+        store_close(open_ok(f->path));
+        assert_int_equal(raw_int(f->path, "PRAGMA application_id"), (int)(0x68757463u ^ (unsigned)cookie));
+
+        raw_sql(f->path, "ALTER TABLE connections DROP COLUMN end_reason");
+        assert_int_not_equal(raw_int(f->path, "PRAGMA schema_version"), cookie);
+        struct store *s = NULL;
+        _cleanup_free_ char *msg = NULL;
+        assert_int_equal(store_open_readonly(f->path, &s, &msg), -EPROTO);
+        assert_non_null(strstr(msg, "end_reason"));
+        expect_open_error(f->path, -EPROTO, (const char *const[]) { "connections", "end_reason", NULL });
+}
+
 static void vanished_store_reported(void **state)
 {
         struct fixture *f = *state;
@@ -342,6 +378,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(negative_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(version_set_back_is_idempotent, setup, teardown),
                 cmocka_unit_test_setup_teardown(inconsistent_tables, setup, teardown),
+                cmocka_unit_test_setup_teardown(schema_stamp_follows_the_schema, setup, teardown),
                 cmocka_unit_test_setup_teardown(vanished_store_reported, setup, teardown),
                 cmocka_unit_test_setup_teardown(readonly_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(quick_check_and_unclean_shutdown, setup, teardown),

@@ -135,6 +135,9 @@ int seccomp_blob_load(const void *blob, size_t len);
  * run compiles it afresh). */
 char *seccomp_cache_path(const struct seccomp_settings *s, const char *cache_dir);
 
+/* CRC-64/XZ of a followed by b: the check a cache entry carries. */
+uint64_t seccomp_cache_crc64(const void *a, size_t a_len, const void *b, size_t b_len);
+
 /* The id shim: a small extra filter that answers set*id and chown calls
  * naming an id other than uid/gid (or -1) with EPERM, as a process
  * without privileges sees on a host, instead of the EINVAL a user

@@ -17,9 +17,9 @@
 #include "lib/util.h"
 
 /* Header layout of a cache entry (seccomp-cache.c): magic[8], format,
- * syscalls, rules, blob_len (u32 each), key[64], digest[32]. */
+ * syscalls, rules, blob_len (u32 each), key[64], check (u64). */
 #define OFF_SYSCALLS 12
-#define HEADER_SIZE 120
+#define HEADER_SIZE 96
 
 struct fixture {
         char dir[64];
@@ -82,6 +82,23 @@ static void patch(const char *path, off_t off, const void *bytes, size_t n)
         assert_true(fd >= 0);
         assert_int_equal(pwrite(fd, bytes, n, off), (ssize_t)n);
         close(fd);
+}
+
+/* the check is CRC-64/XZ: its published check value, and it sees a
+ * flip of any single bit of either part */
+static void check_is_crc64(void **state)
+{
+        (void)state;
+        assert_true(seccomp_cache_crc64("1234", 4, "56789", 5) == 0x995dc9bbdf1939faull);
+        assert_true(seccomp_cache_crc64("", 0, "123456789", 9) == 0x995dc9bbdf1939faull);
+        unsigned char a[40] = { 0 }, b[200] = { 0 };
+        uint64_t base = seccomp_cache_crc64(a, sizeof(a), b, sizeof(b));
+        for (size_t bit = 0; bit < 8 * (sizeof(a) + sizeof(b)); bit++) {
+                unsigned char *p = bit / 8 < sizeof(a) ? &a[bit / 8] : &b[bit / 8 - sizeof(a)];
+                *p ^= (unsigned char)(1u << (bit % 8));
+                assert_true(seccomp_cache_crc64(a, sizeof(a), b, sizeof(b)) != base);
+                *p ^= (unsigned char)(1u << (bit % 8));
+        }
 }
 
 static void entry_written_private(void **state)
@@ -167,6 +184,7 @@ static void foreign_entries_refused(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(check_is_crc64),
                 cmocka_unit_test_setup_teardown(entry_written_private, setup, teardown),
                 cmocka_unit_test_setup_teardown(damaged_body_recompiled, setup, teardown),
                 cmocka_unit_test_setup_teardown(edited_header_not_believed, setup, teardown),

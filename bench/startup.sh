@@ -15,6 +15,9 @@
 # Prints, for each command and each pass, the median, the mean and the
 # 99th percentile in milliseconds; then hutch/bwrap of the medians
 # (target <= 1.0) and hutch's distance from the unshare floor.
+# HUTCH_BASE=path/to/another/hutch adds that build as a fourth command,
+# "base", with its own state dir, and prints hutch/base too: the way to
+# measure a change on a host whose load moves between two runs.
 #
 #   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass)
 set -euo pipefail
@@ -33,12 +36,18 @@ cmd_hutch=("$hutch" run -- /bin/true)
 cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true)
 cmd_unshare=(unshare -Urmpf --mount-proc /bin/true)
 names=(hutch bwrap unshare)
+base=${HUTCH_BASE:-}
+if [ -n "$base" ]; then
+        names+=(base)
+        mkdir -p "$tmp/state-base"
+fi
 
 run_named() {
         case $1 in
         hutch) "${cmd_hutch[@]}" ;;
         bwrap) "${cmd_bwrap[@]}" ;;
         unshare) "${cmd_unshare[@]}" ;;
+        base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- /bin/true ;;
         esac
 }
 # one timed run: "NAME MICROSECONDS" on stdout
@@ -57,16 +66,17 @@ done
 # a few unrecorded rounds first: page cache, the compiled filter's cache
 for ((i = 0; i < 5; i++)); do for n in "${names[@]}"; do run_named "$n" >/dev/null; done; done
 
+nn=${#names[@]}
 for ((i = 0; i < rounds; i++)); do
-        for ((k = 0; k < 3; k++)); do
-                timed "${names[(i + k) % 3]}"
+        for ((k = 0; k < nn; k++)); do
+                timed "${names[(i + k) % nn]}"
         done
 done >"$tmp/quiet"
 
 if [ "$load" -gt 0 ]; then
         for ((i = 0; i < rounds; i++)); do
-                for ((k = 0; k < 3; k++)); do
-                        n=${names[(i + k) % 3]}
+                for ((k = 0; k < nn; k++)); do
+                        n=${names[(i + k) % nn]}
                         for ((j = 0; j < load; j++)); do timed "$n" & done
                         wait
                 done
@@ -100,6 +110,12 @@ report() {
                 printf "  ratio    %.2f hutch/bwrap of the medians (target <= 1.0)%s\n", r, r <= 1.0 ? "" : "  OVER TARGET"
                 printf "           %.2f of p99s; hutch is %.2f ms above the unshare floor (median)\n", H[3] / B[3], H[1] - U[1]
         }'
+        if [ -n "$base" ]; then
+                awk -v h="$(stats hutch "$file")" -v o="$(stats base "$file")" 'BEGIN {
+                        split(h, H, " "); split(o, O, " ")
+                        printf "           %.2f hutch/base of the medians, %.2f of the p99s\n", H[1] / O[1], H[3] / O[3]
+                }'
+        fi
 }
 
 echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"

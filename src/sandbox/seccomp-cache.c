@@ -1,7 +1,8 @@
 /* seccomp-cache.c - the compiled policy as one blob of classic BPF (see
  * seccomp.h): exporting a built policy to a blob, installing a blob with
- * two seccomp(2) calls, and the cache of blobs keyed by content that
- * seccomp_policy_compile() reads and writes.
+ * two seccomp(2) calls (and a built policy through its blob), and the
+ * cache of blobs keyed by content that seccomp_policy_compile() reads
+ * and writes.
  *
  * A cache file is named by a digest of everything that decides the
  * filter (cache_key()), so a changed input is a miss, never a stale hit,
@@ -74,9 +75,19 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
         r = export_one(p->args, fd, &n_args);
         if (r < 0)
                 return r;
+        /* the name filter: its future range's test, then libseccomp's */
+        struct sock_filter prefix[FUTURE_PREFIX_MAX];
+        size_t n_prefix;
+        seccomp_future_prefix(&p->future, prefix, &n_prefix);
+        r = write_all(fd, prefix, n_prefix * sizeof(*prefix));
+        if (r < 0)
+                return r;
         r = export_one(p->names, fd, &n_names);
         if (r < 0)
                 return r;
+        n_names += n_prefix;
+        if (n_names > BPF_MAXINSNS)
+                return -E2BIG;
         size_t len = sizeof(h) + (n_args + n_names) * sizeof(struct sock_filter);
         char *buf = xmalloc(len);
         if (pread(fd, buf, len, 0) != (ssize_t)len) {
@@ -114,6 +125,21 @@ int seccomp_blob_load(const void *blob, size_t len)
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &names) < 0)
                 return -errno;
         return 0;
+}
+
+int seccomp_policy_load(const struct seccomp_policy *p)
+{
+        _cleanup_free_ void *blob = NULL;
+        size_t len;
+
+        if (!p || !p->names || !p->args)
+                return -EINVAL;
+        /* through the exported form, the one hutch run installs: the
+         * name filter's future range is only there (here, not in
+         * seccomp.c, so that the policy's builder links without the
+         * blob code, as the fuzzer does) */
+        int r = seccomp_policy_export(p, &blob, &len);
+        return r < 0 ? r : seccomp_blob_load(blob, len);
 }
 
 static const char *native_arch_name(void)
@@ -160,9 +186,10 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
                 return -errno;
         digest_init(&d);
         /* bumped whenever the same settings build a different policy
-         * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through), so no run
-         * picks up a blob an older build cached */
-        key_add(&d, "format", "hutch-bpf-cache 2");
+         * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through; 3: the future
+         * range is one test), so no run picks up a blob an older build
+         * cached */
+        key_add(&d, "format", "hutch-bpf-cache 3");
         key_add(&d, "hutch", PACKAGE_VERSION);
         /* the argument rules are code: a rebuilt hutch of the same
          * version may compile the same settings differently */

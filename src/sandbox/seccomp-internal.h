@@ -13,10 +13,26 @@
 #include "sandbox/seccomp.h"
 #include "lib/util.h"
 
+/* The syscalls newer than libseccomp, [first, first + n), answered with
+ * `action` by a range test in front of the name filter (see
+ * seccomp_build_names_filter()); n == 0: none, or they are rules. */
+struct future_range {
+        int first;
+        int n;
+        uint32_t action;
+};
+
 struct seccomp_policy {
         scmp_filter_ctx names;  /* deny-list or allow-list by syscall number */
         scmp_filter_ctx args;   /* argument rules only; default allow */
+        struct future_range future;
 };
+
+/* Classic BPF for the future range: at most this many instructions,
+ * written to insns; *ret_n is 0 when there is no range. */
+#define FUTURE_PREFIX_MAX 6
+struct sock_filter;
+void seccomp_future_prefix(const struct future_range *f, struct sock_filter *insns, size_t *ret_n);
 
 /* A set of native syscall numbers. Native numbers are small and dense
  * (x86_64: < 512); a bitmap grows to the largest member. */
@@ -58,6 +74,8 @@ scmp_filter_ctx seccomp_filter_new(uint32_t default_action, uint32_t deny);
 int seccomp_build_args_filter(struct builder *b, const struct seccomp_settings *s, uint32_t deny);
 
 /* Add the name filter's rules for base (the mode's syscall set) to b,
- * plus clone3's and the future syscalls' ENOSYS. 0 or -errno. */
+ * plus clone3's ENOSYS; the future syscalls' ENOSYS goes to *ret_future
+ * (counted in b->rules as the rules it stands for). 0 or -errno. */
 int seccomp_build_names_filter(struct builder *b, const struct seccomp_settings *s,
-                               const struct sysset *base, uint32_t deny, uint32_t enosys);
+                               const struct sysset *base, uint32_t deny, uint32_t enosys,
+                               struct future_range *ret_future);

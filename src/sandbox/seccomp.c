@@ -363,7 +363,8 @@ int seccomp_policy_build(const struct seccomp_settings *s, struct seccomp_policy
                 r = seccomp_fail(ret_error, -ENOMEM, "cannot create a filter");
                 goto out;
         }
-        r = seccomp_build_names_filter(&names, s, s->allow_list_mode ? &allow : &deny, action, enosys);
+        r = seccomp_build_names_filter(&names, s, s->allow_list_mode ? &allow : &deny, action, enosys,
+                                       &p->future);
         if (r >= 0)
                 r = seccomp_build_args_filter(&args, s, action);
         if (r < 0) {
@@ -401,20 +402,6 @@ out:
         return r;
 }
 
-int seccomp_policy_load(const struct seccomp_policy *p)
-{
-        int r;
-
-        if (!p || !p->names || !p->args)
-                return -EINVAL;
-        /* Argument filter first: if the second load fails the job is
-         * not exec'ed anyway, and the first one only ever denies. */
-        r = seccomp_load(p->args);
-        if (r < 0)
-                return r;
-        return seccomp_load(p->names);
-}
-
 int seccomp_policy_dump(const struct seccomp_policy *p, int fd)
 {
         static const char names_hdr[] = "# filter 1 of 2: by syscall name\n";
@@ -426,6 +413,17 @@ int seccomp_policy_dump(const struct seccomp_policy *p, int fd)
         r = write_all(fd, names_hdr, sizeof(names_hdr) - 1);
         if (r < 0)
                 return r;
+        if (p->future.n > 0) {
+                /* a test in front of the filter below (seccomp_future_prefix()) */
+                char line[160];
+                snprintf(line, sizeof(line),
+                         "# first, for the native arch: if ($syscall >= %d && $syscall < %d) action 0x%08x"
+                         " (newer than libseccomp)\n",
+                         p->future.first, p->future.first + p->future.n, p->future.action);
+                r = write_all(fd, line, strlen(line));
+                if (r < 0)
+                        return r;
+        }
         r = seccomp_export_pfc(p->names, fd);
         if (r < 0)
                 return r;

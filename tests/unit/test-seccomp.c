@@ -16,9 +16,11 @@
 
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -705,6 +707,98 @@ static void id_shim(void **state)
         assert_exited_ok(status);
 }
 
+/* A classic BPF interpreter for what libseccomp and the shim emit, to
+ * compare programs on the same input without attaching them. */
+static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d)
+{
+        uint32_t a = 0;
+        for (size_t pc = 0; pc < n; pc++) {
+                const struct sock_filter *i = &f[pc];
+                switch (i->code) {
+                case BPF_LD | BPF_W | BPF_ABS:
+                        assert_true(i->k + 4 <= sizeof(*d) && i->k % 4 == 0);
+                        memcpy(&a, (const char *)d + i->k, 4);
+                        break;
+                case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
+                case BPF_JMP | BPF_JA: pc += i->k; break;
+                case BPF_JMP | BPF_JEQ | BPF_K: pc += a == i->k ? i->jt : i->jf; break;
+                case BPF_JMP | BPF_JGT | BPF_K: pc += a > i->k ? i->jt : i->jf; break;
+                case BPF_JMP | BPF_JGE | BPF_K: pc += a >= i->k ? i->jt : i->jf; break;
+                case BPF_JMP | BPF_JSET | BPF_K: pc += (a & i->k) ? i->jt : i->jf; break;
+                case BPF_RET | BPF_K: return i->k;
+                default: fail_msg("opcode 0x%x at %zu not interpreted", i->code, pc);
+                }
+        }
+        fail_msg("ran off the end");
+        return 0;
+}
+
+/* The name filter answers the syscalls newer than libseccomp with one
+ * range test in front of libseccomp's program: ENOSYS for every number
+ * of the range under the native arch, and for every other call exactly
+ * what libseccomp's program alone answers (the test only falls through
+ * to it); under the log action the range is logged, as its rules were.
+ * Also: the range test is what makes the filter shorter. */
+static void future_range_prefix(void **state)
+{
+        static const char *const actions[] = { "errno", "kill", "log" };
+        (void)state;
+
+        for (int strict = 0; strict < 2; strict++)
+                for (size_t a = 0; a < ELEMENTSOF(actions); a++) {
+                        struct seccomp_settings s = { 0 };
+                        _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+                        _cleanup_free_ char *err = NULL;
+                        _cleanup_free_ void *blob = NULL;
+                        size_t len;
+                        assert_int_equal(strict ? seccomp_settings_strict(&s) : seccomp_settings_default(&s), 0);
+                        set_action(&s, actions[a]);
+                        assert_int_equal(seccomp_policy_build(&s, &p, NULL, &err), 0);
+                        assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
+                        uint32_t n_args, n_names;
+                        memcpy(&n_args, (char *)blob + 4, 4);
+                        memcpy(&n_names, (char *)blob + 8, 4);
+                        _cleanup_free_ struct sock_filter *names = xmalloc(n_names * sizeof(*names));
+                        memcpy(names, (char *)blob + 12 + 8 * n_args, n_names * sizeof(*names));
+                        /* the prefix: LD arch, JEQ, LD nr, JGE first, JGE end, RET;
+                         * none where the range's answer is the filter's
+                         * default anyway (an allow-list under log) */
+                        bool prefix = n_names > 6 && names[1].jf == 4 && names[3].code == (BPF_JMP | BPF_JGE | BPF_K) &&
+                                      names[4].code == (BPF_JMP | BPF_JGE | BPF_K) &&
+                                      names[5].code == (BPF_RET | BPF_K);
+                        assert_true(prefix == !(strict && a == 2));
+                        if (!prefix) {
+                                seccomp_settings_done(&s);
+                                continue;
+                        }
+                        uint32_t first = names[3].k, end = names[4].k;
+                        assert_int_equal(end - first, 64);
+                        if (!strict)    /* 64 rules took some 140 of its 171 instructions */
+                                assert_true(n_names < 120);
+                        size_t in_range = 0;
+                        for (int arch = 0; arch < 2; arch++)
+                                for (uint32_t nr = 0; nr < 1100; nr++)
+                                        for (int x32 = 0; x32 < 2; x32++) {
+                                                struct seccomp_data d = {
+                                                        .nr = (int)(nr | (x32 ? 0x40000000u : 0)),
+                                                        .arch = arch ? 0x40000003u : (uint32_t)seccomp_arch_native(),
+                                                };
+                                                uint32_t with = bpf_run(names, n_names, &d);
+                                                uint32_t without = bpf_run(names + 6, n_names - 6, &d);
+                                                if (!arch && !x32 && nr >= first && nr < end) {
+                                                        /* ENOSYS; under log, log (as the rules said) */
+                                                        assert_true(with == (a == 2 ? SECCOMP_RET_LOG
+                                                                                    : SECCOMP_RET_ERRNO | ENOSYS));
+                                                        in_range++;
+                                                } else if (with != without)
+                                                        fail_msg("nr %u arch %d x32 %d: %#x, libseccomp's %#x", nr,
+                                                                 arch, x32, with, without);
+                                        }
+                        assert_int_equal(in_range, 64);
+                        seccomp_settings_done(&s);
+                }
+}
+
 /* A blob that is not what seccomp_policy_export() made is refused
  * before anything is installed. */
 static void blob_malformed(void **state)
@@ -814,6 +908,7 @@ int main(void)
                 cmocka_unit_test(kill_behaviour),
                 cmocka_unit_test(log_behaviour),
                 cmocka_unit_test(id_shim),
+                cmocka_unit_test(future_range_prefix),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

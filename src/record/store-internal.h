@@ -19,6 +19,12 @@ struct store {
         bool readonly;          /* opened with store_open_readonly() */
 };
 
+/* ---- store-migrations.c ------------------------------------------------- */
+
+/* The SQL that takes a database from schema version to version + 1, or
+ * NULL when version is not below store_current_schema_version(). */
+const char *store_migration(int version);
+
 /* ---- store-sql.c -------------------------------------------------------- */
 
 /* Remember sqlite's message for rc and return rc as -errno. */

@@ -8,9 +8,9 @@
  * connection each), so every connection has a busy timeout and every
  * write takes the write lock up front (see store-sql.c).
  *
- * The schema is versioned with PRAGMA user_version. migrations[i] takes a
- * database from version i to i+1; migrations only ever get appended, each
- * is idempotent (run_migration()), and every version this hutch did not
+ * The schema is versioned with PRAGMA user_version. The migrations
+ * themselves are in store-migrations.c; each is run idempotently here
+ * (run_migration()), and every version this hutch did not
  * write (newer, negative, or tables that do not match it) is refused
  * with one line saying what was found and what to do.
  *
@@ -50,156 +50,6 @@
  * times as often), so it stays at 64: hutch's own crashes never damage
  * the WAL, and disk damage that does is found by quick_check. */
 #define STORE_CHECKPOINT_FRAMES 64
-
-static const char *const migrations[] = {
-        /* 0 -> 1: the initial schema */
-        "CREATE TABLE IF NOT EXISTS runs (\n"
-        "        id TEXT PRIMARY KEY NOT NULL,\n"
-        "        argv TEXT NOT NULL,\n"
-        "        cwd TEXT,\n"
-        "        profile TEXT,\n"
-        "        status TEXT NOT NULL,\n"
-        "        exit_code INTEGER,\n"
-        "        signal INTEGER,\n"
-        "        message TEXT,\n"
-        "        started_at INTEGER NOT NULL,\n"
-        "        finished_at INTEGER,\n"
-        "        duration_ms INTEGER,\n"
-        "        cpu_user_ms INTEGER,\n"
-        "        cpu_sys_ms INTEGER,\n"
-        "        peak_memory_bytes INTEGER,\n"
-        "        stdout BLOB,\n"
-        "        stderr BLOB,\n"
-        "        stdout_bytes INTEGER NOT NULL DEFAULT 0,\n"
-        "        stderr_bytes INTEGER NOT NULL DEFAULT 0,\n"
-        "        stdout_lines INTEGER NOT NULL DEFAULT 0,\n"
-        "        stderr_lines INTEGER NOT NULL DEFAULT 0,\n"
-        "        stdout_truncated INTEGER NOT NULL DEFAULT 0,\n"
-        "        stderr_truncated INTEGER NOT NULL DEFAULT 0,\n"
-        "        limits TEXT,\n"
-        "        enforcement TEXT,\n"
-        "        supervisor_pid INTEGER,\n"
-        "        supervisor_start INTEGER,\n"
-        "        heartbeat_at INTEGER\n"
-        ");\n"
-        "CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at, id);\n",
-
-        /* 1 -> 2: what sessions, idempotency, rerun and profile provenance
-         * need, and an index for `ls --status` */
-        "ALTER TABLE runs ADD COLUMN session TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN idempotency_key TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN rerun_of TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN profile_text TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN profile_sha256 TEXT;\n"
-        "CREATE UNIQUE INDEX IF NOT EXISTS runs_idempotency_key ON runs(idempotency_key)\n"
-        "        WHERE idempotency_key IS NOT NULL;\n"
-        "CREATE INDEX IF NOT EXISTS runs_session ON runs(session, started_at) WHERE session IS NOT NULL;\n"
-        "CREATE INDEX IF NOT EXISTS runs_status ON runs(status, started_at);\n",
-
-        /* 2 -> 3: the code of a --lang run, so `hutch rerun` can repeat it */
-        "ALTER TABLE runs ADD COLUMN lang TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN code BLOB;\n",
-
-        /* 3 -> 4: what a run changed and left behind (workspace change
-         * sets, artifacts) and where its workspace came from; rows go
-         * with their run */
-        "CREATE TABLE IF NOT EXISTS files (\n"
-        "        run_id TEXT NOT NULL,\n"
-        "        path TEXT NOT NULL,\n"
-        "        kind TEXT NOT NULL,\n"
-        "        size INTEGER,\n"
-        "        mode INTEGER,\n"
-        "        sha256 TEXT,\n"
-        "        old_mode INTEGER,\n"
-        "        old_sha256 TEXT,\n"
-        "        link_target TEXT,\n"
-        "        skip TEXT,\n"
-        "        mime TEXT,\n"
-        "        PRIMARY KEY (run_id, kind, path)\n"
-        ");\n"
-        "CREATE INDEX IF NOT EXISTS files_sha256 ON files(sha256) WHERE sha256 IS NOT NULL;\n"
-        "CREATE TABLE IF NOT EXISTS run_workspace (\n"
-        "        run_id TEXT PRIMARY KEY NOT NULL,\n"
-        "        workdir TEXT,\n"
-        "        session TEXT\n"
-        ");\n"
-        "CREATE TRIGGER IF NOT EXISTS runs_delete_files AFTER DELETE ON runs BEGIN\n"
-        "        DELETE FROM files WHERE run_id = old.id;\n"
-        "        DELETE FROM run_workspace WHERE run_id = old.id;\n"
-        "END;\n",
-
-        /* 4 -> 5: whether a run's files were recorded in full: the error
-         * that stopped their collection, and how many were skipped
-         * without a row of their own (over the caps), so a record never
-         * claims more than happened */
-        "CREATE TABLE IF NOT EXISTS run_files_summary (\n"
-        "        run_id TEXT PRIMARY KEY NOT NULL,\n"
-        "        error TEXT,\n"
-        "        unlisted INTEGER NOT NULL DEFAULT 0\n"
-        ");\n"
-        "CREATE TRIGGER IF NOT EXISTS runs_delete_files_summary AFTER DELETE ON runs BEGIN\n"
-        "        DELETE FROM run_files_summary WHERE run_id = old.id;\n"
-        "END;\n",
-
-        /* 5 -> 6: a record that tells on itself. output_lost says why a
-         * run's output is not stored (the final update did not fit, see
-         * store_run_finish()); the sha256 of each stored output stream
-         * lets a reader tell stored bytes from damaged ones. NULL on
-         * older rows: nothing to check. */
-        "ALTER TABLE runs ADD COLUMN output_lost TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN stdout_sha256 TEXT;\n"
-        "ALTER TABLE runs ADD COLUMN stderr_sha256 TEXT;\n",
-
-        /* 6 -> 7: the egress decisions of `network = allow` runs (one
-         * row per connection or DNS answer); rows go with their run */
-        "CREATE TABLE IF NOT EXISTS connections (\n"
-        "        run_id TEXT NOT NULL,\n"
-        "        seq INTEGER NOT NULL,\n"
-        "        time INTEGER,\n"
-        "        proto TEXT NOT NULL,\n"
-        "        pid INTEGER,\n"
-        "        dest TEXT,\n"
-        "        sni TEXT,\n"
-        "        host TEXT,\n"
-        "        name TEXT,\n"
-        "        resolved TEXT,\n"
-        "        decision TEXT,\n"
-        "        rule TEXT,\n"
-        "        reason TEXT,\n"
-        "        bytes_out INTEGER,\n"
-        "        bytes_in INTEGER,\n"
-        "        duration_ms INTEGER,\n"
-        "        end_reason TEXT,\n"
-        "        dropped INTEGER,\n"
-        "        PRIMARY KEY (run_id, seq)\n"
-        ");\n"
-        "CREATE TRIGGER IF NOT EXISTS runs_delete_connections AFTER DELETE ON runs BEGIN\n"
-        "        DELETE FROM connections WHERE run_id = old.id;\n"
-        "END;\n",
-
-        /* 7 -> 8: a run's labels (--label K=V), for `ls --label`, ps and
-         * stats; one row per key, gone with their run */
-        "CREATE TABLE IF NOT EXISTS run_labels (\n"
-        "        run_id TEXT NOT NULL,\n"
-        "        key TEXT NOT NULL,\n"
-        "        value TEXT NOT NULL,\n"
-        "        PRIMARY KEY (run_id, key)\n"
-        ");\n"
-        "CREATE INDEX IF NOT EXISTS run_labels_kv ON run_labels(key, value);\n"
-        "CREATE TRIGGER IF NOT EXISTS runs_delete_labels AFTER DELETE ON runs BEGIN\n"
-        "        DELETE FROM run_labels WHERE run_id = old.id;\n"
-        "END;\n",
-
-        /* 8 -> 9: a change whose lower (host) version changed while the job
-         * ran, so what it started from is not known and apply refuses it
-         * unless told to overwrite */
-        "ALTER TABLE files ADD COLUMN lower_changed INTEGER NOT NULL DEFAULT 0;\n",
-};
-
-int store_current_schema_version(void)
-{
-        return (int)ELEMENTSOF(migrations);
-}
 
 int store_default_path(char **ret)
 {
@@ -396,7 +246,7 @@ static int migrate(struct store *s)
         if (r == 0)
                 r = check_version(s, version);
         for (int v = version; r == 0 && v < current; v++)
-                r = run_migration(s, migrations[v]);
+                r = run_migration(s, store_migration(v));
         if (r == 0 && version < current) {
                 char sql[64];
                 snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", current);

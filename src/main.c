@@ -28,6 +28,8 @@ static const struct verb verbs[] = {
         { "wait",    verb_wait,    "wait for a run to end, exit with its code" },
         { "stats",   verb_stats,   "summarise the history: statuses, percentiles, top commands" },
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
+        { "export",  verb_export,  "write recorded runs as JSON lines, for import elsewhere" },
+        { "import",  verb_import,  "merge exported runs (other nodes' stores) into this store" },
         { "profile", verb_profile, "list profiles, show one fully resolved" },
         { "doctor",  verb_doctor,  "check what this host supports" },
         { "mcp",     verb_mcp,     "serve the Model Context Protocol on stdio: runs as tools" },

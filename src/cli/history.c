@@ -12,6 +12,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/sanitize.h"
+#include "record/exchange.h"
 #include "record/runfiles.h"
 #include "record/store.h"
 
@@ -221,6 +222,8 @@ json_t *cli_run_json_object(struct store *s, const struct run_record *rec)
                 runfiles_summary_json(s, rec->id, o);
         json_object_set_new(o, "connections", s ? store_connections_json(s, rec->id) : json_array());
         json_object_set_new(o, "labels", s ? store_labels_json(s, rec->id) : json_object());
+        char node[EXCHANGE_MAX_NODE + 1];
+        store_origin_json(s, rec->id, exchange_local_node(node, sizeof(node)), o);
         return o;
 }
 

@@ -1,7 +1,8 @@
 /* cli/ls.c - `hutch ls`: list recorded runs, newest first, as a table for
  * people or as JSON lines (one hutch.result/1 object per run, without the
  * output text) for machines. A running row whose supervisor is gone is
- * shown as orphaned. */
+ * shown as orphaned. --node picks the runs of one host, imported ones
+ * too (exchange.h). */
 #include "config.h"
 
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "record/exchange.h"
 #include "record/store.h"
 
 #define ID_WIDTH 12
@@ -19,7 +21,7 @@
 static void help(void)
 {
         printf("Usage: hutch ls [--status STATUS] [--since DURATION] [--label KEY=VALUE]\n"
-               "                [--session NAME] [--limit N] [--json]\n"
+               "                [--session NAME] [--node NODE] [--limit N] [--json]\n"
                "\n"
                "List recorded runs, newest first.\n"
                "\n"
@@ -30,6 +32,8 @@ static void help(void)
                "  --since DURATION   only runs started within DURATION (30s, 2h, 7d, ...)\n"
                "  --label KEY=VALUE  only runs labelled so (run --label)\n"
                "  --session NAME     only runs of session NAME\n"
+               "  --node NODE        only runs that ran on host NODE (imported ones included;\n"
+               "                     this host's own runs are those of its host name)\n"
                "  --limit N          at most N runs\n"
                "  --json             one JSON object per line (schema hutch.result/1,\n"
                "                     without stdout/stderr text)\n"
@@ -112,6 +116,8 @@ static int print_json_line(struct run_record *rec, void *userdata)
                 rec->status = RUN_ORPHANED;
         o = run_record_to_json(rec, false);
         json_object_set_new(o, "labels", store_labels_json(userdata, rec->id));
+        char node[EXCHANGE_MAX_NODE + 1];
+        store_origin_json(userdata, rec->id, exchange_local_node(node, sizeof(node)), o);
         line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         if (!line)
@@ -129,6 +135,7 @@ int verb_ls(int argc, char **argv)
                 { "limit",  required_argument, NULL, 'n' },
                 { "label",  required_argument, NULL, 'l' },
                 { "session", required_argument, NULL, 'e' },
+                { "node",   required_argument, NULL, 'N' },
                 { "json",   no_argument,       NULL, 'j' },
                 { "help",   no_argument,       NULL, 'h' },
                 {}
@@ -137,6 +144,7 @@ int verb_ls(int argc, char **argv)
         struct store_filter f = STORE_FILTER_ALL;
         struct run_record **recs = NULL;
         bool json = false;
+        char local_node[EXCHANGE_MAX_NODE + 1];
         size_t n = 0;
         uint64_t v;
         int c, r;
@@ -167,6 +175,13 @@ int verb_ls(int argc, char **argv)
                         break;
                 case 'e':
                         f.session = optarg;
+                        break;
+                case 'N':
+                        if (!exchange_node_valid(optarg))
+                                return cli_bad_value("ls", "node", optarg,
+                                                     "expected a host name (letters, digits, '.', '-', '_')");
+                        f.node = optarg;
+                        f.local_node = exchange_local_node(local_node, sizeof(local_node));
                         break;
                 case 'j':
                         json = true;

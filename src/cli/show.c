@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "record/exchange.h"
 #include "record/runfiles.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
@@ -237,6 +238,15 @@ static void print_human(struct store *s, const struct run_record *rec)
                 field("profile:", rec->profile);
         if (rec->session)
                 field("session:", rec->session);
+        _cleanup_free_ char *node = NULL;
+        uint64_t imported_at = RUN_UNSET;
+        if (store_origin_get(s, rec->id, &node, &imported_at) == 0) {
+                char when[64];
+                snprintf(buf, sizeof(buf), "%s (imported %s)", node,
+                         format_iso8601_ms(imported_at, when, sizeof(when)));
+                field("node:", buf);
+        } else
+                field("node:", exchange_local_node(buf, sizeof(buf)));
         if (store_workspace_get(s, rec->id, &workdir, NULL) == 0 && workdir)
                 field("workdir:", workdir);
         if (rec->rerun_of)

@@ -154,6 +154,19 @@ static const char *const migrations[] = {
          * ran, so what it started from is not known and apply refuses it
          * unless told to overwrite */
         "ALTER TABLE files ADD COLUMN lower_changed INTEGER NOT NULL DEFAULT 0;\n",
+
+        /* 9 -> 10: where an imported run came from (`hutch import`): the
+         * node that ran it and when it was imported. A run without a row
+         * ran here; rows go with their run */
+        "CREATE TABLE IF NOT EXISTS run_origin (\n"
+        "        run_id TEXT PRIMARY KEY NOT NULL,\n"
+        "        node TEXT NOT NULL,\n"
+        "        imported_at INTEGER NOT NULL\n"
+        ");\n"
+        "CREATE INDEX IF NOT EXISTS run_origin_node ON run_origin(node);\n"
+        "CREATE TRIGGER IF NOT EXISTS runs_delete_origin AFTER DELETE ON runs BEGIN\n"
+        "        DELETE FROM run_origin WHERE run_id = old.id;\n"
+        "END;\n",
 };
 
 int store_current_schema_version(void)

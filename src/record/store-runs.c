@@ -419,7 +419,7 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
                 "CASE WHEN json_valid(argv) AND json_array_length(argv) > ?4 THEN "
                 "json_insert((SELECT json_group_array(value) FROM "
                 "(SELECT value FROM json_each(runs.argv) LIMIT ?4)), '$[#]', '…') ELSE argv END";
-        sql = xasprintf("SELECT id, %s, " RUN_COLUMNS_REST " FROM runs WHERE 1%s%s%s%s "
+        sql = xasprintf("SELECT id, %s, " RUN_COLUMNS_REST " FROM runs WHERE 1%s%s%s%s%s "
                         "ORDER BY started_at DESC, id DESC%s",
                         argv_column,
                         f->status < 0 ? "" :
@@ -427,6 +427,8 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
                         f->since_ms > 0 ? " AND started_at >= ?2" : "",
                         f->session ? " AND session = ?5" : "",
                         f->label ? " AND id IN (SELECT run_id FROM run_labels WHERE key = ?6 AND value = ?7)" : "",
+                        f->node ? " AND coalesce((SELECT node FROM run_origin WHERE run_id = runs.id), ?9) = ?8"
+                                : "",
                         f->limit > 0 && !post ? " LIMIT ?3" : "");
         r = store_prepare(s, sql, &st);
         if (r < 0)
@@ -447,6 +449,11 @@ int store_run_foreach(struct store *s, const struct store_filter *f,
                                                      f->label);
                 store_bind_text(st, 6, key);
                 store_bind_text(st, 7, eq ? eq + 1 : "");
+        }
+
+        if (f->node) {
+                store_bind_text(st, 8, f->node);
+                store_bind_text(st, 9, f->local_node ? f->local_node : "");
         }
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -505,7 +512,9 @@ int store_mark_orphans(struct store *s, bool dry_run, char ***ret_ids)
 
         /* find them first, outside the write lock: looking at /proc is slow
          * compared with a write transaction */
-        r = store_prepare(s, "SELECT " RUN_COLUMNS " FROM runs WHERE status = 'running'", &st);
+        /* an imported run's supervisor ran on another host: never judged here */
+        r = store_prepare(s, "SELECT " RUN_COLUMNS " FROM runs WHERE status = 'running' "
+                       "AND id NOT IN (SELECT run_id FROM run_origin)", &st);
         if (r < 0)
                 return r;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

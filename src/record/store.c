@@ -120,6 +120,7 @@ static const char *const schema_columns[][2] = {
         { "connections", "run_id, seq, time, proto, pid, dest, sni, host, name, resolved, decision, rule, "
                          "reason, bytes_out, bytes_in, duration_ms, end_reason, dropped" },
         { "run_labels", "run_id, key, value" },
+        { "run_origin", "run_id, node, imported_at" },
 };
 
 static int check_schema(struct store *s, int version)

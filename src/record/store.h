@@ -233,6 +233,9 @@ struct store_filter {
                                  * then "…" (for display); 0: whole */
         const char *session;    /* only runs of this session; NULL: any */
         const char *label;      /* only runs labelled "KEY=VALUE"; NULL: any */
+        const char *node;       /* only runs of this node (exchange.h); NULL: any */
+        const char *local_node; /* with node: the name of this host, whose runs
+                                 * have no origin row */
 };
 #define STORE_FILTER_ALL ((struct store_filter) { .status = -1 })
 

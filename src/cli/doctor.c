@@ -23,6 +23,7 @@
 #include "limits/cgroup.h"
 #include "limits/cgroup-systemd.h"
 #include "limits/ipcns.h"
+#include "limits/slurm.h"
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
@@ -473,6 +474,55 @@ static void check_cgroup(void)
         cgroup_probe_done(&p);
 }
 
+/* Inside a Slurm job: the step, the allocation hutch keeps runs in, and
+ * what holds the limits there. Outside one, a line saying what would
+ * happen under srun or sbatch. */
+static void check_slurm(void)
+{
+        struct slurm_step st;
+        struct cgroup_probe p;
+        char mem[512] = "unknown", cpus[512] = "unknown";
+
+        if (getenv("HUTCH_SLURM") && streq(getenv("HUTCH_SLURM"), "off")) {
+                report(CHECK_WARN, "Slurm", "HUTCH_SLURM=off: runs are not kept inside a Slurm allocation",
+                       "unset HUTCH_SLURM");
+                return;
+        }
+        slurm_detect(&st);
+        if (!st.found) {
+                report(CHECK_OK, "Slurm", "not in a Slurm job (under srun or sbatch, runs are capped to "
+                       "the allocation's memory and cpus and labelled slurm.job_id, slurm.node, ...)", NULL);
+                slurm_step_done(&st);
+                return;
+        }
+        if (st.memory_bytes)
+                snprintf(mem, sizeof(mem), "%llu MiB (%s)", (unsigned long long)(st.memory_bytes >> 20),
+                         st.memory_from);
+        if (st.cpus > 0)
+                snprintf(cpus, sizeof(cpus), "%.3g (%s)", st.cpus, st.cpus_from);
+        _cleanup_free_ char *array = st.array_job_id
+                ? xasprintf(" (array %s task %s)", st.array_job_id, st.array_task_id ? st.array_task_id : "?")
+                : xstrdup("");
+        _cleanup_free_ char *detail = xasprintf(
+                "job %s%s on node %s, cgroup %s; allocation: memory %s, cpus %s; each run's limits "
+                "are the smaller of the profile's and these (the SLURM_* variables only ever lower them)",
+                st.job_id ? st.job_id : "?", array, st.node ? st.node : "?",
+                st.cgroup ? st.cgroup : "not Slurm's", mem, cpus);
+        report(CHECK_OK, "Slurm job step", detail, NULL);
+
+        (void)cgroup_probe(&p);
+        if (!(p.usable & (CGROUP_MEMORY | CGROUP_CPU)))
+                report(CHECK_WARN, "Slurm's cgroup", st.cgroup
+                       ? "not delegated to this user: the run cannot get a cgroup of its own inside it"
+                       : "none found for this step, and no other cgroup is delegated here",
+                       "nothing to do for the allocation, which Slurm's cgroup (task/cgroup) holds as a "
+                       "whole; inside it each run's memory is held by hutch's watchdog and cpus are not "
+                       "enforced (the enforcement report of each run says so); for per-run cgroups run "
+                       "hutch where a cgroup v2 subtree is delegated (HUTCH_CGROUP)");
+        cgroup_probe_done(&p);
+        slurm_step_done(&st);
+}
+
 /* The run store, read-only: SQLite's quick_check over every page. */
 static void check_store(void)
 {
@@ -594,7 +644,8 @@ int verb_doctor(int argc, char **argv)
                                "Check what this host supports (user namespaces, /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
-                               "that hands out delegated scopes, the egress capture of\n"
+                               "that hands out delegated scopes, a Slurm job step and its\n"
+                               "allocation, the egress capture of\n"
                                "network = allow, gVisor's runsc for --runtime gvisor) and say\n"
                                "how to fix what is missing. Exits 0 when `hutch run` can\n"
                                "work, 1 when it cannot (runsc is optional).\n");
@@ -613,6 +664,7 @@ int verb_doctor(int argc, char **argv)
                 check_idmap();
         check_seccomp();
         check_cgroup();
+        check_slurm();
         check_store();
         if (userns)
                 check_egress();

@@ -195,6 +195,19 @@ void run_forget_seccomp(const struct run_config *cfg, struct run_outcome *out);
  * scope), or leave *ret NULL and say why in *ret_reason. */
 void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
                         struct cgroup_run **ret, char **ret_unit, char **ret_reason);
+/* Inside a Slurm job (limits/slurm.h): find the step into *step and
+ * lower cfg's memory and cpus to its allocation; the SLURM_CAPPED_*
+ * bits of what was lowered. Nothing happens outside Slurm, or with
+ * HUTCH_SLURM=off (for a caller that knows better than the step's
+ * figures). */
+struct slurm_step;
+unsigned run_apply_slurm(struct run_config *cfg, struct slurm_step *step);
+/* The step's labels for run run_id, except keys the run's own --label
+ * set (those win); 0 or -errno from the store. */
+int run_label_slurm(struct store *s, const char *run_id, const struct slurm_step *step,
+                    char *const *user_labels);
+/* Add the step's "slurm" object to the enforcement report, when found. */
+void run_report_slurm(json_t *enforcement, const struct slurm_step *step, unsigned capped, bool have_cgroup);
 
 /* cli/run-workspace.c */
 

@@ -1,8 +1,9 @@
 /* cli/run-limits.c - what holds a run's limits, prepared before the job
- * starts: the profile's syscall policy compiled to a seccomp filter, and
- * the run's own cgroup (delegated, or from a systemd scope) with the
- * profile's limits written into it; as real root, the SysV IPC limits
- * of the job's IPC namespace.
+ * starts: the profile's syscall policy compiled to a seccomp filter, the
+ * run's own cgroup (delegated, or from a systemd scope) with the
+ * profile's limits written into it, as real root the SysV IPC limits of
+ * the job's IPC namespace, and inside a Slurm job those limits lowered
+ * to the allocation.
  */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 #include "limits/cgroup-systemd.h"
 #include "limits/enforce.h"
 #include "limits/ipcns.h"
+#include "limits/slurm.h"
 #include "record/store.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
@@ -209,4 +211,43 @@ void run_limit_ipc(const struct run_config *cfg, const struct sandbox *sb, json_
         log_debug("IPC namespace: shmmax %llu, shmall %llu pages, shmmni %u, msgmni %u, semmns %u",
                   (unsigned long long)l.shmmax, (unsigned long long)l.shmall, l.shmmni, l.msgmni, l.semmns);
         enforcement_note_ipc(enforcement, cfg, cg, &l, NULL);
+}
+
+unsigned run_apply_slurm(struct run_config *cfg, struct slurm_step *step)
+{
+        const char *off = getenv("HUTCH_SLURM");
+
+        if (off && streq(off, "off"))
+                return 0;
+        slurm_detect(step);
+        unsigned capped = slurm_cap(step, &cfg->memory_bytes, &cfg->cpus);
+        if (capped)
+                log_debug("slurm job %s: limits lowered to the allocation (memory %llu bytes from %s, "
+                          "cpus %.3f from %s)", step->job_id ? step->job_id : "?",
+                          (unsigned long long)step->memory_bytes, step->memory_from ? step->memory_from : "-",
+                          step->cpus, step->cpus_from ? step->cpus_from : "-");
+        return capped;
+}
+
+int run_label_slurm(struct store *s, const char *run_id, const struct slurm_step *step,
+                    char *const *user_labels)
+{
+        _cleanup_strv_ char **mine = slurm_labels(step);
+        _cleanup_strv_ char **keep = NULL;
+
+        for (char **l = mine; l && *l; l++) {
+                size_t klen = (size_t)(strchr(*l, '=') - *l) + 1;
+                bool given = false;
+                for (char *const *u = user_labels; u && *u && !given; u++)
+                        given = strncmp(*u, *l, klen) == 0;
+                if (!given)
+                        keep = strv_append(keep, *l);
+        }
+        return store_labels_set(s, run_id, keep);
+}
+
+void run_report_slurm(json_t *enforcement, const struct slurm_step *step, unsigned capped, bool have_cgroup)
+{
+        if (enforcement && step->found)
+                json_object_set_new(enforcement, "slurm", slurm_report(step, capped, have_cgroup));
 }

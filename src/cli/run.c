@@ -25,6 +25,7 @@
 #include "supervise/capture.h"
 #include "supervise/hostio.h"
 #include "limits/cgroup.h"
+#include "limits/slurm.h"
 #include "limits/iomax.h"
 #include "cli/cli.h"
 #include "cli/run-internal.h"
@@ -187,6 +188,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_close_ int stdin_fd = -1;
         bool key_taken = false, detached_parent = false;
         json_t *enforcement = NULL;
+        struct slurm_step slurm = { 0 };
+        unsigned slurm_capped = 0;
         /* a detached run's events go to its spool, made after the fork */
         _cleanup_events_ struct events *ev = a->events && !a->detach ? events_new(STDOUT_FILENO, cfg->secret_env)
                                                                      : NULL;
@@ -200,6 +203,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         signal(SIGTTOU, SIG_IGN);
         signal(SIGTTIN, SIG_IGN);
 
+        /* inside a Slurm allocation before anything reads the limits */
+        slurm_capped = run_apply_slurm(cfg, &slurm);
         r = run_prepare_workspace(a, &wp, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -371,6 +376,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         if (spawned && !gvisor)         /* gVisor's kernel has its own SysV IPC */
                 run_limit_ipc(cfg, &sb, enforcement, &cg_report);
         gvisor_enforcement(enforcement, cfg, gvisor ? &gv : NULL);
+        run_report_slurm(enforcement, &slurm, slurm_capped, cgroup != NULL);
         r = enforcement_check_required(cfg, enforcement, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -409,7 +415,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
         }
-        if (store_labels_set(store, rec->id, a->labels) < 0) {
+        if (store_labels_set(store, rec->id, a->labels) < 0 ||
+            run_label_slurm(store, rec->id, &slurm, a->labels) < 0) {
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
         }
@@ -554,6 +561,7 @@ out:
         strv_free(wp.inputs);
         session_release(&wp.session);
         run_egress_done(&egress);
+        slurm_step_done(&slurm);
         if (enforcement)
                 json_decref(enforcement);
         if (a->detach && !detached_parent) {

@@ -125,6 +125,18 @@ static void print_enforcement(const char *text)
                         printf("  cgroup:       none (%s)\n",
                                json_string_value(json_object_get(cg, "reason")) ?: "-");
         }
+        json_t *sl = json_object_get(e, "slurm");
+        if (json_is_object(sl)) {
+                json_t *capped = json_object_get(sl, "capped"), *v;
+                size_t i;
+                printf("  slurm:        job %s on %s, capped to the allocation:",
+                       json_string_value(json_object_get(sl, "job_id")) ?: "-",
+                       json_string_value(json_object_get(sl, "node")) ?: "-");
+                json_array_foreach(capped, i, v)
+                        printf(" %s", json_string_value(v) ?: "?");
+                printf("%s\n                held by %s\n", json_array_size(capped) ? "" : " nothing",
+                       json_string_value(json_object_get(sl, "held_by")) ?: "-");
+        }
         json_t *limits = json_object_get(e, "limits");
         if (json_is_object(limits)) {
                 const char *name;

@@ -15,6 +15,7 @@
 #include "config/request.h"
 #include "config/run-config.h"
 #include "lib/base64.h"
+#include "lib/jsonutil.h"
 #include "lib/redact.h"
 #include "lib/util.h"
 
@@ -27,24 +28,6 @@ struct parser {
         char *pointer;
         char *error;
 };
-
-/* A JSON pointer token: '~' and '/' escaped (RFC 6901). */
-static char *pointer_join(const char *base, const char *token)
-{
-        size_t cap = strlen(base) + 2 * strlen(token) + 2, n = strlen(base);
-        char *out = xmalloc(cap);
-        memcpy(out, base, n);
-        out[n++] = '/';
-        for (const char *p = token; *p; p++) {
-                if (*p == '~' || *p == '/') {
-                        out[n++] = '~';
-                        out[n++] = *p == '~' ? '0' : '1';
-                } else
-                        out[n++] = *p;
-        }
-        out[n] = '\0';
-        return out;
-}
 
 static int fail(struct parser *p, const char *pointer, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct parser *p, const char *pointer, const char *fmt, ...)
@@ -63,25 +46,11 @@ static int fail(struct parser *p, const char *pointer, const char *fmt, ...)
         return -EINVAL;
 }
 
-static const char *type_name(const json_t *j)
-{
-        switch (json_typeof(j)) {
-        case JSON_OBJECT: return "an object";
-        case JSON_ARRAY: return "an array";
-        case JSON_STRING: return "a string";
-        case JSON_INTEGER: return "an integer";
-        case JSON_REAL: return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE: return "a boolean";
-        default: return "null";
-        }
-}
-
 /* A string without NUL bytes. */
 static int get_string(struct parser *p, const json_t *j, const char *pointer, char **ret)
 {
         if (!json_is_string(j))
-                return fail(p, pointer, "expected a string, got %s", type_name(j));
+                return fail(p, pointer, "expected a string, got %s", json_type_name(j));
         if (strlen(json_string_value(j)) != json_string_length(j))
                 return fail(p, pointer, "contains a NUL character");
         *ret = xstrdup(json_string_value(j));
@@ -91,7 +60,7 @@ static int get_string(struct parser *p, const json_t *j, const char *pointer, ch
 static int get_count(struct parser *p, const json_t *j, const char *pointer, json_int_t *ret)
 {
         if (!json_is_integer(j) || json_integer_value(j) < 0)
-                return fail(p, pointer, "expected a non-negative integer, got %s", type_name(j));
+                return fail(p, pointer, "expected a non-negative integer, got %s", json_type_name(j));
         *ret = json_integer_value(j);
         return 0;
 }
@@ -131,16 +100,16 @@ static int parse_limits(struct parser *p, const json_t *o)
         json_t *v;
 
         if (!json_is_object(o))
-                return fail(p, "/limits", "expected an object, got %s", type_name(o));
+                return fail(p, "/limits", "expected an object, got %s", json_type_name(o));
         json_object_foreach((json_t *)o, k, v) {
-                _cleanup_free_ char *ptr = pointer_join("/limits", k);
+                _cleanup_free_ char *ptr = json_pointer_join("/limits", k);
                 char buf[64];
                 bool known = false;
                 int r;
 
                 if (streq(k, "cpu_cores")) {
                         if (!json_is_number(v) || json_number_value(v) < 0)
-                                return fail(p, ptr, "expected a non-negative number, got %s", type_name(v));
+                                return fail(p, ptr, "expected a non-negative number, got %s", json_type_name(v));
                         snprintf(buf, sizeof(buf), "%.3f", json_number_value(v));
                         r = add_override(p, ptr, "cpus", buf);
                         if (r < 0)
@@ -174,9 +143,9 @@ static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, b
         json_t *v;
 
         if (!json_is_object(o))
-                return fail(p, pointer, "expected an object, got %s", type_name(o));
+                return fail(p, pointer, "expected an object, got %s", json_type_name(o));
         json_object_foreach((json_t *)o, k, v) {
-                _cleanup_free_ char *ptr = pointer_join(pointer, k);
+                _cleanup_free_ char *ptr = json_pointer_join(pointer, k);
                 _cleanup_free_ char *value = NULL, *kv = NULL;
                 int r;
 
@@ -203,12 +172,12 @@ static int parse_argv(struct parser *p, const json_t *a)
         json_t *v;
 
         if (!json_is_array(a))
-                return fail(p, "/argv", "expected an array of strings, got %s", type_name(a));
+                return fail(p, "/argv", "expected an array of strings, got %s", json_type_name(a));
         json_array_foreach(a, i, v) {
                 char idx[32];
                 _cleanup_free_ char *ptr = NULL, *s = NULL;
                 snprintf(idx, sizeof(idx), "%zu", i);
-                ptr = pointer_join("/argv", idx);
+                ptr = json_pointer_join("/argv", idx);
                 int r = get_string(p, v, ptr, &s);
                 if (r < 0)
                         return r;
@@ -230,7 +199,7 @@ static int parse_secrets(struct parser *p, const json_t *s)
                         char idx[32];
                         _cleanup_free_ char *ptr = NULL, *name = NULL;
                         snprintf(idx, sizeof(idx), "%zu", i);
-                        ptr = pointer_join("/secrets", idx);
+                        ptr = json_pointer_join("/secrets", idx);
                         int r = get_string(p, v, ptr, &name);
                         if (r < 0)
                                 return r;
@@ -241,9 +210,9 @@ static int parse_secrets(struct parser *p, const json_t *s)
                 return 0;
         }
         if (!json_is_object(s))
-                return fail(p, "/secrets", "expected an array of names or an object, got %s", type_name(s));
+                return fail(p, "/secrets", "expected an array of names or an object, got %s", json_type_name(s));
         json_object_foreach((json_t *)s, k, v) {
-                _cleanup_free_ char *ptr = pointer_join("/secrets", k);
+                _cleanup_free_ char *ptr = json_pointer_join("/secrets", k);
                 const char *how;
                 json_t *src;
                 int r;
@@ -253,7 +222,7 @@ static int parse_secrets(struct parser *p, const json_t *s)
                 if (!json_is_object(v) || json_object_size(v) != 1)
                         return fail(p, ptr, "expected an object with one of env, file or value");
                 json_object_foreach(v, how, src) {
-                        _cleanup_free_ char *sptr = pointer_join(ptr, how);
+                        _cleanup_free_ char *sptr = json_pointer_join(ptr, how);
                         _cleanup_free_ char *text = NULL, *spec = NULL;
                         r = get_string(p, src, sptr, &text);
                         if (r < 0)
@@ -300,12 +269,12 @@ static int parse_files(struct parser *p, const json_t *o)
         json_t *v;
 
         if (!json_is_object(o))
-                return fail(p, "/files", "expected an object of path: content, got %s", type_name(o));
+                return fail(p, "/files", "expected an object of path: content, got %s", json_type_name(o));
         if (json_object_size(o) > MAX_FILES)
                 return fail(p, "/files", "more than %d files", MAX_FILES);
         p->req->files = xcalloc(json_object_size(o) + 1, sizeof(*p->req->files));
         json_object_foreach((json_t *)o, k, v) {
-                _cleanup_free_ char *ptr = pointer_join("/files", k);
+                _cleanup_free_ char *ptr = json_pointer_join("/files", k);
                 struct request_file *f = &p->req->files[p->req->n_files];
                 const char *field;
                 json_t *fv;
@@ -321,7 +290,7 @@ static int parse_files(struct parser *p, const json_t *o)
                         content = v;
                 else if (json_is_object(v)) {
                         json_object_foreach(v, field, fv) {
-                                _cleanup_free_ char *fptr = pointer_join(ptr, field);
+                                _cleanup_free_ char *fptr = json_pointer_join(ptr, field);
                                 if (streq(field, "content"))
                                         content = fv;
                                 else if (streq(field, "encoding")) {
@@ -341,12 +310,12 @@ static int parse_files(struct parser *p, const json_t *o)
                         if (!!content == !!f->host_path)
                                 return fail(p, ptr, "expected exactly one of content or host_path");
                 } else
-                        return fail(p, ptr, "expected a string or an object, got %s", type_name(v));
+                        return fail(p, ptr, "expected a string or an object, got %s", json_type_name(v));
                 if (!content)
                         continue;
-                _cleanup_free_ char *cptr = json_is_string(v) ? xstrdup(ptr) : pointer_join(ptr, "content");
+                _cleanup_free_ char *cptr = json_is_string(v) ? xstrdup(ptr) : json_pointer_join(ptr, "content");
                 if (!json_is_string(content))
-                        return fail(p, cptr, "expected a string, got %s", type_name(content));
+                        return fail(p, cptr, "expected a string, got %s", json_type_name(content));
                 if (base64) {
                         if (base64_decode(json_string_value(content), json_string_length(content),
                                           &f->data, &f->len) < 0)
@@ -370,7 +339,7 @@ static int parse_stdin(struct parser *p, const json_t *v)
         if (json_is_object(v)) {
                 content = NULL;
                 json_object_foreach((json_t *)v, field, fv) {
-                        _cleanup_free_ char *fptr = pointer_join("/stdin", field);
+                        _cleanup_free_ char *fptr = json_pointer_join("/stdin", field);
                         if (streq(field, "content"))
                                 content = fv;
                         else if (streq(field, "encoding") && json_is_string(fv) &&
@@ -402,16 +371,16 @@ static int parse_top(struct parser *p, json_t *root)
         int r = 0;
 
         if (!json_is_object(root))
-                return fail(p, "", "expected a JSON object, got %s", type_name(root));
+                return fail(p, "", "expected a JSON object, got %s", json_type_name(root));
         v = json_object_get(root, "schema");
         if (v && (!json_is_string(v) || !streq(json_string_value(v), REQUEST_SCHEMA))) {
                 fail(p, "/schema", "unsupported schema %s%s%s (this hutch reads " REQUEST_SCHEMA ")",
-                     json_is_string(v) ? "\"" : "", json_is_string(v) ? json_string_value(v) : type_name(v),
+                     json_is_string(v) ? "\"" : "", json_is_string(v) ? json_string_value(v) : json_type_name(v),
                      json_is_string(v) ? "\"" : "");
                 return -EPROTONOSUPPORT;
         }
         json_object_foreach(root, k, v) {
-                _cleanup_free_ char *ptr = pointer_join("", k);
+                _cleanup_free_ char *ptr = json_pointer_join("", k);
                 if (streq(k, "schema"))
                         continue;
                 else if (streq(k, "language"))

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/jsonutil.h"
 #include "lib/sanitize.h"
 #include "lib/util.h"
 #include "record/exchange.h"
@@ -57,20 +58,6 @@ static int fail(struct parser *p, const char *field, const char *fmt, ...)
         return -EINVAL;
 }
 
-static const char *type_name(const json_t *j)
-{
-        switch (json_typeof(j)) {
-        case JSON_OBJECT: return "an object";
-        case JSON_ARRAY: return "an array";
-        case JSON_STRING: return "a string";
-        case JSON_INTEGER: return "an integer";
-        case JSON_REAL: return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE: return "a boolean";
-        default: return "null";
-        }
-}
-
 /* A string of at most max bytes without NUL; null gives NULL when
  * nullable. */
 static int get_text(struct parser *p, const json_t *j, const char *field, size_t max, bool nullable,
@@ -81,7 +68,7 @@ static int get_text(struct parser *p, const json_t *j, const char *field, size_t
                 return 0;
         }
         if (!json_is_string(j))
-                return fail(p, field, "expected a string%s, got %s", nullable ? " or null" : "", type_name(j));
+                return fail(p, field, "expected a string%s, got %s", nullable ? " or null" : "", json_type_name(j));
         if (json_string_length(j) > max)
                 return fail(p, field, "longer than %zu bytes", max);
         if (strlen(json_string_value(j)) != json_string_length(j))
@@ -99,7 +86,7 @@ static int get_count(struct parser *p, const json_t *j, const char *field, bool 
         }
         if (!json_is_integer(j) || json_integer_value(j) < 0 || json_integer_value(j) >= MAX_COUNT)
                 return fail(p, field, "expected a non-negative integer%s, got %s",
-                            nullable ? " or null" : "", json_is_integer(j) ? "one out of range" : type_name(j));
+                            nullable ? " or null" : "", json_is_integer(j) ? "one out of range" : json_type_name(j));
         *ret = (uint64_t)json_integer_value(j);
         return 0;
 }
@@ -113,7 +100,7 @@ static int get_small(struct parser *p, const json_t *j, const char *field, int l
         }
         if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
                 return fail(p, field, "expected an integer from %d to %d or null, got %s", lo, hi,
-                            json_is_integer(j) ? "one out of range" : type_name(j));
+                            json_is_integer(j) ? "one out of range" : json_type_name(j));
         *ret = (int)json_integer_value(j);
         return 0;
 }
@@ -121,7 +108,7 @@ static int get_small(struct parser *p, const json_t *j, const char *field, int l
 static int get_bool(struct parser *p, const json_t *j, const char *field, bool *ret)
 {
         if (!json_is_boolean(j))
-                return fail(p, field, "expected a boolean, got %s", type_name(j));
+                return fail(p, field, "expected a boolean, got %s", json_type_name(j));
         *ret = json_is_true(j);
         return 0;
 }
@@ -175,7 +162,7 @@ static int get_object_text(struct parser *p, const json_t *j, const char *field,
                 return 0;
         }
         if (!json_is_object(j))
-                return fail(p, field, "expected an object or null, got %s", type_name(j));
+                return fail(p, field, "expected an object or null, got %s", json_type_name(j));
         char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
         if (!text || strlen(text) > MAX_JSON_TEXT) {
                 free(text);
@@ -214,7 +201,7 @@ static void unfold(char *text, size_t *len)
 static int get_output(struct parser *p, const json_t *j, const char *field, struct run_output *o)
 {
         if (!json_is_string(j))
-                return fail(p, field, "expected a string, got %s", type_name(j));
+                return fail(p, field, "expected a string, got %s", json_type_name(j));
         if (json_string_length(j) > MAX_OUTPUT)
                 return fail(p, field, "longer than %u bytes", MAX_OUTPUT);
         free(o->data);
@@ -230,7 +217,7 @@ static int get_argv(struct parser *p, const json_t *a, char ***ret)
         json_t *e;
 
         if (!json_is_array(a))
-                return fail(p, "/argv", "expected an array of strings, got %s", type_name(a));
+                return fail(p, "/argv", "expected an array of strings, got %s", json_type_name(a));
         if (json_array_size(a) > MAX_ARGV)
                 return fail(p, "/argv", "more than %d items", MAX_ARGV);
         json_array_foreach(a, i, e) {
@@ -246,35 +233,17 @@ static int get_argv(struct parser *p, const json_t *a, char ***ret)
         return 0;
 }
 
-/* "/labels/KEY" as a JSON pointer: '~' and '/' in KEY escaped (RFC 6901). */
-static char *label_pointer(const char *key)
-{
-        size_t n = strlen("/labels/");
-        char *out = xmalloc(n + 2 * strlen(key) + 1);
-
-        memcpy(out, "/labels/", n);
-        for (const char *c = key; *c; c++) {
-                if (*c == '~' || *c == '/') {
-                        out[n++] = '~';
-                        out[n++] = *c == '~' ? '0' : '1';
-                } else
-                        out[n++] = *c;
-        }
-        out[n] = '\0';
-        return out;
-}
-
 static int get_labels(struct parser *p, const json_t *o, char ***ret)
 {
         const char *k;
         json_t *v;
 
         if (!json_is_object(o))
-                return fail(p, "/labels", "expected an object of strings, got %s", type_name(o));
+                return fail(p, "/labels", "expected an object of strings, got %s", json_type_name(o));
         if (json_object_size(o) > MAX_LABELS)
                 return fail(p, "/labels", "more than %d labels", MAX_LABELS);
         json_object_foreach((json_t *)o, k, v) {
-                _cleanup_free_ char *field = label_pointer(k);
+                _cleanup_free_ char *field = json_pointer_join("/labels", k);
                 if (!*k || strchr(k, '=') || strlen(k) > MAX_LABEL_KEY)
                         return fail(p, field, "a key must be 1-%d characters without '='", MAX_LABEL_KEY);
                 _cleanup_free_ char *value = NULL;
@@ -335,7 +304,7 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                         return 0;
                 if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0 ||
                     json_number_value(v) > MAX_MEMORY_MB)
-                        return fail(p, field, "expected a non-negative number or null, got %s", type_name(v));
+                        return fail(p, field, "expected a non-negative number or null, got %s", json_type_name(v));
                 rec->peak_memory_bytes = (uint64_t)(json_number_value(v) * 1048576.0 + 0.5);
                 return 0;
         }
@@ -432,7 +401,7 @@ int exchange_parse_record(const char *text, size_t len, struct exchange_record *
                 goto out;
         }
         if (!json_is_object(root)) {
-                r = fail(&p, "", "expected a JSON object, got %s", type_name(root));
+                r = fail(&p, "", "expected a JSON object, got %s", json_type_name(root));
                 goto out;
         }
         v = json_object_get(root, "schema");

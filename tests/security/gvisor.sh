@@ -59,6 +59,9 @@ if [ "$(id -u)" -eq 0 ]; then
                 chown -R "$user" "$u/tmp" "$u/home"
                 chmod a+rx "$work"
                 chmod -R a+rX "$u"
+                # from a dir that user can enter: bats cds to where it
+                # starts, and a checkout in root's 0700 home is not one
+                cd "$u"
                 pass unprivileged runuser -u "$user" -- env -i \
                         PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
                         HOME="$u/home" TMPDIR="$u/tmp" LANG=C.UTF-8 \

@@ -94,6 +94,10 @@ char *cli_format_argv(char *const *argv, size_t max_width);
  * --y? ...)" or "... needs a value", and returns EXIT_USAGE. */
 struct option;
 int cli_usage_error(const char *verb, char **argv, const struct option *opts);
+/* For verbs that take no operands: EXIT_OK when getopt left none, else
+ * one line, "hutch: VERB: unexpected argument 'x' (see hutch VERB
+ * --help)", and EXIT_USAGE. */
+int cli_no_operands(const char *verb, int argc, char **argv, int first);
 /* The option of opts nearest to name (a typo's likely meaning), or NULL
  * when none is near. */
 const char *cli_nearest_option(const struct option *opts, const char *name);

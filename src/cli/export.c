@@ -117,10 +117,9 @@ int verb_export(int argc, char **argv)
                 default:
                         return cli_usage_error("export", argv, options);
                 }
-        if (optind < argc) {
-                log_error("export: unexpected argument '%s' (see hutch export --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("export", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
 
         r = cli_open_store_readonly("export", &s);
         if (r != EXIT_OK)

@@ -235,10 +235,9 @@ int verb_gc(int argc, char **argv)
                 default:
                         return cli_usage_error("gc", argv, options);
                 }
-        if (optind < argc) {
-                log_error("gc: unexpected argument '%s' (see hutch gc --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("gc", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
         if (parse_duration_ms(older_than, &retention_ms) < 0)
                 return cli_bad_value("gc", "older-than", older_than,
                                      "expected a duration like 12h or 30d");

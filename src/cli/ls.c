@@ -192,10 +192,9 @@ int verb_ls(int argc, char **argv)
                 default:
                         return cli_usage_error("ls", argv, options);
                 }
-        if (optind < argc) {
-                log_error("ls: unexpected argument '%s' (see hutch ls --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("ls", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
 
         r = cli_open_store_readonly("ls", &s);
         if (r != EXIT_OK)

@@ -141,10 +141,9 @@ int verb_mcp(int argc, char **argv)
                 default:
                         return cli_usage_error("mcp", argv, options);
                 }
-        if (optind < argc) {
-                log_error("mcp: unexpected argument '%s' (see hutch mcp --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("mcp", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
         if (allow && !(net && streq(net, "allow"))) {
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;

@@ -106,10 +106,9 @@ int verb_ps(int argc, char **argv)
                 default:
                         return cli_usage_error("ps", argv, options);
                 }
-        if (optind < argc) {
-                log_error("ps: unexpected argument '%s' (see hutch ps --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("ps", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
         r = cli_open_store_readonly("ps", &s);
         if (r != EXIT_OK)
                 return r;

@@ -227,10 +227,9 @@ int verb_stats(int argc, char **argv)
                 default:
                         return cli_usage_error("stats", argv, options);
                 }
-        if (optind < argc) {
-                log_error("stats: unexpected argument '%s' (see hutch stats --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = cli_no_operands("stats", argc, argv, optind);
+        if (r != EXIT_OK)
+                return r;
         r = cli_open_store_readonly("stats", &s);
         if (r != EXIT_OK)
                 return r;

@@ -100,3 +100,11 @@ bool cli_is_key_value(const char *s)
 {
         return s[0] != '=' && strchr(s, '=') != NULL;
 }
+
+int cli_no_operands(const char *verb, int argc, char **argv, int first)
+{
+        if (first >= argc)
+                return EXIT_OK;
+        log_error("%s: unexpected argument '%s' (see hutch %s --help)", verb, argv[first], verb);
+        return EXIT_USAGE;
+}

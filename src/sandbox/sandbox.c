@@ -9,11 +9,14 @@
  *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
  *     (it must be the supervisor: when hutch runs as root, only a process
  *     in the parent namespace may map the sandbox to an unprivileged id);
- *  3. supervisor: sends "go" (with the terminal size);
+ *  3. supervisor: sends "go" (with the terminal size); between clone and
+ *     "go" it moves the child off its own CPU for the setup, so the two
+ *     run side by side (cpu-steer.h);
  *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
  *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
  *     which would clear it), builds the root (mount.c), sets hostname and
- *     loopback, opens the pty, and becomes init.
+ *     loopback, opens the pty, takes back hutch's whole CPU mask, and
+ *     becomes init.
  * Any failure in 4 goes back as (errno, step, path) and the child exits.
  */
 #include "config.h"
@@ -33,6 +36,7 @@
 #include <sys/syscall.h>
 
 #include "sandbox/caps.h"
+#include "sandbox/cpu-steer.h"
 #include "limits/cgroup.h"
 #include "lib/exit-codes.h"
 #include "sandbox/init.h"
@@ -161,7 +165,7 @@ static int drop_caller_stdio(void)
 
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
-                                 struct named_clones *named)
+                                 struct named_clones *named, const struct cpu_steer *steer)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
@@ -277,6 +281,10 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                         _exit(EXIT_SETUP);
                 close(master);
         }
+        /* every CPU hutch was given, before anything of the job can run */
+        r = cpu_steer_restore(steer);
+        if (r < 0)
+                setup_failed(sync_fd, r, "cpu affinity", "");
         /* Built. The job may start once the supervisor has recorded the
          * run; EOF means it gave up (or died): then nothing runs. */
         struct sandbox_inputs started = *in;
@@ -409,6 +417,8 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 args.flags |= CLONE_INTO_CGROUP;
                 args.cgroup = (uint64_t)cgroup_run_fd(in->cgroup);
         }
+        struct cpu_steer steer;
+        cpu_steer_prepare(&steer);
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
                 r = -errno;
@@ -421,8 +431,10 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named);
+                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named, &steer);
         }
+        /* before the id maps and "go": the child has not run yet */
+        cpu_steer_child(&steer, pid);
         named_close(&named);    /* the sandbox has its copies */
         if (idmapped_lower >= 0) {
                 close(idmapped_lower);  /* the sandbox has its copy */

@@ -136,3 +136,27 @@ except OSError as e:
         run "$HUTCH" run --pids 1.5 -- true
         [ "$status" -eq 2 ]
 }
+
+@test "the job runs on exactly the CPUs hutch was given, whatever the setup used" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        [ "$(nproc --all)" -ge 2 ] || skip "one CPU: the setup has nowhere else to go"
+        # the setup runs on the CPUs other than the supervisor's; the job
+        # must get the whole mask back, not that narrowed one
+        cpus() { grep Cpus_allowed_list /proc/self/status; }
+        want=$(cpus)
+        for i in 1 2 3 4 5; do
+                run "$HUTCH" run -- grep Cpus_allowed_list /proc/self/status
+                [ "$status" -eq 0 ]
+                [ "$output" = "$want" ]
+        done
+        # a mask of one CPU stays that one CPU
+        run python3 -c 'import os, sys; os.sched_setaffinity(0, {1}); os.execvp(sys.argv[1], sys.argv[1:])' \
+                "$HUTCH" run -- grep Cpus_allowed_list /proc/self/status
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | awk '{print $2}')" = 1 ]
+        # two of them stay both
+        run python3 -c 'import os, sys; os.sched_setaffinity(0, {0, 1}); os.execvp(sys.argv[1], sys.argv[1:])' \
+                "$HUTCH" run -- grep Cpus_allowed_list /proc/self/status
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | awk '{print $2}')" = 0-1 ]
+}

@@ -231,10 +231,8 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * message and _exit) remain. A policy that fails to load must
          * not leave a half-filtered job running. */
         if (in->seccomp_blob) {
-                r = seccomp_id_shim_load((uint32_t)getuid(), (uint32_t)getgid());
-                if (r < 0)
-                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp id shim", "");
-                r = seccomp_blob_load(in->seccomp_blob, in->seccomp_blob_len);
+                r = seccomp_job_load(in->seccomp_blob, in->seccomp_blob_len, (uint32_t)getuid(),
+                                     (uint32_t)getgid());
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
         }

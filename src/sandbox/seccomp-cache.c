@@ -72,9 +72,17 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
         r = write_all(fd, &h, sizeof(h));
         if (r < 0)
                 return r;
+        /* the argument filter: its personality test, then libseccomp's */
+        struct sock_filter pers[PERSONALITY_PREFIX_MAX];
+        size_t n_pers;
+        seccomp_personality_prefix(&p->personality, pers, &n_pers);
+        r = write_all(fd, pers, n_pers * sizeof(*pers));
+        if (r < 0)
+                return r;
         r = export_one(p->args, fd, &n_args);
         if (r < 0)
                 return r;
+        n_args += n_pers;
         /* the name filter: its future range's test, then libseccomp's */
         struct sock_filter prefix[FUTURE_PREFIX_MAX];
         size_t n_prefix;
@@ -102,7 +110,10 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
         return 0;
 }
 
-int seccomp_blob_load(const void *blob, size_t len)
+/* Attach the blob's two programs, the argument filter first (the order
+ * seccomp_policy_load() always used); front, if any, runs at the head of
+ * the argument filter, in the same program. */
+static int load_blob(const void *blob, size_t len, const struct sock_filter *front, size_t n_front)
 {
         struct blob_header h;
 
@@ -114,17 +125,43 @@ int seccomp_blob_load(const void *blob, size_t len)
             h.n_args > BPF_MAXINSNS || h.n_names > BPF_MAXINSNS ||
             len != sizeof(h) + ((size_t)h.n_args + h.n_names) * sizeof(struct sock_filter))
                 return -EINVAL;
+        if (n_front + h.n_args > BPF_MAXINSNS)
+                return -E2BIG;
         /* the programs start 12 bytes in: copy them to aligned memory */
         size_t n = (size_t)h.n_args + h.n_names;
-        _cleanup_free_ struct sock_filter *insns = xmalloc(n * sizeof(*insns));
-        memcpy(insns, (const char *)blob + sizeof(h), n * sizeof(*insns));
-        struct sock_fprog args = { .len = (unsigned short)h.n_args, .filter = insns };
-        struct sock_fprog names = { .len = (unsigned short)h.n_names, .filter = insns + h.n_args };
+        _cleanup_free_ struct sock_filter *insns = xmalloc((n_front + n) * sizeof(*insns));
+        if (n_front)
+                memcpy(insns, front, n_front * sizeof(*insns));
+        memcpy(insns + n_front, (const char *)blob + sizeof(h), n * sizeof(*insns));
+        struct sock_fprog args = { .len = (unsigned short)(n_front + h.n_args), .filter = insns };
+        struct sock_fprog names = { .len = (unsigned short)h.n_names, .filter = insns + n_front + h.n_args };
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &args) < 0)
                 return -errno;
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &names) < 0)
                 return -errno;
         return 0;
+}
+
+int seccomp_blob_load(const void *blob, size_t len)
+{
+        return load_blob(blob, len, NULL, 0);
+}
+
+/* Each attached program costs the kernel a conversion, a JIT compile
+ * and a pass over every syscall number for its cache of constant
+ * answers: about 20 us even for one instruction, measured. The shim
+ * and the argument filter answer disjoint syscalls (set*id and chown
+ * there, clone, unshare, ioctl and personality here), so running one
+ * after the other in a single program gives every call the answer the
+ * two separate programs gave. */
+int seccomp_job_load(const void *blob, size_t len, uint32_t uid, uint32_t gid)
+{
+        struct sock_filter shim[ID_SHIM_MAX_INSNS];
+        size_t n_shim;
+        int r = seccomp_id_shim_build(uid, gid, true, shim, ELEMENTSOF(shim), &n_shim);
+        if (r < 0)
+                return r;
+        return load_blob(blob, len, shim, n_shim);
 }
 
 int seccomp_policy_load(const struct seccomp_policy *p)
@@ -187,9 +224,9 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         digest_init(&d);
         /* bumped whenever the same settings build a different policy
          * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through; 3: the future
-         * range is one test), so no run picks up a blob an older build
-         * cached */
-        key_add(&d, "format", "hutch-bpf-cache 3");
+         * range is one test; 4: so is the personality rule), so no run
+         * picks up a blob an older build cached */
+        key_add(&d, "format", "hutch-bpf-cache 4");
         key_add(&d, "hutch", PACKAGE_VERSION);
         /* the argument rules are code: a rebuilt hutch of the same
          * version may compile the same settings differently */

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -60,7 +61,8 @@ static uint32_t arg_low_offset(unsigned i)
         return off;
 }
 
-int seccomp_id_shim_build(uint32_t uid, uint32_t gid, struct sock_filter *insns, size_t max, size_t *ret_n)
+int seccomp_id_shim_build(uint32_t uid, uint32_t gid, bool chain, struct sock_filter *insns, size_t max,
+                          size_t *ret_n)
 {
         size_t n = 0;
 #define EMIT(...) do { if (n >= max) return -E2BIG; insns[n++] = (struct sock_filter)__VA_ARGS__; } while (0)
@@ -84,6 +86,18 @@ int seccomp_id_shim_build(uint32_t uid, uint32_t gid, struct sock_filter *insns,
         }
         EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
 #undef EMIT
+        if (chain) {
+                /* "allow" becomes "go on to the next program": drop the
+                 * last allow (the jumps to it now land on the next
+                 * program's first instruction) and turn every other one
+                 * into a jump there. Jumps only go forward, as classic
+                 * BPF requires, and the next program loads what it
+                 * tests itself, so nothing of ours leaks into it. */
+                n--;
+                for (size_t i = 0; i < n; i++)
+                        if (insns[i].code == (BPF_RET | BPF_K) && insns[i].k == SECCOMP_RET_ALLOW)
+                                insns[i] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, (uint32_t)(n - i - 1));
+        }
         *ret_n = n;
         return 0;
 }
@@ -92,7 +106,7 @@ int seccomp_id_shim_load(uint32_t uid, uint32_t gid)
 {
         struct sock_filter insns[ID_SHIM_MAX_INSNS];
         size_t n;
-        int r = seccomp_id_shim_build(uid, gid, insns, ELEMENTSOF(insns), &n);
+        int r = seccomp_id_shim_build(uid, gid, false, insns, ELEMENTSOF(insns), &n);
         if (r < 0)
                 return r;
         struct sock_fprog prog = { .len = (unsigned short)n, .filter = insns };

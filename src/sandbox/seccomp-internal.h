@@ -22,10 +22,21 @@ struct future_range {
         uint32_t action;
 };
 
+/* The personality rule, answered by a test in front of the argument
+ * filter (see seccomp_build_args_filter()): the native arch's
+ * personality() with a persona other than 0 and 0xffffffff (and
+ * ADDR_NO_RANDOMIZE alone when aslr_off_ok) takes `action`. */
+struct personality_rule {
+        bool on;
+        bool aslr_off_ok;
+        uint32_t action;
+};
+
 struct seccomp_policy {
         scmp_filter_ctx names;  /* deny-list or allow-list by syscall number */
         scmp_filter_ctx args;   /* argument rules only; default allow */
         struct future_range future;
+        struct personality_rule personality;
 };
 
 /* Classic BPF for the future range: at most this many instructions,
@@ -33,6 +44,10 @@ struct seccomp_policy {
 #define FUTURE_PREFIX_MAX 6
 struct sock_filter;
 void seccomp_future_prefix(const struct future_range *f, struct sock_filter *insns, size_t *ret_n);
+
+/* Classic BPF for the personality rule, likewise (0 when it is off). */
+#define PERSONALITY_PREFIX_MAX 9
+void seccomp_personality_prefix(const struct personality_rule *p, struct sock_filter *insns, size_t *ret_n);
 
 /* A set of native syscall numbers. Native numbers are small and dense
  * (x86_64: < 512); a bitmap grows to the largest member. */
@@ -70,8 +85,11 @@ int seccomp_parse_action(const char *s, uint32_t *ret, const char **ret_name);
  * `deny`; NULL on failure. */
 scmp_filter_ctx seccomp_filter_new(uint32_t default_action, uint32_t deny);
 
-/* Add the argument filter's rules to b. 0 or a libseccomp -errno. */
-int seccomp_build_args_filter(struct builder *b, const struct seccomp_settings *s, uint32_t deny);
+/* Add the argument filter's rules to b; the personality rule goes to
+ * *ret_personality (counted in b->rules as the rules it stands for).
+ * 0 or a libseccomp -errno. */
+int seccomp_build_args_filter(struct builder *b, const struct seccomp_settings *s, uint32_t deny,
+                              struct personality_rule *ret_personality);
 
 /* Add the name filter's rules for base (the mode's syscall set) to b,
  * plus clone3's ENOSYS; the future syscalls' ENOSYS goes to *ret_future

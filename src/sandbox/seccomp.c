@@ -366,7 +366,7 @@ int seccomp_policy_build(const struct seccomp_settings *s, struct seccomp_policy
         r = seccomp_build_names_filter(&names, s, s->allow_list_mode ? &allow : &deny, action, enosys,
                                        &p->future);
         if (r >= 0)
-                r = seccomp_build_args_filter(&args, s, action);
+                r = seccomp_build_args_filter(&args, s, action, &p->personality);
         if (r < 0) {
                 r = seccomp_fail(ret_error, r, "cannot add a rule: %s", strerror(-r));
                 goto out;
@@ -430,6 +430,17 @@ int seccomp_policy_dump(const struct seccomp_policy *p, int fd)
         r = write_all(fd, args_hdr, sizeof(args_hdr) - 1);
         if (r < 0)
                 return r;
+        if (p->personality.on) {
+                /* a test in front of the filter below (seccomp_personality_prefix()) */
+                char line[200];
+                snprintf(line, sizeof(line),
+                         "# first, for the native arch: if ($syscall == \"personality\" && (uint32)$a0 != 0 && "
+                         "(uint32)$a0 != 0xffffffff%s) action 0x%08x\n",
+                         p->personality.aslr_off_ok ? " && (uint32)$a0 != 0x0040000" : "", p->personality.action);
+                r = write_all(fd, line, strlen(line));
+                if (r < 0)
+                        return r;
+        }
         return seccomp_export_pfc(p->args, fd);
 }
 

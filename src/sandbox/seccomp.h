@@ -128,6 +128,11 @@ int seccomp_policy_compile(const struct seccomp_settings *s, const char *cache_d
  * (-EINVAL for a malformed blob). */
 int seccomp_blob_load(const void *blob, size_t len);
 
+/* The job's filters: the blob's, with the id shim for uid/gid (below)
+ * run at the head of its argument filter, so that the job pays for
+ * attaching two programs, not three. Otherwise as seccomp_blob_load(). */
+int seccomp_job_load(const void *blob, size_t len, uint32_t uid, uint32_t gid);
+
 /* The cache entry seccomp_policy_compile() uses for s in cache_dir, as
  * a new string; NULL when s cannot be cached (or cache_dir is NULL).
  * For gc (which keeps the entries current profiles use) and for a run
@@ -142,12 +147,15 @@ uint64_t seccomp_cache_crc64(const void *a, size_t a_len, const void *b, size_t 
  * naming an id other than uid/gid (or -1) with EPERM, as a process
  * without privileges sees on a host, instead of the EINVAL a user
  * namespace with one mapped id gives. See seccomp-idshim.c for why it is safe.
- * _build writes the program to insns (at most max instructions) for the
- * unit tests; _load installs it on the calling thread (no_new_privs
- * must be set). 0 or -errno. */
+ * _build writes the program to insns (at most max instructions); with
+ * chain, what it allows goes on to the instruction after its last, for a
+ * program placed in front of another (seccomp_job_load()). _load
+ * installs it alone on the calling thread (no_new_privs must be set),
+ * for the unit tests. 0 or -errno. */
 #define ID_SHIM_MAX_INSNS 128
 struct sock_filter;
-int seccomp_id_shim_build(uint32_t uid, uint32_t gid, struct sock_filter *insns, size_t max, size_t *ret_n);
+int seccomp_id_shim_build(uint32_t uid, uint32_t gid, bool chain, struct sock_filter *insns, size_t max,
+                          size_t *ret_n);
 int seccomp_id_shim_load(uint32_t uid, uint32_t gid);
 
 /* Free a policy; NULL-tolerant; returns NULL. */

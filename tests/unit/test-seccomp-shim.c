@@ -1,0 +1,150 @@
+/* test-seccomp-shim.c - unit tests for the id shim (seccomp-idshim.c)
+ * alone and as the job loads it, at the head of the policy's argument
+ * filter (seccomp_job_load()), and for the personality test in front of
+ * that filter. Like test-seccomp.c, the checks run in forked children
+ * that attach the filters for real.
+ *
+ * Needs HUTCH_DATADIR pointing at the source tree's share/ (make check sets it).
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "sandbox/seccomp.h"
+#include "lib/util.h"
+#include "test-seccomp.h"
+
+/* The id shim: another id is EPERM, our own id and -1 reach the kernel
+ * (fchown on fd -1 then says EBADF: the call got through). The shim is
+ * loaded with ids one past ours, so "ours" in the filter is not the
+ * process's real id and both branches run without privileges. */
+static void id_shim_checks(uint32_t uid, uint32_t gid, uint32_t own_uid, uint32_t own_gid)
+{
+        CHECK_ERRNO(syscall(SYS_fchown, -1, uid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, -1, gid), EPERM);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, own_uid, own_gid), EBADF);
+        CHECK_ERRNO(syscall(SYS_fchown, -1, -1, -1), EBADF);
+        CHECK_ERRNO(syscall(SYS_fchownat, -1, "", uid, -1, AT_EMPTY_PATH), EPERM);
+        CHECK_ERRNO(syscall(SYS_setresuid, -1, uid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_setregid, gid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_setuid, uid), EPERM);
+        /* ids are uid_t to the kernel: the upper half of the register
+         * does not count, so it cannot smuggle a match */
+        CHECK_ERRNO(syscall(SYS_fchown, -1, (1UL << 32) | uid, -1), EPERM);
+        CHECK_OK(syscall(SYS_setresuid, -1, -1, -1));
+        CHECK_OK(syscall(SYS_getpid));
+}
+
+static void id_shim_child(void)
+{
+        uint32_t uid = (uint32_t)getuid(), gid = (uint32_t)getgid();
+
+        CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+        CHECK(seccomp_id_shim_load(uid + 1, gid + 1) == 0);
+        id_shim_checks(uid, gid, uid + 1, gid + 1);
+}
+
+static void id_shim(void **state)
+{
+        struct sock_filter insns[ID_SHIM_MAX_INSNS];
+        size_t n = 0;
+
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, ELEMENTSOF(insns), &n), 0);
+        assert_true(n > 4 && n <= ELEMENTSOF(insns));
+        /* too small a buffer is an error, not a truncated filter */
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, n - 1, &n), -E2BIG);
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                id_shim_child();
+                _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_exited_ok(status);
+}
+
+/* Fork, run fn in the child, expect a clean exit. */
+static void in_child(void (*fn)(void))
+{
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                fn();
+                _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_exited_ok(status);
+}
+
+static void *policy_blob;
+static size_t policy_blob_len;
+
+/* As the job loads it: one program of shim + argument filter, then the
+ * name filter. The shim answers as it does alone, and the argument
+ * filter behind it still holds (a chained shim that allowed instead of
+ * going on would let TIOCSTI and any persona through). */
+static void chained_child(void)
+{
+        uint32_t uid = (uint32_t)getuid(), gid = (uint32_t)getgid();
+
+        CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+        CHECK(seccomp_job_load(policy_blob, policy_blob_len, uid + 1, gid + 1) == 0);
+        id_shim_checks(uid, gid, uid + 1, gid + 1);
+        int fd = open("/dev/null", O_RDONLY);
+        CHECK(fd >= 0);
+        CHECK_ERRNO(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI, NULL), EPERM);
+        CHECK_ERRNO(syscall(SYS_ioctl, fd, (unsigned long)TCGETS, NULL), ENOTTY);
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)PER_LINUX32), EPERM);
+        CHECK_ERRNO(syscall(SYS_personality, (unsigned long)ADDR_NO_RANDOMIZE), EPERM);
+        CHECK_OK(syscall(SYS_personality, 0xffffffffUL));
+        /* and the name filter, the other program */
+        CHECK_ERRNO(syscall(SYS_setns, -1, 0), EPERM);     /* EBADF unfiltered */
+}
+
+static void id_shim_chained(void **state)
+{
+        struct seccomp_settings s;
+        struct sock_filter insns[ID_SHIM_MAX_INSNS];
+        size_t n_alone = 0, n_chained = 0;
+        _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+
+        /* chained, the shim ends where the next program starts: no
+         * instruction of it returns "allow" any more */
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, ELEMENTSOF(insns), &n_alone), 0);
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, true, insns, ELEMENTSOF(insns), &n_chained), 0);
+        assert_int_equal(n_chained, n_alone - 1);
+        for (size_t i = 0; i < n_chained; i++) {
+                assert_false(insns[i].code == (BPF_RET | BPF_K) && insns[i].k == SECCOMP_RET_ALLOW);
+                if (insns[i].code == (BPF_JMP | BPF_JA))
+                        assert_true(i + 1 + insns[i].k == n_chained);
+        }
+
+        seccomp_settings_default(&s);
+        assert_int_equal(seccomp_policy_build(&s, &p, NULL, NULL), 0);
+        assert_int_equal(seccomp_policy_export(p, &policy_blob, &policy_blob_len), 0);
+        in_child(chained_child);
+        free(policy_blob);
+        policy_blob = NULL;
+        seccomp_settings_done(&s);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(id_shim),
+                cmocka_unit_test(id_shim_chained),
+        };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -365,6 +365,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 log_error("%s", err ? err : strerror(-r));
                 goto abort;
         }
+        /* the job is set up under it while we record the run */
+        if (spawned && (r = sandbox_send_filter(&sb, gvisor ? NULL : bpf, gvisor ? 0 : bpf_len)) < 0) {
+                log_error_errno(r, "run: cannot hand the sandbox its syscall filter: %m");
+                goto abort;
+        }
         struct enforce_cgroup cg_report = {
                 .path = cgroup ? cgroup_run_path(cgroup) : NULL,
                 .enforced = cgroup ? cgroup_run_enforced(cgroup) : 0,

@@ -60,6 +60,7 @@ struct job_start {
         int sync_fd;
         const struct init_stdio *stdio;
         int close_fd;           /* init's own fd the job must not keep, or -1 */
+        bool wait_start;        /* set up, then wait for "start" before the exec */
 };
 
 static int job_trampoline(void *arg)
@@ -67,7 +68,7 @@ static int job_trampoline(void *arg)
         const struct job_start *js = arg;
         if (js->close_fd >= 0)
                 close(js->close_fd);
-        job_exec(js->cfg, js->argv, js->in, js->sync_fd, js->stdio);
+        job_exec(js->cfg, js->argv, js->in, js->sync_fd, js->stdio, js->wait_start);
 }
 
 /* Start the job the way posix_spawn() does: CLONE_VM | CLONE_VFORK, so
@@ -112,7 +113,7 @@ static pid_t spawn_job(struct job_start *js)
 static int run_compile(const struct run_config *cfg, const struct sandbox_inputs *in,
                        int sync_fd, const struct init_stdio *stdio)
 {
-        struct job_start js = { cfg, in->compile_argv, in, sync_fd, stdio, -1 };
+        struct job_start js = { cfg, in->compile_argv, in, sync_fd, stdio, -1, false };
         pid_t pid = spawn_job(&js);
         if (pid < 0)
                 return -errno;
@@ -143,6 +144,8 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
         if (in->code_fd >= 0)
                 close(in->code_fd);
         if (in->compile_argv) {
+                /* the compiler is the job's code too: after "start" */
+                job_wait_start(sync_fd);
                 int status = run_compile(cfg, in, sync_fd, stdio);
                 if (status < 0) {
                         init_report(sync_fd, SYNC_SETUP_ERROR, -status, 0, 0, "compile", in->compile_argv[0]);
@@ -155,7 +158,11 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 }
         }
 
-        struct job_start js = { cfg, in->argv, in, sync_fd, stdio, sfd };
+        /* Without a compile step the job is set up now, in parallel with
+         * the supervisor's record, and waits for "start" just before its
+         * exec (job_wait_start()). init is suspended meanwhile (vfork), and
+         * has nothing to do before the job runs. */
+        struct job_start js = { cfg, in->argv, in, sync_fd, stdio, sfd, !in->compile_argv };
         pid_t job = spawn_job(&js);
         if (job < 0) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");

@@ -125,8 +125,23 @@ static int exec_search(char **argv, char **env)
         return best;
 }
 
+void job_wait_start(int sync_fd)
+{
+        char mark = 0;
+        ssize_t n;
+        do
+                n = read(sync_fd, &mark, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 0)
+                _exit(EXIT_SETUP);
+        if (n < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "wait for start", "");
+        if (mark != SANDBOX_MSG_START)
+                fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
+}
+
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
-                        int sync_fd, const struct init_stdio *stdio)
+                        int sync_fd, const struct init_stdio *stdio, bool wait_start)
 {
         sigset_t none;
         int r;
@@ -173,6 +188,8 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
         if (in->gvisor) {
                 const char *step = "drop capabilities";
                 r = caps_drop_all();
+                if (r >= 0 && wait_start)
+                        job_wait_start(sync_fd);
                 if (r >= 0)
                         r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg), argv == in->compile_argv, &step);
                 if (streq(step, "exec"))
@@ -237,6 +254,13 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
         }
 
+        /* Everything above is hutch's own setup, done while the supervisor
+         * writes the record; the job's first instruction comes with the
+         * exec below, after "start". The wait is the one call made under
+         * the job's filter before the exec: a read, which no program can
+         * start without either. */
+        if (wait_start)
+                job_wait_start(sync_fd);
         r = exec_search(argv, env);
         fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
 }

@@ -10,7 +10,13 @@
 
 /* Never returns: execs the job, or reports SYNC_EXEC_ERROR on sync_fd and
  * exits 127 (not found) / 126 (not executable). RLIMIT_NPROC is set
- * from cfg->pids unless in->pids_in_cgroup (pids.max holds it then). */
+ * from cfg->pids unless in->pids_in_cgroup (pids.max holds it then).
+ * With wait_start, everything up to the exec is done first and then the
+ * supervisor's "start" is awaited on sync_fd (see job_wait_start()). */
 struct sandbox_inputs;
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
-                        int sync_fd, const struct init_stdio *stdio);
+                        int sync_fd, const struct init_stdio *stdio, bool wait_start);
+
+/* Block until the supervisor's "start" arrives on sync_fd. EOF (it gave
+ * up, or died) exits quietly: nothing of the job runs. */
+void job_wait_start(int sync_fd);

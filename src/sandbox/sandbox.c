@@ -16,7 +16,10 @@
  *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
  *     which would clear it), builds the root (mount.c), sets hostname and
  *     loopback, opens the pty, takes back hutch's whole CPU mask, and
- *     becomes init.
+ *     becomes init;
+ *  5. supervisor: sends the job's filter as soon as it is built; init
+ *     sets the job process up to its exec under it;
+ *  6. supervisor: records the run, then sends "start": the job execs.
  * Any failure in 4 goes back as (errno, step, path) and the child exits.
  */
 #include "config.h"
@@ -285,16 +288,22 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = cpu_steer_restore(steer);
         if (r < 0)
                 setup_failed(sync_fd, r, "cpu affinity", "");
-        /* Built. The job may start once the supervisor has recorded the
-         * run; EOF means it gave up (or died): then nothing runs. */
+        /* Built. The filter comes next, then init sets the job up and
+         * waits for "start", which the supervisor sends once it has
+         * recorded the run; EOF means it gave up (or died): then nothing
+         * runs. */
         struct sandbox_inputs started = *in;
         size_t max = 1 << 16;
-        char *start = xmalloc(max);
-        n = recv(sync_fd, start, max, 0);
+        char *filter = xmalloc(max);
+        n = recv(sync_fd, filter, max, 0);
         if (n < 1)
                 _exit(EXIT_SETUP);
+        if (filter[0] != SANDBOX_MSG_FILTER) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, EPROTO, 0, 0, "seccomp", "no filter message");
+                _exit(EXIT_SETUP);
+        }
         if (n > 1) {
-                started.seccomp_blob = start + 1;
+                started.seccomp_blob = filter + 1;
                 started.seccomp_blob_len = (size_t)n - 1;
         } else if (in->seccomp_required) {
                 /* never run a job without the filter it was promised */
@@ -486,20 +495,41 @@ fail:
         return r;
 }
 
-int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len)
+/* A sandbox that already failed its setup has closed its end; its
+ * report is waiting in the socket for the supervisor either way. */
+static int send_to_sandbox(struct sandbox *sb, const struct msghdr *mh)
 {
-        /* one message: a start byte, then the filter */
-        char mark = 1;
+        if (sendmsg(sb->sync_fd, mh, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
+                return -errno;
+        return 0;
+}
+
+int sandbox_send_filter(struct sandbox *sb, const void *seccomp_blob, size_t len)
+{
+        /* one message: its mark, then the filter */
+        char mark = SANDBOX_MSG_FILTER;
         struct iovec iov[2] = {
                 { .iov_base = &mark, .iov_len = 1 },
                 { .iov_base = (void *)seccomp_blob, .iov_len = seccomp_blob ? len : 0 },
         };
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-        /* a sandbox that already failed its setup has closed its end; its
-         * report is waiting in the socket for the supervisor either way */
-        if (sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
-                return -errno;
-        return 0;
+        int r = send_to_sandbox(sb, &mh);
+        if (r == 0)
+                sb->filter_sent = true;
+        return r;
+}
+
+int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len)
+{
+        if (!sb->filter_sent) {
+                int r = sandbox_send_filter(sb, seccomp_blob, len);
+                if (r < 0)
+                        return r;
+        }
+        char mark = SANDBOX_MSG_START;
+        struct iovec iov = { .iov_base = &mark, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        return send_to_sandbox(sb, &mh);
 }
 
 void sandbox_abort(struct sandbox *sb)

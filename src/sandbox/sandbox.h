@@ -26,6 +26,7 @@ struct sandbox {
         int workspace_fd;       /* the job's workspace dir, sent before the job
                                  * started (SYNC_WORKSPACE), else -1 */
         int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
+        bool filter_sent;       /* sandbox_send_filter() was called */
 };
 
 /* The signals hutch handles itself (through a signalfd) and forwards;
@@ -41,12 +42,14 @@ struct sandbox_inputs {
         const char *code_name;  /* its file name in LANG_CODE_DIR (main.py) */
         char **compile_argv;    /* run before the job; failing = compile_error */
         char **argv;            /* the job's command */
-        /* The syscall filter (seccomp_policy_export()) arrives with the
-         * "start" message: the supervisor builds it while the sandbox
-         * builds its root. Set inside the sandbox only. */
+        /* The syscall filter (seccomp_policy_export()) arrives in a
+         * message of its own before "start": the supervisor builds it
+         * while the sandbox builds its root, and the job is set up with
+         * it while the supervisor records the run. Set inside the
+         * sandbox only. */
         const void *seccomp_blob;
         size_t seccomp_blob_len;
-        bool seccomp_required;  /* no filter in the start message: refuse to run */
+        bool seccomp_required;  /* no filter in the filter message: refuse to run */
         struct cgroup_run *cgroup; /* clone init straight into this run cgroup
                                     * (CLONE_INTO_CGROUP); NULL = no cgroup.
                                     * Not owned. */
@@ -69,9 +72,16 @@ struct winsize;
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret);
 
-/* Let the sandbox start the job. Until then it builds itself but runs
- * nothing of the job's, so the supervisor can record the run in parallel
- * with the setup and still before the job exists. 0 or -errno. */
+/* Hand the sandbox the job's syscall filter (NULL: none, for gVisor and
+ * doctor's probe), so that it can set the job up to its last step
+ * before the exec while the supervisor records the run. 0 or -errno. */
+int sandbox_send_filter(struct sandbox *sb, const void *seccomp_blob, size_t len);
+
+/* Let the sandbox start the job (after sandbox_send_filter(), which this
+ * calls first if it was not). Until then it builds itself and the job
+ * process but runs nothing of the job's, so the supervisor can record
+ * the run in parallel with the setup and still before the job runs.
+ * 0 or -errno. */
 int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 
 /* Kill a sandbox that will not be started, and reap it. */

@@ -2,12 +2,18 @@
  *
  * One SOCK_SEQPACKET socketpair links them, so every message arrives
  * whole and in order, and file descriptors (the pty master, the
- * workspace dirs) can ride along. Only the sandbox side sends; the supervisor sends one byte,
- * "go", once the uid/gid maps are written.
+ * workspace dirs) can ride along. The supervisor sends three messages:
+ * "go" once the uid/gid maps are written; the job's syscall filter
+ * (SANDBOX_MSG_FILTER, then the blob) as soon as it is built; and
+ * "start" (SANDBOX_MSG_START alone) once the run is recorded.
  */
 #pragma once
 
 #include <stdint.h>
+
+/* The first byte of the supervisor's messages after "go". */
+#define SANDBOX_MSG_FILTER 2
+#define SANDBOX_MSG_START 1
 
 enum sync_kind {
         SYNC_SETUP_ERROR = 1, /* building the sandbox failed: error, step, path */

@@ -215,6 +215,46 @@ with open(sys.argv[1], 'r+b') as f:
         [ "$(sha256sum < "$HUTCH_STATE_DIR/hutch.db")" = "$before" ]
 }
 
+@test "the job runs only once its row is written, though its process was set up before" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        # the job's process is made and set up while the supervisor writes
+        # the record, then waits for "start": with the store's write lock
+        # held elsewhere for a while, the job must not run until it is let go
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run -- true
+        python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("held")
+time.sleep(1.5)
+t = time.time()
+c.execute("ROLLBACK")
+open(sys.argv[3], "w").write("%.6f" % t)
+' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/held" "$BATS_TEST_TMPDIR/released" &
+        locker=$!
+        for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/held" ] && break; sleep 0.05; done
+        [ -e "$BATS_TEST_TMPDIR/held" ]
+        run "$HUTCH" run --rw "$d" -- sh -c "date +%s.%N > $d/ran"
+        wait "$locker"
+        [ "$status" -eq 0 ]
+        python3 -c 'import sys; ran, rel = (float(open(p).read()) for p in sys.argv[1:]); sys.exit(0 if ran > rel else 1)' \
+                "$d/ran" "$BATS_TEST_TMPDIR/released"
+}
+
+@test "a run that cannot be recorded never runs its job" {
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run -- true
+        printf 'this is not a database, just some bytes that look like none%.0s' $(seq 200) \
+                > "$HUTCH_STATE_DIR/hutch.db"
+        rm -f "$HUTCH_STATE_DIR/hutch.db-wal" "$HUTCH_STATE_DIR/hutch.db-shm"
+        run "$HUTCH" run --rw "$d" -- sh -c "echo ran > $d/marker"
+        [ "$status" -eq 125 ]
+        [ ! -e "$d/marker" ]
+}
+
 @test "a broken WAL loses at most what was not checkpointed, and the store stays usable" {
         for i in $(seq 10); do "$HUTCH" run -- true; done
         sql "PRAGMA wal_checkpoint(TRUNCATE)" > /dev/null

@@ -329,14 +329,38 @@ static int mask_bound_specials(const struct pending_list *binds, struct setup_fa
 }
 
 /* /proc entries that expose host kernel state or let a process poke it.
- * A fresh proc instance still shows these system-wide files. */
-static const char *const proc_masked[] = {
-        "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
-        "/proc/timer_stats", "/proc/latency_stats", "/proc/sched_debug",
-        "/proc/sysrq-trigger", "/proc/kallsyms", "/proc/kpagecount",
-        "/proc/kpageflags", "/proc/kpagecgroup", "/proc/vmallocinfo",
-        "/proc/acpi", "/proc/scsi", "/proc/asound",
+ * A fresh proc instance still shows these system-wide files. Listed with
+ * their kind (1: dir), so masking one needs no lstat() probe first. */
+static const struct { const char *path; bool dir; } proc_masked[] = {
+        { "/proc/kcore", 0 }, { "/proc/keys", 0 }, { "/proc/key-users", 0 }, { "/proc/timer_list", 0 },
+        { "/proc/timer_stats", 0 }, { "/proc/latency_stats", 0 }, { "/proc/sched_debug", 0 },
+        { "/proc/sysrq-trigger", 0 }, { "/proc/kallsyms", 0 }, { "/proc/kpagecount", 0 },
+        { "/proc/kpageflags", 0 }, { "/proc/kpagecgroup", 0 }, { "/proc/vmallocinfo", 0 },
+        { "/proc/acpi", 1 }, { "/proc/scsi", 1 }, { "/proc/asound", 1 },
 };
+
+/* Mask an entry of the fresh /proc with one mount(2) bind of the sealed
+ * empty object of its kind, not mask_one()'s open_tree+move_mount+close.
+ * move_mount() is used elsewhere as it does not follow a symlink at the
+ * destination; here none can be: every component is ours (the scratch,
+ * the new root, a proc we just mounted, no job yet), proc's top-level
+ * entries are the kernel's alone, and none of these is one of its links
+ * (self, thread-self, mounts, net). The bind copies the sealed mount's
+ * ro,nosuid,nodev,noexec as bind_sealed()'s does. ENOENT: this kernel
+ * lacks it (the sources exist: setup_scratch() made them, and they are
+ * sealed read-only). ENOTDIR: its kind is not the listed one (a file
+ * does not mount on a dir, nor a dir on a file); mask_one() probes it. */
+static int mask_proc_entry(const char *inside, bool dir, struct setup_failure *fail)
+{
+        char dst[PATH_MAX];
+
+        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
+        if (mount(dir ? EMPTY_DIR : EMPTY_FILE, dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT)
+                return 0;
+        if (errno == ENOTDIR)
+                return mask_one(inside, fail);
+        return fail_with(fail, -errno, "mask", inside);
+}
 static const char *const proc_readonly[] = {
         "/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
 };
@@ -373,7 +397,7 @@ static int setup_proc(bool whole, struct setup_failure *fail)
                         return fail_with(fail, -errno, "read-only", proc_readonly[i]);
         }
         for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
-                int r = mask_one(proc_masked[i], fail);
+                int r = mask_proc_entry(proc_masked[i].path, proc_masked[i].dir, fail);
                 if (r < 0)
                         return r;
         }

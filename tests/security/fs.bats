@@ -126,6 +126,35 @@ plant_canary() {
         [[ "$output" != *WROTE* ]]
 }
 
+@test "fs: every /proc mask the kernel has is in place: an empty, sealed bind, unreadable as uid 0" {
+        skip_in_selftest "an unconfined /proc has no masks to look for"
+        # the list of mount.c's proc_masked[]; the host's /proc is the
+        # same kernel's, so an entry it shows is one the sandbox must hide
+        local want=() e gv=
+        for e in kcore keys key-users timer_list timer_stats latency_stats sched_debug \
+                 sysrq-trigger kallsyms kpagecount kpageflags kpagecgroup vmallocinfo acpi scsi asound; do
+                [ -e "/proc/$e" ] && want+=("$e")
+        done
+        [ ${#want[@]} -gt 0 ] || skip "this kernel has none of the masked /proc entries"
+        # under gvisor the job's /proc is gVisor's kernel's: an entry
+        # must be absent there or read as nothing, and no mask is needed
+        under_gvisor && gv=1
+        sandboxed --uid 0 -- sh -c 'gv=$1; shift; for e in "$@"; do
+                opts=$(awk -v m="/proc/$e" '"'"'$5 == m { print $4 " " $6 }'"'"' /proc/self/mountinfo | tail -n 1)
+                case "$opts" in
+                /rw/masks/empty-*" "ro,nosuid,nodev,noexec*) ;;
+                *) [ -n "$gv" ] && [ ! -e "/proc/$e" ] && continue
+                   [ -z "$gv" ] && { echo "UNMASKED $e: ${opts:-no mount}"; continue; } ;;
+                esac
+                if [ -d "/proc/$e" ]; then ls -A "/proc/$e" 2>/dev/null; else head -c 64 "/proc/$e" 2>/dev/null; fi
+                done; echo done; uname -r' sh "$gv" "${want[@]}"
+        [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; false; }
+        if under_gvisor; then
+                gvisor_kernel_check
+        fi
+        [ "${lines[0]}" = done ] && [ ${#lines[@]} -eq 2 ] || { echo "$output" >&2; false; }
+}
+
 @test "fs: /proc/kcore and /proc/kmsg give nothing" {
         sandboxed --uid 0 -- sh -c 'head -c 64 /proc/kcore /proc/kmsg 2>/dev/null | od -c | sed 1q | grep -v "^0000000$"; true'
         [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; false; }

@@ -85,7 +85,35 @@ int ensure_dir(const char *path)
         /* the parent usually exists: one mkdir, not one per component */
         if (mkdir(path, 0755) == 0 || errno == EEXIST)
                 return 0;
-        return errno == ENOENT ? mkdir_p(path, 0755) : -errno;
+        if (errno != ENOENT)
+                return -errno;
+        /* walk up to the deepest parent that exists, then create down:
+         * three mkdirs for /tmp/root/var/tmp, not one per component */
+        char copy[PATH_MAX];
+        if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy))
+                return -ENAMETOOLONG;
+        char *end = copy + strlen(copy);
+        char *cut = end;
+        for (;;) {
+                char *slash = cut;
+                while (slash > copy && *--slash != '/')
+                        ;
+                if (slash == copy)
+                        return -ENOENT;         /* not even the first component */
+                *slash = '\0';
+                cut = slash;
+                if (mkdir(copy, 0755) == 0 || errno == EEXIST)
+                        break;
+                if (errno != ENOENT)
+                        return -errno;
+        }
+        while (cut < end) {
+                *cut = '/';
+                cut += strlen(cut);
+                if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        return 0;
 }
 
 /* Attach a copy of src, a file or dir under the sealed MASKS, at dst.
@@ -108,6 +136,11 @@ static int make_mountpoint(const char *path, bool dir)
                         return -errno;
                 return 0;
         }
+        /* one syscall for a new file; an existing one (a regular file is
+         * fine, a symlink or dir refused) or a filesystem without mknod
+         * (vfat) goes the open() way */
+        if (mknod(path, S_IFREG | 0644, 0) == 0)
+                return 0;
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return errno == EEXIST ? 0 : -errno;
@@ -534,7 +567,8 @@ static int setup_identity(const struct run_config *cfg, struct setup_failure *fa
                 char src[PATH_MAX], dst[PATH_MAX];
                 snprintf(src, sizeof(src), MASKS "/%s", files[i]);
                 snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", files[i]);
-                if (access(dst, F_OK) < 0)
+                /* passwd was checked above */
+                if (i > 0 && access(dst, F_OK) < 0)
                         continue;
                 r = bind_sealed(src, dst);
                 if (r < 0)
@@ -570,10 +604,8 @@ static int setup_scratch(const struct run_config *cfg, struct setup_failure *fai
                         return fail_with(fail, e, "mkdir", dirs[i].path);
                 }
         umask(old_umask);
-        int fd = open(EMPTY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-        if (fd < 0)
+        if (mknod(EMPTY_FILE, S_IFREG | 0, 0) < 0)
                 return fail_with(fail, -errno, "create", EMPTY_FILE);
-        close(fd);
         if (mount(NEWROOT, NEWROOT, NULL, MS_BIND, NULL) < 0)
                 return fail_with(fail, -errno, "bind", NEWROOT);
         return 0;

@@ -137,6 +137,18 @@ except Exception:
         [ "$output" = 4000000 ]
 }
 
+@test "a bind's destination is made however many of its parents are missing" {
+        # the sandbox user may be another host uid: use a world-readable dir
+        d=$(mktemp -d /tmp/hutch-ro.XXXXXX)
+        echo deep > "$d/f"
+        chmod -R a+rX "$d"
+        run "$HUTCH" run --ro "$d:/deep/a/b/c" --ro "$d/f:/deeper/x/y/file" --ro "$d:/var/lib/hutch-t/d" \
+                -- sh -c 'cat /deep/a/b/c/f /deeper/x/y/file /var/lib/hutch-t/d/f; stat -c %F /deeper/x/y/file'
+        rm -rf "$d"
+        [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; false; }
+        [ "$output" = "$(printf 'deep\ndeep\ndeep\nregular file')" ]
+}
+
 @test "--ro binds a host path read-only" {
         # the sandbox user may be another host uid: use a world-readable dir
         d=$(mktemp -d /tmp/hutch-ro.XXXXXX)

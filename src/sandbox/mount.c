@@ -136,11 +136,20 @@ static int make_mountpoint(const char *path, bool dir)
                         return -errno;
                 return 0;
         }
-        /* one syscall for a new file; an existing one (a regular file is
-         * fine, a symlink or dir refused) or a filesystem without mknod
-         * (vfat) goes the open() way */
+        /* one syscall for a new file. An existing one is used as it is
+         * (any non-directory: a bind goes over it), never opened: it may
+         * sit in a read-only dir of the host's (--ro FILE:/etc/x), and
+         * opening a FIFO or a device would block or act. A symlink or a
+         * dir is refused. A filesystem without mknod (vfat) goes the
+         * open() way. */
         if (mknod(path, S_IFREG | 0644, 0) == 0)
                 return 0;
+        if (errno == EEXIST) {
+                struct stat st;
+                if (lstat(path, &st) < 0)
+                        return -errno;
+                return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : 0;
+        }
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return errno == EEXIST ? 0 : -errno;

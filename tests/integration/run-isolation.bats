@@ -149,6 +149,23 @@ except Exception:
         [ "$output" = "$(printf 'deep\ndeep\ndeep\nregular file')" ]
 }
 
+@test "a file bound over an existing file in a read-only dir replaces it; a dir there is refused" {
+        { [ -f /etc/debian_version ] && [ ! -L /etc/debian_version ]; } ||
+                skip "no regular /etc/debian_version on this host"
+        d=$(mktemp -d /tmp/hutch-ro.XXXXXX)
+        echo mine > "$d/f"
+        chmod -R a+rX "$d"
+        # /etc is the host's, read-only inside: the mountpoint exists and
+        # cannot be opened for writing, nor does it need to be
+        run "$HUTCH" run --ro "$d/f:/etc/debian_version" -- cat /etc/debian_version
+        [ "$status" -eq 0 ] || { echo "status $status: $output" >&2; false; }
+        [ "$output" = mine ]
+        run "$HUTCH" run --ro "$d/f:/etc" -- true
+        rm -rf "$d"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"/etc: Is a directory"* ]]
+}
+
 @test "--ro binds a host path read-only" {
         # the sandbox user may be another host uid: use a world-readable dir
         d=$(mktemp -d /tmp/hutch-ro.XXXXXX)

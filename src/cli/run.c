@@ -409,27 +409,31 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 rec->lang = xstrdup(lang);
                 rec->code = slurp_fd(lj->code_fd, &rec->code_len);
         }
-        r = store_run_insert(store, rec);
+        /* the row, its labels and its workspace in one transaction: one
+         * lock and one commit while the sandbox builds, all or nothing */
+        r = store_batch_begin(store);
+        if (r == 0)
+                r = store_run_insert(store, rec);
         if (r == -EEXIST && a->id_key) {
                 /* another hutch took the key since we looked: its run is
                  * the answer */
+                (void)store_batch_end(store, false);
                 key_taken = true;
                 goto abort;
         }
+        if (r == 0 && (store_labels_set(store, rec->id, a->labels) < 0 ||
+                       run_label_slurm(store, rec->id, &slurm, a->labels) < 0))
+                r = -EIO;
+        if (r == 0 && wp.workdir)
+                r = store_workspace_set(store, rec->id, a->session ? NULL : wp.workdir, a->session);
+        if (r == 0)
+                r = store_batch_end(store, true);
         if (r < 0) {
-                log_error("run: run store %s: %s", store_path(store), store_error(store));
-                goto abort;
-        }
-        if (store_labels_set(store, rec->id, a->labels) < 0 ||
-            run_label_slurm(store, rec->id, &slurm, a->labels) < 0) {
+                (void)store_batch_end(store, false);
                 log_error("run: run store %s: %s", store_path(store), store_error(store));
                 goto abort;
         }
         run_detach_started(&detach_notify);
-        if (wp.workdir && store_workspace_set(store, rec->id, a->session ? NULL : wp.workdir, a->session) < 0) {
-                log_error("run: run store %s: %s", store_path(store), store_error(store));
-                goto abort;
-        }
         log_info("run %s", rec->id);
 
         cap_out = capture_new(cfg->capture_bytes);

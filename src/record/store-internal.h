@@ -17,6 +17,8 @@ struct store {
         int open_fd;            /* PATH-open, flock'ed while we use the store (see
                                  * store.c); -1 for read-only connections */
         bool readonly;          /* opened with store_open_readonly() */
+        bool batch;             /* in store_batch_begin() .. store_batch_end() */
+        bool batch_failed;      /* a write of the batch failed: it is rolled back */
 };
 
 /* ---- store-migrations.c ------------------------------------------------- */
@@ -36,11 +38,15 @@ int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret);
 void store_finalizep(sqlite3_stmt **st);
 #define _cleanup_stmt_ _cleanup_(store_finalizep)
 
-/* BEGIN IMMEDIATE: the write lock up front. */
+/* BEGIN IMMEDIATE: the write lock up front. Inside a batch
+ * (store_batch_begin()) the batch's transaction is already open: nothing
+ * to do, or the error that failed the batch. */
 int store_begin_write(struct store *s);
-/* Commit, or roll back if the commit fails. */
+/* Commit, or roll back if the commit fails; inside a batch, nothing
+ * (store_batch_end() commits). */
 int store_commit(struct store *s);
-/* Roll back the open transaction, if any. */
+/* Roll back the open transaction, if any; inside a batch, mark the
+ * batch failed instead (store_batch_end() rolls all of it back). */
 void store_rollback(struct store *s);
 
 /* NULL binds NULL. */

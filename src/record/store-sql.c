@@ -5,6 +5,14 @@
  * Many hutch processes write at once, so every write takes the write lock
  * up front with BEGIN IMMEDIATE: in WAL mode a deferred transaction that
  * later wants to write can fail at once with SQLITE_BUSY, without waiting.
+ *
+ * A batch (store_batch_begin()) makes the writes that follow one
+ * transaction: the write functions' own BEGIN and COMMIT become no-ops,
+ * and a failed write marks the batch instead of rolling back, so that
+ * the batch's end rolls all of it back. `hutch run` records a run's row,
+ * labels and workspace this way: one lock, one commit, one set of WAL
+ * frames while its sandbox is being built, and never a row without its
+ * labels.
  */
 #include "config.h"
 
@@ -76,13 +84,26 @@ void store_finalizep(sqlite3_stmt **st)
         sqlite3_finalize(*st);
 }
 
+/* Whatever a write inside a failed batch would do is rolled back with
+ * it: refuse it at once, keeping the first failure's message. */
+static int batch_refused(struct store *s)
+{
+        if (!s->error)
+                store_fail_msg(s, -ECANCELED, "an earlier write of the same transaction failed");
+        return -ECANCELED;
+}
+
 int store_begin_write(struct store *s)
 {
+        if (s->batch)
+                return s->batch_failed ? batch_refused(s) : 0;
         return store_exec(s, "BEGIN IMMEDIATE");
 }
 
 int store_commit(struct store *s)
 {
+        if (s->batch)
+                return s->batch_failed ? batch_refused(s) : 0;
         int r = store_exec(s, "COMMIT");
         if (r < 0)
                 sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -91,8 +112,37 @@ int store_commit(struct store *s)
 
 void store_rollback(struct store *s)
 {
+        if (s->batch) {
+                s->batch_failed = true;
+                return;
+        }
         if (!sqlite3_get_autocommit(s->db))
                 sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int store_batch_begin(struct store *s)
+{
+        if (s->batch)
+                return -EBUSY;
+        int r = store_begin_write(s);
+        if (r < 0)
+                return r;
+        s->batch = true;
+        s->batch_failed = false;
+        return 0;
+}
+
+int store_batch_end(struct store *s, bool commit)
+{
+        if (!s->batch)
+                return 0;
+        bool failed = s->batch_failed;
+        s->batch = false;
+        s->batch_failed = false;
+        if (commit && !failed)
+                return store_commit(s);
+        store_rollback(s);
+        return commit ? batch_refused(s) : 0;
 }
 
 void store_bind_text(sqlite3_stmt *st, int i, const char *v)

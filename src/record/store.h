@@ -197,6 +197,20 @@ int store_current_schema_version(void);
 /* The path s was opened with. */
 const char *store_path(const struct store *s);
 
+/* Make the writes that follow, up to store_batch_end(), one write
+ * transaction: one lock and one commit instead of one each (the write
+ * lock is taken here, waiting up to the busy timeout). A write that
+ * fails inside the batch returns its error as usual, and every later
+ * write of the batch returns -ECANCELED. -EBUSY if a batch is already
+ * open, or the error of BEGIN. Not for store_open() or checkpoints,
+ * which keep their own transactions. */
+int store_batch_begin(struct store *s);
+/* End the batch: commit it when commit is true and none of its writes
+ * failed, else roll all of it back (-ECANCELED when commit was asked
+ * for; 0 when it was not). A store closed with a batch open rolls it
+ * back as well. 0 when no batch is open. */
+int store_batch_end(struct store *s, bool commit);
+
 /* Insert rec as a new row (any status; `hutch run` inserts it running,
  * before the job starts). -EEXIST if the id or idempotency key is taken. */
 int store_run_insert(struct store *s, const struct run_record *rec);

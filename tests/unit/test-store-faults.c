@@ -4,7 +4,8 @@
  * user_version values hutch never wrote or set back, tables that do not
  * match their version (also after the schema check's stamp), read-only opening, a database that vanished or
  * was truncated while its history remains, quick_check, and the check
- * after an unclean shutdown. Each test works in its own temporary
+ * after an unclean shutdown, and a batch of writes that fails or is cut
+ * short leaving none of them. Each test works in its own temporary
  * directory. */
 #include "config.h"
 
@@ -369,6 +370,84 @@ static void quick_check_and_unclean_shutdown(void **state)
         expect_open_error(f->path, -EBADMSG, (const char *const[]) { "damaged", "quick_check", NULL });
 }
 
+static struct run_record *running(const char *id)
+{
+        struct run_record *rec = run_record_new();
+        char *argv[] = { "true", NULL };
+        assert_int_equal(run_record_begin(rec, argv, "/tmp", "default"), 0);
+        snprintf(rec->id, sizeof(rec->id), "%s", id);
+        return rec;
+}
+
+static struct store *open_reader(const char *path)
+{
+        struct store *s = NULL;
+        _cleanup_free_ char *error = NULL;
+        if (store_open_readonly(path, &s, &error) < 0)
+                fail_msg("store_open_readonly: %s", error);
+        return s;
+}
+
+static bool has_run(struct store *s, const char *id)
+{
+        _cleanup_run_record_ struct run_record *got = NULL;
+        int r = store_run_get(s, id, &got, NULL);
+        assert_true(r == 0 || r == -ENOENT);
+        return r == 0;
+}
+
+/* A batch is one transaction: nobody sees its row before it ends, a
+ * failed write takes the writes before it back, and a store closed with
+ * a batch open (hutch killed between the row and its labels) keeps
+ * none of it. */
+static void batch_is_all_or_nothing(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_store_ struct store *reader = open_reader(f->path);
+        _cleanup_run_record_ struct run_record *a = running("01JF0000000000000000000A01");
+        _cleanup_run_record_ struct run_record *b = running("01JF0000000000000000000A02");
+        _cleanup_run_record_ struct run_record *c = running("01JF0000000000000000000A03");
+        _cleanup_strv_ char **labels = NULL;
+        _cleanup_free_ char *workdir = NULL;
+        char *la[] = { "team=infra", NULL };
+
+        assert_int_equal(store_batch_begin(s), 0);
+        assert_int_equal(store_batch_begin(s), -EBUSY);
+        assert_int_equal(store_run_insert(s, a), 0);
+        assert_int_equal(store_labels_set(s, a->id, la), 0);
+        assert_int_equal(store_workspace_set(s, a->id, "/srv/w", NULL), 0);
+        assert_false(has_run(reader, a->id));           /* not committed yet */
+        assert_int_equal(store_batch_end(s, true), 0);
+        assert_true(has_run(reader, a->id));
+        assert_int_equal(store_labels_get(reader, a->id, &labels), 0);
+        assert_int_equal(strv_length(labels), 1);
+        assert_int_equal(store_workspace_get(reader, a->id, &workdir, NULL), 0);
+        assert_string_equal(workdir, "/srv/w");
+        assert_int_equal(store_batch_end(s, true), 0);  /* none open */
+
+        /* b's row, then a write that fails: neither lands */
+        assert_int_equal(store_batch_begin(s), 0);
+        assert_int_equal(store_run_insert(s, b), 0);
+        assert_int_equal(store_run_insert(s, a), -EEXIST);
+        assert_int_equal(store_labels_set(s, b->id, la), -ECANCELED);
+        assert_int_equal(store_batch_end(s, true), -ECANCELED);
+        assert_false(has_run(s, b->id));
+        assert_false(has_run(reader, b->id));
+        /* the store writes on as before, outside any batch */
+        assert_int_equal(store_run_insert(s, b), 0);
+        assert_true(has_run(reader, b->id));
+
+        /* closed in the middle of a batch */
+        assert_int_equal(store_batch_begin(s), 0);
+        assert_int_equal(store_run_insert(s, c), 0);
+        s = store_close(s);
+        s = open_ok(f->path);
+        assert_false(has_run(s, c->id));
+        assert_false(has_run(reader, c->id));
+        assert_true(has_run(s, b->id));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -382,6 +461,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(vanished_store_reported, setup, teardown),
                 cmocka_unit_test_setup_teardown(readonly_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(quick_check_and_unclean_shutdown, setup, teardown),
+                cmocka_unit_test_setup_teardown(batch_is_all_or_nothing, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

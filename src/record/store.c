@@ -43,8 +43,10 @@
 /* WAL frames (pages) after which a commit checkpoints. What a damaged
  * WAL can lose is what is not checkpointed yet: SQLite ignores every
  * frame after one whose checksum fails, so the runs committed since the
- * last checkpoint (a run writes 3 to 6 frames: about the last 10 to 20
- * runs at 64) are gone with it, silently. Checkpointing every 16 frames
+ * last checkpoint (a `hutch run -- true` in a workspace writes 10
+ * frames: 6 for its row, 2 for its files summary, 2 for its outcome;
+ * labels add theirs: about the last 5 to 7 runs at 64) are gone with
+ * it, silently. Checkpointing every 16 frames
  * (the last 3 to 5 runs) raised the median start-up in bench/startup.sh
  * from about 14 to 23 ms on an ext4 disk (two syncs per checkpoint, four
  * times as often), so it stays at 64: hutch's own crashes never damage

@@ -12,7 +12,9 @@
  * It is a hint and never a limit: the child puts back the mask it was
  * born with before it becomes init, so the job inherits exactly the
  * CPUs hutch itself was given (a Slurm step's, a cpuset's, taskset's).
- * Where there is one CPU, or the mask cannot be read, nothing happens.
+ * Where there is one CPU, the mask or /proc/loadavg cannot be read, or
+ * the host already has a runnable task per CPU (other runs at once, where
+ * the hint measured slower), nothing happens.
  */
 #pragma once
 

@@ -26,6 +26,7 @@
 /* ---- reading one file ----------------------------------------------------- */
 
 struct entry {
+        const struct profile_key *key;  /* NULL for [env] and extends */
         char *section;
         char *name;
         char *value;
@@ -94,7 +95,7 @@ static int on_ini_line(void *userdata, const char *section, const char *name, co
 
         if (continuation) {
                 struct entry *last = &p->entries[p->n_entries - 1];
-                const struct profile_key *lk = profile_key_in_section(last->section, last->name);
+                const struct profile_key *lk = last->key;
                 if (!lk || (lk->type != PROFILE_LIST && lk->type != PROFILE_TEXT))
                         return parse_error(p, line, -EINVAL,
                                            "%s: unexpected indented line (only lists and "
@@ -144,13 +145,17 @@ static int on_ini_line(void *userdata, const char *section, const char *name, co
                         return parse_error(p, line, -EINVAL, "%s: += only works on lists", key);
         }
 
+        /* a table key is one entry of the table, so the same key is the
+         * same pointer; [env] names and extends compare by text */
         for (size_t i = 0; i < p->n_entries; i++)
-                if (streq(p->entries[i].section, section) && streq(p->entries[i].name, key))
+                if (k ? p->entries[i].key == k
+                      : !p->entries[i].key && streq(p->entries[i].name, key) && streq(p->entries[i].section, section))
                         return parse_error(p, line, -EINVAL, "%s: duplicate key (first set on line %u)",
                                            key, p->entries[i].line);
 
         p->entries = xrealloc(p->entries, (p->n_entries + 1) * sizeof(*p->entries));
         p->entries[p->n_entries++] = (struct entry) {
+                .key = k,
                 .section = xstrdup(section),
                 .name = TAKE_PTR(key),
                 .value = xstrdup(value),
@@ -219,8 +224,16 @@ static int read_profile_file(const char *path, char **ret, size_t *ret_len)
                 return -EBADFD;
         if (st.st_size > PROFILE_MAX_SIZE)
                 return -EFBIG;
-        buf = xmalloc(PROFILE_MAX_SIZE + 2);
-        n = read_full(fd, buf, PROFILE_MAX_SIZE + 1);
+        /* sized by fstat, one byte more to see a file that grew since
+         * (or one that tells no size, as /proc's do): then up to the limit */
+        size_t want = (size_t)st.st_size + 1;
+        buf = xmalloc(want + 1);
+        n = read_full(fd, buf, want);
+        if (n == (ssize_t)want && want <= PROFILE_MAX_SIZE) {
+                buf = xrealloc(buf, PROFILE_MAX_SIZE + 2);
+                ssize_t more = read_full(fd, buf + n, PROFILE_MAX_SIZE + 1 - (size_t)n);
+                n = more < 0 ? more : n + more;
+        }
         if (n < 0)
                 return (int)n;
         if (n > PROFILE_MAX_SIZE)
@@ -231,8 +244,12 @@ static int read_profile_file(const char *path, char **ret, size_t *ret_len)
         return 0;
 }
 
+/* known_real: the realpath of path if the caller has it (NULL: worked
+ * out here).
+ * *ret_real, if given, gets the realpath on success (NULL if there is
+ * none). */
 static int load_file(struct run_config *cfg, const char *path, const char *display, bool trusted,
-                     const struct chain *child, char **ret_error)
+                     const struct chain *child, const char *known_real, char **ret_real, char **ret_error)
 {
         _cleanup_free_ char *text = NULL, *real = NULL, *name = NULL, *dir = NULL;
         char *slash;
@@ -246,7 +263,7 @@ static int load_file(struct run_config *cfg, const char *path, const char *displ
                 return profile_fail(ret_error, -EINVAL, NULL, "profile %s: not a regular file", display);
         if (r < 0)
                 return profile_fail(ret_error, r, NULL, "profile %s: cannot read: %s", display, strerror(-r));
-        real = realpath(path, NULL);
+        real = known_real ? xstrdup(known_real) : realpath(path, NULL);
         name = profile_name_of(path);
         cfg->profile_files = strv_append(cfg->profile_files, real ? real : path);
 
@@ -262,7 +279,10 @@ static int load_file(struct run_config *cfg, const char *path, const char *displ
                 .real = real, .name = name, .display = display, .child = child,
                 .depth = child ? child->depth + 1 : 1,
         };
-        return load_text(cfg, text, len, display, trusted, dir, &here, ret_error);
+        r = load_text(cfg, text, len, display, trusted, dir, &here, ret_error);
+        if (r >= 0 && ret_real)
+                *ret_real = TAKE_PTR(real);
+        return r;
 }
 
 /* Resolve `extends = target`, written at display:line of the file `chain`
@@ -327,7 +347,7 @@ static int load_parent(struct run_config *cfg, const char *target, const char *d
                                             display, line, cycle);
                 }
 
-        return load_file(cfg, path, shown, trusted, chain, ret_error);
+        return load_file(cfg, path, shown, trusted, chain, real, NULL, ret_error);
 }
 
 static int load_text(struct run_config *cfg, const char *text, size_t len, const char *display,
@@ -357,7 +377,7 @@ static int load_text(struct run_config *cfg, const char *text, size_t len, const
                 if (streq(e->section, "env"))
                         r = profile_set_env(cfg, e->name, e->value, origin, display, e->line, ret_error);
                 else
-                        r = profile_set_value(cfg, profile_key_in_section(e->section, e->name), e->value, e->append,
+                        r = profile_set_value(cfg, e->key, e->value, e->append,
                                               origin, display, e->line, ret_error);
                 if (r < 0)
                         goto out_keep;
@@ -386,7 +406,7 @@ int profile_load(struct run_config *cfg, const char *name_or_path, char **ret_er
 
 int profile_load_trusting(struct run_config *cfg, const char *name_or_path, bool trust, char **ret_error)
 {
-        _cleanup_free_ char *path = NULL, *display = NULL;
+        _cleanup_free_ char *path = NULL, *display = NULL, *real = NULL;
         bool trusted;
         int r;
 
@@ -419,14 +439,12 @@ int profile_load_trusting(struct run_config *cfg, const char *name_or_path, bool
                 trusted = true;
         }
 
-        r = load_file(cfg, path, display, trusted, NULL, ret_error);
+        r = load_file(cfg, path, display, trusted, NULL, NULL, &real, ret_error);
         if (r < 0)
                 return r;
         free(cfg->profile_name);
         cfg->profile_name = profile_name_of(path);
         free(cfg->profile_path);
-        cfg->profile_path = realpath(path, NULL);
-        if (!cfg->profile_path)
-                cfg->profile_path = xstrdup(path);
+        cfg->profile_path = real ? TAKE_PTR(real) : xstrdup(path);
         return 0;
 }

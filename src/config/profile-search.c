@@ -108,8 +108,7 @@ int profile_find(const char *name, const char *skip, char **ret_path)
 
                 if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                real = realpath(p, NULL);
-                if (skip && real && streq(real, skip))
+                if (skip && (real = realpath(p, NULL)) && streq(real, skip))
                         continue;
                 *ret_path = TAKE_PTR(p);
                 return 0;

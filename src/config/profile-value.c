@@ -533,13 +533,18 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
         }
         if (k->after)
                 k->after(cfg);
-        /* on a stack buffer, not profile_key_id(): this runs for every
-         * key of every run, defaults included (80k instructions of
-         * asprintf a run); section and name are short literals */
-        if (k->section[0])
-                snprintf(id, sizeof(id), "%s.%s", k->section, k->name);
-        else
-                snprintf(id, sizeof(id), "%s", k->name);
+        /* on a stack buffer, not profile_key_id(), and copied, not
+         * printed: this runs for every key of every run, defaults
+         * included; section and name are short literals of the table */
+        size_t ls = strlen(k->section), ln = strlen(k->name), at = 0;
+        if (ls + ln + 2 > sizeof(id))
+                abort();        /* a table entry too long: a programming error */
+        if (ls) {
+                memcpy(id, k->section, ls);
+                id[ls] = '.';
+                at = ls + 1;
+        }
+        memcpy(id + at, k->name, ln + 1);
         run_config_set_origin(cfg, id, origin, file, line);
         return 0;
 }

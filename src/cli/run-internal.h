@@ -193,7 +193,9 @@ char *run_seccomp_cache_entry(const struct run_config *cfg);
 void run_forget_seccomp(const struct run_config *cfg, struct run_outcome *out);
 /* Make the run's cgroup into *ret (and *ret_unit, when systemd gave a
  * scope), or leave *ret NULL and say why in *ret_reason. */
-void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
+/* self_cgroup: the text of /proc/self/cgroup, read once for this and
+ * run_apply_slurm() (NULL: each reads it). */
+void run_prepare_cgroup(const struct run_config *cfg, const char *self_cgroup, const char *run_id, const char *io_max,
                         struct cgroup_run **ret, char **ret_unit, char **ret_reason);
 /* Inside a Slurm job (limits/slurm.h): find the step into *step and
  * lower cfg's memory and cpus to its allocation; the SLURM_CAPPED_*
@@ -201,7 +203,7 @@ void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const 
  * HUTCH_SLURM=off (for a caller that knows better than the step's
  * figures). */
 struct slurm_step;
-unsigned run_apply_slurm(struct run_config *cfg, struct slurm_step *step);
+unsigned run_apply_slurm(struct run_config *cfg, const char *self_cgroup, struct slurm_step *step);
 /* The step's labels for run run_id, except keys the run's own --label
  * set (those win); 0 or -errno from the store. */
 int run_label_slurm(struct store *s, const char *run_id, const struct slurm_step *step,

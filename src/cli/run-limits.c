@@ -118,7 +118,7 @@ char *run_seccomp_cache_entry(const struct run_config *cfg)
  * without one: it answers in milliseconds unless it is wedged. */
 #define SYSTEMD_SCOPE_TIMEOUT_MS 5000
 
-void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const char *io_max,
+void run_prepare_cgroup(const struct run_config *cfg, const char *self_cgroup, const char *run_id, const char *io_max,
                         struct cgroup_run **ret, char **ret_unit, char **ret_reason)
 {
         _cleanup_free_ char *base = NULL, *name = NULL;
@@ -132,7 +132,7 @@ void run_prepare_cgroup(const struct run_config *cfg, const char *run_id, const 
                 *ret_reason = xstrdup("cgroups turned off by HUTCH_CGROUP=none");
                 return;
         }
-        r = cgroup_base_prepare(want, &base, &usable, ret_reason);
+        r = cgroup_base_prepare_from(self_cgroup, want, &base, &usable, ret_reason);
         if (r < 0 && !(env && *env) && cgroup_systemd_available()) {
                 /* Nothing delegated to us where we run (an ssh session's
                  * scope, say): systemd can give us a scope of our own. */
@@ -213,13 +213,13 @@ void run_limit_ipc(const struct run_config *cfg, const struct sandbox *sb, json_
         enforcement_note_ipc(enforcement, cfg, cg, &l, NULL);
 }
 
-unsigned run_apply_slurm(struct run_config *cfg, struct slurm_step *step)
+unsigned run_apply_slurm(struct run_config *cfg, const char *self_cgroup, struct slurm_step *step)
 {
         const char *off = getenv("HUTCH_SLURM");
 
         if (off && streq(off, "off"))
                 return 0;
-        slurm_detect(step);
+        slurm_detect_from(self_cgroup, step);
         unsigned capped = slurm_cap(step, &cfg->memory_bytes, &cfg->cpus);
         if (capped)
                 log_debug("slurm job %s: limits lowered to the allocation (memory %llu bytes from %s, "

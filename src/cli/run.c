@@ -178,7 +178,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *cap_out = NULL, *cap_err = NULL;
         _cleanup_hostio_ struct hostio *host_in = NULL, *host_out = NULL, *host_err = NULL;
-        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL, *io_max = NULL;
+        _cleanup_free_ char *err = NULL, *profile_text = NULL, *cwd = NULL, *cg_reason = NULL, *cg_unit = NULL, *io_max = NULL,
+                               *self_cgroup = NULL;
         _cleanup_cgroup_run_ struct cgroup_run *cgroup = NULL;
         _cleanup_free_ void *bpf = NULL;
         size_t bpf_len = 0;
@@ -203,8 +204,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         signal(SIGTTOU, SIG_IGN);
         signal(SIGTTIN, SIG_IGN);
 
+        /* read once for the Slurm step and the run's cgroup: nothing
+         * moves hutch between the two */
+        if (read_file("/proc/self/cgroup", &self_cgroup, NULL) < 0)
+                self_cgroup = NULL;
         /* inside a Slurm allocation before anything reads the limits */
-        slurm_capped = run_apply_slurm(cfg, &slurm);
+        slurm_capped = run_apply_slurm(cfg, self_cgroup, &slurm);
         r = run_prepare_workspace(a, &wp, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -301,9 +306,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 struct run_config host_cfg = *cfg;
                 if (host_cfg.pids)
                         host_cfg.pids = GVISOR_HOST_TASKS(cfg->pids);
-                run_prepare_cgroup(&host_cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
+                run_prepare_cgroup(&host_cfg, self_cgroup, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         } else
-                run_prepare_cgroup(cfg, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
+                run_prepare_cgroup(cfg, self_cgroup, rec->id, io_max, &cgroup, &cg_unit, &cg_reason);
         if (cgroup)
                 log_debug("run cgroup %s", cgroup_run_path(cgroup));
         else if (getenv("HUTCH_CGROUP") && *getenv("HUTCH_CGROUP") && !streq(getenv("HUTCH_CGROUP"), "none"))

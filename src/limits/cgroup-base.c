@@ -204,6 +204,7 @@ struct locate {
         char *mount;
         char *base;
         bool need_leaf;         /* base is our own non-root cgroup */
+        bool root;              /* base is the hierarchy's root cgroup */
         unsigned available;     /* in base/cgroup.controllers */
         unsigned enabled;       /* in base/cgroup.subtree_control */
         unsigned usable;
@@ -223,17 +224,18 @@ static void locate_done(struct locate *l)
 
 /* Which directory is the base: $HUTCH_CGROUP, or the cgroup we run in
  * (or, when that is an earlier hutch's supervisor leaf, its parent).
- * Sets l->mount, l->base, l->need_leaf and *ret_own (our own cgroup's
+ * Sets l->mount, l->base, l->root, l->need_leaf and *ret_own (our own cgroup's
  * directory, NULL if unknown). */
-static int resolve_base(struct locate *l, char **ret_own)
+static int resolve_base(struct locate *l, const char *self, char **ret_own)
 {
         _cleanup_free_ char *selftext = NULL, *cgpath = NULL, *mroot = NULL, *own = NULL;
         const char *env = getenv("HUTCH_CGROUP");
         int r;
 
-        r = read_file("/proc/self/cgroup", &selftext, NULL);
-        if (r >= 0)
-                (void)cgroup_parse_proc_cgroup(selftext, &cgpath);
+        if (!self && read_file("/proc/self/cgroup", &selftext, NULL) >= 0)
+                self = selftext;
+        if (self)
+                (void)cgroup_parse_proc_cgroup(self, &cgpath);
         r = find_cgroup2_mount(cgpath, &l->mount, &mroot);
         if (r < 0) {
                 l->reason = xstrdup("cgroup v2 not mounted");
@@ -261,7 +263,8 @@ static int resolve_base(struct locate *l, char **ret_own)
                         l->reason = xasprintf("HUTCH_CGROUP=%s is not a cgroup v2 directory", env);
                         return -ENOTDIR;
                 }
-                l->need_leaf = own && streq(own, l->base) && !is_root_cgroup(l->base);
+                l->root = is_root_cgroup(l->base);
+                l->need_leaf = own && streq(own, l->base) && !l->root;
         } else {
                 if (!own) {
                         l->reason = xasprintf("this process is in no cgroup v2 hierarchy "
@@ -273,10 +276,12 @@ static int resolve_base(struct locate *l, char **ret_own)
                         /* started from a process already in the leaf (an
                          * earlier hutch's child): its parent is the base */
                         l->base = dirname_of(own);
+                        l->root = is_root_cgroup(l->base);
                         l->need_leaf = false;
                 } else {
                         l->base = xstrdup(own);
-                        l->need_leaf = !is_root_cgroup(l->base);
+                        l->root = is_root_cgroup(l->base);
+                        l->need_leaf = !l->root;
                 }
         }
         *ret_own = TAKE_PTR(own);
@@ -299,7 +304,8 @@ static int check_access(struct locate *l, const char *own)
                  * base/run) only with write access to cgroup.procs of
                  * the common ancestor of its cgroup and the target */
                 _cleanup_free_ char *anc = common_ancestor(own, l->base);
-                if (!writable(anc, "cgroup.procs")) {
+                /* the base's own cgroup.procs passed just above */
+                if (!streq(anc, l->base) && !writable(anc, "cgroup.procs")) {
                         l->reason = xasprintf("hutch runs in %s, outside %s: moving a sandbox there needs "
                                               "write access to %s/cgroup.procs (run hutch inside the "
                                               "delegated subtree)", own, l->base, anc);
@@ -336,7 +342,7 @@ static bool may_enable(struct locate *l, unsigned want)
 {
         long other;
 
-        if (is_root_cgroup(l->base) || !(want & ~l->enabled & l->available))
+        if (l->root || !(want & ~l->enabled & l->available))
                 return true;
         other = other_process(l->base);
         if (other <= 0)
@@ -379,7 +385,7 @@ static void enable_controllers(struct locate *l, unsigned want, bool act, bool c
 {
         _cleanup_free_ char *parent = dirname_of(l->base);
         _cleanup_free_ char *ctl = xasprintf("%s/cgroup.subtree_control", l->base);
-        bool root = is_root_cgroup(l->base);
+        bool root = l->root;
 
         for (unsigned i = 0; i < CGROUP_N_CONTROLLERS; i++) {
                 unsigned bit = 1U << i;
@@ -422,13 +428,13 @@ static void enable_controllers(struct locate *l, unsigned want, bool act, bool c
 /* Find the base and what it offers. With act, also move ourselves into
  * the supervisor leaf and enable controllers. Returns 0 with l->base
  * set, or -errno with l->reason set. */
-static int locate(unsigned want, bool act, struct locate *l)
+static int locate(const char *self, unsigned want, bool act, struct locate *l)
 {
         _cleanup_free_ char *own = NULL;
         bool can_enable;
         int r;
 
-        r = resolve_base(l, &own);
+        r = resolve_base(l, self, &own);
         if (r < 0)
                 return r;
         r = check_access(l, own);
@@ -461,8 +467,14 @@ static int locate(unsigned want, bool act, struct locate *l)
 
 int cgroup_base_prepare(unsigned want, char **ret_base, unsigned *ret_usable, char **ret_reason)
 {
+        return cgroup_base_prepare_from(NULL, want, ret_base, ret_usable, ret_reason);
+}
+
+int cgroup_base_prepare_from(const char *self_cgroup_text, unsigned want, char **ret_base,
+                             unsigned *ret_usable, char **ret_reason)
+{
         struct locate l = { 0 };
-        int r = locate(want, true, &l);
+        int r = locate(self_cgroup_text, want, true, &l);
         if (r < 0) {
                 if (ret_reason)
                         *ret_reason = TAKE_PTR(l.reason);
@@ -480,7 +492,7 @@ int cgroup_probe(struct cgroup_probe *ret)
         struct locate l = { 0 };
 
         memset(ret, 0, sizeof(*ret));
-        (void)locate(CGROUP_ALL, false, &l);
+        (void)locate(NULL, CGROUP_ALL, false, &l);
         ret->mount = TAKE_PTR(l.mount);
         ret->base = TAKE_PTR(l.base);
         ret->usable = l.usable;

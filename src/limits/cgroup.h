@@ -119,6 +119,11 @@ struct cgroup_run;
  * saying why ("cgroup v2 not mounted", "… not writable by uid 1000 …").
  * Not thread-safe (it may move the calling process). */
 int cgroup_base_prepare(unsigned want, char **ret_base, unsigned *ret_usable, char **ret_reason);
+/* The same, from the text of /proc/self/cgroup the caller read (NULL:
+ * read it here). Only text read since hutch last moved itself: after a
+ * systemd scope, say, it is stale. */
+int cgroup_base_prepare_from(const char *self_cgroup_text, unsigned want, char **ret_base,
+                             unsigned *ret_usable, char **ret_reason);
 
 /* Create BASE/NAME for one run and write the limits in lim whose
  * controller is in `usable`; limits with no usable controller are left

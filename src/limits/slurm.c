@@ -151,8 +151,11 @@ int slurm_detect_at(const struct slurm_sources *src, struct slurm_step *ret)
             strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == nlen)
                 ret->node = xstrdup(node);
 
-        if (read_file(src->proc_self_cgroup, &text, NULL) == 0) {
-                _cleanup_free_ char *path = own_cgroup(text, &v1);
+        const char *self = src->self_cgroup_text;
+        if (!self && read_file(src->proc_self_cgroup, &text, NULL) == 0)
+                self = text;
+        if (self) {
+                _cleanup_free_ char *path = own_cgroup(self, &v1);
                 if (path && slurm_path(path))
                         ret->cgroup = TAKE_PTR(path);
         }
@@ -190,10 +193,16 @@ static const char *real_getenv(const char *name)
 
 int slurm_detect(struct slurm_step *ret)
 {
+        return slurm_detect_from(NULL, ret);
+}
+
+int slurm_detect_from(const char *self_cgroup_text, struct slurm_step *ret)
+{
         cpu_set_t set;
         struct slurm_sources src = {
                 .getenv = real_getenv,
                 .proc_self_cgroup = "/proc/self/cgroup",
+                .self_cgroup_text = self_cgroup_text,
                 .cgroup_root = "/sys/fs/cgroup",
         };
         if (sched_getaffinity(0, sizeof(set), &set) == 0)

@@ -46,6 +46,7 @@ struct slurm_step {
 struct slurm_sources {
         const char *(*getenv)(const char *name);
         const char *proc_self_cgroup;   /* path of /proc/self/cgroup */
+        const char *self_cgroup_text;   /* its text, if the caller read it already (else NULL) */
         const char *cgroup_root;        /* where cgroup v2 (or v1 hierarchies) are mounted */
         int affinity_cpus;              /* cpus hutch may run on; 0: unknown */
 };
@@ -54,6 +55,10 @@ struct slurm_sources {
  * process's environment, /proc/self/cgroup, /sys/fs/cgroup and its cpu
  * affinity. Always 0: what cannot be read is unknown. */
 int slurm_detect(struct slurm_step *ret);
+/* The same, from the text of /proc/self/cgroup the caller read (NULL:
+ * read it here), so `hutch run` reads the file once for this and for
+ * its cgroup. */
+int slurm_detect_from(const char *self_cgroup_text, struct slurm_step *ret);
 int slurm_detect_at(const struct slurm_sources *src, struct slurm_step *ret);
 void slurm_step_done(struct slurm_step *s);
 

@@ -196,6 +196,35 @@ static void cgroup_v1_limit(void **state)
         slurm_step_done(&st);
 }
 
+/* The text a caller already read (hutch run reads /proc/self/cgroup once
+ * for this and its cgroup) is what counts, not the file. */
+static void cgroup_text_given(void **state)
+{
+        struct fixture *f = *state;
+        const char *const env[] = { NULL };
+        const char *job = "/system.slice/slurmstepd.scope/job_5/step_0/user/task_0";
+        struct slurm_step st;
+
+        put(f->proc, "0::/user.slice\n");
+        _cleanup_free_ char *jobmax = xasprintf("%s/system.slice/slurmstepd.scope/job_5/memory.max", f->root);
+        put(jobmax, "104857600\n");
+        _cleanup_free_ char *text = xasprintf("0::%s\n", job);
+        struct slurm_sources src = { .getenv = fake_getenv, .proc_self_cgroup = f->proc,
+                                     .self_cgroup_text = text, .cgroup_root = f->root };
+        fake_env = env;
+        assert_int_equal(slurm_detect_at(&src, &st), 0);
+        assert_true(st.found);
+        assert_string_equal(st.cgroup, job);
+        assert_int_equal(st.memory_bytes, 104857600);
+        slurm_step_done(&st);
+
+        /* and the file when there is none */
+        src.self_cgroup_text = NULL;
+        assert_int_equal(slurm_detect_at(&src, &st), 0);
+        assert_false(st.found);
+        slurm_step_done(&st);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -204,6 +233,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(malformed_ignored, setup, teardown),
                 cmocka_unit_test_setup_teardown(cgroup_v2_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(cgroup_v1_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(cgroup_text_given, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,27 +50,6 @@ static void id_shim_child(void)
         id_shim_checks(uid, gid, uid + 1, gid + 1);
 }
 
-static void id_shim(void **state)
-{
-        struct sock_filter insns[ID_SHIM_MAX_INSNS];
-        size_t n = 0;
-
-        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, ELEMENTSOF(insns), &n), 0);
-        assert_true(n > 4 && n <= ELEMENTSOF(insns));
-        /* too small a buffer is an error, not a truncated filter */
-        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, n - 1, &n), -E2BIG);
-
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                id_shim_child();
-                _exit(0);
-        }
-        int status;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_exited_ok(status);
-}
-
 /* Fork, run fn in the child, expect a clean exit. */
 static void in_child(void (*fn)(void))
 {
@@ -85,6 +64,19 @@ static void in_child(void (*fn)(void))
         int status;
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_exited_ok(status);
+}
+
+static void id_shim(void **state)
+{
+        struct sock_filter insns[ID_SHIM_MAX_INSNS];
+        size_t n = 0;
+
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, ELEMENTSOF(insns), &n), 0);
+        assert_true(n > 4 && n <= ELEMENTSOF(insns));
+        /* too small a buffer is an error, not a truncated filter */
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, n - 1, &n), -E2BIG);
+
+        in_child(id_shim_child);
 }
 
 static void *policy_blob;

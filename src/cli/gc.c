@@ -166,15 +166,17 @@ static int gc_blobs(struct store *s, bool dry_run)
  * symlink (fs_remove_tree_at()). */
 static int gc_snapshots(struct store *s, bool dry_run)
 {
-        _cleanup_free_ char *dir = xstrdup(store_path(s));
+        const char *db = store_path(s);
         DIR *d = NULL;
         struct dirent *de;
         unsigned removed = 0;
 
-        char *slash = strrchr(dir, '/');
+        /* beside the database: "hutch.db" is shorter than "snapshots",
+         * so the name is built anew, never written over the path */
+        const char *slash = strrchr(db, '/');
         if (!slash)
                 return EXIT_OK;
-        strcpy(slash, "/snapshots");
+        _cleanup_free_ char *dir = xasprintf("%.*s/snapshots", (int)(slash - db), db);
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return EXIT_OK;         /* no snapshot was ever taken */

@@ -2,38 +2,21 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include <stdio.h>
 
 #include "sandbox/cpu-steer.h"
+#include "lib/util.h"
 
 /* Tasks runnable on the whole host right now, us included (the
  * "running" half of /proc/loadavg's fourth field), or -1. */
 static long runnable_now(void)
 {
-        char buf[128];
-        int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
+        _cleanup_free_ char *text = NULL;
+        long running;
         /* "0.20 0.18 0.12 1/80 11206" */
-        const char *p = buf;
-        for (int field = 0; field < 3 && p; field++) {
-                p = strchr(p, ' ');
-                if (p)
-                        p++;
-        }
-        if (!p)
+        if (read_file("/proc/loadavg", &text, NULL) < 0 || sscanf(text, "%*s %*s %*s %ld/", &running) != 1)
                 return -1;
-        char *end;
-        long r = strtol(p, &end, 10);
-        return end != p && *end == '/' ? r : -1;
+        return running;
 }
 
 void cpu_steer_prepare(struct cpu_steer *cs)

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 
 #include "sandbox/seccomp.h"
+#include "sandbox/seccomp-internal.h"
 #include "lib/util.h"
 
 enum id_kind { ID_UID, ID_GID };
@@ -51,15 +52,6 @@ static const struct id_call id_calls[] = {
         { SYS_fchownat, 2, { { 2, ID_UID }, { 3, ID_GID } } },
 };
 
-/* The low 32 bits of argument i in struct seccomp_data. */
-static uint32_t arg_low_offset(unsigned i)
-{
-        uint32_t off = (uint32_t)offsetof(struct seccomp_data, args) + 8 * i;
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        off += 4;
-#endif
-        return off;
-}
 
 int seccomp_id_shim_build(uint32_t uid, uint32_t gid, bool chain, struct sock_filter *insns, size_t max,
                           size_t *ret_n)
@@ -77,7 +69,7 @@ int seccomp_id_shim_build(uint32_t uid, uint32_t gid, bool chain, struct sock_fi
                 EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)c->nr, 0, (unsigned char)block));
                 for (unsigned a = 0; a < c->n; a++) {
                         uint32_t own = c->args[a].kind == ID_UID ? uid : gid;
-                        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_low_offset(c->args[a].arg)));
+                        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(c->args[a].arg)));
                         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, own, 2, 0));
                         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, UINT32_MAX, 1, 0));
                         EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)));

@@ -45,6 +45,20 @@ struct seccomp_policy {
 struct sock_filter;
 void seccomp_future_prefix(const struct future_range *f, struct sock_filter *insns, size_t *ret_n);
 
+/* The offset of the low 32 bits of argument i in struct seccomp_data,
+ * for the hand-written tests (the kernel reads int-sized arguments
+ * there). */
+#include <linux/seccomp.h>
+#include <stddef.h>
+static inline uint32_t seccomp_arg_low_offset(unsigned i)
+{
+        uint32_t off = (uint32_t)offsetof(struct seccomp_data, args) + 8 * i;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        off += 4;
+#endif
+        return off;
+}
+
 /* Classic BPF for the personality rule, likewise (0 when it is off). */
 #define PERSONALITY_PREFIX_MAX 9
 void seccomp_personality_prefix(const struct personality_rule *p, struct sock_filter *insns, size_t *ret_n);

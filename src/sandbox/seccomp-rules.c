@@ -247,10 +247,7 @@ void seccomp_personality_prefix(const struct personality_rule *p, struct sock_fi
                 *ret_n = 0;
                 return;
         }
-        uint32_t low = (uint32_t)offsetof(struct seccomp_data, args);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        low += 4;
-#endif
+        uint32_t low = seccomp_arg_low_offset(0);
         /* the allowed personas, then the deny; each jump lands past it */
         uint32_t ok[3] = { 0, UINT32_MAX, ADDR_NO_RANDOMIZE };
         size_t n_ok = p->aslr_off_ok ? 3 : 2;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/jsonutil.h"
+#include "lib/sanitize.h"
 #include "lib/util.h"
 
 const char *json_type_name(const json_t *j)
@@ -36,4 +37,16 @@ char *json_pointer_join(const char *base, const char *token)
         }
         out[n] = '\0';
         return out;
+}
+
+json_t *json_text(const char *s)
+{
+        if (!s)
+                return json_null();
+        json_t *j = json_string(s);
+        if (!j) {
+                _cleanup_free_ char *clean = sanitize_text(s, strlen(s), NULL);
+                j = json_string(clean);
+        }
+        return j ? j : json_null();
 }

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "lib/jsonutil.h"
 #include "limits/cgroup.h"
 #include "limits/enforce.h"
 #include "limits/ipcns.h"
@@ -133,8 +134,7 @@ json_t *enforcement_build(const struct run_config *cfg, const struct seccomp_rep
                                 json_array_append_new(written, json_string(files[i].file));
                 json_object_set_new(cgo, "path", json_string(cg->path));
                 json_object_set_new(cgo, "written", written);
-                json_object_set_new(cgo, "systemd_unit",
-                                    cg->systemd_unit ? json_string(cg->systemd_unit) : json_null());
+                json_object_set_new(cgo, "systemd_unit", json_text(cg->systemd_unit));
         } else {
                 json_object_set_new(cgo, "path", json_null());
                 json_object_set_new(cgo, "reason", json_string(cg && cg->reason ? cg->reason : "not looked for"));

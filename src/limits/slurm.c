@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jsonutil.h"
 #include "lib/util.h"
 #include "limits/slurm.h"
 
@@ -261,26 +262,21 @@ char **slurm_labels(const struct slurm_step *step)
         return v;
 }
 
-static json_t *text_or_null(const char *s)
-{
-        return s ? json_string(s) : json_null();
-}
-
 json_t *slurm_report(const struct slurm_step *step, unsigned capped, bool have_cgroup)
 {
         json_t *o = json_object(), *c = json_array();
 
-        json_object_set_new(o, "job_id", text_or_null(step->job_id));
-        json_object_set_new(o, "array_job_id", text_or_null(step->array_job_id));
-        json_object_set_new(o, "array_task_id", text_or_null(step->array_task_id));
-        json_object_set_new(o, "step_id", text_or_null(step->step_id));
-        json_object_set_new(o, "node", text_or_null(step->node));
-        json_object_set_new(o, "cgroup", text_or_null(step->cgroup));
+        json_object_set_new(o, "job_id", json_text(step->job_id));
+        json_object_set_new(o, "array_job_id", json_text(step->array_job_id));
+        json_object_set_new(o, "array_task_id", json_text(step->array_task_id));
+        json_object_set_new(o, "step_id", json_text(step->step_id));
+        json_object_set_new(o, "node", json_text(step->node));
+        json_object_set_new(o, "cgroup", json_text(step->cgroup));
         json_object_set_new(o, "memory_bytes", step->memory_bytes ? json_integer((json_int_t)step->memory_bytes)
                                                                   : json_null());
-        json_object_set_new(o, "memory_from", text_or_null(step->memory_from));
+        json_object_set_new(o, "memory_from", json_text(step->memory_from));
         json_object_set_new(o, "cpus", step->cpus > 0 ? json_real(step->cpus) : json_null());
-        json_object_set_new(o, "cpus_from", text_or_null(step->cpus_from));
+        json_object_set_new(o, "cpus_from", json_text(step->cpus_from));
         if (capped & SLURM_CAPPED_MEMORY)
                 json_array_append_new(c, json_string("memory"));
         if (capped & SLURM_CAPPED_CPUS)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/jsonutil.h"
 #include "workspace/artifacts.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
@@ -291,7 +292,7 @@ void runfiles_summary_json(struct store *s, const char *run_id, json_t *o)
 
         if (store_files_summary_get(s, run_id, &error, &unlisted) < 0)
                 return;
-        json_object_set_new(o, "files_error", error ? json_string(error) : json_null());
+        json_object_set_new(o, "files_error", json_text(error));
         json_object_set_new(o, "files_unlisted", json_integer((json_int_t)unlisted));
 }
 

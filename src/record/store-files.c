@@ -161,17 +161,9 @@ int store_files_summary_set(struct store *s, const char *run_id, const char *err
 int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        r = store_prepare(s, "SELECT error, unlisted FROM run_files_summary WHERE run_id = ?1", &st);
+        int r = store_select_one(s, "SELECT error, unlisted FROM run_files_summary WHERE run_id = ?1", run_id, &st);
         if (r < 0)
                 return r;
-        store_bind_text(st, 1, run_id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_fail(s, rc);
         if (ret_error)
                 *ret_error = store_column_text(st, 0);
         if (ret_unlisted)
@@ -196,17 +188,9 @@ int store_workspace_set(struct store *s, const char *run_id, const char *workdir
 int store_workspace_get(struct store *s, const char *run_id, char **ret_workdir, char **ret_session)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        r = store_prepare(s, "SELECT workdir, session FROM run_workspace WHERE run_id = ?1", &st);
+        int r = store_select_one(s, "SELECT workdir, session FROM run_workspace WHERE run_id = ?1", run_id, &st);
         if (r < 0)
                 return r;
-        store_bind_text(st, 1, run_id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_fail(s, rc);
         if (ret_workdir)
                 *ret_workdir = store_column_text(st, 0);
         if (ret_session)

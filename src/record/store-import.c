@@ -56,17 +56,9 @@ json_t *exchange_json(const struct run_record *rec, bool with_output, json_t *la
 int store_origin_get(struct store *s, const char *run_id, char **ret_node, uint64_t *ret_imported_at)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        r = store_prepare(s, "SELECT node, imported_at FROM run_origin WHERE run_id = ?1", &st);
+        int r = store_select_one(s, "SELECT node, imported_at FROM run_origin WHERE run_id = ?1", run_id, &st);
         if (r < 0)
                 return r;
-        store_bind_text(st, 1, run_id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_fail(s, rc);
         if (ret_node)
                 *ret_node = store_column_text(st, 0);
         if (ret_imported_at)

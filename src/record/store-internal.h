@@ -49,6 +49,10 @@ int store_commit(struct store *s);
  * batch failed instead (store_batch_end() rolls all of it back). */
 void store_rollback(struct store *s);
 
+/* The one row sql (a SELECT with ?1 = key) finds: 0 with *ret on it,
+ * -ENOENT when there is none, else the store's error. */
+int store_select_one(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret);
+
 /* NULL binds NULL. */
 void store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* RUN_UNSET binds NULL. */

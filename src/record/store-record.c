@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/jsonutil.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
 #include "record/store-internal.h"
@@ -169,20 +170,6 @@ const char *format_iso8601_ms(uint64_t ms, char *buf, size_t len)
 static json_t *json_u64(uint64_t v)
 {
         return v == RUN_UNSET ? json_null() : json_integer((json_int_t)v);
-}
-
-/* A JSON string for s (NULL -> null); invalid UTF-8 is repaired. */
-static json_t *json_text(const char *s)
-{
-        json_t *j;
-        if (!s)
-                return json_null();
-        j = json_string(s);
-        if (!j) {
-                _cleanup_free_ char *clean = sanitize_text(s, strlen(s), NULL);
-                j = json_string(clean);
-        }
-        return j ? j : json_null();
 }
 
 static json_t *json_time(uint64_t ms)

@@ -307,17 +307,9 @@ static int take_verified(struct store *s, struct run_record *rec, struct run_rec
 static int get_exact(struct store *s, const char *id, struct run_record **ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        r = store_prepare(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs WHERE id = ?1", &st);
+        int r = store_select_one(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs WHERE id = ?1", id, &st);
         if (r < 0)
                 return r;
-        store_bind_text(st, 1, id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_fail(s, rc);
         return take_verified(s, read_row(st, true), ret);
 }
 
@@ -377,18 +369,10 @@ int store_run_get(struct store *s, const char *id_or_prefix, struct run_record *
 int store_run_get_by_key(struct store *s, const char *key, struct run_record **ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        r = store_prepare(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs "
-                       "WHERE idempotency_key = ?1", &st);
+        int r = store_select_one(s, "SELECT " RUN_COLUMNS DETAIL_COLUMNS " FROM runs WHERE idempotency_key = ?1",
+                                 key, &st);
         if (r < 0)
                 return r;
-        store_bind_text(st, 1, key);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_fail(s, rc);
         return take_verified(s, read_row(st, true), ret);
 }
 

@@ -145,6 +145,22 @@ int store_batch_end(struct store *s, bool commit)
         return commit ? batch_refused(s) : 0;
 }
 
+int store_select_one(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
+        store_bind_text(st, 1, key);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc);
+        *ret = TAKE_PTR(st);
+        return 0;
+}
+
 void store_bind_text(sqlite3_stmt *st, int i, const char *v)
 {
         if (v)

@@ -19,6 +19,8 @@ struct store {
         bool readonly;          /* opened with store_open_readonly() */
         bool batch;             /* in store_batch_begin() .. store_batch_end() */
         bool batch_failed;      /* a write of the batch failed: it is rolled back */
+        int busy_timeout_ms;    /* how long a write waits for the lock; 0: not at all */
+        uint64_t busy_since_ms; /* when the current wait for it began */
 };
 
 /* ---- store-migrations.c ------------------------------------------------- */
@@ -34,6 +36,9 @@ int store_fail(struct store *s, int rc);
 /* Remember msg as the message for store_error() and return error. */
 int store_fail_msg(struct store *s, int error, const char *msg);
 int store_exec(struct store *s, const char *sql);
+/* How long a statement waits for a lock another connection holds
+ * before it fails with SQLITE_BUSY; 0: it fails at once. */
+void store_set_busy_timeout(struct store *s, int ms);
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret);
 void store_finalizep(sqlite3_stmt **st);
 #define _cleanup_stmt_ _cleanup_(store_finalizep)

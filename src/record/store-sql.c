@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <sqlite3.h>
+#include <time.h>
 
 #include "record/store.h"
 #include "record/store-internal.h"
@@ -50,6 +51,38 @@ static int errno_from_sqlite(int rc)
         default:
                 return -EIO;
         }
+}
+
+/* SQLite's own busy handler sleeps 1 ms first, then 2, 5, 10 and more.
+ * A hutch run holds the write lock for about 0.1 ms, and two runs
+ * started together want it at the same moment: the loser slept ten
+ * times as long as it waited for, on every such start. Wait the way the
+ * lock is used instead: 50 us, doubling to at most 2 ms, so a short
+ * holder is followed closely and a long one (a checkpoint's syncs, a
+ * `hutch gc`) is polled at about SQLite's own rate. Each try is one
+ * fcntl() lock on the -shm file. */
+#define BUSY_FIRST_US 50u
+#define BUSY_MAX_US 2000u
+
+static int wait_for_lock(void *userdata, int tries)
+{
+        struct store *s = userdata;
+        uint64_t now = now_monotonic_ms();
+
+        if (tries == 0)
+                s->busy_since_ms = now;
+        if (now - s->busy_since_ms >= (uint64_t)s->busy_timeout_ms)
+                return 0;
+        unsigned us = tries < 6 ? BUSY_FIRST_US << tries : BUSY_MAX_US;
+        struct timespec ts = { 0, (long)MIN(us, BUSY_MAX_US) * 1000L };
+        (void)nanosleep(&ts, NULL);
+        return 1;
+}
+
+void store_set_busy_timeout(struct store *s, int ms)
+{
+        s->busy_timeout_ms = ms;
+        sqlite3_busy_handler(s->db, ms > 0 ? wait_for_lock : NULL, s);
 }
 
 /* Remember sqlite's message for rc and return rc as -errno. */

@@ -75,7 +75,7 @@ void store_stamp_schema(struct store *s, bool in_transaction, int busy_timeout_m
                 return;
         }
         /* never wait for the write lock here: a run is starting */
-        sqlite3_busy_timeout(s->db, 0);
+        store_set_busy_timeout(s, 0);
         (void)store_exec(s, sql);
-        sqlite3_busy_timeout(s->db, busy_timeout_ms);
+        store_set_busy_timeout(s, busy_timeout_ms);
 }

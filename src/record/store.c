@@ -291,7 +291,7 @@ static int configure(struct store *s)
         const unsigned char *mode;
         int r, rc;
 
-        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
         /* the first statement that reads the file: a non-database fails
          * here. WAL mode is persistent, so usually there is nothing to
          * change; only the first open of a new database switches it. */
@@ -490,7 +490,7 @@ static int open_connection(struct store *s, const char *name, int flags)
         if (rc != SQLITE_OK)
                 return s->db ? store_fail(s, rc) : store_fail_msg(s, -ENOMEM, "out of memory");
         sqlite3_extended_result_codes(s->db, 0);
-        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
         return 0;
 }
 
@@ -678,7 +678,7 @@ void store_checkpoint_if_due(struct store *s)
          * allocate them again, measurably slower). Without waiting: a
          * reader or writer in the way makes this return busy at once and
          * leaves the WAL to a later run; so does a full disk. */
-        sqlite3_busy_timeout(s->db, 0);
+        store_set_busy_timeout(s, 0);
         if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
                 s->wal_frames = 0;
                 /* The first frame after a restart makes SQLite write and
@@ -693,7 +693,7 @@ void store_checkpoint_if_due(struct store *s)
                                 (void)store_exec(s, "ROLLBACK");
                 }
         }
-        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
 }
 
 struct store *store_close(struct store *s)

@@ -16,6 +16,8 @@
 #include <sqlite3.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "record/store.h"
@@ -448,6 +450,52 @@ static void batch_is_all_or_nothing(void **state)
         assert_true(has_run(s, b->id));
 }
 
+/* A write waits for the lock another connection holds: it gets it once
+ * that one lets go, and gives up with -EBUSY once its own timeout has
+ * passed, never sooner. */
+static void write_lock_is_waited_for_then_given_up(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *holder = open_ok(f->path);
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *a = running("01JF0000000000000000000B01");
+        _cleanup_run_record_ struct run_record *b = running("01JF0000000000000000000B02");
+
+        assert_int_equal(store_batch_begin(holder), 0);
+        store_set_busy_timeout(s, 150);
+        uint64_t t0 = now_monotonic_ms();
+        assert_int_equal(store_run_insert(s, a), -EBUSY);
+        uint64_t waited = now_monotonic_ms() - t0;
+        assert_true(waited >= 150);
+        assert_true(waited < 5000);
+        assert_int_equal(store_batch_end(holder, false), 0);
+
+        /* held by another process for 100 ms: the wait ends with it */
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct store *other = NULL;
+                char c = 'n';
+                if (store_open(f->path, &other, NULL) == 0 && store_batch_begin(other) == 0)
+                        c = 'y';
+                (void)!write(ready[1], &c, 1);
+                usleep(100 * 1000);
+                _exit(c == 'y' && store_batch_end(other, false) == 0 ? 0 : 1);
+        }
+        char c = 0;
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        assert_int_equal(c, 'y');
+        store_set_busy_timeout(s, 10000);
+        assert_int_equal(store_run_insert(s, b), 0);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(ready[0]);
+        close(ready[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -462,6 +510,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(readonly_open, setup, teardown),
                 cmocka_unit_test_setup_teardown(quick_check_and_unclean_shutdown, setup, teardown),
                 cmocka_unit_test_setup_teardown(batch_is_all_or_nothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(write_lock_is_waited_for_then_given_up, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

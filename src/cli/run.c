@@ -474,6 +474,9 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .userdata = &ctx,
                 .host_in = host_in, .host_out = ev ? events_hostio(ev) : host_out, .host_err = host_err,
                 .events = ev != NULL,
+                /* the egress helper's log is complete only once the
+                 * sandbox is gone */
+                .record_while_exiting = !egress.active,
         };
 
         if (spawned)
@@ -501,7 +504,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                         run_tty_raw(&tty);
                 r = supervise(cfg, &sb, &hooks, &out);
                 run_tty_restore(&tty);
-                /* init is reaped: nothing can write to the workspace now */
+                /* init is reaped, or is exiting with no process beside it
+                 * (out.init_exiting): nothing can write to the workspace */
                 workspace_fd = TAKE_FD(sb.workspace_fd);
                 upper_fd = TAKE_FD(sb.upper_fd);
                 sandbox_close(&sb);
@@ -584,6 +588,12 @@ out:
                 _cleanup_free_ char *spool = run_spool_path(rec ? rec->id : "");
                 if (spool)
                         (void)unlink(spool);
+        }
+        /* Recorded, and put away, while the sandbox's init exited on its
+         * own (out.init_exiting): hutch returns only once it is gone. */
+        if (out.init_exiting) {
+                store = store_close(TAKE_PTR(store));
+                sandbox_reap(&sb);
         }
         return code;
 }

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -36,6 +37,53 @@ void init_report(int sync_fd, int kind, int error, int status, int pid,
         struct sync_msg msg = { .kind = (uint32_t)kind, .error = error, .status = status, .pid = pid };
         snprintf(msg.step, sizeof(msg.step), "%s", step ? step : "");
         snprintf(msg.path, sizeof(msg.path), "%s", path ? path : "");
+        (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
+}
+
+static void usage_of(int who, struct sync_usage *u)
+{
+        struct rusage ru;
+        if (getrusage(who, &ru) < 0)
+                return;
+        u->utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+        u->stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        u->maxrss_kb = ru.ru_maxrss;
+}
+
+/* The job has been reaped. What it left running (a daemon, a loop in
+ * the background) ends with it, and is killed and reaped here rather
+ * than left to the kernel when init exits: that reaps without
+ * accounting (zap_pid_ns_processes() ignores SIGCHLD), and the record
+ * would lose what those processes cost. Every process of the pid
+ * namespace descends from init and re-parents to it, and kill(-1) from
+ * a namespace's init reaches every process in it but init; one forked
+ * while the signal goes round is a dying process's child and is caught
+ * by the next round. Returns true once init has no child left. */
+static bool end_the_rest(void)
+{
+        for (;;) {
+                pid_t p = waitpid(-1, NULL, WNOHANG | __WALL);
+                if (p > 0)
+                        continue;
+                if (p < 0)
+                        return errno == ECHILD;
+                (void)kill(-1, SIGKILL);
+                if (waitpid(-1, NULL, __WALL) < 0)
+                        return errno == ECHILD;
+        }
+}
+
+/* Tell the supervisor the job ended with status, what every process
+ * init reaped cost, and whether none is left (SYNC_EXIT_ALONE): then
+ * nothing can write to the workspace or the job's pipes any more, and
+ * the supervisor may record the run while init exits and the kernel
+ * takes the namespaces down. */
+static void report_job_exit(int sync_fd, int status, pid_t job)
+{
+        struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = job };
+        if (end_the_rest())
+                msg.error = SYNC_EXIT_ALONE;
+        usage_of(RUSAGE_CHILDREN, &msg.reaped);
         (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
 }
 
@@ -213,7 +261,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                                 _exit(EXIT_SETUP);
                         }
                         if (p == job) {
-                                init_report(sync_fd, SYNC_JOB_EXIT, 0, status, job, "", "");
+                                report_job_exit(sync_fd, status, job);
                                 _exit(exit_code_for(status));
                         }
                 }

@@ -6,12 +6,14 @@
  *  1. supervisor: pipes and the sync socketpair, then clone3() with
  *     every namespace flag at once and CLONE_PIDFD, so the child exists
  *     only inside its namespaces and we hold a race-free handle on it;
- *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
- *     (it must be the supervisor: when hutch runs as root, only a process
- *     in the parent namespace may map the sandbox to an unprivileged id);
- *  3. supervisor: sends "go" (with the terminal size); between clone and
- *     "go" it moves the child off its own CPU for the setup, so the two
- *     run side by side (cpu-steer.h);
+ *  2. the one-id uid/gid maps, after setgroups=deny. For real root the
+ *     supervisor writes them and then sends "go": only a process in the
+ *     parent namespace may map the sandbox to another id (65534). Anyone
+ *     else's sandbox maps to the caller's own ids, which the child may
+ *     write itself, at once, without waiting for a message: the map is
+ *     the same, and it is written before anything but hutch runs there;
+ *  3. supervisor: right after clone it moves the child off its own CPU
+ *     for the setup, so the two run side by side (cpu-steer.h);
  *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
  *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
  *     which would clear it), builds the root (mount.c), sets hostname and
@@ -67,8 +69,16 @@ void sandbox_signal_set(sigset_t *set)
 }
 
 struct go_msg {
-        struct winsize ws;
-        int has_ws;
+        int maps_written;
+};
+
+/* Who writes the sandbox's id maps, and the host ids they map to, as
+ * the supervisor sees them: in the child, before its maps exist,
+ * geteuid() says 65534. */
+struct id_plan {
+        bool by_supervisor;
+        uid_t host_uid;
+        gid_t host_gid;
 };
 
 static _Noreturn void setup_failed(int sync_fd, int r, const char *step, const char *path)
@@ -168,7 +178,8 @@ static int drop_caller_stdio(void)
 
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
-                                 struct named_clones *named, const struct cpu_steer *steer)
+                                 struct named_clones *named, const struct cpu_steer *steer,
+                                 const struct winsize *winsize, const struct id_plan *ids)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
@@ -196,9 +207,16 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         free(keep);
         if (drop_caller_stdio() < 0)
                 _exit(EXIT_SETUP);
-        ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
-        if (n != (ssize_t)sizeof(go))
-                _exit(EXIT_SETUP);
+        ssize_t n;
+        if (ids->by_supervisor) {
+                n = recv(sync_fd, &go, sizeof(go), 0);
+                if (n != (ssize_t)sizeof(go))
+                        _exit(EXIT_SETUP);
+        } else {
+                r = ns_write_id_maps(0, cfg->uid, cfg->gid, ids->host_uid, ids->host_gid);
+                if (r < 0)
+                        setup_failed(sync_fd, r, "write uid/gid map", "");
+        }
 
         /* What the user named is resolved as the user who started hutch
          * (named.c): real root's supervisor did it before clone; else it
@@ -266,7 +284,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                                     .tty_slave = -1 };
         if (cfg->tty) {
                 int master = -1;
-                r = open_pty(go.has_ws ? &go.ws : NULL, &master, &stdio.tty_slave);
+                r = open_pty(winsize, &master, &stdio.tty_slave);
                 if (r < 0)
                         setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
                 /* hand the master to the supervisor, which relays it */
@@ -428,6 +446,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         }
         struct cpu_steer steer;
         cpu_steer_prepare(&steer);
+        struct id_plan ids = { .by_supervisor = ns_real_root(), .host_uid = ns_host_uid(), .host_gid = ns_host_gid() };
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
                 r = -errno;
@@ -440,9 +459,10 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named, &steer);
+                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named, &steer,
+                           winsize, &ids);
         }
-        /* before the id maps and "go": the child has not run yet */
+        /* at once: the child has barely run, if at all */
         cpu_steer_child(&steer, pid);
         named_close(&named);    /* the sandbox has its copies */
         if (idmapped_lower >= 0) {
@@ -459,23 +479,24 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 in_pipe[0] = out[1] = err[1] = -1;
         }
 
-        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
-        r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
-        if (r < 0) {
-                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                (void)waitpid(pid, NULL, 0);
-                goto fail;
+        if (ids.by_supervisor) {
+                ret->failed_step = "map the sandbox user to uid 65534";
+                r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ids.host_uid, ids.host_gid);
+                if (r < 0) {
+                        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        (void)waitpid(pid, NULL, 0);
+                        goto fail;
+                }
+                ret->failed_step = "start the sandbox";
+                struct go_msg go = { .maps_written = 1 };
+                if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
+                        r = -errno;
+                        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        (void)waitpid(pid, NULL, 0);
+                        goto fail;
+                }
         }
         ret->failed_step = "start the sandbox";
-        struct go_msg go = { .has_ws = winsize != NULL };
-        if (winsize)
-                go.ws = *winsize;
-        if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
-                r = -errno;
-                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                (void)waitpid(pid, NULL, 0);
-                goto fail;
-        }
 
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],
@@ -536,6 +557,12 @@ void sandbox_abort(struct sandbox *sb)
 {
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         (void)waitpid(sb->pid, NULL, 0);
+}
+
+void sandbox_reap(struct sandbox *sb)
+{
+        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
 }
 
 void sandbox_close(struct sandbox *sb)

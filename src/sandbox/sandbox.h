@@ -87,6 +87,10 @@ int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 /* Kill a sandbox that will not be started, and reap it. */
 void sandbox_abort(struct sandbox *sb);
 
+/* Wait for an init that is exiting on its own (it reported the job's
+ * end with nothing left beside it), after sandbox_close() too. */
+void sandbox_reap(struct sandbox *sb);
+
 /* Close the handles, the workspace fds included (does not kill
  * anything). */
 void sandbox_close(struct sandbox *sb);

@@ -2,16 +2,17 @@
  *
  * One SOCK_SEQPACKET socketpair links them, so every message arrives
  * whole and in order, and file descriptors (the pty master, the
- * workspace dirs) can ride along. The supervisor sends three messages:
- * "go" once the uid/gid maps are written; the job's syscall filter
- * (SANDBOX_MSG_FILTER, then the blob) as soon as it is built; and
+ * workspace dirs) can ride along. The supervisor sends two or three
+ * messages: for real root only, "go" once it has written the uid/gid
+ * maps (everyone else's sandbox writes its own); the job's syscall
+ * filter (SANDBOX_MSG_FILTER, then the blob) as soon as it is built; and
  * "start" (SANDBOX_MSG_START alone) once the run is recorded.
  */
 #pragma once
 
 #include <stdint.h>
 
-/* The first byte of the supervisor's messages after "go". */
+/* The first byte of the supervisor's messages after the maps. */
 #define SANDBOX_MSG_FILTER 2
 #define SANDBOX_MSG_START 1
 
@@ -19,10 +20,22 @@ enum sync_kind {
         SYNC_SETUP_ERROR = 1, /* building the sandbox failed: error, step, path */
         SYNC_READY,           /* job forked; a pty master fd may be attached */
         SYNC_EXEC_ERROR,      /* execve of the job failed: error, path */
-        SYNC_JOB_EXIT,        /* job ended: status is its raw wait status */
+        SYNC_JOB_EXIT,        /* job ended: status is its raw wait status, error
+                               * SYNC_EXIT_ALONE or 0, usage what it cost */
         SYNC_COMPILE_FAILED,  /* the --lang compile step failed: status, path = compiler */
         SYNC_WORKSPACE,       /* root built, before the job: O_DIRECTORY fds of the
                                * workspace and (status = 2) the overlay upper dir */
+};
+
+/* SYNC_JOB_EXIT's error field: init killed and reaped every process the
+ * job left, so nothing runs in the sandbox any more and init only exits
+ * from here on. */
+#define SYNC_EXIT_ALONE 1
+
+/* What processes cost, from getrusage(). */
+struct sync_usage {
+        int64_t utime_us, stime_us;
+        int64_t maxrss_kb;
 };
 
 struct sync_msg {
@@ -32,4 +45,7 @@ struct sync_msg {
         int32_t pid;          /* job's pid inside the sandbox */
         char step[96];        /* fits the longest step text (mount.c) */
         char path[416];
+        /* SYNC_JOB_EXIT: what every process init reaped cost (the job's
+         * tree, with SYNC_EXIT_ALONE all of it) */
+        struct sync_usage reaped;
 };

@@ -47,6 +47,7 @@ struct loop {
         struct cgroup_stats cg_stats;   /* read after init was reaped */
         bool have_cg_stats;
         bool init_exited, master_open;
+        bool awaited_report;            /* await_job_report() was called */
         struct hostio *host_in, *host_out, *host_err;   /* the caller's, or NULL */
         bool stdin_open;                /* the caller's stdin is still to be read */
         enum escape esc;

@@ -33,6 +33,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -292,6 +293,64 @@ static void on_init_exit(struct loop *l)
         }
 }
 
+/* Whether the run can be recorded now, before init is reaped: init said
+ * the job ended and it reaped everything else (SYNC_EXIT_ALONE), so no
+ * one can write to the job's pipes or its workspace, and init's exit
+ * adds nothing the record holds. A run cgroup's counters are final only
+ * once init is gone. */
+static bool recordable_before_reap(const struct loop *l)
+{
+        return l->hooks && l->hooks->record_while_exiting && !l->cg && !l->init_exited &&
+               l->have_job_exit && l->job_exit.error == SYNC_EXIT_ALONE;
+}
+
+/* The job's output reached EOF: the job has most likely exited, and
+ * init's report follows within tens of microseconds. Waited for in
+ * poll(), that report's wakeup (a unix socket's is a "sync" one, made
+ * for a sender that sleeps next) queues us on init's CPU behind init's
+ * exit, so the record would be written after the sandbox's teardown
+ * instead of beside it. So wait for it awake, once per run, for at most
+ * REPORT_SPIN_NS, giving the CPU to anyone else who wants it. Only
+ * where the run can be recorded before init is reaped. */
+#define REPORT_SPIN_NS 200000ull
+static void await_job_report(struct loop *l)
+{
+        l->awaited_report = true;
+        if (!l->hooks || !l->hooks->record_while_exiting || l->cg || l->cfg->tty ||
+            l->have_job_exit || l->init_exited || l->phase != PHASE_RUNNING)
+                return;
+        uint64_t until = now_monotonic_ns() + REPORT_SPIN_NS;
+        struct pollfd q = { .fd = l->sb->sync_fd, .events = POLLIN };
+        while (poll(&q, 1, 0) == 0 && now_monotonic_ns() < until)
+                sched_yield();
+}
+
+static uint64_t usec_to_ms(int64_t us)
+{
+        return us > 0 ? (uint64_t)us / 1000 : 0;
+}
+
+/* cpu time and peak RSS of the job's processes. Init reaps them all,
+ * what the job left running too, and reports what they cost; otherwise
+ * (init did not get that far, or was killed) what wait4() gave for init
+ * holds whatever init reaped, and init itself. */
+static void meter_job(const struct loop *l, struct run_outcome *out)
+{
+        const struct rusage *ru = &l->rusage;
+        int64_t user = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec;
+        int64_t sys = (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+        int64_t maxrss_kb = ru->ru_maxrss;
+
+        if (l->have_job_exit && l->job_exit.error == SYNC_EXIT_ALONE) {
+                user = l->job_exit.reaped.utime_us;
+                sys = l->job_exit.reaped.stime_us;
+                maxrss_kb = l->job_exit.reaped.maxrss_kb;
+        }
+        out->cpu_user_ms = usec_to_ms(user);
+        out->cpu_sys_ms = usec_to_ms(sys);
+        out->peak_rss_bytes = maxrss_kb > 0 ? (uint64_t)maxrss_kb * 1024 : 0;
+}
+
 /* The reader of our stdout or stderr is gone. As in a plain pipe, the
  * job's next write to that stream must fail with EPIPE (or SIGPIPE):
  * we hold the only read end of its pipe, and closing it does that.
@@ -501,6 +560,10 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 bool output_pending = sb->stdout_fd >= 0 || sb->stderr_fd >= 0 || have_master;
                 if (l->init_exited && !sync_open && !output_pending)
                         break;
+                if (!output_pending && recordable_before_reap(l)) {
+                        out->init_exiting = true;
+                        break;
+                }
                 if (l->init_exited && !output_pending && sync_open) {
                         /* drain whatever init sent before it died */
                         while (on_sync(l) && sync_open) {
@@ -525,6 +588,8 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                                 break;
                         timeout = (int)(drain_deadline - now);
                 }
+                if (!output_pending && !l->awaited_report)
+                        await_job_report(l);
                 int pr = poll(p, (nfds_t)n, timeout);
                 if (pr < 0) {
                         if (errno == EINTR)
@@ -589,7 +654,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         }
 
 finish:
-        if (!l->init_exited) {
+        if (!l->init_exited && !out->init_exiting) {
                 (void)send_init(l, SIGKILL);
                 int status;
                 if (wait4(sb->pid, &status, 0, &l->rusage) == sb->pid) {
@@ -598,9 +663,7 @@ finish:
                 }
         }
         out->wall_ms = now_monotonic_ms() - l->started_ms;
-        out->cpu_user_ms = (uint64_t)l->rusage.ru_utime.tv_sec * 1000 + (uint64_t)l->rusage.ru_utime.tv_usec / 1000;
-        out->cpu_sys_ms = (uint64_t)l->rusage.ru_stime.tv_sec * 1000 + (uint64_t)l->rusage.ru_stime.tv_usec / 1000;
-        out->peak_rss_bytes = (uint64_t)l->rusage.ru_maxrss * 1024;
+        meter_job(l, out);
         out->peak_tree_memory_bytes = l->peak_memory;
         /* init is reaped: what the cgroup counted is final now */
         if (l->cg && cgroup_run_stats(l->cg, &l->cg_stats) == 0) {

@@ -34,6 +34,12 @@ struct supervise_hooks {
          * streams (hutch.event/1 lines), not their raw bytes; host_err
          * is unused. The job is read only while host_out has room. */
         bool events;
+        /* The run may be recorded before init is reaped, once init has
+         * said the job ended with nothing left beside it (see
+         * run_outcome.init_exiting). false while something is to be read
+         * only after the sandbox is gone (the egress log). Without a run
+         * cgroup only: its counters are final only after init. */
+        bool record_while_exiting;
 };
 
 struct run_outcome {
@@ -53,9 +59,15 @@ struct run_outcome {
         uint64_t cgroup_memory_peak_bytes; /* memory.peak (or sampled peak), 0 if unknown */
         uint64_t cgroup_oom_kills;  /* oom_kill in memory.events */
         uint64_t pids_max_events;   /* forks refused by pids.max */
+        /* init reported the job's end with no other process left and is
+         * exiting; it is not reaped yet. Nothing can write to the job's
+         * pipes or workspace, and all its output is in. The caller
+         * records the run, then reaps init (sandbox_reap()). */
+        bool init_exiting;
 };
 
-/* Run the loop until the sandbox is gone and its output drained. The
+/* Run the loop until the sandbox is gone and its output drained (or,
+ * with hooks->record_while_exiting, until only init's exit is left). The
  * signals in sandbox_signal_set() must already be blocked. Fills *out.
  * With sb->cgroup, cpu_time is watched through the cgroup's cpu.stat,
  * memory is left to its memory.max when that was written (an OOM kill

@@ -196,3 +196,48 @@ print(p.returncode, hwm)' "$HUTCH"
         [ "$kb" -gt 0 ]
         [ "$kb" -lt 8192 ]
 }
+
+@test "cpu time counts the job's tree: what it waited for, and what outlived it" {
+        # (no jq: this runs in the VM too, under a run cgroup's cpu.stat)
+        # a child the job waits for
+        run "$HUTCH" run --json -- sh -c 'sh -c "while :; do :; done" & p=$!; sleep 0.5; kill $p; wait $p; exit 0'
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ \"cpu_ms\":([0-9]+) ]]
+        [ "${BASH_REMATCH[1]}" -ge 300 ]
+        # a child left running when the job ends: killed with the sandbox,
+        # and its cpu time is in the record too
+        run "$HUTCH" run --json -- sh -c 'sh -c "while :; do :; done" & sleep 0.5'
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ \"cpu_ms\":([0-9]+) ]]
+        [ "${BASH_REMATCH[1]}" -ge 300 ]
+}
+
+@test "hutch returns only when its sandbox is gone, and the record is complete by then" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        command -v jq >/dev/null || skip "jq not installed"
+        # as a child subreaper, anything of hutch's left running would be
+        # re-parented to us: after hutch exits, we must have no child
+        run python3 -c '
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0:   # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl: %s" % os.strerror(ctypes.get_errno()))
+left = 0
+for i in range(30):
+    p = subprocess.run([sys.argv[1], "run", "--", "sh", "-c", "echo out; echo err >&2; exit 3"],
+                       capture_output=True)
+    if p.returncode != 3 or p.stdout != b"out\n" or p.stderr != b"err\n":
+        sys.exit("run %d: %d %r %r" % (i, p.returncode, p.stdout, p.stderr))
+    try:
+        os.waitpid(-1, os.WNOHANG)      # a child, running or not
+        left += 1
+    except ChildProcessError:
+        pass
+print(left)' "$HUTCH"
+        [ "$status" -eq 0 ]
+        [ "$output" = 0 ]
+        run "$HUTCH" ls --json --limit 30
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | jq -s '[.[] | select(.status == "failed" and .exit_code == 3 and
+                                                  .stdout_bytes == 4 and .stderr_bytes == 4)] | length')" = 30 ]
+}

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <seccomp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
@@ -34,6 +35,19 @@ static void id_shim_checks(uint32_t uid, uint32_t gid, uint32_t own_uid, uint32_
         CHECK_ERRNO(syscall(SYS_setresuid, -1, uid, -1), EPERM);
         CHECK_ERRNO(syscall(SYS_setregid, gid, -1), EPERM);
         CHECK_ERRNO(syscall(SYS_setuid, uid), EPERM);
+        /* every call of the shim's table */
+        CHECK_ERRNO(syscall(SYS_setgid, gid), EPERM);
+        CHECK_ERRNO(syscall(SYS_setreuid, -1, uid), EPERM);
+        CHECK_ERRNO(syscall(SYS_setresgid, gid, -1, -1), EPERM);
+#ifdef SYS_chown
+        CHECK_ERRNO(syscall(SYS_chown, "/nonexistent-hutch", uid, -1), EPERM);
+        CHECK_ERRNO(syscall(SYS_chown, "/nonexistent-hutch", own_uid, own_gid), ENOENT);
+#endif
+#ifdef SYS_lchown
+        CHECK_ERRNO(syscall(SYS_lchown, "/nonexistent-hutch", -1, gid), EPERM);
+        CHECK_ERRNO(syscall(SYS_lchown, "/nonexistent-hutch", -1, -1), ENOENT);
+#endif
+        CHECK_ERRNO(syscall(SYS_fchownat, AT_FDCWD, "/nonexistent-hutch", own_uid, -1, 0), ENOENT);
         /* ids are uid_t to the kernel: the upper half of the register
          * does not count, so it cannot smuggle a match */
         CHECK_ERRNO(syscall(SYS_fchown, -1, (1UL << 32) | uid, -1), EPERM);
@@ -77,6 +91,71 @@ static void id_shim(void **state)
         assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, n - 1, &n), -E2BIG);
 
         in_child(id_shim_child);
+}
+
+/* The classic BPF the shim is made of, run as the kernel would. */
+static uint32_t run_bpf(const struct sock_filter *insns, size_t n, const struct seccomp_data *sd)
+{
+        uint32_t a = 0;
+        for (size_t pc = 0; pc < n; pc++) {
+                const struct sock_filter *f = &insns[pc];
+                switch (f->code) {
+                case BPF_LD | BPF_W | BPF_ABS:
+                        assert_true(f->k + 4 <= sizeof(*sd) && f->k % 4 == 0);
+                        memcpy(&a, (const char *)sd + f->k, 4);
+                        break;
+                case BPF_JMP | BPF_JA:
+                        pc += f->k;
+                        break;
+                case BPF_JMP | BPF_JEQ | BPF_K:
+                        pc += a == f->k ? f->jt : f->jf;
+                        break;
+                case BPF_JMP | BPF_JGE | BPF_K:
+                        pc += a >= f->k ? f->jt : f->jf;
+                        break;
+                case BPF_RET | BPF_K:
+                        return f->k;
+                default:
+                        fail_msg("instruction %zu: code %#x", pc, f->code);
+                }
+        }
+        fail_msg("ran off the end");
+        return 0;
+}
+
+/* Every syscall number through the shim: with foreign ids in every
+ * argument only the id calls are refused, with our own ids none is. */
+static void id_shim_every_number(void **state)
+{
+        static const int id_nrs[] = {
+                SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid,
+#ifdef SYS_chown
+                SYS_chown,
+#endif
+#ifdef SYS_lchown
+                SYS_lchown,
+#endif
+                SYS_fchown, SYS_fchownat,
+        };
+        struct sock_filter insns[ID_SHIM_MAX_INSNS];
+        size_t n = 0;
+
+        (void)state;
+        assert_int_equal(seccomp_id_shim_build(1000, 1000, false, insns, ELEMENTSOF(insns), &n), 0);
+        for (int nr = 0; nr < 1024; nr++) {
+                bool id_call = false;
+                for (size_t i = 0; i < ELEMENTSOF(id_nrs); i++)
+                        id_call |= id_nrs[i] == nr;
+                struct seccomp_data sd = { .nr = nr, .arch = seccomp_arch_native() };
+                for (int i = 0; i < 6; i++)
+                        sd.args[i] = 1000;
+                assert_int_equal(run_bpf(insns, n, &sd), SECCOMP_RET_ALLOW);
+                for (int i = 0; i < 6; i++)
+                        sd.args[i] = 1001;
+                uint32_t want = id_call ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_ALLOW;
+                if (run_bpf(insns, n, &sd) != want)
+                        fail_msg("syscall %d: %#x, not %#x", nr, run_bpf(insns, n, &sd), want);
+        }
 }
 
 static void *policy_blob;
@@ -136,6 +215,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(id_shim),
                 cmocka_unit_test(id_shim_chained),
+                cmocka_unit_test(id_shim_every_number),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,26 +50,35 @@ static void usage_of(int who, struct sync_usage *u)
         u->maxrss_kb = ru.ru_maxrss;
 }
 
-/* The job has been reaped. What it left running (a daemon, a loop in
- * the background) ends with it, and is killed and reaped here rather
- * than left to the kernel when init exits: that reaps without
- * accounting (zap_pid_ns_processes() ignores SIGCHLD), and the record
- * would lose what those processes cost. Every process of the pid
- * namespace descends from init and re-parents to it, and kill(-1) from
- * a namespace's init reaches every process in it but init; one forked
- * while the signal goes round is a dying process's child and is caught
- * by the next round. Returns true once init has no child left. */
-static bool end_the_rest(void)
+/* Reap what has exited. Returns 1 once init has no child left, 0 while
+ * some still run. */
+static int reap_exited(void)
 {
         for (;;) {
                 pid_t p = waitpid(-1, NULL, WNOHANG | __WALL);
                 if (p > 0)
                         continue;
-                if (p < 0)
-                        return errno == ECHILD;
+                return p < 0 && errno == ECHILD;
+        }
+}
+
+/* What the job left running (a daemon, a loop in the background) ends
+ * with it, and is killed and reaped here rather than left to the kernel
+ * when init exits: that reaps without accounting (zap_pid_ns_processes()
+ * ignores SIGCHLD), and the record would lose what those processes cost.
+ * Every process of the pid namespace descends from init and re-parents
+ * to it, and kill(-1) from a namespace's init reaches every process in
+ * it but init; one forked while the signal goes round is a dying
+ * process's child and is caught by the next round. Returns true once
+ * init has no child left. */
+static bool end_the_rest(void)
+{
+        for (;;) {
                 (void)kill(-1, SIGKILL);
                 if (waitpid(-1, NULL, __WALL) < 0)
                         return errno == ECHILD;
+                if (reap_exited())
+                        return true;
         }
 }
 
@@ -77,11 +86,20 @@ static bool end_the_rest(void)
  * init reaped cost, and whether none is left (SYNC_EXIT_ALONE): then
  * nothing can write to the workspace or the job's pipes any more, and
  * the supervisor may record the run while init exits and the kernel
- * takes the namespaces down. */
+ * takes the namespaces down. With processes left, the job's status goes
+ * out first, before they are killed: one stuck in the kernel (on a hung
+ * network filesystem) may keep init waiting, and the record must still
+ * say how the job itself ended. */
 static void report_job_exit(int sync_fd, int status, pid_t job)
 {
         struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = job };
-        if (end_the_rest())
+        bool alone = reap_exited();
+        if (!alone) {
+                usage_of(RUSAGE_CHILDREN, &msg.reaped);
+                (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
+                alone = end_the_rest();
+        }
+        if (alone)
                 msg.error = SYNC_EXIT_ALONE;
         usage_of(RUSAGE_CHILDREN, &msg.reaped);
         (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);

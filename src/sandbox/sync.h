@@ -21,7 +21,9 @@ enum sync_kind {
         SYNC_READY,           /* job forked; a pty master fd may be attached */
         SYNC_EXEC_ERROR,      /* execve of the job failed: error, path */
         SYNC_JOB_EXIT,        /* job ended: status is its raw wait status, error
-                               * SYNC_EXIT_ALONE or 0, usage what it cost */
+                               * SYNC_EXIT_ALONE or 0, reaped what it cost; sent
+                               * again with SYNC_EXIT_ALONE once what the job
+                               * left is killed and reaped: the last one counts */
         SYNC_COMPILE_FAILED,  /* the --lang compile step failed: status, path = compiler */
         SYNC_WORKSPACE,       /* root built, before the job: O_DIRECTORY fds of the
                                * workspace and (status = 2) the overlay upper dir */

@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <sched.h>
 #include <net/if.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 
 #include "sandbox/ns.h"
 #include "lib/util.h"
@@ -153,6 +156,89 @@ int ns_loopback_up(void)
         if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
                 return -errno;
         return 0;
+}
+
+/* The helper's stack: unshare, socket and ioctl need little of it. The
+ * lowest page is a guard. */
+#define NETNS_STACK_BYTES (64u << 10)
+
+/* The helper shares the sandbox's memory and fd table (CLONE_VM |
+ * CLONE_FILES), not its thread: it has its own stack, and it calls only
+ * what takes no lock and allocates nothing (unshare, socket, ioctl,
+ * close), so nothing of the sandbox's state it shares can be caught
+ * half-changed. The one thing both write is errno: the helper's can
+ * clobber the sandbox's only when one of its own calls failed, and then
+ * the sandbox fails its setup at ns_netns_join() whatever it was doing.
+ * It returns, and the kernel ends it (exit, not exit_group: the sandbox
+ * runs on). */
+static int netns_helper(void *arg)
+{
+        struct netns_build *b = arg;
+        if (unshare(CLONE_NEWNET) < 0) {
+                b->error = errno;
+                b->step = "network namespace";
+                return 1;
+        }
+        int r = ns_loopback_up();
+        if (r < 0) {
+                b->error = -r;
+                b->step = "loopback up";
+                return 1;
+        }
+        int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int fd = sock < 0 ? -1 : ioctl(sock, SIOCGSKNS);
+        if (fd < 0) {
+                b->error = errno;
+                b->step = "network namespace";
+        }
+        if (sock >= 0)
+                close(sock);
+        b->netns_fd = fd;
+        return fd < 0;
+}
+
+int ns_netns_begin(struct netns_build *b)
+{
+        long page = sysconf(_SC_PAGESIZE);
+
+        *b = (struct netns_build) { .netns_fd = -1, .pid = -1, .step = "network namespace" };
+        b->stack = mmap(NULL, NETNS_STACK_BYTES, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (b->stack == MAP_FAILED) {
+                b->stack = NULL;
+                return -errno;
+        }
+        if (mprotect(b->stack, (size_t)page, PROT_NONE) < 0 ||
+            (b->pid = clone(netns_helper, (char *)b->stack + NETNS_STACK_BYTES,
+                            CLONE_VM | CLONE_FILES | SIGCHLD, b)) < 0) {
+                int e = errno;
+                munmap(b->stack, NETNS_STACK_BYTES);
+                b->stack = NULL;
+                return -e;
+        }
+        return 0;
+}
+
+int ns_netns_join(struct netns_build *b)
+{
+        int status, r = 0;
+
+        while (waitpid(b->pid, &status, __WALL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        /* the helper is gone: its stack and fields are ours again */
+        munmap(b->stack, NETNS_STACK_BYTES);
+        b->stack = NULL;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || b->netns_fd < 0)
+                r = -(b->error ? b->error : EIO);
+        else if (setns(b->netns_fd, CLONE_NEWNET) < 0) {
+                r = -errno;
+                b->step = "join network namespace";
+        }
+        if (b->netns_fd >= 0)
+                close(b->netns_fd);
+        b->netns_fd = -1;
+        return r;
 }
 
 const char *ns_explain_clone_error(int r)

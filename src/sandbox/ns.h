@@ -31,6 +31,27 @@ int ns_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid);
 int ns_set_hostname(const char *name);
 int ns_loopback_up(void);
 
+/* The sandbox's network namespace, built beside the rest of its setup.
+ * Creating one (setup_net(): loopback, sysctls, every protocol's
+ * per-namespace state) is the larger part of what clone3() costs with
+ * CLONE_NEWNET, and it does not depend on anything else the sandbox
+ * builds. So a helper task makes it, from inside the sandbox's user
+ * namespace, which then owns it, and brings lo up, while the sandbox
+ * builds its root on another CPU. _begin starts the helper; _join waits
+ * for it and moves the caller into the new namespace, or says why not
+ * (step names what failed). The caller must not run anything of the
+ * job before _join returned 0: until then it is in the network
+ * namespace it was cloned in. */
+struct netns_build {
+        pid_t pid;
+        void *stack;
+        int netns_fd;
+        int error;              /* positive errno of what failed */
+        const char *step;
+};
+int ns_netns_begin(struct netns_build *b);
+int ns_netns_join(struct netns_build *b);
+
 /* Words for a refusal of clone(CLONE_NEWUSER|...) whose errno alone
  * misleads (ENOSPC is "No space left on device"), with the fix; NULL
  * when strerror() says it well enough. r is -errno. Static string. */

@@ -55,12 +55,7 @@ gid_t ns_host_gid(void)
 static int write_proc(pid_t pid, const char *file, const char *text)
 {
         char path[64];
-        /* "self", never the pid: inside a new pid namespace getpid() is 1,
-         * which the host's /proc takes for the host's init */
-        if (pid == 0)
-                snprintf(path, sizeof(path), "/proc/self/%s", file);
-        else
-                snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;

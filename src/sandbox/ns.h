@@ -16,9 +16,7 @@ gid_t ns_host_gid(void);
 
 /* Write a one-id map "inside -> host" for process pid, denying setgroups
  * first (required for an unprivileged gid map, and it keeps the job from
- * dropping supplementary groups to dodge group-deny permissions). pid 0:
- * the caller's own, new, user namespace, which it may map to its own
- * host ids only. */
+ * dropping supplementary groups to dodge group-deny permissions). */
 int ns_write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t host_uid, gid_t host_gid);
 
 /* Inside the new uts and net namespaces. */

@@ -8,20 +8,21 @@
  *     only inside its namespaces and we hold a race-free handle on it.
  *     The network namespace is the exception while the host has CPUs to
  *     spare: the child has a helper build it beside the root and joins
- *     it before anything of the job exists (struct id_plan, ns.h);
- *  2. the one-id uid/gid maps, after setgroups=deny. For real root the
- *     supervisor writes them and then sends "go": only a process in the
- *     parent namespace may map the sandbox to another id (65534). Anyone
- *     else's sandbox maps to the caller's own ids, which the child may
- *     write itself, at once, without waiting for a message: the map is
- *     the same, and it is written before anything but hutch runs there;
- *  3. supervisor: right after clone it moves the child off its own CPU
- *     for the setup, so the two run side by side (cpu-steer.h);
+ *     it before anything of the job exists (struct child_plan, ns.h);
+ *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
+ *     (it must be the supervisor: when hutch runs as root, only a process
+ *     in the parent namespace may map the sandbox to an unprivileged id);
+ *  3. supervisor: sends "go"; between clone and "go" it moves the child
+ *     off its own CPU for the setup, so the two run side by side
+ *     (cpu-steer.h). An unprivileged user's child could write its own
+ *     maps and not wait, but that measured no faster: it is then moved
+ *     while it runs, not while it sleeps;
  *  4. child: takes the sandbox uid/gid, keeping its capabilities in the
  *     new user namespace, arms PR_SET_PDEATHSIG (after the uid change,
- *     which would clear it), builds the root (mount.c), sets hostname and
- *     loopback, opens the pty, takes back hutch's whole CPU mask, and
- *     becomes init;
+ *     which would clear it), starts its network namespace's helper,
+ *     builds the root (mount.c), sets the hostname, joins the network
+ *     namespace (or brings its loopback up), opens the pty, takes back
+ *     hutch's whole CPU mask, and becomes init;
  *  5. supervisor: sends the job's filter as soon as it is built; init
  *     sets the job process up to its exec under it;
  *  6. supervisor: records the run, then sends "start": the job execs.
@@ -75,18 +76,13 @@ struct go_msg {
         int maps_written;
 };
 
-/* Who writes the sandbox's id maps, and the host ids they map to, as
- * the supervisor sees them: in the child, before its maps exist,
- * geteuid() says 65534. And whether the child builds its network
- * namespace beside its root (ns_netns_begin()) rather than being cloned
- * into one: while the host has CPUs to spare (cpu-steer.h), that takes
- * the namespace's creation, the larger part of clone3(), off the path
- * both sides wait on; with other runs at once a third task only
- * measured slower, and clone3() makes it as before. */
-struct id_plan {
-        bool by_supervisor;
-        uid_t host_uid;
-        gid_t host_gid;
+/* Whether the child builds its network namespace beside its root
+ * (ns_netns_begin()) rather than being cloned into one: while the host
+ * has CPUs to spare (cpu-steer.h), that takes the namespace's creation,
+ * the larger part of clone3(), off the path both sides wait on; with
+ * other runs at once a third task only measured slower, and clone3()
+ * makes it as before. */
+struct child_plan {
         bool net_beside;
 };
 
@@ -188,7 +184,7 @@ static int drop_caller_stdio(void)
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
                                  struct named_clones *named, const struct cpu_steer *steer,
-                                 const struct winsize *winsize, const struct id_plan *ids)
+                                 const struct winsize *winsize, const struct child_plan *plan)
 {
         struct setup_failure fail = { 0 };
         struct go_msg go;
@@ -216,16 +212,9 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         free(keep);
         if (drop_caller_stdio() < 0)
                 _exit(EXIT_SETUP);
-        ssize_t n;
-        if (ids->by_supervisor) {
-                n = recv(sync_fd, &go, sizeof(go), 0);
-                if (n != (ssize_t)sizeof(go))
-                        _exit(EXIT_SETUP);
-        } else {
-                r = ns_write_id_maps(0, cfg->uid, cfg->gid, ids->host_uid, ids->host_gid);
-                if (r < 0)
-                        setup_failed(sync_fd, r, "write uid/gid map", "");
-        }
+        ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
+        if (n != (ssize_t)sizeof(go))
+                _exit(EXIT_SETUP);
 
         /* What the user named is resolved as the user who started hutch
          * (named.c): real root's supervisor did it before clone; else it
@@ -261,7 +250,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
          * the supervisor's network namespace; nothing of the job exists
          * before it succeeded, and a failure ends the setup. */
         struct netns_build net = { .pid = -1 };
-        if (ids->net_beside) {
+        if (plan->net_beside) {
                 r = ns_netns_begin(&net);
                 if (r < 0)
                         setup_failed(sync_fd, r, net.step, "");
@@ -283,7 +272,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = ns_set_hostname(cfg->hostname);
         if (r < 0)
                 setup_failed(sync_fd, r, "hostname", cfg->hostname);
-        if (ids->net_beside) {
+        if (plan->net_beside) {
                 r = ns_netns_join(&net);
                 if (r < 0)
                         setup_failed(sync_fd, r, net.step, streq(net.step, "loopback up") ? "lo" : "");
@@ -468,9 +457,8 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         }
         struct cpu_steer steer;
         cpu_steer_prepare(&steer);
-        struct id_plan ids = { .by_supervisor = ns_real_root(), .host_uid = ns_host_uid(), .host_gid = ns_host_gid(),
-                               .net_beside = cfg->net != NET_HOST && steer.active };
-        if (cfg->net != NET_HOST && !ids.net_beside)
+        struct child_plan plan = { .net_beside = cfg->net != NET_HOST && steer.active };
+        if (cfg->net != NET_HOST && !plan.net_beside)
                 args.flags |= CLONE_NEWNET;
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
@@ -485,9 +473,9 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(err[0]);
                 }
                 child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named, &steer,
-                           winsize, &ids);
+                           winsize, &plan);
         }
-        /* at once: the child has barely run, if at all */
+        /* before the id maps and "go": the child has not run yet */
         cpu_steer_child(&steer, pid);
         named_close(&named);    /* the sandbox has its copies */
         if (idmapped_lower >= 0) {
@@ -504,24 +492,21 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 in_pipe[0] = out[1] = err[1] = -1;
         }
 
-        if (ids.by_supervisor) {
-                ret->failed_step = "map the sandbox user to uid 65534";
-                r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ids.host_uid, ids.host_gid);
-                if (r < 0) {
-                        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                        (void)waitpid(pid, NULL, 0);
-                        goto fail;
-                }
-                ret->failed_step = "start the sandbox";
-                struct go_msg go = { .maps_written = 1 };
-                if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
-                        r = -errno;
-                        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                        (void)waitpid(pid, NULL, 0);
-                        goto fail;
-                }
+        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
+        r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
+        if (r < 0) {
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
         }
         ret->failed_step = "start the sandbox";
+        struct go_msg go = { .maps_written = 1 };
+        if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
+                r = -errno;
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+                goto fail;
+        }
 
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],

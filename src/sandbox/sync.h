@@ -2,17 +2,16 @@
  *
  * One SOCK_SEQPACKET socketpair links them, so every message arrives
  * whole and in order, and file descriptors (the pty master, the
- * workspace dirs) can ride along. The supervisor sends two or three
- * messages: for real root only, "go" once it has written the uid/gid
- * maps (everyone else's sandbox writes its own); the job's syscall
- * filter (SANDBOX_MSG_FILTER, then the blob) as soon as it is built; and
+ * workspace dirs) can ride along. The supervisor sends three messages:
+ * "go" once the uid/gid maps are written; the job's syscall filter
+ * (SANDBOX_MSG_FILTER, then the blob) as soon as it is built; and
  * "start" (SANDBOX_MSG_START alone) once the run is recorded.
  */
 #pragma once
 
 #include <stdint.h>
 
-/* The first byte of the supervisor's messages after the maps. */
+/* The first byte of the supervisor's messages after "go". */
 #define SANDBOX_MSG_FILTER 2
 #define SANDBOX_MSG_START 1
 

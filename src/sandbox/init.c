@@ -8,8 +8,9 @@
  *
  * Reaping: on every SIGCHLD we waitpid(-1, WNOHANG) until 0 or ECHILD,
  * so orphans re-parented to us never pile up as zombies. When the job
- * itself is reaped, its raw status goes to the supervisor and we exit;
- * the kernel then kills whatever else is left in the namespace.
+ * itself is reaped, we kill and reap whatever else is left in the
+ * namespace, tell the supervisor the job's raw status and what it all
+ * cost (report_job_exit()), and exit.
  */
 #include "config.h"
 

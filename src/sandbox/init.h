@@ -2,9 +2,9 @@
  *
  * It forks the job, reaps every process that ends up as its child,
  * forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH
- * to the job's process group, reports the job's wait status to the
- * supervisor and exits when the job does. Everything else the job
- * started dies with the pid namespace when init exits.
+ * to the job's process group, and exits when the job does, after
+ * killing and reaping everything else the job started and reporting the
+ * job's wait status and what its processes cost to the supervisor.
  */
 #pragma once
 

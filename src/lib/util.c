@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -334,4 +335,25 @@ bool streq(const char *a, const char *b)
 bool startswith(const char *s, const char *prefix)
 {
         return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void *task_stack_new(size_t bytes)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        void *stack = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return NULL;
+        if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {
+                int e = errno;
+                munmap(stack, bytes);
+                errno = e;
+                return NULL;
+        }
+        return stack;
+}
+
+void task_stack_free(void *stack, size_t bytes)
+{
+        if (stack)
+                munmap(stack, bytes);
 }

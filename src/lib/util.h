@@ -93,6 +93,13 @@ uint64_t now_monotonic_ms(void);
 uint64_t now_monotonic_ns(void);
 uint64_t now_realtime_ms(void);
 
+/* A stack for a task started with clone(2): bytes of anonymous memory
+ * whose lowest page is a guard, so an overflow faults instead of
+ * writing below. NULL with errno set on failure; free with
+ * task_stack_free(), once the task no longer runs on it. */
+void *task_stack_new(size_t bytes);
+void task_stack_free(void *stack, size_t bytes);
+
 /* Create dir and parents with mode; existing dirs are fine. 0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
 

@@ -18,7 +18,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -156,21 +155,13 @@ static int job_trampoline(void *arg)
  * Returns the child's pid, or -1 with errno set. */
 static pid_t spawn_job(struct job_start *js)
 {
-        long page = sysconf(_SC_PAGESIZE);
-        char *stack = mmap(NULL, JOB_STACK_BYTES, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack == MAP_FAILED)
+        char *stack = task_stack_new(JOB_STACK_BYTES);
+        if (!stack)
                 return -1;
-        if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {
-                int e = errno;
-                munmap(stack, JOB_STACK_BYTES);
-                errno = e;
-                return -1;
-        }
         pid_t pid = clone(job_trampoline, stack + JOB_STACK_BYTES, CLONE_VM | CLONE_VFORK | SIGCHLD, js);
         int e = errno;
         /* the child has exec'd or exited: its stack is ours again */
-        munmap(stack, JOB_STACK_BYTES);
+        task_stack_free(stack, JOB_STACK_BYTES);
         errno = e;
         return pid;
 }

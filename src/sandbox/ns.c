@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
 
@@ -194,20 +193,14 @@ static int netns_helper(void *arg)
 
 int ns_netns_begin(struct netns_build *b)
 {
-        long page = sysconf(_SC_PAGESIZE);
-
         *b = (struct netns_build) { .netns_fd = -1, .pid = -1, .step = "network namespace" };
-        b->stack = mmap(NULL, NETNS_STACK_BYTES, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (b->stack == MAP_FAILED) {
-                b->stack = NULL;
+        b->stack = task_stack_new(NETNS_STACK_BYTES);
+        if (!b->stack)
                 return -errno;
-        }
-        if (mprotect(b->stack, (size_t)page, PROT_NONE) < 0 ||
-            (b->pid = clone(netns_helper, (char *)b->stack + NETNS_STACK_BYTES,
-                            CLONE_VM | CLONE_FILES | SIGCHLD, b)) < 0) {
+        b->pid = clone(netns_helper, (char *)b->stack + NETNS_STACK_BYTES, CLONE_VM | CLONE_FILES | SIGCHLD, b);
+        if (b->pid < 0) {
                 int e = errno;
-                munmap(b->stack, NETNS_STACK_BYTES);
+                task_stack_free(b->stack, NETNS_STACK_BYTES);
                 b->stack = NULL;
                 return -e;
         }
@@ -222,7 +215,7 @@ int ns_netns_join(struct netns_build *b)
                 if (errno != EINTR)
                         return -errno;
         /* the helper is gone: its stack and fields are ours again */
-        munmap(b->stack, NETNS_STACK_BYTES);
+        task_stack_free(b->stack, NETNS_STACK_BYTES);
         b->stack = NULL;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || b->netns_fd < 0)
                 r = -(b->error ? b->error : EIO);

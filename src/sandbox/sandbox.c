@@ -8,7 +8,7 @@
  *     only inside its namespaces and we hold a race-free handle on it.
  *     The network namespace is the exception while the host has CPUs to
  *     spare: the child has a helper build it beside the root and joins
- *     it before anything of the job exists (struct child_plan, ns.h);
+ *     it before anything of the job exists (net_beside(), ns.h);
  *  2. supervisor: writes setgroups=deny and the one-id uid/gid maps
  *     (it must be the supervisor: when hutch runs as root, only a process
  *     in the parent namespace may map the sandbox to an unprivileged id);
@@ -72,19 +72,16 @@ void sandbox_signal_set(sigset_t *set)
         sigaddset(set, SIGPIPE);
 }
 
-struct go_msg {
-        int maps_written;
-};
-
 /* Whether the child builds its network namespace beside its root
  * (ns_netns_begin()) rather than being cloned into one: while the host
  * has CPUs to spare (cpu-steer.h), that takes the namespace's creation,
  * the larger part of clone3(), off the path both sides wait on; with
  * other runs at once a third task only measured slower, and clone3()
- * makes it as before. */
-struct child_plan {
-        bool net_beside;
-};
+ * makes it as before. Both sides ask, the child on its copy of steer. */
+static bool net_beside(const struct run_config *cfg, const struct cpu_steer *steer)
+{
+        return cfg->net != NET_HOST && steer->active;
+}
 
 static _Noreturn void setup_failed(int sync_fd, int r, const char *step, const char *path)
 {
@@ -184,10 +181,10 @@ static int drop_caller_stdio(void)
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
                                  struct named_clones *named, const struct cpu_steer *steer,
-                                 const struct winsize *winsize, const struct child_plan *plan)
+                                 const struct winsize *winsize)
 {
         struct setup_failure fail = { 0 };
-        struct go_msg go;
+        char go;
         int r;
         size_t n_keep = 0, max_keep = 7 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
         int *keep = xcalloc(max_keep, sizeof(int));
@@ -250,7 +247,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
          * the supervisor's network namespace; nothing of the job exists
          * before it succeeded, and a failure ends the setup. */
         struct netns_build net = { .pid = -1 };
-        if (plan->net_beside) {
+        if (net_beside(cfg, steer)) {
                 r = ns_netns_begin(&net);
                 if (r < 0)
                         setup_failed(sync_fd, r, net.step, "");
@@ -272,7 +269,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = ns_set_hostname(cfg->hostname);
         if (r < 0)
                 setup_failed(sync_fd, r, "hostname", cfg->hostname);
-        if (plan->net_beside) {
+        if (net_beside(cfg, steer)) {
                 r = ns_netns_join(&net);
                 if (r < 0)
                         setup_failed(sync_fd, r, net.step, streq(net.step, "loopback up") ? "lo" : "");
@@ -457,8 +454,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         }
         struct cpu_steer steer;
         cpu_steer_prepare(&steer);
-        struct child_plan plan = { .net_beside = cfg->net != NET_HOST && steer.active };
-        if (cfg->net != NET_HOST && !plan.net_beside)
+        if (cfg->net != NET_HOST && !net_beside(cfg, &steer))
                 args.flags |= CLONE_NEWNET;
         pid_t pid = sys_clone3(&args);
         if (pid < 0) {
@@ -473,7 +469,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                         close(err[0]);
                 }
                 child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], idmapped_lower, &named, &steer,
-                           winsize, &plan);
+                           winsize);
         }
         /* before the id maps and "go": the child has not run yet */
         cpu_steer_child(&steer, pid);
@@ -500,7 +496,7 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 goto fail;
         }
         ret->failed_step = "start the sandbox";
-        struct go_msg go = { .maps_written = 1 };
+        char go = SANDBOX_MSG_GO;
         if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
                 r = -errno;
                 (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);

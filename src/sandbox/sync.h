@@ -11,7 +11,8 @@
 
 #include <stdint.h>
 
-/* The first byte of the supervisor's messages after "go". */
+/* The first byte of the supervisor's messages; "go" is that byte alone. */
+#define SANDBOX_MSG_GO 3
 #define SANDBOX_MSG_FILTER 2
 #define SANDBOX_MSG_START 1
 

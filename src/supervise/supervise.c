@@ -293,15 +293,21 @@ static void on_init_exit(struct loop *l)
         }
 }
 
-/* Whether the run can be recorded now, before init is reaped: init said
- * the job ended and it reaped everything else (SYNC_EXIT_ALONE), so no
- * one can write to the job's pipes or its workspace, and init's exit
- * adds nothing the record holds. A run cgroup's counters are final only
- * once init is gone. */
+/* Whether this run may ever be recorded before init is reaped: the
+ * caller allows it, and no run cgroup holds it, whose counters are final
+ * only once init is gone. */
+static bool may_record_before_reap(const struct loop *l)
+{
+        return l->hooks && l->hooks->record_while_exiting && !l->cg;
+}
+
+/* Whether it can be now: init said the job ended and it reaped
+ * everything else (SYNC_EXIT_ALONE), so no one can write to the job's
+ * pipes or its workspace, and init's exit adds nothing the record holds. */
 static bool recordable_before_reap(const struct loop *l)
 {
-        return l->hooks && l->hooks->record_while_exiting && !l->cg && !l->init_exited &&
-               l->have_job_exit && l->job_exit.error == SYNC_EXIT_ALONE;
+        return may_record_before_reap(l) && !l->init_exited && l->have_job_exit &&
+               l->job_exit.error == SYNC_EXIT_ALONE;
 }
 
 /* The job's output reached EOF: the job has most likely exited, and
@@ -316,8 +322,8 @@ static bool recordable_before_reap(const struct loop *l)
 static void await_job_report(struct loop *l)
 {
         l->awaited_report = true;
-        if (!l->hooks || !l->hooks->record_while_exiting || l->cg || l->cfg->tty ||
-            l->have_job_exit || l->init_exited || l->phase != PHASE_RUNNING)
+        if (!may_record_before_reap(l) || l->cfg->tty || l->have_job_exit || l->init_exited ||
+            l->phase != PHASE_RUNNING)
                 return;
         uint64_t until = now_monotonic_ns() + REPORT_SPIN_NS;
         struct pollfd q = { .fd = l->sb->sync_fd, .events = POLLIN };

@@ -243,12 +243,13 @@ int run_snapshot_workspace(const struct run_config *cfg, const char *run_id, str
 /* Remove wp->snapshot, if any (logged when it cannot be). */
 void run_snapshot_remove(struct workspace_plan *wp);
 /* After the sandbox is gone: record the changes and the artifacts, apply
- * them for --apply or --session. When they could not be recorded, says
- * so in the store's files summary and in out->message. Returns an exit
+ * them for --apply or --session. How far that got is rec's files summary,
+ * which the final update writes (store_run_finish()); when they could
+ * not be recorded, out->message says so too. Returns an exit
  * code to use instead of the job's (1 for a job that exited 0 but whose
  * files were not recorded, or could not be applied), or -1 to keep the
  * job's. */
-int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+int run_collect_files(struct store *store, struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
                       int workspace_fd, int upper_fd, struct run_outcome *out);
 

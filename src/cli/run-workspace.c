@@ -253,11 +253,27 @@ void run_snapshot_remove(struct workspace_plan *wp)
         wp->snapshot = (free(wp->snapshot), NULL);
 }
 
+/* No change set to compute (no lower dir) and no artifacts dir in the
+ * workspace, and nothing to apply: then no file can need the blob store,
+ * which is neither opened nor locked. The sandbox is gone, so what the
+ * workspace holds now is final. */
+static bool nothing_to_collect(const struct runfiles_params *p, const struct run_args *a)
+{
+        if ((p->upper_fd >= 0 && p->lower_fd >= 0) || a->apply || a->session)
+                return false;
+        if (p->workspace_fd < 0 || !p->output_rel)
+                return true;
+        int out = fs_open_beneath(p->workspace_fd, p->output_rel, O_RDONLY | O_DIRECTORY, 0);
+        if (out >= 0)
+                close(out);
+        return out == -ENOENT;
+}
+
 /* After the sandbox is gone: record the change set and the artifacts,
  * and apply the changes if --apply and the job succeeded. Returns the
  * exit code to use instead of the job's (1 when --apply could not
  * apply), or -1 to keep the job's. */
-int run_collect_files(struct store *store, const struct run_record *rec, const struct run_config *cfg,
+int run_collect_files(struct store *store, struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
                       int workspace_fd, int upper_fd, struct run_outcome *out)
 {
@@ -296,6 +312,9 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 p.changes.deadline.tv_sec++;
                 p.changes.deadline.tv_nsec -= 1000000000L;
         }
+        rec->files_summary = true;
+        if (nothing_to_collect(&p, a))
+                return -1;
         r = runfiles_open_blobs(store, &bs);
         if (r >= 0)
                 r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
@@ -305,7 +324,8 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                 _cleanup_free_ char *why = r < 0 ? xasprintf("%s: %s", step, strerror(-r))
                         : xasprintf("artifacts %s: %s", cfg->artifacts_dir, strerror(-res.artifacts_error));
                 log_error("run %s: cannot record its files (%s)", rec->id, why);
-                (void)store_files_summary_set(store, rec->id, why, res.n_unlisted);
+                rec->files_error = xstrdup(why);
+                rec->files_unlisted = res.n_unlisted;
                 if (!out->message[0] || out->status == RUN_SUCCESS)
                         snprintf(out->message, sizeof(out->message), "files not recorded: %s", why);
                 if (r < 0) {
@@ -313,7 +333,7 @@ int run_collect_files(struct store *store, const struct run_record *rec, const s
                         return out->exit_code == EXIT_OK || a->apply || a->session ? EXIT_FAILURE_GENERIC : -1;
                 }
         } else
-                (void)store_files_summary_set(store, rec->id, NULL, res.n_unlisted);
+                rec->files_unlisted = res.n_unlisted;
         if (res.n_unlisted)
                 log_warning("run %s: %zu change%s or artifact%s over the caps, counted but not listed",
                             rec->id, res.n_unlisted, res.n_unlisted == 1 ? "" : "s", res.n_unlisted == 1 ? "" : "s");

@@ -52,6 +52,7 @@ struct run_record *run_record_free(struct run_record *rec)
         free(rec->lang);
         free(rec->code);
         free(rec->output_lost);
+        free(rec->files_error);
         free(rec);
         return NULL;
 }

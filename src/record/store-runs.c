@@ -262,7 +262,21 @@ static int finish(struct store *s, const struct run_record *rec, const char *out
         store_bind_text(st, 22, output_lost ? output_lost : rec->output_lost);
         store_bind_text(st, 23, output_digest(out, out_hex));
         store_bind_text(st, 24, output_digest(err, err_hex));
-        return store_finish_update(s, TAKE_PTR(st), true);
+        /* The files summary goes in the same transaction: one lock and
+         * one commit where there were two, and the two land together. */
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                r = store_fail(s, rc);
+        else if (sqlite3_changes(s->db) == 0)
+                r = store_fail_msg(s, -ENOENT, "no such run");
+        sqlite3_finalize(TAKE_PTR(st));
+        if (r == 0 && rec->files_summary)
+                r = store_files_summary_write(s, rec->id, rec->files_error, rec->files_unlisted);
+        if (r < 0) {
+                store_rollback(s);
+                return r;
+        }
+        return store_commit(s);
 }
 
 int store_run_finish(struct store *s, struct run_record *rec)

@@ -82,6 +82,13 @@ struct run_record {
         /* schema version 6 */
         char *output_lost;      /* why out/err are not stored (the final update
                                  * did not fit), or NULL */
+        /* Written with the final update (store_run_finish()), in its
+         * transaction, and never read back into a record: how far
+         * recording the run's files got, as store_files_summary_set()
+         * takes it. files_summary false: no summary to write. */
+        bool files_summary;
+        char *files_error;
+        uint64_t files_unlisted;
 };
 
 /* A new empty record: status running, every number RUN_UNSET (exit_code

@@ -766,6 +766,42 @@ static void files_roundtrip(void **state)
         assert_int_equal(store_workspace_get(s, "01JF0000000000000000000001", NULL, NULL), -ENOENT);
 }
 
+/* The files summary travels with the final update: written in its
+ * transaction, never without it, and only when the record carries one. */
+static void summary_with_finish(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *a = make("01JF0000000000000000000011", RUN_SUCCESS, 1000);
+        _cleanup_run_record_ struct run_record *b = make("01JF0000000000000000000012", RUN_SUCCESS, 2000);
+        char *error = NULL;
+        uint64_t unlisted = 0;
+
+        a->status = b->status = RUN_RUNNING;
+        assert_int_equal(store_run_insert(s, a), 0);
+        assert_int_equal(store_run_insert(s, b), 0);
+        a->status = b->status = RUN_SUCCESS;
+
+        a->files_summary = true;
+        a->files_error = xstrdup("artifacts /workspace/output: Too many levels of symbolic links");
+        a->files_unlisted = 7;
+        assert_int_equal(store_run_finish(s, a), 0);
+        assert_int_equal(store_files_summary_get(s, a->id, &error, &unlisted), 0);
+        assert_string_equal(error, a->files_error);
+        assert_int_equal(unlisted, 7);
+        free(error);
+
+        /* none asked for: none written */
+        assert_int_equal(store_run_finish(s, b), 0);
+        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL), -ENOENT);
+
+        /* a final update that finds no run writes no summary either */
+        snprintf(b->id, sizeof(b->id), "01JF0000000000000000000013");
+        b->files_summary = true;
+        assert_int_equal(store_run_finish(s, b), -ENOENT);
+        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL), -ENOENT);
+}
+
 /* Labels, the label and session filters, and lookups by idempotency key. */
 static void labels_and_keys(void **state)
 {
@@ -848,6 +884,7 @@ int main(void)
                 cmocka_unit_test(statuses),
                 cmocka_unit_test(json_view),
                 cmocka_unit_test_setup_teardown(files_roundtrip, setup, teardown),
+                cmocka_unit_test_setup_teardown(summary_with_finish, setup, teardown),
                 cmocka_unit_test_setup_teardown(deferred_checkpoints, setup, teardown),
                 cmocka_unit_test_setup_teardown(labels_and_keys, setup, teardown),
         };

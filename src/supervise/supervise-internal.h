@@ -20,6 +20,7 @@
 #include "sandbox/sync.h"
 #include "supervise/cancel.h"
 #include "supervise/hostio.h"
+#include "supervise/pace.h"
 #include "supervise/supervise.h"
 
 
@@ -59,7 +60,7 @@ struct loop {
         bool have_setup_error, have_exec_error, have_job_exit, have_compile_failed;
         int heartbeat_fd;
         uint64_t started_ms;
-        uint64_t last_round_ns;         /* when output was last relayed */
+        struct pace pace;               /* batching the output (pace.h) */
         size_t stdout_capacity, stderr_capacity;        /* of the job's pipes */
         char buf[512 * 1024];
 };

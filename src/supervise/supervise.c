@@ -437,31 +437,18 @@ static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *mov
         return true;
 }
 
-/* A job streaming output wakes us on every write into an empty pipe:
- * two context switches per few KiB, which cost more than the copying
- * (a 1 GiB stream took 50k of them). After a round that moved a lot,
- * sleep about as long as the pipe takes to fill halfway at the rate
- * just seen, so the next round moves hundreds of KiB at once. The pipe
- * never fills because of it, so the job is not slowed, and a job that
- * writes little is relayed at once. */
-#define PACE_MIN_BYTES (64u << 10)
-#define PACE_MAX_NS 2000000ull
+/* Batch a streaming job's output when that pays (pace.h). */
 static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
 {
-        uint64_t now = now_monotonic_ns();
-        uint64_t since = now - l->last_round_ns;
         size_t moved = MAX(out_moved, err_moved);
         size_t capacity = out_moved >= err_moved ? l->stdout_capacity : l->stderr_capacity;
+        uint64_t pause = pace_pause_ns(&l->pace, now_monotonic_ns(), moved, capacity);
 
-        l->last_round_ns = now;
-        /* capacity 0: a pty, whose reads are not batched */
-        if (moved < PACE_MIN_BYTES || capacity == 0 || l->phase != PHASE_RUNNING || l->init_exited)
+        if (pause == 0 || l->phase != PHASE_RUNNING || l->init_exited)
                 return;
-        uint64_t pause = since * (capacity / 2) / moved;
-        pause = MIN(pause, PACE_MAX_NS);
         struct timespec ts = { 0, (long)pause };
         (void)nanosleep(&ts, NULL);
-        l->last_round_ns = now_monotonic_ns();
+        pace_resumed(&l->pace, now_monotonic_ns());
 }
 
 int supervise(const struct run_config *cfg, struct sandbox *sb,
@@ -492,7 +479,7 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 l->stdout_capacity = c1 > 0 ? (size_t)c1 : 65536;
                 l->stderr_capacity = c2 > 0 ? (size_t)c2 : 65536;
         }
-        l->last_round_ns = now_monotonic_ns();
+        pace_init(&l->pace, now_monotonic_ns());
         sandbox_signal_set(&set);
         l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -158,9 +158,12 @@ static bool check_userns(void)
                        "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
                        "add an AppArmor profile allowing 'userns' for the hutch binary, or "
                        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-        else if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
-                report(CHECK_MISSING, "unprivileged user namespaces", "user.max_user_namespaces = 0",
-                       "sysctl -w user.max_user_namespaces=15000");
+        else if (ns_limit_at_zero(true)) {
+                const char *name = ns_limit_at_zero(true);
+                _cleanup_free_ char *what = xasprintf("%s = 0", name);
+                _cleanup_free_ char *fix = xasprintf("sysctl -w %s=15000", name);
+                report(CHECK_MISSING, "unprivileged user namespaces", what, fix);
+        }
         else if (r == 100 + (ENOSPC & 0x1f))
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "user.max_user_namespaces is used up (clone: ENOSPC)",

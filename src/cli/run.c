@@ -490,12 +490,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 out.status = RUN_SETUP_ERROR;
                 out.exit_code = EXIT_SETUP;
                 out.error = -spawn_r;
-                const char *why = ns_explain_clone_error(spawn_r);
+                char limit[256];
+                const char *why = ns_explain_limit(spawn_r, sb.failed_step, cfg->net != NET_HOST,
+                                                   limit, sizeof(limit));
                 snprintf(out.message, sizeof(out.message), "setup: %s%s%s: %s%s",
                          sb.failed_step ? sb.failed_step : "start the sandbox",
                          sb.failed_path[0] ? " " : "", sb.failed_path,
-                         why && sb.failed_step && streq(sb.failed_step, "clone namespaces")
-                         ? why : strerror(-spawn_r),
+                         why ? why : strerror(-spawn_r),
                          spawn_r == -EPERM || spawn_r == -ENOSPC || spawn_r == -EINVAL || spawn_r == -EACCES
                          ? " (see: hutch doctor)" : "");
         } else {

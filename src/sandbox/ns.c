@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -229,13 +230,52 @@ int ns_netns_join(struct netns_build *b)
         return r;
 }
 
-const char *ns_explain_clone_error(int r)
+/* user.max_<kind>_namespaces for each namespace the sandbox makes, the
+ * user namespace first: its limit is the one distributions set to 0 */
+static const char *const limit_kinds[] = { "user", "mnt", "pid", "ipc", "uts", "cgroup", "net" };
+
+const char *ns_limit_at_zero(bool net)
 {
-        /* clone/unshare return ENOSPC when a namespace count limit
-         * (user.max_user_namespaces and its siblings) is reached, and a
-         * limit of 0 is how distributions switch user namespaces off */
-        if (r == -ENOSPC)
-                return "no user namespace may be created: the limit user.max_user_namespaces is 0 or used up "
-                       "(raise it: sysctl -w user.max_user_namespaces=15000)";
+        static const char *const names[] = {
+                "user.max_user_namespaces", "user.max_mnt_namespaces", "user.max_pid_namespaces",
+                "user.max_ipc_namespaces", "user.max_uts_namespaces", "user.max_cgroup_namespaces",
+                "user.max_net_namespaces",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(limit_kinds); i++) {
+                char path[64];
+                _cleanup_free_ char *text = NULL;
+                if (!net && streq(limit_kinds[i], "net"))
+                        continue;
+                snprintf(path, sizeof(path), "/proc/sys/user/max_%s_namespaces", limit_kinds[i]);
+                if (read_file(path, &text, NULL) == 0 && strtol(text, NULL, 10) == 0)
+                        return names[i];
+        }
         return NULL;
+}
+
+const char *ns_explain_limit(int r, const char *step, bool net, char *buf, size_t len)
+{
+        /* clone/unshare return ENOSPC when a namespace count limit is
+         * reached; a limit of 0 is how distributions switch user
+         * namespaces off. The network namespace made beside the root
+         * fails on its own step, so it names its own limit; clone3's
+         * refusal names the limit that is 0, else the user namespaces'. */
+        if (r != -ENOSPC || !step)
+                return NULL;
+        const char *name = NULL;
+        if (streq(step, "network namespace"))
+                name = "user.max_net_namespaces";
+        else if (streq(step, "clone namespaces"))
+                name = ns_limit_at_zero(net);
+        else
+                return NULL;
+        if (!name)
+                name = "user.max_user_namespaces";
+        const char *kind = name + strlen("user.max_");
+        int n = (int)strcspn(kind, "_");
+        if (streq(kind, "net_namespaces"))
+                kind = "network", n = 7;
+        snprintf(buf, len, "no %.*s namespace may be created: the limit %s is 0 or used up "
+                 "(raise it: sysctl -w %s=15000)", n, kind, name, name);
+        return buf;
 }

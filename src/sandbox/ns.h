@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* The host uid/gid the sandbox user maps to. For an ordinary user that is
@@ -50,7 +51,14 @@ struct netns_build {
 int ns_netns_begin(struct netns_build *b);
 int ns_netns_join(struct netns_build *b);
 
-/* Words for a refusal of clone(CLONE_NEWUSER|...) whose errno alone
- * misleads (ENOSPC is "No space left on device"), with the fix; NULL
- * when strerror() says it well enough. r is -errno. Static string. */
-const char *ns_explain_clone_error(int r);
+/* The namespace count limit (sysctl name, "user.max_net_namespaces")
+ * of the caller's user namespace that is 0, among those a sandbox needs
+ * (the network's only when net), or NULL when none is. */
+const char *ns_limit_at_zero(bool net);
+
+/* Words for a refusal to make the sandbox's namespaces at `step`
+ * ("clone namespaces", "network namespace") whose errno alone misleads
+ * (ENOSPC is "No space left on device"): the limit that refused, and
+ * the fix, in buf; NULL when strerror() says it well enough. r is
+ * -errno; net: the sandbox has a network namespace of its own. */
+const char *ns_explain_limit(int r, const char *step, bool net, char *buf, size_t len);

@@ -9,6 +9,7 @@
 
 #include "lib/exit-codes.h"
 #include "lib/util.h"
+#include "sandbox/ns.h"
 #include "supervise/supervise-internal.h"
 
 
@@ -84,9 +85,13 @@ void decide(struct loop *l, struct run_outcome *out)
                 out->status = RUN_SETUP_ERROR;
                 out->exit_code = EXIT_SETUP;
                 out->error = l->setup_error.error;
-                snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s",
+                char limit[256];
+                const char *why = ns_explain_limit(-l->setup_error.error, l->setup_error.step,
+                                                   l->cfg->net != NET_HOST, limit, sizeof(limit));
+                snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s%s",
                          l->setup_error.step, l->setup_error.path[0] ? " " : "",
-                         l->setup_error.path, strerror(l->setup_error.error));
+                         l->setup_error.path, why ? why : strerror(l->setup_error.error),
+                         why ? " (see: hutch doctor)" : "");
         } else if (l->have_exec_error) {
                 int e = l->exec_error.error;
                 out->error = e;

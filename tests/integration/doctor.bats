@@ -26,6 +26,27 @@ load lib
         [[ "$output" == *"hutch run cannot work on this host"* ]]
 }
 
+@test "doctor names the network namespace limit when it is 0" {
+        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" doctor' "$HUTCH"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"user.max_net_namespaces = 0"* ]]
+        [[ "$output" == *"fix: sysctl -w user.max_net_namespaces="* ]]
+}
+
+@test "run names the network namespace limit when it is 0, not ENOSPC" {
+        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+        # root's `unshare -Ur` maps root to itself: hutch then treats it as
+        # real root, whose setup needs setgroups(), which that namespace denies
+        [ "$(id -u)" -ne 0 ] || skip "as root, a run inside unshare -Ur stops earlier (setgroups denied)"
+        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" run -- true' "$HUTCH"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"no network namespace may be created: the limit user.max_net_namespaces is 0"* ]]
+        [[ "$output" != *"No space left on device"* ]]
+}
+
 @test "doctor, as root, says whether a root-owned --workdir can be idmapped here" {
         [ "$(id -u)" -eq 0 ] || skip "the idmapped workdir check is root's"
         run "$HUTCH" doctor

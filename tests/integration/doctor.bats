@@ -45,6 +45,9 @@ load lib
         [ "$status" -eq 125 ]
         [[ "$output" == *"no network namespace may be created: the limit user.max_net_namespaces is 0"* ]]
         [[ "$output" != *"No space left on device"* ]]
+        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" run -- true' "$HUTCH"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"clone namespaces: no user namespace may be created: the limit user.max_user_namespaces is 0"* ]]
 }
 
 @test "doctor, as root, says whether a root-owned --workdir can be idmapped here" {

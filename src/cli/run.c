@@ -491,7 +491,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 out.exit_code = EXIT_SETUP;
                 out.error = -spawn_r;
                 char limit[256];
-                const char *why = ns_explain_limit(spawn_r, sb.failed_step, cfg->net != NET_HOST,
+                const char *why = ns_explain_refusal(spawn_r, sb.failed_step, cfg->net != NET_HOST,
                                                    limit, sizeof(limit));
                 snprintf(out.message, sizeof(out.message), "setup: %s%s%s: %s%s",
                          sb.failed_step ? sb.failed_step : "start the sandbox",

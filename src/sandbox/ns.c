@@ -253,14 +253,27 @@ const char *ns_limit_at_zero(bool net)
         return NULL;
 }
 
-const char *ns_explain_limit(int r, const char *step, bool net, char *buf, size_t len)
+const char *ns_explain_refusal(int r, const char *step, bool net, char *buf, size_t len)
 {
         /* clone/unshare return ENOSPC when a namespace count limit is
          * reached; a limit of 0 is how distributions switch user
          * namespaces off. The network namespace made beside the root
          * fails on its own step, so it names its own limit; clone3's
          * refusal names the limit that is 0, else the user namespaces'. */
-        if (r != -ENOSPC || !step)
+        if (!step)
+                return NULL;
+        if (r == -EPERM && streq(step, "drop supplementary groups")) {
+                /* real root inside a user namespace it made with itself
+                 * mapped (unshare -r), which denies setgroups: root's
+                 * groups cannot be shed, and must not reach the sandbox */
+                _cleanup_free_ char *text = NULL;
+                if (read_file("/proc/self/setgroups", &text, NULL) < 0 || strncmp(text, "deny", 4) != 0)
+                        return NULL;
+                snprintf(buf, len, "this user namespace denies setgroups (/proc/self/setgroups), so root's "
+                         "supplementary groups cannot be shed: run hutch outside it, or as an unprivileged user");
+                return buf;
+        }
+        if (r != -ENOSPC)
                 return NULL;
         const char *name = NULL;
         if (streq(step, "network namespace"))

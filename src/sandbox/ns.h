@@ -56,9 +56,10 @@ int ns_netns_join(struct netns_build *b);
  * (the network's only when net), or NULL when none is. */
 const char *ns_limit_at_zero(bool net);
 
-/* Words for a refusal to make the sandbox's namespaces at `step`
- * ("clone namespaces", "network namespace") whose errno alone misleads
- * (ENOSPC is "No space left on device"): the limit that refused, and
- * the fix, in buf; NULL when strerror() says it well enough. r is
+/* Words for a refusal at setup `step` whose errno alone misleads, with
+ * the fix, in buf: ENOSPC making the namespaces ("clone namespaces",
+ * "network namespace"; ENOSPC is "No space left on device") names the
+ * limit that refused; EPERM dropping root's supplementary groups where
+ * setgroups is denied says so. NULL when strerror() says it well enough. r is
  * -errno; net: the sandbox has a network namespace of its own. */
-const char *ns_explain_limit(int r, const char *step, bool net, char *buf, size_t len);
+const char *ns_explain_refusal(int r, const char *step, bool net, char *buf, size_t len);

@@ -86,7 +86,7 @@ void decide(struct loop *l, struct run_outcome *out)
                 out->exit_code = EXIT_SETUP;
                 out->error = l->setup_error.error;
                 char limit[256];
-                const char *why = ns_explain_limit(-l->setup_error.error, l->setup_error.step,
+                const char *why = ns_explain_refusal(-l->setup_error.error, l->setup_error.step,
                                                    l->cfg->net != NET_HOST, limit, sizeof(limit));
                 snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s%s",
                          l->setup_error.step, l->setup_error.path[0] ? " " : "",

@@ -35,12 +35,18 @@ load lib
         [[ "$output" == *"fix: sysctl -w user.max_net_namespaces="* ]]
 }
 
-@test "run names the network namespace limit when it is 0, not ENOSPC" {
+@test "run names a namespace limit at 0, and as root a namespace that denies setgroups" {
         command -v unshare >/dev/null || skip "unshare(1) not installed"
         unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
-        # root's `unshare -Ur` maps root to itself: hutch then treats it as
-        # real root, whose setup needs setgroups(), which that namespace denies
-        [ "$(id -u)" -ne 0 ] || skip "as root, a run inside unshare -Ur stops earlier (setgroups denied)"
+        if [ "$(id -u)" -eq 0 ]; then
+                # root's `unshare -Ur` maps root to itself: hutch treats it as
+                # real root, whose groups must be shed, and that namespace
+                # denies setgroups; the run says so and stops before clone
+                run unshare -Ur "$HUTCH" run -- true
+                [ "$status" -eq 125 ]
+                [[ "$output" == *"drop supplementary groups: this user namespace denies setgroups"* ]]
+                return
+        fi
         run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" run -- true' "$HUTCH"
         [ "$status" -eq 125 ]
         [[ "$output" == *"no network namespace may be created: the limit user.max_net_namespaces is 0"* ]]

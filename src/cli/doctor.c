@@ -143,6 +143,7 @@ static int try_proc(void *arg)
 
 static bool check_userns(void)
 {
+        const char *zero;
         int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                          CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
         if (r == 0) {
@@ -158,10 +159,9 @@ static bool check_userns(void)
                        "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
                        "add an AppArmor profile allowing 'userns' for the hutch binary, or "
                        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-        else if (ns_limit_at_zero(true)) {
-                const char *name = ns_limit_at_zero(true);
-                _cleanup_free_ char *what = xasprintf("%s = 0", name);
-                _cleanup_free_ char *fix = xasprintf("sysctl -w %s=15000", name);
+        else if ((zero = ns_limit_at_zero(true))) {
+                _cleanup_free_ char *what = xasprintf("user.max_%s_namespaces = 0", zero);
+                _cleanup_free_ char *fix = xasprintf("sysctl -w user.max_%s_namespaces=15000", zero);
                 report(CHECK_MISSING, "unprivileged user namespaces", what, fix);
         }
         else if (r == 100 + (ENOSPC & 0x1f))

@@ -143,34 +143,16 @@ int store_files_all_blobs(struct store *s, char ***ret)
         return 0;
 }
 
-#define SUMMARY_SQL "INSERT OR REPLACE INTO run_files_summary (run_id, error, unlisted) VALUES (?1, ?2, ?3)"
-
-static void bind_summary(sqlite3_stmt *st, const char *run_id, const char *error, uint64_t unlisted)
-{
-        store_bind_text(st, 1, run_id);
-        store_bind_text(st, 2, error);
-        store_bind_u64(st, 3, unlisted);
-}
-
-int store_files_summary_set(struct store *s, const char *run_id, const char *error, uint64_t unlisted)
-{
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = store_begin_statement(s, SUMMARY_SQL, &st);
-        if (r < 0)
-                return r;
-        bind_summary(st, run_id, error, unlisted);
-        return store_finish_update(s, TAKE_PTR(st), false);
-}
-
 int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, SUMMARY_SQL, &st);
+        int r = store_prepare(s, "INSERT OR REPLACE INTO run_files_summary (run_id, error, unlisted) "
+                              "VALUES (?1, ?2, ?3)", &st);
         if (r < 0)
                 return r;
-        bind_summary(st, run_id, error, unlisted);
+        store_bind_text(st, 1, run_id);
+        store_bind_text(st, 2, error);
+        store_bind_u64(st, 3, unlisted);
         int rc = sqlite3_step(st);
         return rc == SQLITE_DONE ? 0 : store_fail(s, rc);
 }

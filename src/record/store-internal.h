@@ -54,8 +54,10 @@ int store_commit(struct store *s);
  * batch failed instead (store_batch_end() rolls all of it back). */
 void store_rollback(struct store *s);
 
-/* store_files_summary_set() inside a transaction the caller holds
- * (store-files.c): 0 or the store's error. */
+/* Record how far recording run run_id's files got (error NULL: all that
+ * the caps allowed; unlisted: changes and artifacts skipped without a
+ * row of their own), replacing an earlier summary, inside a transaction
+ * the caller holds (store-files.c): 0 or the store's error. */
 int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted);
 
 /* The one row sql (a SELECT with ?1 = key) finds: 0 with *ret on it,

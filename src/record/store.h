@@ -84,8 +84,8 @@ struct run_record {
                                  * did not fit), or NULL */
         /* Written with the final update (store_run_finish()), in its
          * transaction, and never read back into a record: how far
-         * recording the run's files got, as store_files_summary_set()
-         * takes it. files_summary false: no summary to write. */
+         * recording the run's files got (store_files_summary_get() reads
+         * it back). files_summary false: no summary to write. */
         bool files_summary;
         char *files_error;
         uint64_t files_unlisted;
@@ -319,13 +319,11 @@ int store_files_list(struct store *s, const char *run_id, const char *kind,
  * NULL-terminated vector (NULL when there are none). 0 or -errno. */
 int store_files_all_blobs(struct store *s, char ***ret);
 
-/* How far recording run run_id's files got: error (NULL: all that the
- * caps allowed was recorded) and how many changes or artifacts were
- * skipped without a row of their own. Replaces an earlier summary. 0 or
- * -errno. */
-int store_files_summary_set(struct store *s, const char *run_id, const char *error, uint64_t unlisted);
-/* The same back: *ret_error a new string or NULL; -ENOENT when the run
- * has no summary (nothing to collect, or a run from before they existed). */
+/* How far recording run run_id's files got, as the final update wrote
+ * it (run_record.files_summary): *ret_error a new string or NULL (all
+ * that the caps allowed was recorded), *ret_unlisted the changes and
+ * artifacts skipped without a row of their own; -ENOENT when the run has
+ * no summary (nothing to collect, or a run from before they existed). */
 int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted);
 
 /* Where run run_id's workspace came from: the host --workdir DIR and/or

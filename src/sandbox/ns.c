@@ -230,25 +230,19 @@ int ns_netns_join(struct netns_build *b)
         return r;
 }
 
-/* user.max_<kind>_namespaces for each namespace the sandbox makes, the
- * user namespace first: its limit is the one distributions set to 0 */
-static const char *const limit_kinds[] = { "user", "mnt", "pid", "ipc", "uts", "cgroup", "net" };
-
 const char *ns_limit_at_zero(bool net)
 {
-        static const char *const names[] = {
-                "user.max_user_namespaces", "user.max_mnt_namespaces", "user.max_pid_namespaces",
-                "user.max_ipc_namespaces", "user.max_uts_namespaces", "user.max_cgroup_namespaces",
-                "user.max_net_namespaces",
-        };
-        for (size_t i = 0; i < ELEMENTSOF(limit_kinds); i++) {
+        /* each namespace the sandbox makes, the user namespace first: its
+         * limit is the one distributions set to 0 */
+        static const char *const kinds[] = { "user", "mnt", "pid", "ipc", "uts", "cgroup", "net" };
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
                 char path[64];
                 _cleanup_free_ char *text = NULL;
-                if (!net && streq(limit_kinds[i], "net"))
+                if (!net && streq(kinds[i], "net"))
                         continue;
-                snprintf(path, sizeof(path), "/proc/sys/user/max_%s_namespaces", limit_kinds[i]);
+                snprintf(path, sizeof(path), "/proc/sys/user/max_%s_namespaces", kinds[i]);
                 if (read_file(path, &text, NULL) == 0 && strtol(text, NULL, 10) == 0)
-                        return names[i];
+                        return kinds[i];
         }
         return NULL;
 }
@@ -275,20 +269,17 @@ const char *ns_explain_refusal(int r, const char *step, bool net, char *buf, siz
         }
         if (r != -ENOSPC)
                 return NULL;
-        const char *name = NULL;
+        const char *kind = NULL;
         if (streq(step, "network namespace"))
-                name = "user.max_net_namespaces";
+                kind = "net";
         else if (streq(step, "clone namespaces"))
-                name = ns_limit_at_zero(net);
+                kind = ns_limit_at_zero(net);
         else
                 return NULL;
-        if (!name)
-                name = "user.max_user_namespaces";
-        const char *kind = name + strlen("user.max_");
-        int n = (int)strcspn(kind, "_");
-        if (streq(kind, "net_namespaces"))
-                kind = "network", n = 7;
-        snprintf(buf, len, "no %.*s namespace may be created: the limit %s is 0 or used up "
-                 "(raise it: sysctl -w %s=15000)", n, kind, name, name);
+        if (!kind)
+                kind = "user";
+        snprintf(buf, len, "no %s namespace may be created: the limit user.max_%s_namespaces is 0 or used up "
+                 "(raise it: sysctl -w user.max_%s_namespaces=15000)",
+                 streq(kind, "net") ? "network" : kind, kind, kind);
         return buf;
 }

@@ -51,9 +51,9 @@ struct netns_build {
 int ns_netns_begin(struct netns_build *b);
 int ns_netns_join(struct netns_build *b);
 
-/* The namespace count limit (sysctl name, "user.max_net_namespaces")
- * of the caller's user namespace that is 0, among those a sandbox needs
- * (the network's only when net), or NULL when none is. */
+/* The kind of namespace ("net" for user.max_net_namespaces) whose
+ * count limit in the caller's user namespace is 0, among those a
+ * sandbox needs (the network's only when net), or NULL when none is. */
 const char *ns_limit_at_zero(bool net);
 
 /* Words for a refusal at setup `step` whose errno alone misleads, with

@@ -3,6 +3,13 @@
 
 load lib
 
+# The limit tests set a namespace limit to 0 inside a user namespace of
+# their own (unshare -Ur), where writing /proc/sys/user/* is allowed.
+needs_nested_userns() {
+        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+}
+
 @test "doctor reports each check and exits 0 when run works here" {
         run "$HUTCH" doctor
         [ "$status" -eq 0 ]
@@ -16,9 +23,8 @@ load lib
 }
 
 @test "doctor exits 1 and explains when user namespaces are refused" {
-        command -v unshare >/dev/null || skip "unshare(1) not installed"
+        needs_nested_userns
         # a user namespace whose max_user_namespaces is 0 refuses nested ones
-        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
         run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" doctor' "$HUTCH"
         [ "$status" -eq 1 ]
         [[ "$output" == *"MISSING unprivileged user namespaces"* ]]
@@ -27,8 +33,7 @@ load lib
 }
 
 @test "doctor names the network namespace limit when it is 0" {
-        command -v unshare >/dev/null || skip "unshare(1) not installed"
-        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+        needs_nested_userns
         run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" doctor' "$HUTCH"
         [ "$status" -eq 1 ]
         [[ "$output" == *"user.max_net_namespaces = 0"* ]]
@@ -36,8 +41,7 @@ load lib
 }
 
 @test "run names a namespace limit at 0, and as root a namespace that denies setgroups" {
-        command -v unshare >/dev/null || skip "unshare(1) not installed"
-        unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
+        needs_nested_userns
         if [ "$(id -u)" -eq 0 ]; then
                 # root's `unshare -Ur` maps root to itself: hutch treats it as
                 # real root, whose groups must be shed, and that namespace

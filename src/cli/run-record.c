@@ -45,6 +45,7 @@ void run_on_output(void *userdata, enum output_stream stream, const void *buf, s
 void run_on_job_started(void *userdata)
 {
         struct run_ctx *ctx = userdata;
+        store_run_prepare_finish(ctx->store);
         store_checkpoint_if_due(ctx->store);
 }
 

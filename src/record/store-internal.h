@@ -21,6 +21,7 @@ struct store {
         bool batch_failed;      /* a write of the batch failed: it is rolled back */
         int busy_timeout_ms;    /* how long a write waits for the lock; 0: not at all */
         uint64_t busy_since_ms; /* when the current wait for it began */
+        sqlite3_stmt *finish_st;/* store_run_prepare_finish()'s, until used */
 };
 
 /* ---- store-migrations.c ------------------------------------------------- */

@@ -218,23 +218,34 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
 
 /* The final update; without the output when output_lost is set (then
  * the stored output becomes NULL and output_lost says why). */
+#define FINISH_SQL \
+        "UPDATE runs SET status = ?2, exit_code = ?3, signal = ?4, message = ?5, " \
+        "finished_at = ?6, duration_ms = ?7, cpu_user_ms = ?8, cpu_sys_ms = ?9, " \
+        "peak_memory_bytes = ?10, stdout = ?11, stderr = ?12, stdout_bytes = ?13, " \
+        "stderr_bytes = ?14, stdout_lines = ?15, stderr_lines = ?16, " \
+        "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, " \
+        "enforcement = ?20, heartbeat_at = ?21, output_lost = ?22, " \
+        "stdout_sha256 = ?23, stderr_sha256 = ?24 WHERE id = ?1"
+
+void store_run_prepare_finish(struct store *s)
+{
+        /* A prepared statement holds no lock, and one compiled against a
+         * schema that changes before it runs (another hutch migrating the
+         * store) is compiled again by its first step. */
+        if (s && !s->finish_st && store_prepare(s, FINISH_SQL, &s->finish_st) < 0)
+                s->finish_st = NULL;
+}
+
 static int finish(struct store *s, const struct run_record *rec, const char *output_lost)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_stmt_ sqlite3_stmt *st = TAKE_PTR(s->finish_st);
         char out_hex[DIGEST_HEX_SIZE], err_hex[DIGEST_HEX_SIZE];
         const struct run_output none = { 0 };
         const struct run_output *out = output_lost ? &none : &rec->out;
         const struct run_output *err = output_lost ? &none : &rec->err;
         int r;
 
-        r = store_begin_statement(s,
-                    "UPDATE runs SET status = ?2, exit_code = ?3, signal = ?4, message = ?5, "
-                    "finished_at = ?6, duration_ms = ?7, cpu_user_ms = ?8, cpu_sys_ms = ?9, "
-                    "peak_memory_bytes = ?10, stdout = ?11, stderr = ?12, stdout_bytes = ?13, "
-                    "stderr_bytes = ?14, stdout_lines = ?15, stderr_lines = ?16, "
-                    "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, "
-                    "enforcement = ?20, heartbeat_at = ?21, output_lost = ?22, "
-                    "stdout_sha256 = ?23, stderr_sha256 = ?24 WHERE id = ?1", &st);
+        r = st ? store_begin_write(s) : store_begin_statement(s, FINISH_SQL, &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, rec->id);

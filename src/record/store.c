@@ -700,6 +700,7 @@ struct store *store_close(struct store *s)
 {
         if (!s)
                 return NULL;
+        sqlite3_finalize(s->finish_st);
         sqlite3_close_v2(s->db);
         mark_closed(s);
         free(s->path);

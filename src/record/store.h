@@ -232,6 +232,11 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
  * stored; -ENOENT if the row is gone; -errno if not even the outcome
  * could be written. */
 int store_run_finish(struct store *s, struct run_record *rec);
+/* Compile store_run_finish()'s statement now, while the job runs and
+ * the supervisor has nothing else to do, so that the end of the run
+ * only binds and steps it. A failure is left for the final update to
+ * meet (and report) again. */
+void store_run_prepare_finish(struct store *s);
 
 /* Find a run by full id or by a unique prefix of at least 4 characters
  * (case-insensitive). *ret gets the whole record, outputs included;

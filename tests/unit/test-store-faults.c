@@ -496,6 +496,38 @@ static void write_lock_is_waited_for_then_given_up(void **state)
         close(ready[1]);
 }
 
+/* The final update compiled while the job runs (store_run_prepare_finish())
+ * lands as one compiled at the end does, also after another connection
+ * changed the schema in between; a store closed with it unused leaves
+ * nothing open. */
+static void finish_prepared_early(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_run_record_ struct run_record *got = NULL;
+        struct store *s = open_ok(f->path);
+        struct run_record *rec = run_record_new();
+        char *argv[] = { "true", NULL };
+
+        assert_int_equal(run_record_begin(rec, argv, "/tmp", "default"), 0);
+        assert_int_equal(store_run_insert(s, rec), 0);
+        store_run_prepare_finish(s);
+        assert_non_null(s->finish_st);
+        raw_sql(f->path, "CREATE TABLE later_addition (x INTEGER)");
+        rec->status = RUN_FAILED;
+        rec->exit_code = 7;
+        assert_int_equal(store_run_finish(s, rec), 0);
+        assert_null(s->finish_st);      /* used once: the next update compiles its own */
+        assert_int_equal(store_run_get(s, rec->id, &got, NULL), 0);
+        assert_int_equal(got->status, RUN_FAILED);
+        assert_int_equal(got->exit_code, 7);
+
+        store_run_prepare_finish(s);
+        s = store_close(s);             /* finalizes it, or the connection would linger */
+        s = open_ok(f->path);
+        store_close(s);
+        run_record_free(rec);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -511,6 +543,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(quick_check_and_unclean_shutdown, setup, teardown),
                 cmocka_unit_test_setup_teardown(batch_is_all_or_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(write_lock_is_waited_for_then_given_up, setup, teardown),
+                cmocka_unit_test_setup_teardown(finish_prepared_early, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,13 +31,15 @@
 #include "sandbox/seccomp-internal.h"
 #include "lib/util.h"
 
-/* Blob layout: magic, instruction counts of the argument filter and the
+/* Blob layout: magic, instruction counts of the argument filter, of the
+ * fast test at its head (seccomp-fast.c, counted in n_args) and of the
  * name filter, then both programs back to back (argument filter first,
  * the order seccomp_policy_load() installs them in). */
-#define BLOB_MAGIC 0x68757463u  /* "hutc" */
+#define BLOB_MAGIC 0x68757464u  /* "hutd" */
 struct blob_header {
         uint32_t magic;
         uint32_t n_args;
+        uint32_t n_fast;
         uint32_t n_names;
 };
 
@@ -96,24 +98,35 @@ int seccomp_policy_export(const struct seccomp_policy *p, void **ret, size_t *re
         n_names += n_prefix;
         if (n_names > BPF_MAXINSNS)
                 return -E2BIG;
-        size_t len = sizeof(h) + (n_args + n_names) * sizeof(struct sock_filter);
-        char *buf = xmalloc(len);
-        if (pread(fd, buf, len, 0) != (ssize_t)len) {
-                free(buf);
+        size_t body = (n_args + n_names) * sizeof(struct sock_filter);
+        _cleanup_free_ struct sock_filter *progs = xmalloc(body);
+        if (pread(fd, progs, body, sizeof(h)) != (ssize_t)body)
                 return -EIO;
-        }
-        h.n_args = (uint32_t)n_args;
+        /* the fast test goes in front of the argument filter; the id
+         * shim, put in behind it at load time, answers its calls */
+        struct sock_filter fast[FAST_PREFIX_MAX];
+        int shim_nrs[ID_SHIM_MAX_CALLS];
+        size_t n_fast, n_shim_nrs = seccomp_id_shim_numbers(shim_nrs, ELEMENTSOF(shim_nrs));
+        r = seccomp_fast_prefix(progs, n_args, shim_nrs, n_shim_nrs, fast, ELEMENTSOF(fast), &n_fast);
+        if (r < 0)
+                return r;
+        if (n_args + n_fast + ID_SHIM_MAX_INSNS > BPF_MAXINSNS)
+                n_fast = 0;
+        size_t len = sizeof(h) + (n_fast + n_args + n_names) * sizeof(struct sock_filter);
+        char *buf = xmalloc(len);
+        h.n_args = (uint32_t)(n_fast + n_args);
+        h.n_fast = (uint32_t)n_fast;
         h.n_names = (uint32_t)n_names;
         memcpy(buf, &h, sizeof(h));
+        memcpy(buf + sizeof(h), fast, n_fast * sizeof(*fast));
+        memcpy(buf + sizeof(h) + n_fast * sizeof(*fast), progs, body);
         *ret = buf;
         *ret_len = len;
         return 0;
 }
 
-/* Attach the blob's two programs, the argument filter first (the order
- * seccomp_policy_load() always used); front, if any, runs at the head of
- * the argument filter, in the same program. */
-static int load_blob(const void *blob, size_t len, const struct sock_filter *front, size_t n_front)
+int seccomp_blob_programs(const void *blob, size_t len, const struct sock_filter *front, size_t n_front,
+                          struct sock_filter **ret, size_t *ret_n_args, size_t *ret_n_fast, size_t *ret_n_names)
 {
         struct blob_header h;
 
@@ -122,19 +135,39 @@ static int load_blob(const void *blob, size_t len, const struct sock_filter *fro
         memcpy(&h, blob, sizeof(h));
         /* BPF_MAXINSNS bounds each program; the kernel checks the rest */
         if (h.magic != BLOB_MAGIC || h.n_args == 0 || h.n_names == 0 ||
-            h.n_args > BPF_MAXINSNS || h.n_names > BPF_MAXINSNS ||
+            h.n_args > BPF_MAXINSNS || h.n_names > BPF_MAXINSNS || h.n_fast >= h.n_args ||
             len != sizeof(h) + ((size_t)h.n_args + h.n_names) * sizeof(struct sock_filter))
                 return -EINVAL;
         if (n_front + h.n_args > BPF_MAXINSNS)
                 return -E2BIG;
-        /* the programs start 12 bytes in: copy them to aligned memory */
+        /* the programs start 16 bytes in: copy them to aligned memory,
+         * front behind the fast test, where its jumps past it land */
+        const struct sock_filter *in = (const void *)((const char *)blob + sizeof(h));
         size_t n = (size_t)h.n_args + h.n_names;
-        _cleanup_free_ struct sock_filter *insns = xmalloc((n_front + n) * sizeof(*insns));
+        struct sock_filter *insns = xmalloc((n_front + n) * sizeof(*insns));
+        memcpy(insns, in, h.n_fast * sizeof(*insns));
         if (n_front)
-                memcpy(insns, front, n_front * sizeof(*insns));
-        memcpy(insns + n_front, (const char *)blob + sizeof(h), n * sizeof(*insns));
-        struct sock_fprog args = { .len = (unsigned short)(n_front + h.n_args), .filter = insns };
-        struct sock_fprog names = { .len = (unsigned short)h.n_names, .filter = insns + n_front + h.n_args };
+                memcpy(insns + h.n_fast, front, n_front * sizeof(*insns));
+        memcpy(insns + h.n_fast + n_front, in + h.n_fast, (n - h.n_fast) * sizeof(*insns));
+        *ret = insns;
+        *ret_n_args = n_front + h.n_args;
+        *ret_n_fast = h.n_fast;
+        *ret_n_names = h.n_names;
+        return 0;
+}
+
+/* Attach the blob's two programs, the argument filter first (the order
+ * seccomp_policy_load() always used); front, if any, runs at the head of
+ * the argument filter, in the same program, behind its fast test. */
+static int load_blob(const void *blob, size_t len, const struct sock_filter *front, size_t n_front)
+{
+        _cleanup_free_ struct sock_filter *insns = NULL;
+        size_t n_args, n_fast, n_names;
+        int r = seccomp_blob_programs(blob, len, front, n_front, &insns, &n_args, &n_fast, &n_names);
+        if (r < 0)
+                return r;
+        struct sock_fprog args = { .len = (unsigned short)n_args, .filter = insns };
+        struct sock_fprog names = { .len = (unsigned short)n_names, .filter = insns + n_args };
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &args) < 0)
                 return -errno;
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &names) < 0)
@@ -224,9 +257,10 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
         digest_init(&d);
         /* bumped whenever the same settings build a different policy
          * (2: allow_ptrace lets ADDR_NO_RANDOMIZE through; 3: the future
-         * range is one test; 4: so is the personality rule), so no run
+         * range is one test; 4: so is the personality rule; 5: the fast
+         * test in front of the argument filter), so no run
          * picks up a blob an older build cached */
-        key_add(&d, "format", "hutch-bpf-cache 4");
+        key_add(&d, "format", "hutch-bpf-cache 5");
         key_add(&d, "hutch", PACKAGE_VERSION);
         /* the argument rules are code: a rebuilt hutch of the same
          * version may compile the same settings differently */
@@ -270,7 +304,7 @@ static int cache_key(const struct seccomp_settings *s, char hex[DIGEST_HEX_SIZE]
  * dir, which no sandbox is given; its name is the digest of every input
  * of the filter, so a changed input is a miss, never a stale hit. */
 #define CACHE_MAGIC "hutchbpf"
-#define CACHE_FORMAT 4u
+#define CACHE_FORMAT 5u
 struct cache_header {
         char magic[8];
         uint32_t format;

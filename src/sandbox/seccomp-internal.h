@@ -59,6 +59,27 @@ static inline uint32_t seccomp_arg_low_offset(unsigned i)
         return off;
 }
 
+/* The fast test for the front of the argument program prog (n
+ * instructions; seccomp-fast.c): at most FAST_PREFIX_MAX instructions
+ * that allow the native numbers prog allows without looking at their
+ * arguments, special[] excepted, and go on to the instruction after
+ * the test for everything else. *ret_n is 0 when no test pays (then
+ * out is unused). 0 or -E2BIG (max too small). */
+#define FAST_PREFIX_MAX 132
+int seccomp_fast_prefix(const struct sock_filter *prog, size_t n, const int *special, size_t n_special,
+                        struct sock_filter *out, size_t max, size_t *ret_n);
+
+/* The syscall numbers the id shim answers, into out; their count. */
+#define ID_SHIM_MAX_CALLS 16
+size_t seccomp_id_shim_numbers(int *out, size_t max);
+
+/* A blob's programs as they are attached, front (the id shim, or none)
+ * put in behind the fast test: the argument program (*ret_n_args, the
+ * first *ret_n_fast of them the fast test), then the name program. For
+ * the loader and its tests. 0 or -EINVAL (not a blob), -E2BIG. */
+int seccomp_blob_programs(const void *blob, size_t len, const struct sock_filter *front, size_t n_front,
+                          struct sock_filter **ret, size_t *ret_n_args, size_t *ret_n_fast, size_t *ret_n_names);
+
 /* Classic BPF for the personality rule, likewise (0 when it is off). */
 #define PERSONALITY_PREFIX_MAX 9
 void seccomp_personality_prefix(const struct personality_rule *p, struct sock_filter *insns, size_t *ret_n);

@@ -17,7 +17,10 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include <linux/sched.h>
+
 #include "sandbox/seccomp.h"
+#include "sandbox/seccomp-internal.h"
 #include "lib/util.h"
 #include "test-seccomp.h"
 
@@ -93,36 +96,6 @@ static void id_shim(void **state)
         in_child(id_shim_child);
 }
 
-/* The classic BPF the shim is made of, run as the kernel would. */
-static uint32_t run_bpf(const struct sock_filter *insns, size_t n, const struct seccomp_data *sd)
-{
-        uint32_t a = 0;
-        for (size_t pc = 0; pc < n; pc++) {
-                const struct sock_filter *f = &insns[pc];
-                switch (f->code) {
-                case BPF_LD | BPF_W | BPF_ABS:
-                        assert_true(f->k + 4 <= sizeof(*sd) && f->k % 4 == 0);
-                        memcpy(&a, (const char *)sd + f->k, 4);
-                        break;
-                case BPF_JMP | BPF_JA:
-                        pc += f->k;
-                        break;
-                case BPF_JMP | BPF_JEQ | BPF_K:
-                        pc += a == f->k ? f->jt : f->jf;
-                        break;
-                case BPF_JMP | BPF_JGE | BPF_K:
-                        pc += a >= f->k ? f->jt : f->jf;
-                        break;
-                case BPF_RET | BPF_K:
-                        return f->k;
-                default:
-                        fail_msg("instruction %zu: code %#x", pc, f->code);
-                }
-        }
-        fail_msg("ran off the end");
-        return 0;
-}
-
 /* Every syscall number through the shim: with foreign ids in every
  * argument only the id calls are refused, with our own ids none is. */
 static void id_shim_every_number(void **state)
@@ -149,12 +122,12 @@ static void id_shim_every_number(void **state)
                 struct seccomp_data sd = { .nr = nr, .arch = seccomp_arch_native() };
                 for (int i = 0; i < 6; i++)
                         sd.args[i] = 1000;
-                assert_int_equal(run_bpf(insns, n, &sd), SECCOMP_RET_ALLOW);
+                assert_int_equal(bpf_run(insns, n, &sd), SECCOMP_RET_ALLOW);
                 for (int i = 0; i < 6; i++)
                         sd.args[i] = 1001;
                 uint32_t want = id_call ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_ALLOW;
-                if (run_bpf(insns, n, &sd) != want)
-                        fail_msg("syscall %d: %#x, not %#x", nr, run_bpf(insns, n, &sd), want);
+                if (bpf_run(insns, n, &sd) != want)
+                        fail_msg("syscall %d: %#x, not %#x", nr, bpf_run(insns, n, &sd), want);
         }
 }
 
@@ -210,12 +183,86 @@ static void id_shim_chained(void **state)
         seccomp_settings_done(&s);
 }
 
+/* The fast test's answer alone: its own, or FELL_THROUGH where it
+ * goes on to the program behind it. */
+#define FELL_THROUGH 0x0badf00du
+static uint32_t fast_alone(const struct sock_filter *prog, size_t n_fast, uint32_t nr)
+{
+        struct sock_filter with_end[FAST_PREFIX_MAX + 1];
+        memcpy(with_end, prog, n_fast * sizeof(*prog));
+        with_end[n_fast] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, FELL_THROUGH);
+        struct seccomp_data sd = { .nr = (int)nr, .arch = seccomp_arch_native() };
+        return bpf_run(with_end, n_fast + 1, &sd);
+}
+
+/* The fast test at the head of the job's argument program
+ * (seccomp-fast.c) changes no answer: under every arch, for every
+ * number, with the ids and arguments each rule looks at, the program
+ * answers what the program behind the test answers. And it is the
+ * short way for an ordinary call, not for the calls a rule looks at. */
+static void fast_test_same_answers(void **state)
+{
+        const uint32_t archs[] = { 0, 0x40000003u /* i386 */, seccomp_arch_native() };
+        uint64_t vectors[][6] = {
+                { 0 }, { 1000, 1000, 1000, 1000, 1000, 1000 }, { 1001, 1001, 1001, 1001, 1001, 1001 },
+                { ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull }, { 0, TIOCSTI }, { PER_LINUX32 },
+                { CLONE_NEWUSER }, { ADDR_NO_RANDOMIZE, CLONE_NEWNS },
+        };
+        (void)state;
+
+        for (int strict = 0; strict < 2; strict++) {
+                struct seccomp_settings s;
+                _cleanup_seccomp_policy_ struct seccomp_policy *p = NULL;
+                _cleanup_free_ void *blob = NULL;
+                _cleanup_free_ struct sock_filter *prog = NULL;
+                struct sock_filter shim[ID_SHIM_MAX_INSNS];
+                size_t len, n_shim, n_args, n_fast, n_names;
+
+                assert_int_equal(strict ? seccomp_settings_strict(&s) : seccomp_settings_default(&s), 0);
+                assert_int_equal(seccomp_policy_build(&s, &p, NULL, NULL), 0);
+                assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
+                assert_int_equal(seccomp_id_shim_build(1000, 1000, true, shim, ELEMENTSOF(shim), &n_shim), 0);
+                assert_int_equal(seccomp_blob_programs(blob, len, shim, n_shim, &prog, &n_args, &n_fast, &n_names),
+                                 0);
+                assert_true(n_fast > 4 && n_fast <= FAST_PREFIX_MAX);
+                for (size_t a = 0; a < ELEMENTSOF(archs); a++)
+                        for (uint32_t nr = 0; nr < 1100; nr++)
+                                for (int x32 = 0; x32 < 2; x32++)
+                                        for (size_t v = 0; v < ELEMENTSOF(vectors); v++) {
+                                                struct seccomp_data sd = {
+                                                        .nr = (int)(nr | (x32 ? 0x40000000u : 0)),
+                                                        .arch = archs[a],
+                                                };
+                                                memcpy(sd.args, vectors[v], sizeof(sd.args));
+                                                uint32_t with = bpf_run(prog, n_args, &sd);
+                                                uint32_t without = bpf_run(prog + n_fast, n_args - n_fast, &sd);
+                                                if (with != without)
+                                                        fail_msg("strict %d arch %#x nr %#x args %zu: %#x, not %#x",
+                                                                 strict, sd.arch, (unsigned)sd.nr, v, with, without);
+                                        }
+                /* the short way: most calls allowed by the test itself;
+                 * the shim's calls and the argument rules' not */
+                unsigned allowed = 0;
+                for (uint32_t nr = 0; nr < 1100; nr++)
+                        allowed += fast_alone(prog, n_fast, nr) == SECCOMP_RET_ALLOW;
+                assert_true(allowed > 250);
+                assert_int_equal(fast_alone(prog, n_fast, SYS_getpid), SECCOMP_RET_ALLOW);
+                assert_int_equal(fast_alone(prog, n_fast, SYS_read), SECCOMP_RET_ALLOW);
+                const int looked_at[] = { SYS_setuid, SYS_setresgid, SYS_fchownat, SYS_ioctl, SYS_personality,
+                                          SYS_clone, SYS_unshare };
+                for (size_t i = 0; i < ELEMENTSOF(looked_at); i++)
+                        assert_int_equal(fast_alone(prog, n_fast, (uint32_t)looked_at[i]), FELL_THROUGH);
+                seccomp_settings_done(&s);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(id_shim),
                 cmocka_unit_test(id_shim_chained),
                 cmocka_unit_test(id_shim_every_number),
+                cmocka_unit_test(fast_test_same_answers),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

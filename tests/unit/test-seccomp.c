@@ -38,6 +38,7 @@
 #include <cmocka.h>
 
 #include "sandbox/seccomp.h"
+#include "sandbox/seccomp-internal.h"
 #include "lib/util.h"
 #include "test-seccomp.h"
 
@@ -644,32 +645,6 @@ static void log_behaviour(void **state)
         seccomp_settings_done(&s);
 }
 
-/* A classic BPF interpreter for what libseccomp and the shim emit, to
- * compare programs on the same input without attaching them. */
-static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d)
-{
-        uint32_t a = 0;
-        for (size_t pc = 0; pc < n; pc++) {
-                const struct sock_filter *i = &f[pc];
-                switch (i->code) {
-                case BPF_LD | BPF_W | BPF_ABS:
-                        assert_true(i->k + 4 <= sizeof(*d) && i->k % 4 == 0);
-                        memcpy(&a, (const char *)d + i->k, 4);
-                        break;
-                case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
-                case BPF_JMP | BPF_JA: pc += i->k; break;
-                case BPF_JMP | BPF_JEQ | BPF_K: pc += a == i->k ? i->jt : i->jf; break;
-                case BPF_JMP | BPF_JGT | BPF_K: pc += a > i->k ? i->jt : i->jf; break;
-                case BPF_JMP | BPF_JGE | BPF_K: pc += a >= i->k ? i->jt : i->jf; break;
-                case BPF_JMP | BPF_JSET | BPF_K: pc += (a & i->k) ? i->jt : i->jf; break;
-                case BPF_RET | BPF_K: return i->k;
-                default: fail_msg("opcode 0x%x at %zu not interpreted", i->code, pc);
-                }
-        }
-        fail_msg("ran off the end");
-        return 0;
-}
-
 /* The name filter answers the syscalls newer than libseccomp with one
  * range test in front of libseccomp's program: ENOSYS for every number
  * of the range under the native arch, and for every other call exactly
@@ -692,11 +667,11 @@ static void future_range_prefix(void **state)
                         set_action(&s, actions[a]);
                         assert_int_equal(seccomp_policy_build(&s, &p, NULL, &err), 0);
                         assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
-                        uint32_t n_args, n_names;
-                        memcpy(&n_args, (char *)blob + 4, 4);
-                        memcpy(&n_names, (char *)blob + 8, 4);
-                        _cleanup_free_ struct sock_filter *names = xmalloc(n_names * sizeof(*names));
-                        memcpy(names, (char *)blob + 12 + 8 * n_args, n_names * sizeof(*names));
+                        _cleanup_free_ struct sock_filter *progs = NULL;
+                        size_t n_args, n_fast, n_names;
+                        assert_int_equal(seccomp_blob_programs(blob, len, NULL, 0, &progs, &n_args, &n_fast,
+                                                               &n_names), 0);
+                        const struct sock_filter *names = progs + n_args;
                         /* the prefix: LD arch, JEQ, LD nr, JGE first, JGE end, RET;
                          * none where the range's answer is the filter's
                          * default anyway (an allow-list under log) */
@@ -749,10 +724,17 @@ static void blob_malformed(void **state)
         assert_int_equal(seccomp_settings_default(&s), 0);
         assert_int_equal(seccomp_policy_build(&s, &p, NULL, &err), 0);
         assert_int_equal(seccomp_policy_export(p, &blob, &len), 0);
-        assert_true(len > 12 && (len - 12) % 8 == 0);
+        assert_true(len > 16 && (len - 16) % 8 == 0);
         assert_int_equal(seccomp_blob_load(NULL, 0), -EINVAL);
         assert_int_equal(seccomp_blob_load(blob, len - 8), -EINVAL);
-        assert_int_equal(seccomp_blob_load(blob, 11), -EINVAL);
+        assert_int_equal(seccomp_blob_load(blob, 15), -EINVAL);
+        /* a fast test that claims the whole argument filter */
+        uint32_t n_args, n_fast;
+        memcpy(&n_args, (char *)blob + 4, 4);
+        memcpy(&n_fast, (char *)blob + 8, 4);
+        memcpy((char *)blob + 8, &n_args, 4);
+        assert_int_equal(seccomp_blob_load(blob, len), -EINVAL);
+        memcpy((char *)blob + 8, &n_fast, 4);
         ((unsigned char *)blob)[0] ^= 0xff;
         assert_int_equal(seccomp_blob_load(blob, len), -EINVAL);
         /* nothing was installed in this process */

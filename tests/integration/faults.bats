@@ -16,6 +16,7 @@ setup() {
 
 teardown() {
         chmod -R u+w "$BATS_TEST_TMPDIR" 2>/dev/null || true
+        host_dirs_cleanup
 }
 
 # Run the script $1 with a 2 MiB tmpfs mounted on $BATS_TEST_TMPDIR/small,

@@ -37,7 +37,8 @@ chmod -R a+rX "$work"
 
 files=$(cd "$work/tests" && ls integration/*.bats security/*.bats 2>/dev/null | sed "s|^|$work/tests/|")
 cd "$work"
-exec runuser -u "$user" -- env -i \
+# not exec: the EXIT trap removes $work (a copy of hutch and the suite)
+runuser -u "$user" -- env -i \
         PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         HOME="$work/home" TMPDIR="$work/tmp" LANG=C.UTF-8 \
         HUTCH="$work/bin/hutch" PROBE="$work/bin/probe" \

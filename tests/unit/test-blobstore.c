@@ -167,6 +167,7 @@ static void batch_commit_and_drop(void **state)
         assert_true(fs_list_dir(blobstore_dirfd(bs), &names) >= 0);
         for (char **n = names; *n; n++)
                 assert_false(startswith(*n, ".tmp-"));
+        fst_rm_rf(dir);
 }
 
 static int no_noreplace_child(const char *dir)

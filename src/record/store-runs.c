@@ -216,8 +216,6 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
         return store_finish_update(s, TAKE_PTR(st), true);
 }
 
-/* The final update; without the output when output_lost is set (then
- * the stored output becomes NULL and output_lost says why). */
 #define FINISH_SQL \
         "UPDATE runs SET status = ?2, exit_code = ?3, signal = ?4, message = ?5, " \
         "finished_at = ?6, duration_ms = ?7, cpu_user_ms = ?8, cpu_sys_ms = ?9, " \
@@ -236,6 +234,8 @@ void store_run_prepare_finish(struct store *s)
                 s->finish_st = NULL;
 }
 
+/* The final update; without the output when output_lost is set (then
+ * the stored output becomes NULL and output_lost says why). */
 static int finish(struct store *s, const struct run_record *rec, const char *output_lost)
 {
         _cleanup_stmt_ sqlite3_stmt *st = TAKE_PTR(s->finish_st);

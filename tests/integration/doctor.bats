@@ -10,6 +10,13 @@ needs_nested_userns() {
         unshare -U true 2>/dev/null || skip "cannot create a user namespace to test in"
 }
 
+# hutch ARGS... in such a namespace, with user.max_KIND_namespaces at 0.
+hutch_with_limit_zero() {
+        local kind=$1
+        shift
+        unshare -Ur sh -c 'echo 0 > "/proc/sys/user/max_$1_namespaces" && shift && exec "$@"' sh "$kind" "$HUTCH" "$@"
+}
+
 @test "doctor reports each check and exits 0 when run works here" {
         run "$HUTCH" doctor
         [ "$status" -eq 0 ]
@@ -25,7 +32,7 @@ needs_nested_userns() {
 @test "doctor exits 1 and explains when user namespaces are refused" {
         needs_nested_userns
         # a user namespace whose max_user_namespaces is 0 refuses nested ones
-        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" doctor' "$HUTCH"
+        run hutch_with_limit_zero user doctor
         [ "$status" -eq 1 ]
         [[ "$output" == *"MISSING unprivileged user namespaces"* ]]
         [[ "$output" == *"fix:"* ]]
@@ -34,7 +41,7 @@ needs_nested_userns() {
 
 @test "doctor names the network namespace limit when it is 0" {
         needs_nested_userns
-        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" doctor' "$HUTCH"
+        run hutch_with_limit_zero net doctor
         [ "$status" -eq 1 ]
         [[ "$output" == *"user.max_net_namespaces = 0"* ]]
         [[ "$output" == *"fix: sysctl -w user.max_net_namespaces="* ]]
@@ -51,11 +58,11 @@ needs_nested_userns() {
                 [[ "$output" == *"drop supplementary groups: this user namespace denies setgroups"* ]]
                 return
         fi
-        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" run -- true' "$HUTCH"
+        run hutch_with_limit_zero net run -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *"no network namespace may be created: the limit user.max_net_namespaces is 0"* ]]
         [[ "$output" != *"No space left on device"* ]]
-        run unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && "$0" run -- true' "$HUTCH"
+        run hutch_with_limit_zero user run -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *"clone namespaces: no user namespace may be created: the limit user.max_user_namespaces is 0"* ]]
 }

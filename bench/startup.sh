@@ -15,11 +15,18 @@
 # Prints, for each command and each pass, the median, the mean and the
 # 99th percentile in milliseconds; then hutch/bwrap of the medians
 # (target <= 1.0) and hutch's distance from the unshare floor.
+# A last pass says where the time goes: each command runs `date +%s.%N`
+# as its job, and the stamp the job prints splits the run in two, from
+# the caller's start to the job's print ("to the job": the sandbox's
+# set-up plus date's own start, the same in every command) and from
+# the print to the caller's wake-up ("after the job": date's exit, the
+# sandbox's teardown and, for hutch, the record's final update).
 # HUTCH_BASE=path/to/another/hutch adds that build as a fourth command,
 # "base", with its own state dir, and prints hutch/base too: the way to
 # measure a change on a host whose load moves between two runs.
 #
-#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass)
+#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass;
+#                                PHASES=0: no split pass)
 set -euo pipefail
 rounds=${1:-200}
 load=${LOAD:-2}
@@ -50,6 +57,27 @@ run_named() {
         base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- /bin/true ;;
         esac
 }
+# the same commands with `date +%s.%N` as the job (the split pass)
+run_stamped() {
+        case $1 in
+        hutch) "$hutch" run -- date +%s.%N ;;
+        bwrap) bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp date +%s.%N ;;
+        unshare) unshare -Urmpf --mount-proc date +%s.%N ;;
+        base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- date +%s.%N ;;
+        esac
+}
+# one split run: "NAME START STAMP END", seconds since the epoch; the
+# stamp goes to a file, not through $(), which would fork a subshell
+# inside the timed span
+stamped() {
+        local t0 t1 stamp
+        t0=$EPOCHREALTIME
+        run_stamped "$1" >"$tmp/stamp"
+        t1=$EPOCHREALTIME
+        read -r stamp <"$tmp/stamp" || stamp=
+        echo "$1 $t0 $stamp $t1"
+}
+
 # one timed run: "NAME MICROSECONDS" on stdout
 timed() {
         local t0 t1
@@ -81,6 +109,16 @@ if [ "$load" -gt 0 ]; then
                         wait
                 done
         done >"$tmp/loaded"
+fi
+
+phases=${PHASES:-1}
+if [ "$phases" != 0 ]; then
+        for n in "${names[@]}"; do stamped "$n" >/dev/null; done
+        for ((i = 0; i < rounds; i++)); do
+                for ((k = 0; k < nn; k++)); do
+                        stamped "${names[(i + k) % nn]}"
+                done
+        done >"$tmp/phases"
 fi
 
 # NAME -> "median mean p99" in ms
@@ -121,7 +159,23 @@ report() {
 echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 report "$tmp/quiet" "one at a time:"
 [ "$load" -gt 0 ] && report "$tmp/loaded" "$load at a time (each copy timed on its own):"
+if [ "$phases" != 0 ]; then
+        echo "where the time goes (the job is date +%s.%N; medians):"
+        printf '  %-8s %12s %12s\n' "" "to the job" "after it"
+        for n in "${names[@]}"; do
+                awk -v n="$n" '$1 == n && NF == 4 { printf "%.0f %.0f\n", ($3 - $2) * 1e6, ($4 - $3) * 1e6 }' "$tmp/phases" >"$tmp/split"
+                to=$(cut -d' ' -f1 "$tmp/split" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] / 1000 }')
+                after=$(cut -d' ' -f2 "$tmp/split" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] / 1000 }')
+                printf '  %-8s %9s ms %9s ms\n' "$n" "${to:-?}" "${after:-?}"
+                eval "split_to_$n=\${to:-0} split_after_$n=\${after:-0}"
+        done
+        awk -v ht="$split_to_hutch" -v ha="$split_after_hutch" -v bt="$split_to_bwrap" -v ba="$split_after_bwrap" 'BEGIN {
+                if (bt > 0 && ba > 0)
+                        printf "  hutch - bwrap: %+.2f ms to the job, %+.2f ms after it\n", ht - bt, ha - ba
+        }'
+fi
 # every hutch run above was recorded, none lost
 want=$((5 + rounds + rounds * load + 1))
+[ "$phases" != 0 ] && want=$((want + 1 + rounds))
 got=$("$hutch" ls --json --limit 100000 2>/dev/null | grep -c '"status":"success"' || true)
 [ "$got" -eq "$want" ] || echo "warning: $got successful runs recorded, $want expected" >&2

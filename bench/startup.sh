@@ -39,9 +39,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-startup.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export HUTCH_STATE_DIR=${HUTCH_STATE_DIR:-$tmp/state}
 
-cmd_hutch=("$hutch" run -- /bin/true)
-cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true)
-cmd_unshare=(unshare -Urmpf --mount-proc /bin/true)
+# each command without its job, which run_named appends
+cmd_hutch=("$hutch" run --)
+cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp)
+cmd_unshare=(unshare -Urmpf --mount-proc)
 names=(hutch bwrap unshare)
 base=${HUTCH_BASE:-}
 if [ -n "$base" ]; then
@@ -49,21 +50,16 @@ if [ -n "$base" ]; then
         mkdir -p "$tmp/state-base"
 fi
 
+# NAME [JOB...]: that command with JOB (default /bin/true) as its job
 run_named() {
-        case $1 in
-        hutch) "${cmd_hutch[@]}" ;;
-        bwrap) "${cmd_bwrap[@]}" ;;
-        unshare) "${cmd_unshare[@]}" ;;
-        base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- /bin/true ;;
-        esac
-}
-# the same commands with `date +%s.%N` as the job (the split pass)
-run_stamped() {
-        case $1 in
-        hutch) "$hutch" run -- date +%s.%N ;;
-        bwrap) bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp date +%s.%N ;;
-        unshare) unshare -Urmpf --mount-proc date +%s.%N ;;
-        base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- date +%s.%N ;;
+        local n=$1
+        shift
+        [ $# -gt 0 ] || set -- /bin/true
+        case $n in
+        hutch) "${cmd_hutch[@]}" "$@" ;;
+        bwrap) "${cmd_bwrap[@]}" "$@" ;;
+        unshare) "${cmd_unshare[@]}" "$@" ;;
+        base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- "$@" ;;
         esac
 }
 # one split run: "NAME START STAMP END", seconds since the epoch; the
@@ -72,7 +68,7 @@ run_stamped() {
 stamped() {
         local t0 t1 stamp
         t0=$EPOCHREALTIME
-        run_stamped "$1" >"$tmp/stamp"
+        run_named "$1" date +%s.%N >"$tmp/stamp"
         t1=$EPOCHREALTIME
         read -r stamp <"$tmp/stamp" || stamp=
         echo "$1 $t0 $stamp $t1"
@@ -162,16 +158,19 @@ report "$tmp/quiet" "one at a time:"
 if [ "$phases" != 0 ]; then
         echo "where the time goes (the job is date +%s.%N; medians):"
         printf '  %-8s %12s %12s\n' "" "to the job" "after it"
+        # the two halves as "NAME MICROSECONDS", the form stats() reads
+        awk 'NF == 4 { printf "%s %.0f\n", $1, ($3 - $2) * 1e6 }' "$tmp/phases" >"$tmp/to-job"
+        awk 'NF == 4 { printf "%s %.0f\n", $1, ($4 - $3) * 1e6 }' "$tmp/phases" >"$tmp/after-job"
         for n in "${names[@]}"; do
-                awk -v n="$n" '$1 == n && NF == 4 { printf "%.0f %.0f\n", ($3 - $2) * 1e6, ($4 - $3) * 1e6 }' "$tmp/phases" >"$tmp/split"
-                to=$(cut -d' ' -f1 "$tmp/split" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] / 1000 }')
-                after=$(cut -d' ' -f2 "$tmp/split" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] / 1000 }')
-                printf '  %-8s %9s ms %9s ms\n' "$n" "${to:-?}" "${after:-?}"
-                eval "split_to_$n=\${to:-0} split_after_$n=\${after:-0}"
+                read -r to _ < <(stats "$n" "$tmp/to-job")
+                read -r after _ < <(stats "$n" "$tmp/after-job")
+                printf '  %-8s %9.2f ms %9.2f ms\n' "$n" "$to" "$after"
         done
-        awk -v ht="$split_to_hutch" -v ha="$split_after_hutch" -v bt="$split_to_bwrap" -v ba="$split_after_bwrap" 'BEGIN {
-                if (bt > 0 && ba > 0)
-                        printf "  hutch - bwrap: %+.2f ms to the job, %+.2f ms after it\n", ht - bt, ha - ba
+        awk -v h="$(stats hutch "$tmp/to-job") $(stats hutch "$tmp/after-job")" \
+            -v b="$(stats bwrap "$tmp/to-job") $(stats bwrap "$tmp/after-job")" 'BEGIN {
+                split(h, H, " "); split(b, B, " ")
+                if (B[1] > 0 && B[4] > 0)
+                        printf "  hutch - bwrap: %+.2f ms to the job, %+.2f ms after it\n", H[1] - B[1], H[4] - B[4]
         }'
 fi
 # every hutch run above was recorded, none lost

@@ -88,8 +88,7 @@ static void emit(struct events *ev, const char *type, json_t *o)
                  * heartbeat may go a little over */
                 if (hostio_room(ev->out) < n + 1)
                         hostio_grow(ev->out, n + 1 - hostio_room(ev->out));
-                hostio_push(ev->out, line, n + 1);
-                if (hostio_flush(ev->out) < 0)
+                if (hostio_send(ev->out, line, n + 1) < 0)
                         ev->broken = true;
         }
         free(line);

@@ -210,11 +210,12 @@ bool hostio_gone(const struct hostio *h)
         return h->gone;
 }
 
-int hostio_flush(struct hostio *h)
+/* One write of p[0..n) the way h's mode allows, never blocking. Returns
+ * the bytes the fd took (0: none now), -ENOSPC when the disk is full, or
+ * -EPIPE once the reader is gone (h is then marked gone). */
+static ssize_t put(struct hostio *h, const char *p, size_t n)
 {
-        while (h->len > 0 && !h->gone) {
-                const char *p = h->data + h->off;
-                size_t n = h->len;
+        for (;;) {
                 ssize_t w;
 
                 switch (h->mode) {
@@ -233,26 +234,62 @@ int hostio_flush(struct hostio *h)
                         w = write(h->fd, p, n);
                         break;
                 }
+                if (w > 0)
+                        return w;
                 if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                         return 0;
                 if (w < 0 && errno == EINTR)
                         continue;
-                if (w < 0 && (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)) {
-                        /* a full disk is no reader that left: what the job
-                         * writes is still recorded, only not passed on */
+                /* a full disk is no reader that left */
+                if (w < 0 && (errno == ENOSPC || errno == EDQUOT || errno == EFBIG))
+                        return -ENOSPC;
+                hostio_set_gone(h);
+                return -EPIPE;
+        }
+}
+
+int hostio_flush(struct hostio *h)
+{
+        while (h->len > 0 && !h->gone) {
+                ssize_t w = put(h, h->data + h->off, h->len);
+                if (w == 0)
+                        return 0;
+                if (w == -ENOSPC) {
+                        /* what the job writes is still recorded, only
+                         * not passed on */
                         h->off = h->len = 0;
                         return 0;
                 }
-                if (w <= 0) {
-                        hostio_set_gone(h);
+                if (w < 0)
                         return -EPIPE;
-                }
                 h->off += (size_t)w;
                 h->len -= (size_t)w;
         }
         if (h->len == 0)
                 h->off = 0;
         return h->gone ? -EPIPE : 0;
+}
+
+int hostio_send(struct hostio *h, const void *buf, size_t n)
+{
+        const char *p = buf;
+
+        /* Straight from buf while nothing older waits: a reader that keeps
+         * up (a terminal, a pipe into the next program, /dev/null) costs
+         * no copy. Behind pending bytes the new ones queue, in order. */
+        while (h->len == 0 && n > 0 && !h->gone) {
+                ssize_t w = put(h, p, n);
+                if (w == 0)
+                        break;
+                if (w == -ENOSPC)
+                        return 0;       /* as hostio_flush(): dropped, not gone */
+                if (w < 0)
+                        return -EPIPE;
+                p += w;
+                n -= (size_t)w;
+        }
+        hostio_push(h, p, n);
+        return hostio_flush(h);
 }
 
 size_t hostio_drain(struct hostio *h, uint64_t stall_ms)

@@ -56,6 +56,10 @@ void hostio_push(struct hostio *h, const void *buf, size_t n);
  * (EPIPE, EIO from a hung-up terminal, a closed fd...): the pending
  * bytes are then dropped and every later call says -EPIPE again. */
 int hostio_flush(struct hostio *h);
+/* Pass n <= hostio_room() bytes on: what the fd takes now is written
+ * straight from buf when nothing is pending, the rest is queued behind
+ * what is. Returns as hostio_flush(). */
+int hostio_send(struct hostio *h, const void *buf, size_t n);
 /* Mark the reader gone (a poll() said POLLERR or POLLHUP). */
 void hostio_set_gone(struct hostio *h);
 bool hostio_gone(const struct hostio *h);

@@ -424,9 +424,8 @@ static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *mov
                         l->hooks->on_output(l->hooks->userdata, stream, l->buf, (size_t)n);
                 if (pass) {
                         /* with events, the hook has queued them already */
-                        if (!events)
-                                hostio_push(dst, l->buf, (size_t)n);
-                        if (hostio_flush(dst) < 0 && fd != l->tty_master) {
+                        int sent = events ? hostio_flush(dst) : hostio_send(dst, l->buf, (size_t)n);
+                        if (sent < 0 && fd != l->tty_master) {
                                 reader_gone(l, stream);
                                 return true;
                         }

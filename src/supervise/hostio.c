@@ -248,25 +248,35 @@ static ssize_t put(struct hostio *h, const char *p, size_t n)
         }
 }
 
-int hostio_flush(struct hostio *h)
+/* Write from *p what the fd takes of its *n bytes now, advancing both.
+ * A full disk drops the rest (*n becomes 0): what the job writes is
+ * still recorded, only not passed on. Returns 0, or -EPIPE once the
+ * reader is gone. */
+static int put_all(struct hostio *h, const char **p, size_t *n)
 {
-        while (h->len > 0 && !h->gone) {
-                ssize_t w = put(h, h->data + h->off, h->len);
+        while (*n > 0) {
+                ssize_t w = put(h, *p, *n);
                 if (w == 0)
                         return 0;
                 if (w == -ENOSPC) {
-                        /* what the job writes is still recorded, only
-                         * not passed on */
-                        h->off = h->len = 0;
+                        *n = 0;
                         return 0;
                 }
                 if (w < 0)
                         return -EPIPE;
-                h->off += (size_t)w;
-                h->len -= (size_t)w;
+                *p += w;
+                *n -= (size_t)w;
         }
-        if (h->len == 0)
-                h->off = 0;
+        return 0;
+}
+
+int hostio_flush(struct hostio *h)
+{
+        if (!h->gone && h->len > 0) {
+                const char *p = h->data + h->off;
+                (void)put_all(h, &p, &h->len);
+                h->off = h->len > 0 ? (size_t)(p - h->data) : 0;
+        }
         return h->gone ? -EPIPE : 0;
 }
 
@@ -277,17 +287,8 @@ int hostio_send(struct hostio *h, const void *buf, size_t n)
         /* Straight from buf while nothing older waits: a reader that keeps
          * up (a terminal, a pipe into the next program, /dev/null) costs
          * no copy. Behind pending bytes the new ones queue, in order. */
-        while (h->len == 0 && n > 0 && !h->gone) {
-                ssize_t w = put(h, p, n);
-                if (w == 0)
-                        break;
-                if (w == -ENOSPC)
-                        return 0;       /* as hostio_flush(): dropped, not gone */
-                if (w < 0)
-                        return -EPIPE;
-                p += w;
-                n -= (size_t)w;
-        }
+        if (!h->gone && h->len == 0 && put_all(h, &p, &n) < 0)
+                return -EPIPE;
         hostio_push(h, p, n);
         return hostio_flush(h);
 }

@@ -484,8 +484,25 @@ int store_quick_check(struct store *s, char **ret_problem)
         return -EBADMSG;
 }
 
+/* SQLite's process-wide settings, made before its first use (after
+ * that, sqlite3_config() refuses with SQLITE_MISUSE and changes
+ * nothing, so calling this before every open is harmless).
+ * Memory statistics off: SQLite then keeps no global tally, which it
+ * updates under a global mutex on every allocation and free (an eighth
+ * of the instructions of opening the store and reading its schema), and
+ * hutch reads none of it (no sqlite3_memory_used(), no soft heap limit).
+ * Single-thread mode: every mutex is compiled out at run time. hutch
+ * never uses SQLite from two threads (it starts none); a change that
+ * does must drop this line. */
+static void configure_library(void)
+{
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        (void)sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+}
+
 static int open_connection(struct store *s, const char *name, int flags)
 {
+        configure_library();
         int rc = sqlite3_open_v2(name, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK)
                 return s->db ? store_fail(s, rc) : store_fail_msg(s, -ENOMEM, "out of memory");

@@ -4,13 +4,16 @@
  * Data shape: input arrives in arbitrary pieces; whole 64-byte blocks are
  * compressed straight from the caller's buffer, a trailing partial block
  * waits in d->block. Throughput matters for 100 MB artifacts, so the
- * message schedule is computed in a 16-word ring rather than 64 words.
+ * message schedule is computed in a 16-word ring rather than 64 words,
+ * and where the CPU has SHA instructions they do the blocks instead
+ * (digest-shani.c, about five times as fast).
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "lib/digest.h"
+#include "lib/digest-internal.h"
 #include "lib/util.h"
 
 static const uint32_t K[64] = {
@@ -80,6 +83,21 @@ static void compress(uint32_t h[8], const uint8_t *block)
         h[7] += hh;
 }
 
+void digest_blocks_portable(uint32_t h[8], const uint8_t *blocks, size_t n_blocks)
+{
+        for (; n_blocks > 0; n_blocks--, blocks += 64)
+                compress(h, blocks);
+}
+
+/* The CPU's own SHA-256 rounds where it has them (digest-shani.c). */
+static void fold_blocks(uint32_t h[8], const uint8_t *p, size_t n_blocks)
+{
+        if (digest_shani_usable())
+                digest_blocks_shani(h, p, n_blocks);
+        else
+                digest_blocks_portable(h, p, n_blocks);
+}
+
 void digest_init(struct digest *d)
 {
         static const uint32_t H0[8] = {
@@ -106,13 +124,13 @@ void digest_update(struct digest *d, const void *data, size_t n)
                 n -= take;
                 if (d->used < sizeof(d->block))
                         return;
-                compress(d->h, d->block);
+                fold_blocks(d->h, d->block, 1);
                 d->used = 0;
         }
-        while (n >= 64) {
-                compress(d->h, p);
-                p += 64;
-                n -= 64;
+        if (n >= 64) {
+                fold_blocks(d->h, p, n / 64);
+                p += n & ~(size_t)63;
+                n &= 63;
         }
         if (n > 0) {
                 memcpy(d->block, p, n);
@@ -128,13 +146,13 @@ void digest_final(struct digest *d, uint8_t out[DIGEST_RAW_SIZE])
         d->block[d->used++] = 0x80;
         if (d->used > 56) {
                 memset(d->block + d->used, 0, 64 - d->used);
-                compress(d->h, d->block);
+                fold_blocks(d->h, d->block, 1);
                 d->used = 0;
         }
         memset(d->block + d->used, 0, 56 - d->used);
         store_be32(d->block + 56, (uint32_t)(bits >> 32));
         store_be32(d->block + 60, (uint32_t)bits);
-        compress(d->h, d->block);
+        fold_blocks(d->h, d->block, 1);
         for (int i = 0; i < 8; i++)
                 store_be32(out + 4 * i, d->h[i]);
         memset(d, 0, sizeof(*d));

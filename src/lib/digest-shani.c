@@ -1,0 +1,131 @@
+/* digest-shani.c - SHA-256 blocks on the x86 SHA extensions.
+ *
+ * Why: hutch hashes every changed file, artifact and blob it keeps, and
+ * the portable code runs at about a fifth of the speed of the CPU's own
+ * SHA-256 rounds (SHA-NI, in Intel CPUs since Goldmont/Ice Lake and AMD
+ * since Zen). Same results, bit for bit: test-digest.c runs both on the
+ * same input.
+ *
+ * Layout the instructions want (Intel's SHA extensions reference): the
+ * eight working variables in two registers, one holding A B E F and the
+ * other C D G H, highest lane first. SHA256RNDS2 does two rounds and
+ * takes its two message-plus-constant words from the low half of its
+ * third operand; SHA256MSG1/MSG2 compute the message schedule four words
+ * at a time (MSG1 the sigma0 part, MSG2 the sigma1 part, which depends
+ * on the two words just before).
+ *
+ * Only this file is compiled for those instructions (the target
+ * attribute), so nothing else in hutch can end up using them on a CPU
+ * that lacks them; digest_shani_usable() asks the CPU first.
+ */
+#include "config.h"
+
+#include "lib/digest-internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* CPUID leaf 7 EBX bit 29: SHA; leaf 1 ECX bits 9 and 19: SSSE3 (byte
+ * shuffles) and SSE4.1 (blends). Asked once: under a hypervisor CPUID
+ * traps to it, a microsecond or more per call, and digest_update() is
+ * called for pieces of a few bytes too. The answer is a fact about the
+ * CPU, the same for every caller, so one cached copy is no hidden state:
+ * 0 unknown, 1 no, 2 yes. */
+bool digest_shani_usable(void)
+{
+        static int known;
+        int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+        if (k == 0) {
+                unsigned a, b, c, d;
+                bool sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+                bool sse = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 9)) && (c & (1u << 19));
+                k = sha && sse ? 2 : 1;
+                __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+        }
+        return k == 2;
+}
+
+static const uint32_t K[64] __attribute__((aligned(16))) = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define SHANI __attribute__((target("sha,ssse3,sse4.1")))
+
+/* Four rounds: schedule words w (already big-endian decoded) plus their
+ * constants, two rounds into each register in turn. */
+SHANI static inline void four_rounds(__m128i *abef, __m128i *cdgh, __m128i w, int group)
+{
+        __m128i wk = _mm_add_epi32(w, _mm_load_si128((const __m128i *)&K[4 * group]));
+        *cdgh = _mm_sha256rnds2_epu32(*cdgh, *abef, wk);
+        *abef = _mm_sha256rnds2_epu32(*abef, *cdgh, _mm_shuffle_epi32(wk, 0x0e));
+}
+
+SHANI void digest_blocks_shani(uint32_t h[8], const uint8_t *blocks, size_t n_blocks)
+{
+        /* each 32-bit word of a block is big-endian */
+        const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+        __m128i abcd = _mm_loadu_si128((const __m128i *)&h[0]);
+        __m128i efgh = _mm_loadu_si128((const __m128i *)&h[4]);
+
+        /* lanes low to high: abcd = A B C D, efgh = E F G H; wanted
+         * abef = F E B A and cdgh = H G D C */
+        __m128i badc = _mm_shuffle_epi32(abcd, 0xb1);
+        __m128i hgfe = _mm_shuffle_epi32(efgh, 0x1b);
+        __m128i abef = _mm_alignr_epi8(badc, hgfe, 8);
+        __m128i cdgh = _mm_blend_epi16(hgfe, badc, 0xf0);
+
+        for (; n_blocks > 0; n_blocks--, blocks += 64) {
+                __m128i abef_in = abef, cdgh_in = cdgh;
+                __m128i w[4];   /* the last 16 schedule words, 4 per lane group */
+
+                for (int g = 0; g < 16; g++) {
+                        __m128i next;
+                        if (g < 4) {
+                                next = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(blocks + 16 * g)),
+                                                        bswap);
+                        } else {
+                                /* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16] for
+                                 * t = 4g .. 4g+3: MSG1 gives W[t-16] + s0(W[t-15]),
+                                 * the alignment W[t-7], MSG2 adds s1 in order */
+                                __m128i w16 = w[g & 3], w12 = w[(g + 1) & 3];
+                                __m128i w8 = w[(g + 2) & 3], w4 = w[(g + 3) & 3];
+                                next = _mm_add_epi32(_mm_sha256msg1_epu32(w16, w12), _mm_alignr_epi8(w4, w8, 4));
+                                next = _mm_sha256msg2_epu32(next, w4);
+                        }
+                        w[g & 3] = next;
+                        four_rounds(&abef, &cdgh, next, g);
+                }
+                abef = _mm_add_epi32(abef, abef_in);
+                cdgh = _mm_add_epi32(cdgh, cdgh_in);
+        }
+
+        /* back: abef = F E B A, cdgh = H G D C (low to high) */
+        __m128i abfe = _mm_shuffle_epi32(abef, 0x1b);   /* A B E F */
+        __m128i ghcd = _mm_shuffle_epi32(cdgh, 0xb1);   /* G H C D */
+        _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(abfe, ghcd, 0xf0));
+        _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(ghcd, abfe, 8));
+}
+
+#else
+
+bool digest_shani_usable(void)
+{
+        return false;
+}
+
+void digest_blocks_shani(uint32_t h[8], const uint8_t *blocks, size_t n_blocks)
+{
+        digest_blocks_portable(h, blocks, n_blocks);
+}
+
+#endif

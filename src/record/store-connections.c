@@ -1,7 +1,7 @@
 /* store-connections.c - the queries on the `connections` table (see
  * store.h): the egress decisions of a run, written once at its end and
- * read back by `show` and `--json`. Their rows go with their run (the
- * trigger in the schema, store.c).
+ * read back by `show` and `--json`. Their rows go with their run
+ * (store_delete_older_than(), store-runs.c).
  *
  * The values come from the egress helper, which took them from the job
  * (names it sent, SNI, Host): they are stored as text, bound as

@@ -1,7 +1,7 @@
 /* store-files.c - the queries on the `files` and `run_workspace` tables
  * (see store.h): what a run changed and left behind, and where its
- * workspace came from. Their rows go with their run (the trigger in the
- * schema, store.c).
+ * workspace came from. Their rows go with their run
+ * (store_delete_older_than(), store-runs.c).
  */
 #include "config.h"
 

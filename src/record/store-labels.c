@@ -1,7 +1,7 @@
 /* store-labels.c - the queries on the `run_labels` table (see store.h):
  * the KEY=VALUE labels a run was started with (`--label`), written once
  * right after its row and read back by show, ls, ps and stats. Rows go
- * with their run (the trigger in the schema, store.c).
+ * with their run (store_delete_older_than(), store-runs.c).
  *
  * Shape: a handful of short labels per run at most; the (key, value)
  * index serves `ls --label K=V` and `stats --label K=V`.

@@ -321,9 +321,9 @@ static int configure(struct store *s)
         if (rc != SQLITE_OK)
                 return store_fail(s, rc);
         /* No PRAGMA foreign_keys: the schema declares no foreign key (a
-         * run's rows in the other tables go with it by the triggers in
-         * store-migrations.c), so the pragma changed nothing but cost a
-         * statement on every open. */
+         * run's rows in the other tables are deleted with it by
+         * store_delete_older_than()), so the pragma changed nothing but
+         * cost a statement on every open. */
         return 0;
 }
 

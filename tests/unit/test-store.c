@@ -89,7 +89,7 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 10);
+        assert_int_equal(store_current_schema_version(), 11);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The 64 round constants (FIPS 180-4 §4.2.2), 16-byte aligned. */
+extern const uint32_t digest_k[64];
+
 /* Fold n_blocks consecutive 64-byte blocks into the state h. */
 void digest_blocks_portable(uint32_t h[8], const uint8_t *blocks, size_t n_blocks);
 

@@ -23,51 +23,7 @@
 #include "record/store.h"
 #include "record/store-internal.h"
 #include "lib/util.h"
-
-struct fixture {
-        char dir[64];
-        char *path;
-};
-
-static int setup(void **state)
-{
-        struct fixture *f = xcalloc(1, sizeof(*f));
-        snprintf(f->dir, sizeof(f->dir), "/tmp/hutch-test-faults-XXXXXX");
-        if (!mkdtemp(f->dir))
-                return -1;
-        f->path = xasprintf("%s/hutch.db", f->dir);
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        struct fixture *f = *state;
-        _cleanup_free_ char *cmd = xasprintf("chmod -R u+w '%s'; rm -rf '%s'", f->dir, f->dir);
-        if (system(cmd) != 0)
-                return -1;
-        free(f->path);
-        free(f);
-        return 0;
-}
-
-static struct store *open_ok(const char *path)
-{
-        struct store *s = NULL;
-        _cleanup_free_ char *error = NULL;
-        if (store_open(path, &s, &error) < 0)
-                fail_msg("store_open: %s", error);
-        return s;
-}
-
-static void raw_sql(const char *path, const char *sql)
-{
-        sqlite3 *db;
-        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-}
+#include "store-fixture.h"
 
 /* A finished run with some output, inserted running and finished. */
 static struct run_record *run_one(struct store *s, size_t out_len)

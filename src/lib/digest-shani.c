@@ -99,10 +99,10 @@ SHANI void digest_blocks_shani(uint32_t h[8], const uint8_t *blocks, size_t n_bl
         }
 
         /* back: abef = F E B A, cdgh = H G D C (low to high) */
-        __m128i abfe = _mm_shuffle_epi32(abef, 0x1b);   /* A B E F */
-        __m128i ghcd = _mm_shuffle_epi32(cdgh, 0xb1);   /* G H C D */
-        _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(abfe, ghcd, 0xf0));
-        _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(ghcd, abfe, 8));
+        __m128i abef_fwd = _mm_shuffle_epi32(abef, 0x1b);       /* A B E F */
+        __m128i ghcd = _mm_shuffle_epi32(cdgh, 0xb1);           /* G H C D */
+        _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(abef_fwd, ghcd, 0xf0));
+        _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(ghcd, abef_fwd, 8));
 }
 
 #else

@@ -583,25 +583,18 @@ static const char *const run_tables[] = {
         "files", "run_workspace", "run_files_summary", "connections", "run_labels", "run_origin",
 };
 
-/* Delete, in the open write transaction, the rows of the runs `where`
- * selects from every table in run_tables[] (?1 bound to before_ms), and
- * the rows of runs that are gone already: deleted by hand, or by a hutch
- * whose schema had triggers that someone dropped. The schema has no
- * cascade of its own (migration 10 -> 11, store-migrations.c). */
-static int delete_run_rows(struct store *s, const char *where, uint64_t before_ms)
+/* Delete, in the open write transaction and after the runs it deletes,
+ * every row of the tables in run_tables[] whose run is gone: those
+ * runs', and those of runs deleted by hand. The schema has no cascade of
+ * its own (migration 10 -> 11, store-migrations.c). */
+static int delete_rows_without_run(struct store *s)
 {
         for (size_t i = 0; i < ELEMENTSOF(run_tables); i++) {
-                _cleanup_free_ char *sql = xasprintf(
-                        "DELETE FROM %s WHERE run_id IN (SELECT id FROM runs WHERE %s) "
-                        "OR run_id NOT IN (SELECT id FROM runs)", run_tables[i], where);
-                _cleanup_stmt_ sqlite3_stmt *st = NULL;
-                int r = store_prepare(s, sql, &st);
+                _cleanup_free_ char *sql = xasprintf("DELETE FROM %s WHERE run_id NOT IN (SELECT id FROM runs)",
+                                                     run_tables[i]);
+                int r = store_exec(s, sql);
                 if (r < 0)
                         return r;
-                store_bind_u64(st, 1, before_ms);
-                int rc = sqlite3_step(st);
-                if (rc != SQLITE_DONE)
-                        return store_fail(s, rc);
         }
         return 0;
 }
@@ -626,9 +619,6 @@ int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run)
         r = store_begin_write(s);
         if (r < 0)
                 return r;
-        r = delete_run_rows(s, "started_at < ?1 AND status != 'running'", before_ms);
-        if (r < 0)
-                goto out;
         r = store_prepare(s, "DELETE FROM runs WHERE started_at < ?1 AND status != 'running'", &st);
         if (r < 0)
                 goto out;
@@ -640,6 +630,9 @@ int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run)
         }
         count = sqlite3_changes(s->db);
         sqlite3_finalize(TAKE_PTR(st));
+        r = delete_rows_without_run(s);
+        if (r < 0)
+                goto out;
         r = store_commit(s);
         return r < 0 ? r : count;
 out:

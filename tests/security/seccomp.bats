@@ -25,6 +25,18 @@ denied() {
         assert_probe_says EPERM
 }
 
+# Whether this kernel serves int 0x80 at all: some hosts (paravirtual
+# guests, kernels booted with ia32_emulation=0) fault it before any
+# filter runs, and the probe then dies of SIGSEGV outside a sandbox too.
+# There the call is unreachable, which is stronger than denied, and the
+# check has nothing to test.
+host_serves_i386() {
+        case $("$PROBE" syscall i386 2>/dev/null) in
+        OK|UNSUPPORTED) return 0 ;;   # UNSUPPORTED: the probe skips it itself
+        *) return 1 ;;
+        esac
+}
+
 denied_strict() {
         if under_gvisor; then
                 gvisor_denied "$1" strict
@@ -108,7 +120,11 @@ denied_strict() {
 @test "seccomp: modify_ldt is denied" { denied modify_ldt; }
 @test "seccomp: iopl is denied" { denied iopl; }
 @test "seccomp: ioperm is denied" { denied ioperm; }
-@test "seccomp: i386 int 0x80 syscalls are denied" { denied i386; }
+@test "seccomp: i386 int 0x80 syscalls are denied" {
+        under_gvisor || host_serves_i386 ||
+                skip "this kernel faults int 0x80 outside any sandbox too (no i386 syscall entry)"
+        denied i386
+}
 @test "seccomp: x32 syscalls are denied" { denied x32; }
 
 @test "seccomp: syscalls newer than the policy answer ENOSYS" {
@@ -153,6 +169,8 @@ denied_strict() {
                     bpf perf_event_open userfaultfd io_uring_setup open_by_handle_at \
                     kexec_load init_module reboot swapon settimeofday acct quotactl syslog \
                     ptrace tiocsti-pipe tiocsti-high tioclinux personality i386 x32; do
+                # see host_serves_i386: no i386 entry, nothing to deny
+                [ "$name" = i386 ] && ! under_gvisor && ! host_serves_i386 && continue
                 denied_strict "$name"
         done
 }

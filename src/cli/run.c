@@ -162,8 +162,13 @@ static char *slurp_fd(int fd, size_t *ret_len)
 
 /* Everything after the configuration is resolved: policy, record,
  * sandbox, record again. Returns hutch's exit code. */
+/* Runs the job and records it. A run recorded while its init was still
+ * exiting on its own (out.init_exiting) sets *ret_exiting_init: the
+ * caller reaps it last (sandbox_reap()), once everything else of hutch is
+ * put away, which then overlaps with init's exit, the sandbox's mount
+ * teardown. Otherwise *ret_exiting_init stays 0. */
 static int execute(struct run_config *cfg, struct lang_job *lj, const struct run_args *a,
-                   const char *lang, bool json, const char *rerun_of)
+                   const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init)
 {
         struct workspace_plan wp = { .lower_fd = -1, .session.lock_fd = -1 };
         struct run_egress egress = { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
@@ -590,12 +595,11 @@ out:
                 if (spool)
                         (void)unlink(spool);
         }
-        /* Recorded, and put away, while the sandbox's init exited on its
-         * own (out.init_exiting): hutch returns only once it is gone. */
-        if (out.init_exiting) {
-                store = store_close(TAKE_PTR(store));
-                sandbox_reap(&sb);
-        }
+        /* Recorded while the sandbox's init exits on its own
+         * (out.init_exiting): the caller reaps it, and hutch returns only
+         * once it is gone. */
+        if (out.init_exiting)
+                *ret_exiting_init = sb.pid;
         return code;
 }
 
@@ -627,6 +631,7 @@ int verb_run(int argc, char **argv)
         struct lang_job lj = { .code_fd = -1 };
         struct request req = { 0 };
         _cleanup_free_ char *err = NULL;
+        pid_t exiting_init = 0;
         int r, code = EXIT_SETUP;
 
         run_config_init(&cfg);
@@ -701,7 +706,7 @@ int verb_run(int argc, char **argv)
                         (timeout_origin->origin != ORIGIN_CLI && timeout_origin->file &&
                          streq(basename_of(timeout_origin->file), "default.ini"))))
                 cfg.timeout_ms = 0;
-        code = execute(&cfg, &lj, &a, a.lang, a.json, NULL);
+        code = execute(&cfg, &lj, &a, a.lang, a.json, NULL, &exiting_init);
 out:
         lang_job_done(&lj);
         strv_free(a.overrides);
@@ -711,6 +716,8 @@ out:
         run_request_cleanup(&a);
         request_done(&req);
         run_config_done(&cfg);
+        if (exiting_init > 0)
+                sandbox_reap(exiting_init);
         return code;
 }
 
@@ -740,6 +747,7 @@ int verb_rerun(int argc, char **argv)
         struct lang_job lj = { .code_fd = -1 };
         struct run_config cfg;
         bool json = false;
+        pid_t exiting_init = 0;
         int c, r, code, verbosity = LOG_NORMAL;
 
         optind = 1;
@@ -806,9 +814,11 @@ int verb_rerun(int argc, char **argv)
         /* the workspace options (--workdir, --session, --input) are not
          * part of the profile: a rerun runs in a fresh workspace */
         struct run_args none = { 0 };
-        code = execute(&cfg, &lj, &none, orig->lang, json, orig->id);
+        code = execute(&cfg, &lj, &none, orig->lang, json, orig->id, &exiting_init);
 out:
         lang_job_done(&lj);
         run_config_done(&cfg);
+        if (exiting_init > 0)
+                sandbox_reap(exiting_init);
         return code;
 }

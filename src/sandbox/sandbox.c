@@ -565,9 +565,9 @@ void sandbox_abort(struct sandbox *sb)
         (void)waitpid(sb->pid, NULL, 0);
 }
 
-void sandbox_reap(struct sandbox *sb)
+void sandbox_reap(pid_t init_pid)
 {
-        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+        while (waitpid(init_pid, NULL, 0) < 0 && errno == EINTR)
                 ;
 }
 

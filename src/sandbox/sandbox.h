@@ -88,8 +88,9 @@ int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 void sandbox_abort(struct sandbox *sb);
 
 /* Wait for an init that is exiting on its own (it reported the job's
- * end with nothing left beside it), after sandbox_close() too. */
-void sandbox_reap(struct sandbox *sb);
+ * end with nothing left beside it), after sandbox_close() too: only its
+ * pid is needed. */
+void sandbox_reap(pid_t init_pid);
 
 /* Close the handles, the workspace fds included (does not kill
  * anything). */

@@ -437,20 +437,13 @@ static void check_cgroup(void)
                                 "hybrid here); until then memory and cpu_time are held by the watchdog, "
                                 "pids by RLIMIT_NPROC, and cpus and memory_high are not enforced "
                                 "(hutch show lists which)"
-                       : cgroup_systemd_built()
-                              ? "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
-                                "processes, or have a systemd manager for this user (user@UID.service, "
-                                "started by a PAM login or `loginctl enable-linger`): hutch then asks it "
-                                "for a delegated scope per run (by hand: systemd-run --user --scope "
-                                "-p Delegate=yes hutch run ...); until then "
-                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
-                                "and cpus and memory_high are not enforced"
-                              : "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
-                                "processes, or start hutch in its own delegated scope: "
-                                "systemd-run --user --scope -p Delegate=yes hutch run ... (this hutch was "
-                                "built without sd-bus, so it cannot ask systemd itself); until then "
-                                "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
-                                "and cpus and memory_high are not enforced");
+                       : "set HUTCH_CGROUP to a delegated cgroup v2 directory that holds no "
+                         "processes, or have a systemd manager for this user (user@UID.service, "
+                         "started by a PAM login or `loginctl enable-linger`): hutch then asks it "
+                         "for a delegated scope per run (by hand: systemd-run --user --scope "
+                         "-p Delegate=yes hutch run ...); until then "
+                         "memory and cpu_time are held by the watchdog, pids by RLIMIT_NPROC, "
+                         "and cpus and memory_high are not enforced");
                 cgroup_probe_done(&p);
                 return;
         }

@@ -13,9 +13,8 @@
  * The manager is reached on its private socket when there is one
  * ($XDG_RUNTIME_DIR/systemd/private for a user, /run/systemd/private
  * for root: no bus daemon in between), else on the user (system) bus.
- * libsystemd's sd-bus does the talking; it is loaded with dlopen() only
- * when this code runs, so the runs that have a delegated cgroup (or no
- * systemd) never pay for loading it.
+ * hutch speaks the D-Bus protocol itself (dbus.h), so no library is
+ * loaded for it and the runs that never ask pay nothing.
  *
  * Functions return 0 or -errno and set an allocated one-line reason on
  * failure; nothing here logs.
@@ -23,9 +22,6 @@
 #pragma once
 
 #include <stdbool.h>
-
-/* Whether this hutch was built with sd-bus support at all. */
-bool cgroup_systemd_built(void);
 
 /* Whether asking systemd makes sense here: cgroup v2 is the unified
  * hierarchy at /sys/fs/cgroup and a manager socket for this user
@@ -43,3 +39,12 @@ int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_uni
  * controllers (CGROUP_* mask) its cgroup has, which a delegated scope
  * below it can use. Changes nothing. */
 int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **ret_reason);
+
+/* The two above, asking the manager at the private socket priv (may be
+ * NULL) or else on the bus at bus_address (a D-Bus address), instead of
+ * where this user's are: for the unit tests, which stand up their own.
+ * The probe here does not look at /sys/fs/cgroup first. */
+int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const char *run_id, unsigned timeout_ms,
+                            char **ret_unit, char **ret_reason);
+int cgroup_systemd_probe_at(const char *priv, const char *bus_address, char **ret_detail, unsigned *ret_controllers,
+                            char **ret_reason);

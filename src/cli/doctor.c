@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <gnu/libc-version.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <string.h>
@@ -174,6 +175,20 @@ static bool check_userns(void)
                        "run hutch on the host, or start the container with user namespaces allowed "
                        "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
         return false;
+}
+
+/* How hutch was linked: a static hutch carries its own copy of glibc
+ * (configure.ac says why), which the system's updates do not reach. */
+static void check_build(void)
+{
+#ifdef HUTCH_STATIC_BINARY
+        _cleanup_free_ char *detail = xasprintf("one static binary, glibc %s and the libraries inside; "
+                                                "a glibc, SQLite or libseccomp fix reaches hutch only when it "
+                                                "is built again", gnu_get_libc_version());
+#else
+        _cleanup_free_ char *detail = xasprintf("linked against the system's glibc %s", gnu_get_libc_version());
+#endif
+        report(CHECK_OK, "build", detail, NULL);
 }
 
 static bool check_proc(void)
@@ -652,6 +667,7 @@ int verb_doctor(int argc, char **argv)
 
         printf("hutch %s, running as uid %u%s\n", PACKAGE_VERSION, (unsigned)geteuid(),
                geteuid() == 0 ? " (the sandbox user maps to unprivileged uid 65534)" : "");
+        check_build();
         bool userns = check_userns();
         bool proc = userns && check_proc();
         if (userns)

@@ -161,12 +161,12 @@ static char *slurp_fd(int fd, size_t *ret_len)
 }
 
 /* Everything after the configuration is resolved: policy, record,
- * sandbox, record again. Returns hutch's exit code. */
-/* Runs the job and records it. A run recorded while its init was still
- * exiting on its own (out.init_exiting) sets *ret_exiting_init: the
- * caller reaps it last (sandbox_reap()), once everything else of hutch is
- * put away, which then overlaps with init's exit, the sandbox's mount
- * teardown. Otherwise *ret_exiting_init stays 0. */
+ * sandbox, record again. Returns hutch's exit code. A run recorded while
+ * its init was still exiting on its own (out.init_exiting) sets
+ * *ret_exiting_init: the caller reaps it last (sandbox_reap()), once
+ * everything else of hutch is put away, which then overlaps with init's
+ * exit, the sandbox's mount teardown. Otherwise *ret_exiting_init stays
+ * 0. */
 static int execute(struct run_config *cfg, struct lang_job *lj, const struct run_args *a,
                    const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init)
 {

@@ -652,7 +652,9 @@ int verb_doctor(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 if (c == 'h') {
                         printf("Usage: hutch doctor\n\n"
-                               "Check what this host supports (user namespaces, /proc in a pid\n"
+                               "Say how this hutch was built (static, with glibc inside, or\n"
+                               "linked against the system's), then check what this host\n"
+                               "supports (user namespaces, /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
                                "that hands out delegated scopes, a Slurm job step and its\n"

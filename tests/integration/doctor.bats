@@ -75,6 +75,18 @@ hutch_with_limit_zero() {
         [[ "$output" =~ (OK|WARN)\ +idmapped\ --workdir ]]
 }
 
+@test "doctor says how hutch was linked, as the binary is" {
+        run "$HUTCH" doctor
+        local line
+        line=$(printf '%s\n' "$output" | sed -n 2p)
+        glibc=$(getconf GNU_LIBC_VERSION | sed 's/^glibc //')
+        if file -L "$HUTCH" | grep -q 'static-pie linked\|statically linked'; then
+                [[ "$line" == "OK      build: one static binary, glibc $glibc and the libraries inside; "* ]]
+        else
+                [ "$line" = "OK      build: linked against the system's glibc $glibc" ]
+        fi
+}
+
 @test "doctor --help" {
         run "$HUTCH" doctor --help
         [ "$status" -eq 0 ]

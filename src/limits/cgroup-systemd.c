@@ -179,7 +179,7 @@ static bool in_unit(const char *unit)
  * a job someone else queued), its properties, no auxiliary units. The
  * scope holds this process, is delegated to us, and is collected even
  * if it fails, so nothing piles up. */
-static void transient_scope_call(struct dbus_writer *w, const char *unit, const char *desc)
+void cgroup_systemd_scope_args(struct dbus_writer *w, const char *unit, const char *desc, uint32_t pid)
 {
         dbus_put_string(w, unit);
         dbus_put_string(w, "fail");
@@ -192,7 +192,7 @@ static void transient_scope_call(struct dbus_writer *w, const char *unit, const 
         dbus_put_string(w, "PIDs");
         dbus_put_variant(w, "au");
         struct dbus_array pids = dbus_array_open(w, 4);
-        dbus_put_u32(w, (uint32_t)getpid());
+        dbus_put_u32(w, pid);
         dbus_array_close(w, pids);
         dbus_put_struct(w);
         dbus_put_string(w, "Delegate");
@@ -244,11 +244,14 @@ int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const cha
                 dbus_message_done(&ok);
                 body.len = 0;
         }
-        transient_scope_call(&body, unit, desc);
+        cgroup_systemd_scope_args(&body, unit, desc, (uint32_t)getpid());
         r = dbus_conn_call(c, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StartTransientUnit",
                            "ssa(sv)a(sa(sv))", &body, deadline, on_job_removed, &w, &reply, &why);
         if (r < 0) {
-                *ret_reason = xasprintf("systemd on %s refused %s: %s", where, unit, why);
+                *ret_reason = r == -EREMOTEIO ? xasprintf("systemd on %s refused %s: %s", where, unit, why)
+                              : r == -ETIMEDOUT ? xasprintf("systemd on %s did not answer for %s within %u ms",
+                                                            where, unit, timeout_ms)
+                              : xasprintf("systemd on %s: asking for %s: %s", where, unit, why);
                 goto out;
         }
         if (dbus_body_reader(&reply, "o", &rd) < 0 || dbus_get_string(&rd, &job) < 0) {

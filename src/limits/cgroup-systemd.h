@@ -22,6 +22,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct dbus_writer;
 
 /* Whether asking systemd makes sense here: cgroup v2 is the unified
  * hierarchy at /sys/fs/cgroup and a manager socket for this user
@@ -48,3 +51,8 @@ int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const cha
                             char **ret_unit, char **ret_reason);
 int cgroup_systemd_probe_at(const char *priv, const char *bus_address, char **ret_detail, unsigned *ret_controllers,
                             char **ret_reason);
+
+/* The arguments of StartTransientUnit ("ssa(sv)a(sa(sv))") that ask for
+ * the scope unit, described as desc, holding pid, into w: what
+ * cgroup_systemd_scope() sends, for the tests to check byte by byte. */
+void cgroup_systemd_scope_args(struct dbus_writer *w, const char *unit, const char *desc, uint32_t pid);

@@ -96,43 +96,13 @@ static const uint8_t scope_body_le[] = {
         0, 0, 0, 0,                                                             /* 156: a(sa(sv)), length 0 */
 };
 
-/* what cgroup-systemd.c builds, with these values (same code path:
- * the properties are put in the order it puts them) */
-static void build_scope_body(struct dbus_writer *w, uint32_t pid)
-{
-        dbus_put_string(w, "u.scope");
-        dbus_put_string(w, "fail");
-        struct dbus_array props = dbus_array_open(w, 8);
-        dbus_put_struct(w);
-        dbus_put_string(w, "Description");
-        dbus_put_variant(w, "s");
-        dbus_put_string(w, "d");
-        dbus_put_struct(w);
-        dbus_put_string(w, "PIDs");
-        dbus_put_variant(w, "au");
-        struct dbus_array pids = dbus_array_open(w, 4);
-        dbus_put_u32(w, pid);
-        dbus_array_close(w, pids);
-        dbus_put_struct(w);
-        dbus_put_string(w, "Delegate");
-        dbus_put_variant(w, "b");
-        dbus_put_bool(w, true);
-        dbus_put_struct(w);
-        dbus_put_string(w, "CollectMode");
-        dbus_put_variant(w, "s");
-        dbus_put_string(w, "inactive-or-failed");
-        dbus_array_close(w, props);
-        struct dbus_array aux = dbus_array_open(w, 8);
-        dbus_array_close(w, aux);
-}
-
 static void scope_body(void **state)
 {
         struct dbus_writer w = { 0 };
 
         if (!LE)
                 skip();
-        build_scope_body(&w, 7);
+        cgroup_systemd_scope_args(&w, "u.scope", "d", 7);
         assert_int_equal(w.len, sizeof(scope_body_le));
         assert_memory_equal(w.buf, scope_body_le, sizeof(scope_body_le));
         dbus_writer_done(&w);
@@ -633,7 +603,7 @@ static void conversation(void **state)
         fake_start(&f, PEER_SCOPE_DONE, false);
         addr = dbus_unix_address(f.sock);
         assert_int_equal(dbus_conn_open_address(addr, true, now_monotonic_ms() + 5000, &c, &why), 0);
-        build_scope_body(&body, (uint32_t)getpid());
+        cgroup_systemd_scope_args(&body, "u.scope", "d", (uint32_t)getpid());
         assert_int_equal(dbus_conn_call(c, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                         "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))",
                                         &body, now_monotonic_ms() + 5000, count_signals, &signals, &reply, &why),
@@ -730,26 +700,25 @@ static void scope_request(void **state)
         assert_non_null(strstr(why, " bus (unix:path=/tmp/hutch-test-dbus."));
         assert_int_equal(fake_stop(&f), 0);
 
-        fake_start(&f, PEER_SCOPE_FAILED, true);
-        free(why);
-        why = NULL;
-        assert_int_equal(cgroup_systemd_scope_at(f.sock, nobus, "TESTID", 5000, &unit, &why), -EIO);
-        assert_non_null(strstr(why, "could not start hutch-TESTID.scope: job failed"));
-        assert_int_equal(fake_stop(&f), 0);
-
-        fake_start(&f, PEER_REFUSE, true);
-        free(why);
-        why = NULL;
-        assert_int_equal(cgroup_systemd_scope_at(f.sock, nobus, "TESTID", 5000, &unit, &why), -EREMOTEIO);
-        assert_non_null(strstr(why, "refused hutch-TESTID.scope: org.freedesktop.systemd1.UnitExists"));
-        assert_int_equal(fake_stop(&f), 0);
-
-        fake_start(&f, PEER_SILENT, true);
-        free(why);
-        why = NULL;
-        assert_int_equal(cgroup_systemd_scope_at(f.sock, nobus, "TESTID", 300, &unit, &why), -ETIMEDOUT);
-        assert_non_null(strstr(why, "no answer in time"));
-        kill_fake(&f);
+        /* a job that fails, a refusal, silence: each said as it is */
+        static const struct { enum peer_mode mode; unsigned timeout_ms; int r; const char *says; } cases[] = {
+                { PEER_SCOPE_FAILED, 5000, -EIO, "could not start hutch-TESTID.scope: job failed" },
+                { PEER_REFUSE, 5000, -EREMOTEIO, "refused hutch-TESTID.scope: org.freedesktop.systemd1.UnitExists" },
+                { PEER_SILENT, 300, -ETIMEDOUT, "did not answer for hutch-TESTID.scope within 300 ms" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                fake_start(&f, cases[i].mode, true);
+                free(why);
+                why = NULL;
+                assert_int_equal(cgroup_systemd_scope_at(f.sock, nobus, "TESTID", cases[i].timeout_ms, &unit, &why),
+                                 cases[i].r);
+                assert_non_null(strstr(why, cases[i].says));
+                assert_null(unit);
+                if (cases[i].mode == PEER_SILENT)
+                        kill_fake(&f);
+                else
+                        assert_int_equal(fake_stop(&f), 0);
+        }
 
         /* neither socket: both reasons */
         free(why);

@@ -127,15 +127,22 @@ static void put_field_s(struct dbus_writer *w, uint8_t code, const char *sig, co
                 dbus_put_string(w, v);
 }
 
+/* The 12 bytes before the header fields' array, in the host's order. */
+static void put_fixed(struct dbus_writer *w, uint8_t type, uint8_t flags, uint32_t body_len, uint32_t serial)
+{
+        w->len = 0;
+        dbus_put_byte(w, LE ? 'l' : 'B');
+        dbus_put_byte(w, type);
+        dbus_put_byte(w, flags);
+        dbus_put_byte(w, 1);
+        dbus_put_u32(w, body_len);
+        dbus_put_u32(w, serial);
+}
+
 static void build_message(struct dbus_writer *out, const struct msg_spec *s, const struct dbus_writer *body)
 {
-        out->len = 0;
-        dbus_put_byte(out, LE ? 'l' : 'B');
-        dbus_put_byte(out, s->type);
-        dbus_put_byte(out, 1);  /* no reply expected */
-        dbus_put_byte(out, 1);
-        dbus_put_u32(out, body ? (uint32_t)body->len : 0);
-        dbus_put_u32(out, s->serial);
+        /* flags: no reply expected */
+        put_fixed(out, s->type, 1, body ? (uint32_t)body->len : 0, s->serial);
         struct dbus_array f = dbus_array_open(out, 8);
         if (s->path)
                 put_field_s(out, 1, "o", s->path);
@@ -255,12 +262,7 @@ static void unknown_fields(void **state)
         struct dbus_writer w = { 0 };
         struct dbus_message m;
 
-        dbus_put_byte(&w, LE ? 'l' : 'B');
-        dbus_put_byte(&w, DBUS_METHOD_RETURN);
-        dbus_put_byte(&w, 0);
-        dbus_put_byte(&w, 1);
-        dbus_put_u32(&w, 0);
-        dbus_put_u32(&w, 4);
+        put_fixed(&w, DBUS_METHOD_RETURN, 0, 0, 4);
         struct dbus_array f = dbus_array_open(&w, 8);
         dbus_put_struct(&w);
         dbus_put_byte(&w, 200);
@@ -287,13 +289,7 @@ static void unknown_fields(void **state)
         dbus_message_done(&m);
 
         /* 70 variants deep */
-        w.len = 0;
-        dbus_put_byte(&w, LE ? 'l' : 'B');
-        dbus_put_byte(&w, DBUS_METHOD_RETURN);
-        dbus_put_byte(&w, 0);
-        dbus_put_byte(&w, 1);
-        dbus_put_u32(&w, 0);
-        dbus_put_u32(&w, 4);
+        put_fixed(&w, DBUS_METHOD_RETURN, 0, 0, 4);
         f = dbus_array_open(&w, 8);
         dbus_put_struct(&w);
         dbus_put_byte(&w, 200);

@@ -149,7 +149,16 @@ static char *remote_text(const char *s)
         return t;
 }
 
-/* SASL EXTERNAL: we claim the uid the kernel tells the server anyway. */
+/* SASL EXTERNAL: we claim the uid the kernel tells the server anyway.
+ *
+ * BEGIN goes out with AUTH, before OK comes back, as sd-bus's own
+ * clients send it. Sent after OK, it can reach systemd's sd-bus server
+ * in one read with our first call; the server then handles BEGIN and
+ * leaves the call in its buffer, unparsed, until more bytes arrive,
+ * which they never do: the call times out. Pipelined, BEGIN is read
+ * before the server writes OK, and nothing of ours follows it until we
+ * have read that OK. A server that rejects us answers BEGIN with ERROR,
+ * after the REJECTED line we stop at. */
 static int authenticate(struct dbus_conn *c, uint64_t deadline_ms, char **ret_reason)
 {
         char uid[16], line[64 + 2 * sizeof(uid)];
@@ -159,7 +168,7 @@ static int authenticate(struct dbus_conn *c, uint64_t deadline_ms, char **ret_re
         o += sprintf(o, "AUTH EXTERNAL ");
         for (int i = 0; i < n; i++)
                 o += sprintf(o, "%02x", (unsigned char)uid[i]);
-        o += sprintf(o, "\r\n");
+        o += sprintf(o, "\r\nBEGIN\r\n");
         int r = send_all(c, line, (size_t)(o - line), deadline_ms);
         if (r < 0)
                 goto fail;
@@ -175,10 +184,10 @@ static int authenticate(struct dbus_conn *c, uint64_t deadline_ms, char **ret_re
                                                         uid, said);
                                 return -EACCES;
                         }
-                        /* the server says nothing more before BEGIN */
+                        /* the server says nothing more after OK */
                         c->in_len -= len + 2;
                         memmove(c->in, end + 2, c->in_len);
-                        break;
+                        return 0;
                 }
                 if (c->in_len > AUTH_LINE_MAX) {
                         *ret_reason = xstrdup("its answer to AUTH is no line of the protocol");
@@ -188,9 +197,6 @@ static int authenticate(struct dbus_conn *c, uint64_t deadline_ms, char **ret_re
                 if (r < 0)
                         goto fail;
         }
-        r = send_all(c, "BEGIN\r\n", 7, deadline_ms);
-        if (r >= 0)
-                return 0;
 fail:
         *ret_reason = xasprintf("authentication: %s", strerror(-r));
         return r;

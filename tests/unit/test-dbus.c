@@ -466,7 +466,10 @@ static _Noreturn void peer_serve(int listen_fd, enum peer_mode mode)
                 (void)!write(p->fd, "REJECTED EXTERNAL\r\n", 19);
                 _exit(0);
         }
-        (void)!write(p->fd, "OK 0123456789abcdef0123456789abcdef\r\n", 37);
+        /* BEGIN is read before OK is written: the client must send it
+         * with AUTH (systemd's server leaves a call that shares a read
+         * with a late BEGIN unanswered), so a client that waits for OK
+         * first never gets it, and fails here by its own deadline */
         len = 0;
         while (len < 7)
                 if (read(p->fd, line + len, 1) != 1)
@@ -475,6 +478,7 @@ static _Noreturn void peer_serve(int listen_fd, enum peer_mode mode)
                         len++;
         if (memcmp(line, "BEGIN\r\n", 7) != 0)
                 _exit(84);
+        (void)!write(p->fd, "OK 0123456789abcdef0123456789abcdef\r\n", 37);
         if (mode == PEER_HANG_UP)
                 _exit(0);
 

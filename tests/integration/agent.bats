@@ -140,16 +140,31 @@ EOF2
 }
 
 @test "idempotency: a running run with the key is busy (exit 75), or waited for with --id-wait" {
-        "$HUTCH" run --id slow --label t=idwait --timeout 20s -- sh -c 'sleep 1.5; echo done; exit 4' &
+        # the first run ends only when the test opens its gate, so a
+        # loaded machine cannot let it finish before the checks
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run --id slow --label t=idwait --timeout 60s --rw "$d" -- \
+                sh -c "while [ ! -e $d/go ]; do sleep 0.05; done; echo done; exit 4" &
+        first=$!
         running_id t=idwait
         run --separate-stderr "$HUTCH" run --id slow --json -- true
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
-        run --separate-stderr "$HUTCH" run --id slow --id-wait --json -- true
-        [ "$status" -eq 4 ]
-        [ "$(echo "$output" | json "o['stdout']")" = done ]
-        wait
+        "$HUTCH" run --id slow --id-wait --json -- true >"$d/waited" 2>&1 &
+        waiter=$!
+        # still there: it waits for the run rather than answering busy
+        sleep 1
+        kill -0 "$waiter"
+        touch "$d/go"
+        rc=0
+        wait "$waiter" || rc=$?
+        [ "$rc" -eq 4 ]
+        [ "$(json "o['stdout']" <"$d/waited")" = done ]
+        rc=0
+        wait "$first" || rc=$?
+        [ "$rc" -eq 4 ]
 }
 
 @test "idempotency: 40 concurrent runs with distinct keys are all recorded" {
@@ -206,9 +221,15 @@ EOF2
 }
 
 @test "kill --signal and --grace: the job gets the signal, SIGKILL ends a job that ignores it" {
-        "$HUTCH" run --label t=sig --timeout 60s -- sh -c 'trap "echo got INT" INT; trap "" TERM; while :; do sleep 0.1; done' &
+        # the job says when its traps are set: a signal sent before
+        # that, on a loaded machine, would end it by default instead
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run --label t=sig --timeout 60s --rw "$d" -- \
+                sh -c "trap 'echo got INT' INT; trap '' TERM; touch $d/ready; while :; do sleep 0.1; done" &
         id=$(running_id t=sig)
-        sleep 0.3
+        for ((i = 0; i < 200; i++)); do [ -e "$d/ready" ] && break; sleep 0.05; done
+        [ -e "$d/ready" ]
         run "$HUTCH" kill --signal INT --grace 500ms "$id"
         [ "$status" -eq 0 ]
         [ "$output" = "$id cancelled" ]

@@ -164,7 +164,12 @@ EOF2
         id=$("$HUTCH" run --detach -- sh -c 'echo 0123456789; sleep 0.5; echo abc; exec sleep 60')
         sleep 0.2
         "$HUTCH" logs --follow --events --since-offset 11 "$id" > "$BATS_TEST_TMPDIR/ev" &
-        sleep 1
+        # kill once the follower has seen the second line, however slow
+        # the machine
+        for ((i = 0; i < 400; i++)); do
+                grep -q '"data":"abc\\n"' "$BATS_TEST_TMPDIR/ev" && break
+                sleep 0.05
+        done
         run "$HUTCH" kill "$id"
         [ "$status" -eq 0 ]
         wait %1 || true

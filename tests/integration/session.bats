@@ -11,6 +11,12 @@ setup() {
         TREE="$HUTCH_STATE_DIR/sessions/s/tree"
 }
 
+teardown() {
+        # a test that failed half way must not leave runs behind
+        for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+        host_dirs_cleanup
+}
+
 @test "a successful run's changes persist into the next run of the session" {
         run "$HUTCH" run -q --session s -- sh -c 'echo one > a; mkdir d; echo x > d/x'
         [ "$status" -eq 0 ]
@@ -64,18 +70,29 @@ setup() {
 
 @test "a second concurrent run of a session fails at once, or waits with --session-wait" {
         "$HUTCH" run -q --session s -- sh -c 'echo 0 > n'
-        "$HUTCH" run -q --session s -- sh -c 'sleep 2; echo $(( $(cat n) + 1 )) > n' &
+        # the first run holds the session until the test opens its gate:
+        # on a loaded machine a fixed sleep could end before the checks
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run -q --session s --timeout 60s --rw "$d" -- \
+                sh -c "while [ ! -e $d/go ]; do sleep 0.05; done; echo \$(( \$(cat n) + 1 )) > n" &
         pid=$!
-        for _ in $(seq 50); do
+        for _ in $(seq 100); do
                 [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ] && break
                 sleep 0.1
         done
         run "$HUTCH" run -q --session s -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *"session s is in use by another run"*"--session-wait"* ]]
-        run "$HUTCH" run -q --session s --session-wait 20s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n'
-        [ "$status" -eq 0 ]
-        [ "$output" = 2 ]
+        "$HUTCH" run -q --session s --session-wait 60s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n' \
+                >"$d/waited" 2>&1 &
+        waiter=$!
+        # still there: it waits for the session rather than failing
+        sleep 1
+        kill -0 "$waiter"
+        touch "$d/go"
+        wait "$waiter"
+        [ "$(cat "$d/waited")" = 2 ]
         wait "$pid"
         [ "$(cat "$TREE/n")" = 2 ]
 }
@@ -102,15 +119,19 @@ setup() {
         [ "$status" -eq 0 ]
         [[ "$output" == *one*idle* ]]
         [[ "$output" == *two*idle* ]]
-        "$HUTCH" run -q --session two -- sleep 3 &
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run -q --session two --timeout 60s --rw "$d" -- \
+                sh -c "while [ ! -e $d/go ]; do sleep 0.05; done" &
         pid=$!
-        for _ in $(seq 50); do
+        for _ in $(seq 100); do
                 "$HUTCH" session ls | grep -q 'two.*in use' && break
                 sleep 0.1
         done
         run "$HUTCH" session rm two
         [ "$status" -eq 1 ]
         [[ "$output" == *"in use"* ]]
+        touch "$d/go"
         wait "$pid"
         run "$HUTCH" session rm one two
         [ "$status" -eq 0 ]

@@ -226,10 +226,9 @@ EOF2
         d=$(host_dir)
         chmod 777 "$d"
         "$HUTCH" run --label t=sig --timeout 60s --rw "$d" -- \
-                sh -c "trap 'echo got INT' INT; trap '' TERM; touch $d/ready; while :; do sleep 0.1; done" &
+                sh -c "trap 'echo got INT' INT; trap '' TERM; echo set > $d/ready; while :; do sleep 0.1; done" &
         id=$(running_id t=sig)
-        for ((i = 0; i < 200; i++)); do [ -e "$d/ready" ] && break; sleep 0.05; done
-        [ -e "$d/ready" ]
+        wait_for_file "$d/ready" 100
         run "$HUTCH" kill --signal INT --grace 500ms "$id"
         [ "$status" -eq 0 ]
         [ "$output" = "$id cancelled" ]

@@ -365,6 +365,9 @@ record() {
         command -v cc >/dev/null || skip "no C compiler for the compile step"
         run hrun -q --lang c -c '#include <stdio.h>
 int main(void) { puts("compiled"); return 0; }'
+        # shown only if the test fails: what hutch said, and the record
+        echo "status $status: $output"
+        last_json | jq -c 'del(.enforcement, .env)' || true
         [ "$status" -eq 0 ]
         [ "$output" = compiled ]
 }

@@ -123,7 +123,7 @@ void dbus_array_close(struct dbus_writer *w, struct dbus_array a)
         memcpy(w->buf + a.length_at, &n, 4);
 }
 
-static void put_field(struct dbus_writer *w, uint8_t code, const char *sig, const char *value)
+void dbus_put_header_field(struct dbus_writer *w, uint8_t code, const char *sig, const char *value)
 {
         dbus_put_struct(w);
         dbus_put_byte(w, code);
@@ -148,14 +148,14 @@ void dbus_method_call(struct dbus_writer *out, uint32_t serial, const char *dest
         dbus_put_u32(out, (uint32_t)body_len);
         dbus_put_u32(out, serial);
         struct dbus_array fields = dbus_array_open(out, 8);
-        put_field(out, FIELD_PATH, "o", path);
+        dbus_put_header_field(out, FIELD_PATH, "o", path);
         if (interface)
-                put_field(out, FIELD_INTERFACE, "s", interface);
-        put_field(out, FIELD_MEMBER, "s", member);
+                dbus_put_header_field(out, FIELD_INTERFACE, "s", interface);
+        dbus_put_header_field(out, FIELD_MEMBER, "s", member);
         if (dest)
-                put_field(out, FIELD_DESTINATION, "s", dest);
+                dbus_put_header_field(out, FIELD_DESTINATION, "s", dest);
         if (sig && *sig)
-                put_field(out, FIELD_SIGNATURE, "g", sig);
+                dbus_put_header_field(out, FIELD_SIGNATURE, "g", sig);
         dbus_array_close(out, fields);
         put_pad(out, 8);
         if (body_len)

@@ -49,6 +49,9 @@ void dbus_put_signature(struct dbus_writer *w, const char *sig);
 void dbus_put_variant(struct dbus_writer *w, const char *sig);
 /* the 8-byte boundary a struct (or dict entry) starts on */
 void dbus_put_struct(struct dbus_writer *w);
+/* one (code, variant) entry of a header's field array: a string,
+ * object path or signature value, per sig ("s", "o" or "g") */
+void dbus_put_header_field(struct dbus_writer *w, uint8_t code, const char *sig, const char *value);
 
 /* An array: open it with the alignment of its element type (8 for
  * structs, 4 for u and s, 1 for bytes), put the elements, close it.

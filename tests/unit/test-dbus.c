@@ -116,17 +116,6 @@ struct msg_spec {
         const char *path, *interface, *member, *error_name, *signature;
 };
 
-static void put_field_s(struct dbus_writer *w, uint8_t code, const char *sig, const char *v)
-{
-        dbus_put_struct(w);
-        dbus_put_byte(w, code);
-        dbus_put_variant(w, sig);
-        if (sig[0] == 'g')
-                dbus_put_signature(w, v);
-        else
-                dbus_put_string(w, v);
-}
-
 /* The 12 bytes before the header fields' array, in the host's order. */
 static void put_fixed(struct dbus_writer *w, uint8_t type, uint8_t flags, uint32_t body_len, uint32_t serial)
 {
@@ -145,13 +134,13 @@ static void build_message(struct dbus_writer *out, const struct msg_spec *s, con
         put_fixed(out, s->type, 1, body ? (uint32_t)body->len : 0, s->serial);
         struct dbus_array f = dbus_array_open(out, 8);
         if (s->path)
-                put_field_s(out, 1, "o", s->path);
+                dbus_put_header_field(out, 1, "o", s->path);
         if (s->interface)
-                put_field_s(out, 2, "s", s->interface);
+                dbus_put_header_field(out, 2, "s", s->interface);
         if (s->member)
-                put_field_s(out, 3, "s", s->member);
+                dbus_put_header_field(out, 3, "s", s->member);
         if (s->error_name)
-                put_field_s(out, 4, "s", s->error_name);
+                dbus_put_header_field(out, 4, "s", s->error_name);
         if (s->reply_serial) {
                 dbus_put_struct(out);
                 dbus_put_byte(out, 5);
@@ -159,7 +148,7 @@ static void build_message(struct dbus_writer *out, const struct msg_spec *s, con
                 dbus_put_u32(out, s->reply_serial);
         }
         if (s->signature)
-                put_field_s(out, 8, "g", s->signature);
+                dbus_put_header_field(out, 8, "g", s->signature);
         dbus_array_close(out, f);
         while (out->len % 8)
                 dbus_put_byte(out, 0);

@@ -34,6 +34,7 @@ void call_free(struct mcp_call *c)
         json_decref(c->id);
         json_decref(c->progress_token);
         free(c->request);
+        free(c->session);
         free(c->out);
         if (c->in_fd >= 0)
                 close(c->in_fd);

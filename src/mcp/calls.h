@@ -35,6 +35,8 @@ struct mcp_call {
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
+        char *session;          /* the hutch session it runs in, or NULL: calls
+                                 * of one session run one at a time, in order */
         size_t request_len, request_off;
         pid_t pid;
         int in_fd, out_fd;      /* -1 once closed */

@@ -93,10 +93,14 @@ void mcp_send_call_result(struct mcp_server *s, struct mcp_call *c, json_t *resu
         send_result(s, c->id, c->modern, result);
 }
 
-void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead)
+void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead,
+                       bool session_busy)
 {
         uint64_t secs = (now_ms - c->received_ms) / 1000;
-        _cleanup_free_ char *msg = c->state == CALL_QUEUED
+        _cleanup_free_ char *msg = session_busy
+                ? xasprintf("queued for %llus: waiting for the earlier calls of session %s",
+                            (unsigned long long)secs, c->session + strlen(MCP_SESSION_PREFIX))
+                : c->state == CALL_QUEUED
                 ? xasprintf("queued for %llus: %zu run%s ahead (at most %u at once)", (unsigned long long)secs,
                             ahead, ahead == 1 ? "" : "s", s->cfg->max_concurrent)
                 : xasprintf("running for %llus", (unsigned long long)secs);
@@ -208,6 +212,8 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 token = NULL;
         struct mcp_call *c = call_new(id, token, modern, text, now_ms), **tail = &s->calls;
         c->next_progress_ms = now_ms + MCP_PROGRESS_MS;
+        const char *session = json_string_value(json_object_get(req, "session"));
+        c->session = session ? xstrdup(session) : NULL;
         while (*tail)
                 tail = &(*tail)->next;
         *tail = c;

@@ -89,9 +89,12 @@ class Client:
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         try:
-            return json.loads(line)
+            m = json.loads(line)
         except ValueError:
             raise Fail("server wrote a line that is not JSON: %r" % line[:200])
+        if isinstance(m, dict) and m.get("method") == "notifications/progress":
+            m["_seen"] = time.monotonic()    # when it arrived, for the timing checks
+        return m
 
     def wait(self, rid, timeout=30):
         """The response to rid; notifications and other responses seen meanwhile are kept."""
@@ -363,6 +366,51 @@ def scenario_queue(c):
     check(pa and "running" in pa[0]["message"], "no progress for the running call: %r" % prog)
     check(pb and "queued" in pb[0]["message"], "no progress for the queued call: %r" % prog)
     check(all(x["progress"] < y["progress"] for x, y in zip(pa, pa[1:])), "progress must increase")
+    c.close()
+
+
+def iso_ms(t):
+    """2026-12-07T01:19:08.191Z -> seconds (for differences)."""
+    import datetime
+    return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def scenario_session_queue(c):
+    """Three calls on one session sent at once all succeed, one at a time in
+    the order they came, each seeing the one before; the first progress of
+    a call comes 5 s after it was sent, the waiting ones say what they wait for."""
+    c.handshake()
+    sent = time.monotonic()
+    a = c.call(None, "run_code", {"language": "python", "session": "q", "code":
+               "import time\nopen('log', 'w').write('a')\ntime.sleep(6)"}, meta={"progressToken": "a"})
+    b = c.call(None, "run_code", {"language": "python", "session": "q", "code":
+               "open('log', 'a').write('b')"}, meta={"progressToken": "b"})
+    d = c.call(None, "run_command", {"argv": ["cat", "log"], "session": "q"})
+    ra, rb, rd = (c.tool_result(x, "run_code" if x != d else "run_command") for x in (a, b, d))
+    for r in (ra, rb, rd):
+        check(not r["isError"], "a call on the session failed: %r" % text_of(r))
+    check(rd["structuredContent"]["stdout"] == "ab", "out of order: %r" % rd["structuredContent"]["stdout"])
+    sa, sb, sd = (r["structuredContent"] for r in (ra, rb, rd))
+    check(sa["finished_at"] <= sb["started_at"] and sb["finished_at"] <= sd["started_at"], "ran at once")
+    prog = [m for m in c.pending if m.get("method") == "notifications/progress"]
+    pa = [m for m in prog if m["params"]["progressToken"] == "a"]
+    pb = [m for m in prog if m["params"]["progressToken"] == "b"]
+    check(pa, "no progress for the running call")
+    first = pa[0]["_seen"] - sent
+    check(4.5 <= first <= 5.8, "the first progress came %.2f s after the call, not at 5 s" % first)
+    check(pb and "session q" in pb[0]["params"]["message"], "the waiting call does not say why: %r" % pb)
+    c.close()
+
+
+def scenario_slot(c):
+    """--max-concurrent 1: a queued call starts as soon as the slot frees
+    (within 0.5 s of the first run's end), not at the next 5 s tick."""
+    c.handshake()
+    a = c.call(None, "run_command", {"argv": ["sleep", "2"]})
+    b = c.call(None, "run_command", {"argv": ["true"]})
+    ra, rb = c.tool_result(a, "run_command"), c.tool_result(b, "run_command")
+    gap = iso_ms(rb["structuredContent"]["started_at"]) - iso_ms(ra["structuredContent"]["finished_at"])
+    check(0 <= gap < 0.5, "the queued call started %.3f s after the slot freed" % gap)
     c.close()
 
 

@@ -80,6 +80,16 @@ session() {
         echo "$output"
 }
 
+@test "mcp: three calls on one session sent at once run in order; progress at 5 s; the waiting ones say why" {
+        run -0 session session_queue
+        echo "$output"
+}
+
+@test "mcp: a queued call starts within 0.5 s of a free slot" {
+        run -0 session slot -- --max-concurrent 1
+        echo "$output"
+}
+
 @test "mcp: long output is cut head and tail with a marker; read_output pages all of it" {
         run -0 session output --era modern
         echo "$output"

@@ -21,7 +21,7 @@
 #include "lib/redact.h"
 #include "sandbox/ns.h"
 #include "record/blobstore.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 #include "supervise/events.h"
 #include "workspace/session.h"

@@ -15,7 +15,7 @@
 #include "lib/log.h"
 #include "limits/cgroup.h"
 #include "limits/cgroup-systemd.h"
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "limits/ipcns.h"
 #include "limits/slurm.h"
 #include "record/store.h"

@@ -17,7 +17,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "record/blobstore.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 #include "sandbox/ns.h"
 #include "supervise/supervise.h"

@@ -29,7 +29,7 @@
 #include "limits/iomax.h"
 #include "cli/cli.h"
 #include "cli/run-internal.h"
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "lib/exit-codes.h"
 #include "config/lang.h"
 #include "lib/log.h"

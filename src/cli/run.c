@@ -51,12 +51,6 @@
  * hutch's memory while the reader is slow or stopped (supervise.c) */
 #define PASS_BUFFER_BYTES (256u << 10)
 
-static const char *basename_of(const char *path)
-{
-        const char *slash = strrchr(path, '/');
-        return slash ? slash + 1 : path;
-}
-
 /* A closed 0, 1 or 2 would be taken by the next open(), the store's
  * database say, and the job's output or input would go there. Give
  * them /dev/null, as if the caller had. */
@@ -167,9 +161,17 @@ static char *slurp_fd(int fd, size_t *ret_len)
  * everything else of hutch is put away, which then overlaps with init's
  * exit, the sandbox's mount teardown. Otherwise *ret_exiting_init stays
  * 0. */
-static int execute(struct run_config *cfg, struct lang_job *lj, const struct run_args *a,
+static int execute(const struct run_config *resolved, struct lang_job *lj, const struct run_args *a,
                    const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init)
 {
+        /* The resolved settings are frozen: their canonical text is the
+         * run's stored profile, what `hutch profile show` prints. What
+         * the run learns on its way (a Slurm allocation's caps, gVisor's
+         * uid, the egress proxy's variables, uid 0's home) goes into this
+         * view of them, which the sandbox, the limits and the report see;
+         * its own allocations are env (a copy) and home. */
+        struct run_config view = *resolved;
+        struct run_config *cfg = &view;
         struct workspace_plan wp = { .lower_fd = -1, .session.lock_fd = -1 };
         struct run_egress egress = { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
         int workspace_fd = -1, upper_fd = -1;
@@ -200,6 +202,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         _cleanup_events_ struct events *ev = a->events && !a->detach ? events_new(STDOUT_FILENO, cfg->secret_env)
                                                                      : NULL;
 
+        view.env = NULL;
+        for (char **p = resolved->env; p && *p; p++)
+                view.env = strv_append(view.env, *p);
+        view.home = xstrdup(resolved->uid == 0 && streq(resolved->home, "/home/sandbox") ? "/root"
+                                                                                          : resolved->home);
         stdio_keep_open();
         /* Job control must never stop the supervisor: not when it puts
          * the terminal back from the background (SIGTTOU), not when it
@@ -229,22 +236,12 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         if (gvisor) {
                 r = gvisor_probe(&gv, &err);
                 if (r >= 0)
-                        r = gvisor_check_config(cfg, &gv, &err);
+                        r = gvisor_check_config(resolved, &gv, &err);
                 if (r < 0) {
                         log_error("run: %s", err);
                         goto out;
                 }
                 log_debug("runtime gvisor: %s version %s, platform %s", gv.path, gv.version, gv.platform);
-        }
-        if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
-                cfg->home = (free(cfg->home), xstrdup("/root"));
-        /* The record's copy of the profile. With egress it is taken now,
-         * before run_egress_prepare() adds its proxy variables (hutch's,
-         * not the profile's); otherwise after the clone, which it would
-         * only delay. */
-        if (cfg->net == NET_ALLOW) {
-                profile_text = profile_canonical_text(cfg);
-                profile_sha256_hex(profile_text, sha);
         }
         r = run_egress_prepare(cfg, &egress, &err);
         if (r < 0) {
@@ -363,10 +360,10 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                         goto abort;
                 }
         }
-        if (!profile_text) {
-                profile_text = profile_canonical_text(cfg);
-                profile_sha256_hex(profile_text, sha);
-        }
+        /* The record's copy of the profile: the frozen settings, taken
+         * after the clone, which it would only delay. */
+        profile_text = profile_canonical_text(resolved);
+        profile_sha256_hex(profile_text, sha);
 
         /* The syscall filter is compiled here, in parallel with the
          * sandbox's own setup, and travels with the start message. */
@@ -600,6 +597,8 @@ out:
          * once it is gone. */
         if (out.init_exiting)
                 *ret_exiting_init = sb.pid;
+        strv_free(view.env);
+        free(view.home);
         return code;
 }
 
@@ -669,43 +668,23 @@ int verb_run(int argc, char **argv)
                 lang_argv(&cfg, &lj);
         }
 
-        r = profile_load_trusting(&cfg, a.profile ? a.profile : lj.profile, a.trust_profile, &err);
+        struct profile_request preq = {
+                .profile = a.profile ? a.profile : lj.profile, .trust = a.trust_profile,
+                .overrides = a.overrides, .tty = cfg.tty,
+        };
+        bool cli_error;
+        r = profile_resolve(&cfg, &preq, &cli_error, &err);
         if (r < 0) {
-                log_error("%s", err);
-                goto out;
-        }
-        /* a bad value on the command line is a usage error, not a bad profile */
-        r = profile_apply_cli(&cfg, a.overrides, &err);
-        if (r < 0) {
-                log_error("run: %s", err);
-                code = EXIT_USAGE;
-                goto out;
-        }
-        /* Any allow rule turns network none into allow, unless none was
-         * asked for on the command line; host stays host. */
-        const struct key_origin *mode = run_config_origin(&cfg, "network.mode");
-        if (cfg.net_allow && cfg.net != NET_ALLOW) {
-                if (cfg.net == NET_NONE && (!mode || mode->origin != ORIGIN_CLI))
-                        cfg.net = NET_ALLOW;
+                if (cli_error)
+                        log_error("run: %s", err);
                 else
-                        log_warning("run: network is %s: the allow rules are not used",
-                                    cfg.net == NET_HOST ? "host" : "none");
-        }
-        r = profile_validate(&cfg, &err);
-        if (r < 0) {
-                log_error("%s", err);
+                        log_error("%s", err);
+                code = cli_error ? EXIT_USAGE : EXIT_SETUP;
                 goto out;
         }
-        /* An interactive run lasts as long as the person at it: the
-         * default 30 s (built in, or the default profile's, which names
-         * every key) would end a shell mid-command. A timeout someone
-         * chose (--timeout, a named profile's) still holds; a runaway
-         * job is ended from the terminal with ~. (hutch-run(1)). */
-        const struct key_origin *timeout_origin = run_config_origin(&cfg, "limits.timeout");
-        if (cfg.tty && (!timeout_origin || timeout_origin->origin == ORIGIN_DEFAULT ||
-                        (timeout_origin->origin != ORIGIN_CLI && timeout_origin->file &&
-                         streq(basename_of(timeout_origin->file), "default.ini"))))
-                cfg.timeout_ms = 0;
+        if (cfg.net_allow && cfg.net != NET_ALLOW)
+                log_warning("run: network is %s: the allow rules are not used",
+                            cfg.net == NET_HOST ? "host" : "none");
         code = execute(&cfg, &lj, &a, a.lang, a.json, NULL, &exiting_init);
 out:
         lang_job_done(&lj);

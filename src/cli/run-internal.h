@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "config/lang.h"
 #include "net/egress.h"
 #include "net/rules.h"
 #include "supervise/supervise.h"
@@ -65,6 +66,30 @@ struct run_args {
         char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */
         pid_t stage_pid;        /* who staged them */
 };
+
+/* --lang: where the code comes from, what runs it (cli/run.c). */
+struct lang_job {
+        struct lang_plan plan;
+        int code_fd;            /* the code, as an anonymous file; -1 without --lang */
+        const char *profile;    /* the language's profile, unless -p */
+        struct lang_table *table;
+};
+
+/* cli/run-stages.c */
+
+/* One run of cfg, resolved and frozen (profile_resolve(), or a rerun's
+ * stored text): workspace, record, sandbox, supervision, collection,
+ * record, answer. lj is the --lang job (code_fd -1 without), a the
+ * options that are not the profile's, lang the language's name for the
+ * record, json the --json answer, rerun_of the run rerun or NULL.
+ * Returns hutch's exit code, after logging what went wrong. A run
+ * recorded while its init was still exiting on its own sets
+ * *ret_exiting_init: the caller reaps it last (sandbox_reap()), once
+ * everything else of hutch is put away, which then overlaps with init's
+ * exit, the sandbox's mount teardown. Otherwise *ret_exiting_init is
+ * left alone. */
+int run_execute(const struct run_config *cfg, const struct lang_job *lj, const struct run_args *a,
+                const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init);
 
 /* cli/run-options.c */
 

@@ -1,11 +1,9 @@
 /* cli/run.c - `hutch run` and `hutch rerun`: command line -> resolved
  * run_config (profile_resolve(), or a rerun's stored text) -> the --lang
  * job -> run_execute(). The run itself, as stages over the frozen
- * config, is cli/run-stages.c; its parts live beside it
- * (cli/run-internal.h): the command line in run-options.c, the seccomp
- * filter and the run cgroup in run-limits.c, the workspace in
- * run-workspace.c, the user's terminal in run-tty.c, the record's hooks
- * and final update in run-record.c.
+ * config, is run/run.h; what this verb keeps beside it
+ * (cli/run-internal.h) is the command line in run-options.c and the
+ * --request, secrets and --id key in run-agent.c.
  *
  * Resolving comes first: a bad profile runs nothing and records nothing,
  * like a bad command line.
@@ -27,6 +25,18 @@
 #include "config/run-config.h"
 #include "sandbox/sandbox.h"
 #include "record/store.h"
+
+/* The words the run says with (run/run.h): the verb's. */
+static int apply_changeset(const struct changeset *cs, const char *target, struct blobstore *bs)
+{
+        return cli_apply_changeset("run", cs, target, bs, false, false, false);
+}
+
+static const struct run_ui run_ui = {
+        .result_object = cli_run_json_object,
+        .apply_changeset = apply_changeset,
+        .answer_key = run_answer_key,
+};
 
 static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct lang_job *lj,
                         char **ret_error)
@@ -104,7 +114,7 @@ static void lang_job_done(struct lang_job *lj)
 int verb_run(int argc, char **argv)
 {
         struct run_config cfg;
-        struct run_args a = { 0 };
+        struct run_args a = { .ui = &run_ui };
         struct lang_job lj = { .code_fd = -1 };
         struct request req = { 0 };
         _cleanup_free_ char *err = NULL;
@@ -270,7 +280,7 @@ int verb_rerun(int argc, char **argv)
         }
         /* the workspace options (--workdir, --session, --input) are not
          * part of the profile: a rerun runs in a fresh workspace */
-        struct run_args none = { 0 };
+        struct run_args none = { .ui = &run_ui };
         code = run_execute(&cfg, &lj, &none, orig->lang, json, orig->id, &exiting_init);
 out:
         lang_job_done(&lj);

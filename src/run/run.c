@@ -1,4 +1,4 @@
-/* cli/run-stages.c - one run, as stages over one frozen configuration:
+/* run/run.c - one run, as stages over one frozen configuration:
  *
  *     run_start()          the host side: stdio, signals, Slurm, gVisor
  *     prepare_workspace()  --workdir and --input resolved on the host
@@ -37,8 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
-#include "cli/cli.h"
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 #include "config/profile.h"
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
@@ -409,6 +408,22 @@ static int build_policy(struct run *r)
         return RUN_NEXT;
 }
 
+/* The run store, opened for writing; EXIT_OK or EXIT_SETUP (logged). */
+static int open_store(struct store **ret)
+{
+        _cleanup_free_ char *path = NULL, *error = NULL;
+
+        if (store_default_path(&path) < 0) {
+                log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
+                return EXIT_SETUP;
+        }
+        if (store_open(path, ret, &error) < 0) {
+                log_error("run: run store: %s", error ? error : path);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
 /* The run's row, its labels and its workspace, in one transaction: one
  * lock and one commit while the sandbox builds, all or nothing. */
 static int record_start(struct run *r)
@@ -417,7 +432,7 @@ static int record_start(struct run *r)
         struct run_record *rec = r->rec;
         int code, k;
 
-        code = cli_open_store("run", &r->store);
+        code = open_store(&r->store);
         if (code != EXIT_OK)
                 return code;
         /* the row below is written while the sandbox child builds the
@@ -602,7 +617,7 @@ static int collect(struct run *r)
 /* The final update and the answer; hutch's exit code. */
 static int report(struct run *r)
 {
-        run_finish_record(r->store, r->rec, &r->view, &r->out, r->cap_out, r->cap_err, r->host_out, r->host_err,
+        run_finish_record(r->a->ui, r->store, r->rec, &r->view, &r->out, r->cap_out, r->cap_err, r->host_out, r->host_err,
                           r->ev, r->json);
         return r->files_code >= 0 ? r->files_code : r->out.exit_code;
 }
@@ -619,7 +634,7 @@ static void say_not_started(struct run *r, int code)
         r->rec->exit_code = code;
         if (!r->rec->message)
                 r->rec->message = xstrdup("the run could not start (hutch's message is on stderr)");
-        json_t *o = cli_run_json_object(NULL, r->rec);
+        json_t *o = r->a->ui->result_object(NULL, r->rec);
         events_exit(r->ev, o);
         json_decref(o);
 }
@@ -636,7 +651,7 @@ static int run_done(struct run *r, int code)
         if (r->masked)
                 sigprocmask(SIG_SETMASK, &r->old, NULL);
         if (r->key_taken) {
-                int k = run_answer_key(r->a, r->a->id_wait);
+                int k = r->a->ui->answer_key(r->a, r->a->id_wait);
                 code = k >= 0 ? k : EXIT_BUSY;
         }
         if (r->detach_notify >= 0)

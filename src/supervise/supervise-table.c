@@ -2,8 +2,9 @@
  * state table (see supervise-internal.h), s6-supervise style.
  *
  * Every event that may end the run goes through loop_event(), which
- * looks up termination[state][event] and does its action; nothing else
- * in the supervisor changes the state or sends init a stopping signal.
+ * looks up termination[state][event] and does its action; while the
+ * loop runs, nothing else in the supervisor changes the state or sends
+ * init a stopping signal.
  * Reading the table below is reading the whole termination behaviour.
  *
  * Killing init kills the whole pid namespace, so "SIGKILL init" is

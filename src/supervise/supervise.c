@@ -18,8 +18,10 @@
  *
  * Termination is a state table (supervise-table.c): the handlers below
  * turn what they see (the timer, the watchdog, a signal to hutch, init's
- * exit) into an event for loop_event(), which alone sends init a
- * stopping signal and changes the state.
+ * exit) into an event for loop_event(), which alone, while the loop
+ * runs, sends init a stopping signal and changes the state. Outside the
+ * loop, a failed setup (loop_open()) and the final reaping
+ * (loop_finish()) SIGKILL init directly: nothing is left to decide.
  */
 #include "config.h"
 
@@ -32,7 +34,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>

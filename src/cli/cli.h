@@ -114,7 +114,6 @@ int cli_bad_value(const char *verb, const char *opt, const char *value, const ch
 /* is_key_value() (lib/util.h) under the name cli/run-options.c still
  * calls it by; the other verbs call is_key_value(). */
 bool is_key_value(const char *s);
-static inline bool cli_is_key_value(const char *s) { return is_key_value(s); }
 
 /* Apply change set cs to host directory target (cli/apply.c), blobs from
  * bs. Prints conflicts (all of them; then nothing was changed) or a

@@ -43,7 +43,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "limits/cgroup.h"
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "limits/slurm.h"
 #include "limits/watchdog.h"
 #include "record/store.h"

@@ -13,18 +13,21 @@
 #include <sys/stat.h>
 
 #include "workspace/apply.h"
+#include "workspace/protected.h"
 #include "record/blobstore.h"
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "record/runfiles.h"
 #include "lib/sanitize.h"
+#include "config/profile.h"
+#include "config/run-config.h"
 #include "record/store.h"
 
 static void help(void)
 {
         printf("Usage: hutch apply [--to DIR] [--force] [--keep-modes] [--overwrite]\n"
-               "                   [--skip-conflicts] ID\n"
+               "                   [--skip-conflicts] [--skip-protected | --allow-protected] ID\n"
                "\n"
                "Apply the workspace changes of run ID (see hutch diff) to DIR, by\n"
                "default the --workdir the run was started with. If DIR changed\n"
@@ -44,6 +47,14 @@ static void help(void)
                "              still be as they were when the run ended\n"
                "  --skip-conflicts  apply every change that does not conflict and\n"
                "              list the paths left out (exit 1 if any was)\n"
+               "\n"
+               "A change to a protected path (.git/, .gitattributes, .envrc, shell rc\n"
+               "files, .vscode/, .mcp.json, ... and the profile's [apply] protect;\n"
+               "see hutch-apply(1)) would let the job run code as you later: by\n"
+               "default nothing is applied, each such path is named and hutch apply\n"
+               "exits 1.\n"
+               "  --skip-protected   apply the rest, leave those out (exit 1)\n"
+               "  --allow-protected  apply them too\n"
                "  -h, --help  this text\n");
 }
 
@@ -91,6 +102,40 @@ static void list_conflicts(const struct apply_result *res, bool *ret_during)
         }
 }
 
+/* Name each protected path of res and why. */
+static void list_protected(const struct apply_result *res)
+{
+        for (size_t i = 0; i < res->n_protected; i++) {
+                _cleanup_free_ char *p = sanitize_text(res->protected[i].path, strlen(res->protected[i].path), NULL);
+                fprintf(stderr, "  protected  %s: %s\n", p, res->protected[i].reason);
+        }
+}
+
+/* Say what became of the protected paths of res after apply returned r.
+ * Returns whether any was left out (refused or skipped). */
+static bool report_protected(const char *verb, const char *target, const struct apply_result *res,
+                             const struct apply_options *opts, int r)
+{
+        if (!res->n_protected)
+                return false;
+        if (r == -EPERM) {
+                log_error("%s: the run changes %zu protected path%s, which your tools would run as you; "
+                          "nothing was applied to %s:", verb, res->n_protected,
+                          res->n_protected == 1 ? "" : "s", target);
+                list_protected(res);
+                log_error("%s: review them (hutch diff); --skip-protected applies the rest, "
+                          "--allow-protected applies them too", verb);
+                return true;
+        }
+        if (opts->protected_policy == APPLY_PROTECTED_SKIP) {
+                log_warning("%s: left out %zu protected path%s:", verb, res->n_protected,
+                            res->n_protected == 1 ? "" : "s");
+                list_protected(res);
+                return true;
+        }
+        return false;
+}
+
 /* --skip-conflicts: leave out what conflicts, and what lies below it,
  * then try the rest, all or nothing again; each round leaves out at
  * least one entry, so at most cs->n rounds. */
@@ -99,7 +144,7 @@ static int apply_rest(const char *verb, const struct changeset *cs, int fd, cons
 {
         struct changeset cur = { .entries = xcalloc(cs->n ? cs->n : 1, sizeof(*cs->entries)) };
         size_t left = 0;
-        bool during = false;
+        bool during = false, prot_left = false;
         int r;
 
         memcpy(cur.entries, cs->entries, cs->n * sizeof(*cs->entries));
@@ -108,6 +153,14 @@ static int apply_rest(const char *verb, const struct changeset *cs, int fd, cons
         for (;;) {
                 struct apply_result res = { 0 };
                 r = apply_changeset(&cur, fd, src, opts, &res);
+                /* the protected list is the same every round: said once,
+                 * when the rounds end */
+                if (r != -ESTALE)
+                        prot_left = report_protected(verb, target, &res, opts, r);
+                if (r == -EPERM) {
+                        apply_result_done(&res);
+                        break;
+                }
                 if (r != -ESTALE) {
                         if (r < 0)
                                 log_error_errno(r, "%s: applying to %s failed, rolled back%s: %m", verb, target,
@@ -138,13 +191,16 @@ static int apply_rest(const char *verb, const struct changeset *cs, int fd, cons
                             "installs the job's version anyway", verb);
         if (r >= 0 && left)
                 log_warning("%s: %zu change%s left out (conflicts above)", verb, left, left == 1 ? "" : "s");
-        return r < 0 || left ? EXIT_FAILURE_GENERIC : EXIT_OK;
+        return r < 0 || left || prot_left ? EXIT_FAILURE_GENERIC : EXIT_OK;
 }
 
 static int apply_to(const char *verb, const struct changeset *cs, const char *target, struct blobstore *bs,
-                    bool force, bool keep_modes, bool overwrite, bool skip_conflicts)
+                    bool force, bool keep_modes, bool overwrite, bool skip_conflicts,
+                    enum apply_protected_policy policy, char *const *protect)
 {
-        struct apply_options opts = { .keep_modes = keep_modes, .overwrite = overwrite };
+        struct apply_options opts = { .keep_modes = keep_modes, .overwrite = overwrite,
+                                      .protected_policy = policy, .protect = protect };
+        bool prot_left;
         struct apply_result res = { 0 };
         struct apply_source src = { .upper_fd = -1, .blobs = bs };
         size_t skipped = cs->n - cs->n_carried;
@@ -166,6 +222,11 @@ static int apply_to(const char *verb, const struct changeset *cs, const char *ta
         if (skip_conflicts)
                 return apply_rest(verb, cs, fd, target, &src, &opts);
         r = apply_changeset(cs, fd, &src, &opts, &res);
+        prot_left = report_protected(verb, target, &res, &opts, r);
+        if (r == -EPERM) {
+                apply_result_done(&res);
+                return EXIT_FAILURE_GENERIC;
+        }
         if (r == -ESTALE) {
                 bool during = false;
                 log_error("%s: %s changed under the run; nothing was applied. Conflicts:", verb, target);
@@ -186,13 +247,60 @@ static int apply_to(const char *verb, const struct changeset *cs, const char *ta
         log_info("applied %zu change%s to %s%s", res.n_applied, res.n_applied == 1 ? "" : "s", target,
                  res.n_already ? " (some were already there)" : "");
         apply_result_done(&res);
-        return EXIT_OK;
+        return prot_left ? EXIT_FAILURE_GENERIC : EXIT_OK;
 }
 
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
                         struct blobstore *bs, bool force, bool keep_modes, bool overwrite)
 {
-        return apply_to(verb, cs, target, bs, force, keep_modes, overwrite, false);
+        return apply_to(verb, cs, target, bs, force, keep_modes, overwrite, false, APPLY_PROTECTED_REFUSE,
+                        NULL);
+}
+
+int cli_apply_changeset_protected(const char *verb, const struct changeset *cs, const char *target,
+                                  struct blobstore *bs, bool force, enum apply_protected_policy policy,
+                                  char *const *protect)
+{
+        return apply_to(verb, cs, target, bs, force, false, false, false, policy,
+                        protect);
+}
+
+char **cli_run_protect_patterns(const struct run_record *rec)
+{
+        struct run_config cfg;
+        _cleanup_free_ char *err = NULL;
+        char **ret = NULL;
+
+        if (!rec->profile_text)
+                return NULL;
+        run_config_init(&cfg);
+        if (profile_load_text(&cfg, rec->profile_text, rec->id, true, &err) >= 0)
+                ret = TAKE_PTR(cfg.apply_protect);
+        else
+                log_debug("apply: run %s: stored profile: %s", rec->id, err);
+        run_config_done(&cfg);
+        return ret;
+}
+
+void cli_mark_protected_files(struct store *s, const struct run_record *rec, json_t *files)
+{
+        _cleanup_strv_ char **protect = NULL;
+        struct changeset cs = { 0 };
+        size_t i;
+        json_t *o;
+
+        if (!json_is_array(files) || json_array_size(files) == 0 || runfiles_load_changeset(s, rec->id, &cs) < 0)
+                return;
+        protect = cli_run_protect_patterns(rec);
+        json_array_foreach(files, i, o) {
+                const char *path = json_string_value(json_object_get(o, "path"));
+                const char *kind = json_string_value(json_object_get(o, "kind"));
+                const struct change *c = path && kind && !streq(kind, "output") ? changeset_find(&cs, path) : NULL;
+                const char *why = c ? protected_change_reason(c, protect) : NULL;
+                if (why)
+                        json_object_set_new(o, "protected", json_string(why));
+        }
+        changeset_done(&cs);
 }
 
 int verb_apply(int argc, char **argv)
@@ -203,6 +311,8 @@ int verb_apply(int argc, char **argv)
                 { "keep-modes", no_argument,  NULL, 'k' },
                 { "overwrite", no_argument,   NULL, 'o' },
                 { "skip-conflicts", no_argument, NULL, 's' },
+                { "skip-protected", no_argument, NULL, 'S' },
+                { "allow-protected", no_argument, NULL, 'A' },
                 { "help",  no_argument,       NULL, 'h' },
                 {}
         };
@@ -213,6 +323,8 @@ int verb_apply(int argc, char **argv)
         struct changeset cs = { 0 };
         const char *to = NULL;
         bool force = false, keep_modes = false, overwrite = false, skip_conflicts = false;
+        enum apply_protected_policy policy = APPLY_PROTECTED_REFUSE;
+        _cleanup_strv_ char **protect = NULL;
         int c, r;
 
         optind = 1;
@@ -232,6 +344,14 @@ int verb_apply(int argc, char **argv)
                         break;
                 case 's':
                         skip_conflicts = true;
+                        break;
+                case 'S':
+                case 'A':
+                        if (policy != APPLY_PROTECTED_REFUSE) {
+                                log_error("apply: --skip-protected and --allow-protected exclude each other");
+                                return EXIT_USAGE;
+                        }
+                        policy = c == 'S' ? APPLY_PROTECTED_SKIP : APPLY_PROTECTED_ALLOW;
                         break;
                 case 'h':
                         help();
@@ -268,7 +388,9 @@ int verb_apply(int argc, char **argv)
                 log_error_errno(r, "apply: blob store: %m");
                 return EXIT_SETUP;
         }
-        r = apply_to("apply", &cs, to ? to : workdir, bs, force, keep_modes, overwrite, skip_conflicts);
+        protect = cli_run_protect_patterns(rec);
+        r = apply_to("apply", &cs, to ? to : workdir, bs, force, keep_modes, overwrite, skip_conflicts, policy,
+                     protect);
         changeset_done(&cs);
         return r;
 }

@@ -27,6 +27,7 @@
 
 #include "workspace/apply.h"
 #include "workspace/apply-internal.h"
+#include "workspace/protected.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
@@ -396,6 +397,53 @@ static int fault(const struct apply_options *opts, unsigned *n)
         return opts && opts->fail_before_step && ++*n == opts->fail_before_step ? -EIO : 0;
 }
 
+/* Phase 0: list the carried entries at protected paths in ret. */
+static void find_protected(const struct changeset *cs, const struct apply_options *opts,
+                           struct apply_result *ret)
+{
+        for (size_t i = 0; i < cs->n; i++) {
+                const struct change *c = &cs->entries[i];
+                const char *why;
+
+                if (c->skip != CHANGE_SKIP_NONE)
+                        continue;
+                why = protected_change_reason(c, opts ? opts->protect : NULL);
+                if (!why)
+                        continue;
+                ret->protected = xrealloc(ret->protected, (ret->n_protected + 1) * sizeof(*ret->protected));
+                ret->protected[ret->n_protected++] = (struct apply_protected){ .path = xstrdup(c->path),
+                                                                               .reason = why };
+        }
+}
+
+/* --skip-protected: apply cs without the entries ret lists as protected
+ * (both in path order), the protected list kept in ret. */
+static int apply_unprotected(const struct changeset *cs, int target_fd, const struct apply_source *src,
+                             const struct apply_options *opts, struct apply_result *ret)
+{
+        struct apply_options inner = *opts;
+        struct changeset rest = { .entries = xcalloc(cs->n ? cs->n : 1, sizeof(*cs->entries)) };
+        struct apply_protected *prot = ret->protected;
+        size_t n_prot = ret->n_protected, k = 0;
+        int r;
+
+        for (size_t i = 0; i < cs->n; i++) {
+                const struct change *c = &cs->entries[i];
+                if (k < n_prot && streq(c->path, prot[k].path) && c->skip == CHANGE_SKIP_NONE) {
+                        k++;
+                        continue;
+                }
+                rest.entries[rest.n++] = *c;
+                rest.n_carried += c->skip == CHANGE_SKIP_NONE;
+        }
+        inner.protected_policy = APPLY_PROTECTED_ALLOW;
+        r = apply_changeset(&rest, target_fd, src, &inner, ret);
+        free(rest.entries);
+        ret->protected = prot;
+        ret->n_protected = n_prot;
+        return r;
+}
+
 int apply_changeset(const struct changeset *cs, int target_fd, const struct apply_source *src,
                     const struct apply_options *opts, struct apply_result *ret)
 {
@@ -411,6 +459,17 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
         for (size_t i = 1; i < cs->n; i++)
                 if (fs_path_compare(cs->entries[i - 1].path, cs->entries[i].path) >= 0)
                         return -EINVAL;
+
+        /* 0. protected paths: the job must not choose what the user's own
+         * tools run next (protected.h); only the caller's policy lets
+         * such a change through */
+        enum apply_protected_policy policy = opts ? opts->protected_policy : APPLY_PROTECTED_REFUSE;
+        if (policy != APPLY_PROTECTED_ALLOW)
+                find_protected(cs, opts, ret);
+        if (ret->n_protected && policy == APPLY_PROTECTED_SKIP)
+                return apply_unprotected(cs, target_fd, src, opts, ret);
+        if (ret->n_protected && policy != APPLY_PROTECTED_ALLOW)
+                return -EPERM;
         x.steps = xcalloc(cs->n ? cs->n : 1, sizeof(*x.steps));
         x.journal = xcalloc(cs->n ? cs->n * 2 : 1, sizeof(*x.journal));
 
@@ -513,6 +572,9 @@ void apply_result_done(struct apply_result *r)
         for (size_t i = 0; i < r->n_conflicts; i++)
                 free(r->conflicts[i].path);
         free(r->conflicts);
+        for (size_t i = 0; i < r->n_protected; i++)
+                free(r->protected[i].path);
+        free(r->protected);
         memset(r, 0, sizeof(*r));
 }
 

@@ -181,7 +181,7 @@ int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
 
         /* data on disk before the name points at it: here, or for a batch
          * with one syncfs at commit */
-        if (fchmod(out, 0444) < 0 || (!bs->batch && fsync(out) < 0)) {
+        if (fchmod(out, 0400) < 0 || (!bs->batch && fsync(out) < 0)) {
                 r = -errno;
                 goto fail;
         }

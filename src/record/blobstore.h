@@ -4,7 +4,7 @@
  *
  *      ab/cdef0123…            a blob: the file whose SHA-256 is abcdef0123…,
  *                              first two hex digits as a fan-out directory,
- *                              the other 62 as the file name; mode 0444
+ *                              the other 62 as the file name; mode 0400
  *      .tmp-<random>           a blob being written (same filesystem, so the
  *                              final rename is atomic); removed by gc
  *

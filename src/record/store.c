@@ -484,6 +484,67 @@ int store_quick_check(struct store *s, char **ret_problem)
         return -EBADMSG;
 }
 
+/* The state dir holds every run's argv, environment, output and the
+ * workspace blobs, and what apply installs comes from it: it must be
+ * the caller's own and writable by nobody else. A directory another
+ * user made (a HUTCH_STATE_DIR under /tmp they created first, say) could
+ * be read by them, or filled with a history of their choosing. So the
+ * directory path is in (following a symlink: the place it names is
+ * what counts) must be owned by the effective uid and not group- or
+ * world-writable, and a database file there must be ours too. Returns
+ * 0 or -EPERM / -errno with s->error saying what and how to fix it. */
+static int check_state_dir(struct store *s, const char *path)
+{
+        _cleanup_free_ char *copy = xstrdup(path);
+        const char *dir = dirname(copy);
+        uid_t me = geteuid();
+        struct stat st;
+
+        if (stat(dir, &st) < 0)
+                return store_fail_msg(s, -errno, strerror(errno));
+        if (st.st_uid != me) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "state dir %s is owned by uid %u, not you (%u): use a directory of your own "
+                        "(HUTCH_STATE_DIR)", dir, (unsigned)st.st_uid, (unsigned)me);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "state dir %s is writable by others (mode %04o): chmod go-w %s, or use a "
+                        "directory of your own (HUTCH_STATE_DIR)", dir, (unsigned)(st.st_mode & 07777), dir);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        if (lstat(path, &st) == 0 && st.st_uid != me) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "%s is owned by uid %u, not you (%u): move it away, or use a directory of your "
+                        "own (HUTCH_STATE_DIR)", path, (unsigned)st.st_uid, (unsigned)me);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        return 0;
+}
+
+/* Make the database and its -wal, -shm, -open and -reserve files 0600:
+ * SQLite creates the -wal and -shm with the database's mode, so the
+ * database is created here first, 0600; files an older hutch made 0644
+ * are narrowed. Best effort, after check_state_dir(): the directory is
+ * ours and nobody else's to write in, so the names cannot change under
+ * us. */
+static void private_files(const char *path)
+{
+        static const char *const suffixes[] = { "", "-wal", "-shm", "-open", "-reserve" };
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+        if (fd >= 0)
+                close(fd);
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_free_ char *f = xasprintf("%s%s", path, suffixes[i]);
+                struct stat st;
+                if (lstat(f, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                    (st.st_mode & 077))
+                        (void)chmod(f, st.st_mode & 0600);
+        }
+}
+
 /* SQLite's process-wide settings, made before its first use (after
  * that, sqlite3_config() refuses with SQLITE_MISUSE and changes
  * nothing, so calling this before every open is harmless).
@@ -532,9 +593,13 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         s = xcalloc(1, sizeof(*s));
         s->open_fd = -1;
         s->path = xstrdup(path);
+        r = check_state_dir(s, path);
+        if (r < 0)
+                goto fail;
         r = check_not_lost(s);
         if (r < 0)
                 goto fail;
+        private_files(path);
         mark_open(s, &unclean);
         r = open_connection(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
         if (r < 0)
@@ -614,6 +679,10 @@ int store_open_readonly(const char *path, struct store **ret, char **ret_error)
                 r = store_fail_msg(s, -errno, strerror(errno));
                 goto fail;
         }
+        /* a reader trusts what it reads (apply installs it): the same check */
+        r = check_state_dir(s, path);
+        if (r < 0)
+                goto fail;
         r = check_not_lost(s);
         if (r < 0)
                 goto fail;

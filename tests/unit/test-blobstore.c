@@ -54,7 +54,7 @@ static void put_open_dedup(void **state)
         assert_int_equal(rel[2], '/');
         blob = fst_path(dir, rel);
         assert_int_equal(stat(blob, &st1), 0);
-        assert_int_equal(st1.st_mode & 0777, 0444);
+        assert_int_equal(st1.st_mode & 0777, 0400);
 
         assert_int_equal(put_text(bs, "hello blob\n", hex2), 0);        /* already there */
         assert_string_equal(hex, hex2);
@@ -151,7 +151,7 @@ static void batch_commit_and_drop(void **state)
                 assert_int_equal(stat(path_a, &st), -1);
                 assert_int_equal(blobstore_batch_commit(bs), 0);
                 assert_int_equal(stat(path_a, &st), 0);
-                assert_int_equal(st.st_mode & 0777, 0444);
+                assert_int_equal(st.st_mode & 0777, 0400);
                 assert_true(blobstore_has(bs, b));
                 /* a second batch that is never committed */
                 blobstore_batch_begin(bs);

@@ -432,14 +432,75 @@ static int mark_open(struct store *s, bool *ret_unclean)
         if (s->open_fd < 0)
                 return 0;       /* cannot tell: no check, as before */
         if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0) {
-                if (pread(s->open_fd, &c, 1, 0) == 1 && c == '1')
+                ssize_t n = pread(s->open_fd, &c, 1, 0);
+                if (n == 1 && c == '1')
                         *ret_unclean = true;
-                (void)pwrite(s->open_fd, "1", 1, 0);
+                else {
+                        /* not synced here, before the job: by the first
+                         * durable commit (store_durable_begin()) */
+                        (void)pwrite(s->open_fd, "1", 1, 0);
+                        s->marker_unsynced = true;
+                        s->marker_created = n != 1;
+                }
         }
         /* a holder of the exclusive lock keeps it only this long */
         if (flock(s->open_fd, LOCK_SH) < 0)
                 s->open_fd = close_fd(s->open_fd);
         return 0;
+}
+
+static bool wal_exists(const char *path)
+{
+        _cleanup_free_ char *wal = sibling(path, "-wal");
+        return access(wal, F_OK) == 0;
+}
+
+/* Sync the marker's '1' (and its directory entry, when new) if a commit
+ * is about to be synced: see store_durable_begin(). */
+void store_sync_marker(struct store *s)
+{
+        if (s->open_fd < 0 || !s->marker_unsynced)
+                return;
+        if (fdatasync(s->open_fd) < 0)
+                return;
+        if (s->marker_created) {
+                _cleanup_free_ char *copy = xstrdup(s->path);
+                _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fsync(dfd) < 0)
+                        return;
+        }
+        s->marker_unsynced = s->marker_created = false;
+}
+
+void store_durable_begin(struct store *s)
+{
+        store_sync_marker(s);
+}
+
+/* Not PRAGMA synchronous = FULL for the commit: SQLite would then sync
+ * the directory too, on the first WAL sync of every connection (it
+ * cannot tell that the WAL it opened was already there), a third disk
+ * flush per run. The WAL's frames are written (not yet synced) when the
+ * commit returns, so syncing the file gives the same guarantee; the
+ * directory is synced only when this connection created the WAL. */
+int store_durable_end(struct store *s, int r)
+{
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *wal = sibling(s->path, "-wal");
+        _cleanup_close_ int fd = open(wal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;    /* no WAL: committed to the database */
+        if (fdatasync(fd) < 0)
+                return store_fail_msg(s, -errno, "cannot sync the write-ahead log");
+        if (s->wal_created) {
+                _cleanup_free_ char *copy = xstrdup(s->path);
+                _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fsync(dfd) < 0)
+                        return store_fail_msg(s, -errno, "cannot sync the state dir");
+                s->wal_created = false;
+        }
+        return r;
 }
 
 static void mark_closed(struct store *s)
@@ -600,6 +661,7 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         if (r < 0)
                 goto fail;
         private_files(path);
+        s->wal_created = !wal_exists(path);     /* by this connection, then */
         mark_open(s, &unclean);
         r = open_connection(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
         if (r < 0)
@@ -611,7 +673,9 @@ int store_open(const char *path, struct store **ret, char **ret_error)
          * automatic ones (see configure()), which amortise the syncs over
          * many runs. Committed rows are in the WAL either way; with
          * synchronous=NORMAL they survive any crash of hutch, and only an OS
-         * crash or power loss can lose the last few. */
+         * crash or power loss can lose the last few; the commits that must
+         * survive that too (a run's final update, its files) are synced
+         * (store_durable_begin()). */
         int on = 1;
         (void)sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
         (void)sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
@@ -765,6 +829,7 @@ void store_checkpoint_if_due(struct store *s)
          * reader or writer in the way makes this return busy at once and
          * leaves the WAL to a later run; so does a full disk. */
         store_set_busy_timeout(s, 0);
+        store_sync_marker(s);         /* the checkpoint syncs the database */
         if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
                 s->wal_frames = 0;
                 /* The first frame after a restart makes SQLite write and

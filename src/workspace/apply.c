@@ -42,6 +42,15 @@ mode_t apply_default_umask(void)
         return m;
 }
 
+/* Tell the caller about a temporary just made in the parent of path. */
+static void note_temp(struct ctx *x, const char *path, const char *name)
+{
+        if (!x->opts || !x->opts->note_temp)
+                return;
+        _cleanup_free_ char *dir = parent_of(path);
+        x->opts->note_temp(x->opts->note_userdata, dir, name);
+}
+
 /* Open the new content of c from the source; the caller verifies it. */
 static int open_source(struct ctx *x, const struct change *c)
 {
@@ -156,6 +165,8 @@ static int stage_all(struct ctx *x)
                                 return dfd;
                         r = stage_one(x, c, dfd, true, s->tmp_name, sizeof(s->tmp_name), &created);
                         s->staged = created;    /* even on failure: cleanup removes it */
+                        if (created)
+                                note_temp(x, c->path, s->tmp_name);
                         if (r < 0)
                                 return r;
                         s->stage_path = join(dir, s->tmp_name);
@@ -280,6 +291,7 @@ static int install_one(struct ctx *x, size_t i)
                                 return -errno;
                 }
                 s->backed_up = true;
+                note_temp(x, c->path, s->backup_name);
                 if (renameat(pfd, s->tmp_name, pfd, name) < 0)
                         return -errno;
                 s->installed = true;
@@ -447,7 +459,7 @@ static int apply_unprotected(const struct changeset *cs, int target_fd, const st
 int apply_changeset(const struct changeset *cs, int target_fd, const struct apply_source *src,
                     const struct apply_options *opts, struct apply_result *ret)
 {
-        struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret };
+        struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret, .opts = opts };
         x.overwrite = opts && opts->overwrite;
         x.perm_mask = opts && opts->keep_modes ? (mode_t)01777
                       : 0777 & ~(opts && opts->set_umask ? opts->umask : apply_default_umask());
@@ -509,6 +521,7 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
                 if (r < 0)
                         goto undo;
                 s->trashed = true;
+                note_temp(&x, cs->entries[i].path, s->trash_name);
                 x.journal[x.n_journal++] = (struct done_op){ .step = i, .install = false };
         }
         /* Installs parents first; permission changes of existing

@@ -46,8 +46,10 @@
  * apart from temporaries that could not be removed (counted). The set as
  * a whole is NOT atomic: a crash or SIGKILL in phase 3 leaves some paths
  * new and some old, with the old versions kept under ".hutch-apply-*" names
- * in their directories. Concurrent writers to the target are not locked
- * out: the check is against the target as it was at phase 1.
+ * in their directories (apply_options.note_temp tells the caller each
+ * such name, so that it can remove them later). Concurrent writers to
+ * the target are not locked out: the check is against the target as it
+ * was at phase 1.
  *
  * Permission bits are preserved except set-user-ID and set-group-ID,
  * which are dropped (a job must not leave a set-uid-to-you program in your
@@ -135,6 +137,14 @@ struct apply_options {
          * extra patterns ([apply] protect), NULL-terminated or NULL */
         enum apply_protected_policy protected_policy;
         char *const *protect;
+        /* called with (dir, name) right after each temporary is made in
+         * the target (dir relative to it, "" for its top; name starts
+         * with ".hutch-apply-"): new versions being staged and old ones
+         * renamed aside. A SIGKILL leaves such names behind (see above);
+         * a caller that records them can remove them later, knowing they
+         * are apply's own. May be NULL. */
+        void (*note_temp)(void *userdata, const char *dir, const char *name);
+        void *note_userdata;
         /* tests only: fail with -EIO before the n-th commit step (1-based;
          * 0 = never), to exercise rollback */
         unsigned fail_before_step;

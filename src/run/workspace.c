@@ -346,7 +346,8 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
                 else
-                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, a->apply_protected,
+                                                      cfg->apply_protect);
         }
         if (a->session) {
                 /* the session keeps a run's changes only when it succeeded
@@ -354,7 +355,9 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS && !a->commit_always)
                         log_info("session %s left as it was: the job did not succeed", a->session);
                 else if (res.cs.n) {
-                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
+                        /* the session's own tree, not the user's: protected
+                         * paths matter when it is applied elsewhere */
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, APPLY_PROTECTED_ALLOW, NULL);
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

@@ -139,6 +139,56 @@ static size_t secret_prefix(const struct events *ev, const char *buf, size_t n)
         return best;
 }
 
+/* The end of the last full match of a secret's value that starts before
+ * buf[cut] and ends after it, or 0 if none does. */
+static size_t match_across(const struct events *ev, const char *buf, size_t n, size_t cut)
+{
+        size_t end = 0;
+        for (char *const *s = ev->secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                if (vlen < 2)
+                        continue;       /* one byte cannot straddle */
+                /* a straddling match lies in buf[cut-vlen+1 .. cut+vlen-1) */
+                size_t lo = cut >= vlen - 1 ? cut - (vlen - 1) : 0;
+                size_t hi = MIN(n, cut + vlen - 1);
+                for (size_t at = lo; at + vlen <= hi;) {
+                        const char *hit = memmem(buf + at, hi - at, v, vlen);
+                        if (!hit)
+                                break;
+                        size_t i = (size_t)(hit - buf);
+                        if (i < cut && i + vlen > cut)
+                                end = MAX(end, i + vlen);
+                        at = i + 1;
+                }
+        }
+        return end;
+}
+
+/* How many bytes of buf[0..n) may be emitted now. The rest is held: an
+ * incomplete UTF-8 character, or a tail that could start a secret's
+ * value. The cut never falls inside a full match, which would hand the
+ * value out in two events past the redaction (a value with a border,
+ * "abcXabc", ends with a tail that also starts it): the cut moves to
+ * the end of that match, which is emitted whole and so redacted, and
+ * what follows it is judged again. The cut only grows, so this ends. */
+static size_t emit_cut(const struct events *ev, const char *buf, size_t n)
+{
+        size_t cut = n - MAX(utf8_incomplete((const unsigned char *)buf, n), secret_prefix(ev, buf, n));
+        size_t end;
+
+        while ((end = match_across(ev, buf, n, cut)) > cut) {
+                size_t rest = n - end;
+                size_t hold = MAX(utf8_incomplete((const unsigned char *)buf + end, rest),
+                                  secret_prefix(ev, buf + end, rest));
+                cut = n - hold;
+        }
+        return cut;
+}
+
 static void emit_output(struct events *ev, enum output_stream stream, const char *buf, size_t n,
                         uint64_t offset)
 {
@@ -177,7 +227,7 @@ void events_output(struct events *ev, enum output_stream stream, const void *buf
                 work = owned;
                 len = p->len + n;
         }
-        hold = MAX(utf8_incomplete((const unsigned char *)work, len), secret_prefix(ev, work, len));
+        hold = len - emit_cut(ev, work, len);
         if (len > hold)
                 emit_output(ev, stream, work, len - hold, p->offset);
         p->offset += len - hold;

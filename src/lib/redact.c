@@ -152,3 +152,62 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
                 *ret_len = cur_len;
         return cur;
 }
+
+/* The end of the last full match of a value that starts before buf[cut]
+ * and ends after it, or 0 if none does. */
+static size_t match_across(const char *buf, size_t n, size_t cut, char *const *secrets)
+{
+        size_t end = 0;
+        for (char *const *s = secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                if (vlen < 2)
+                        continue;       /* one byte cannot straddle */
+                /* a straddling match lies in buf[cut-vlen+1 .. cut+vlen-1) */
+                size_t lo = cut >= vlen - 1 ? cut - (vlen - 1) : 0;
+                size_t hi = MIN(n, cut + vlen - 1);
+                for (size_t at = lo; at + vlen <= hi;) {
+                        const char *hit = memmem(buf + at, hi - at, v, vlen);
+                        if (!hit)
+                                break;
+                        size_t i = (size_t)(hit - buf);
+                        if (i < cut && i + vlen > cut)
+                                end = MAX(end, i + vlen);
+                        at = i + 1;
+                }
+        }
+        return end;
+}
+
+/* The longest tail of buf[0..n) that is the start (not the whole) of a
+ * value. */
+static size_t value_prefix(const char *buf, size_t n, char *const *secrets)
+{
+        size_t best = 0;
+        for (char *const *s = secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                for (size_t k = MIN(vlen - 1, n); k > best; k--)
+                        if (memcmp(buf + n - k, v, k) == 0) {
+                                best = k;
+                                break;
+                        }
+        }
+        return best;
+}
+
+size_t redact_cut(const char *buf, size_t n, char *const *secrets)
+{
+        size_t cut = n - value_prefix(buf, n, secrets), end;
+
+        /* the cut only grows, so this ends */
+        while ((end = match_across(buf, n, cut, secrets)) > cut)
+                cut = n - value_prefix(buf + end, n - end, secrets);
+        return cut;
+}

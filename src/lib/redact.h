@@ -31,3 +31,12 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
  * chunks holds back this many bytes minus one so that a value split
  * across two chunks is still found. */
 size_t redact_max_len(char *const *secrets);
+
+/* How much of buf[0..n), the latest bytes of a stream that goes on, can
+ * be redacted and passed on now; the rest waits for more bytes. What
+ * waits is a tail that could start a value. The cut never falls inside
+ * a full match: a value whose end could also start it ("abcXabc") would
+ * otherwise leave whole, in two pieces each redacted alone; the cut
+ * moves past that match, which is then redacted whole, and what follows
+ * is judged again. At most the longest value minus one byte waits. */
+size_t redact_cut(const char *buf, size_t n, char *const *secrets);

@@ -448,6 +448,8 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
 
         cap_out = capture_new(cfg->capture_bytes);
         cap_err = capture_new(cfg->capture_bytes);
+        capture_set_secrets(cap_out, cfg->secret_env);
+        capture_set_secrets(cap_err, cfg->secret_env);
         struct run_ctx ctx = { .store = store, .rec = rec, .out = cap_out, .err = cap_err, .ev = ev,
                                .init_pid = sb.pid, .started_ms = now_monotonic_ms() };
         if (ev) {

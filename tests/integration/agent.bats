@@ -310,6 +310,23 @@ EOF2
         grep -rqaF "$value" "$HUTCH_STATE_DIR"
 }
 
+@test "secrets: a value across the 64 KiB head/tail cut is redacted whole, not kept in part" {
+        value="cut-$(unique)-end"
+        # the value starts 10 bytes before the head's end; far more
+        # follows, so the stream is cut there
+        run --separate-stderr env TOK="$value" "$HUTCH" run --json --secret TOK -- \
+                sh -c 'head -c 65526 /dev/zero | tr "\0" a; printf %s "$TOK"; head -c 200000 /dev/zero | tr "\0" b'
+        [ "$status" -eq 0 ]
+        id=$(echo "$output" | json "o['id']")
+        [[ "$("$HUTCH" logs "$id" 2>&1)" != *"${value:0:10}"* ]]
+        # the marker stands where the value started (and is itself cut)
+        [[ "$("$HUTCH" logs "$id" 2>&1)" == *"aaaa[secret TO"* ]]
+        # the count is still of the job's bytes
+        [ "$(echo "$output" | json "o['stdout_bytes']")" = $((65526 + ${#value} + 200000)) ]
+        not grep -rqaF "${value:0:10}" "$HUTCH_STATE_DIR"
+        not grep -rqaF "${value:10}" "$HUTCH_STATE_DIR"
+}
+
 @test "secrets: an unset variable and an inline value are usage errors" {
         run env -u NOPE_SECRET "$HUTCH" run --secret NOPE_SECRET -- true
         [ "$status" -eq 2 ]

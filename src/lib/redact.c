@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/redact.h"
 #include "lib/util.h"
@@ -210,4 +211,30 @@ size_t redact_cut(const char *buf, size_t n, char *const *secrets)
         while ((end = match_across(buf, n, cut, secrets)) > cut)
                 cut = n - value_prefix(buf + end, n - end, secrets);
         return cut;
+}
+
+const char *redact_find_fd(int fd, char *const *secrets)
+{
+        size_t keep = redact_max_len(secrets), len = 0, cap = 65536 + keep;
+        _cleanup_free_ char *buf = xmalloc(cap);
+        ssize_t n;
+
+        if (!keep)
+                return NULL;
+        while ((n = read(fd, buf + len, cap - len)) > 0) {
+                len += (size_t)n;
+                for (char *const *s = secrets; *s; s++) {
+                        const char *eq = strchr(*s, '=');
+                        if (eq && eq[1] && memmem(buf, len, eq + 1, strlen(eq + 1))) {
+                                explicit_bzero(buf, len);
+                                return *s;
+                        }
+                }
+                if (len > keep) {
+                        memmove(buf, buf + len - keep, keep);
+                        len = keep;
+                }
+        }
+        explicit_bzero(buf, len);
+        return NULL;
 }

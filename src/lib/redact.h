@@ -27,6 +27,11 @@ int secret_resolve(const char *spec, char **ret, char **ret_error);
  * *ret_len bytes), or NULL when nothing matched. */
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
 
+/* The first of secrets whose value is in what is left to read of fd
+ * (read to its end in chunks that overlap by the longest value, so a
+ * value across two reads is found), or NULL. */
+const char *redact_find_fd(int fd, char *const *secrets);
+
 /* The largest value length among secrets (0: none). A stream cut into
  * chunks holds back this many bytes minus one so that a value split
  * across two chunks is still found. */

@@ -327,6 +327,29 @@ EOF2
         not grep -rqaF "${value:10}" "$HUTCH_STATE_DIR"
 }
 
+@test "secrets: a value in a path, a symlink's target or the old version of a changed file is stored nowhere" {
+        value="pth$(unique)"
+        work="$BATS_TEST_TMPDIR/work"
+        mkdir -p "$work"
+        # the user's file holds the value; the job changes it
+        printf 'old %s\n' "$value" > "$work/keep.txt"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --json --workdir "$work" --secret TOK -- \
+                sh -c 'echo new > keep.txt; echo hi > "f-$TOK"; ln -s "/x/$TOK" link
+                       mkdir -p output; echo z > "output/o-$TOK"; ln -s "$TOK" output/l'
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        id=$(echo "$output" | json "o['id']")
+        files=$("$HUTCH" show --json "$id" | json "sorted((f['kind'], f['path'], f.get('link_target'), f.get('skip')) for f in o['files'])")
+        [[ "$files" == *"('added', 'f-[secret TOK]', None, 'secret')"* ]]
+        [[ "$files" == *"('added', 'link', '/x/[secret TOK]', 'secret')"* ]]
+        [[ "$files" == *"('output', 'o-[secret TOK]', None, 'secret')"* ]]
+        [[ "$files" == *"('output', 'l', '[secret TOK]', 'secret')"* ]]
+        [[ "$files" == *"('modified', 'keep.txt', None, None)"* ]]
+        [[ "$("$HUTCH" diff "$id")" == *"content not kept (it held a secret's value"* ]]
+        # the database, its WAL and the blobs (the old keep.txt among them)
+        not grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}
+
 @test "secrets: an unset variable and an inline value are usage errors" {
         run env -u NOPE_SECRET "$HUTCH" run --secret NOPE_SECRET -- true
         [ "$status" -eq 2 ]

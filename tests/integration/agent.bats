@@ -449,6 +449,30 @@ EOF2
         [ -z "$(ls -A "$stage")" ]
 }
 
+@test "request: staged files are private to the run (0700 directories, 0600 files) while it runs" {
+        stage=$(host_dir)
+        # the shared place: $XDG_RUNTIME_DIR is used only when it is the
+        # caller's own and the sandbox maps the caller
+        env -u XDG_RUNTIME_DIR TMPDIR="$stage" "$HUTCH" run --events --request - > "$BATS_TEST_TMPDIR/out" <<'EOF2' &
+{"argv": ["sh", "-c", "cat sub/k.txt; echo ready; exec sleep 60"], "files": {"sub/k.txt": "key\n", "top.txt": "x"}}
+EOF2
+        pid=$!
+        # wait for the job to have read its file, however slow the host
+        for _ in $(seq 600); do
+                grep -q ready "$BATS_TEST_TMPDIR/out" 2>/dev/null && break
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        grep -q ready "$BATS_TEST_TMPDIR/out"
+        dir=$(echo "$stage"/hutch-request-*)
+        [ -d "$dir" ]
+        modes=$(stat -c '%a %n' "$dir" "$dir/sub" "$dir/sub/k.txt" "$dir/top.txt" | sed "s|$dir|D|")
+        kill "$pid"
+        wait "$pid" || true
+        [ "$modes" = "$(printf '700 D\n700 D/sub\n600 D/sub/k.txt\n600 D/top.txt')" ]
+        [ -z "$(ls -A "$stage")" ]
+}
+
 @test "request: files with a workdir, or a missing host file, are refused naming /files" {
         run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"session":"s"}'
         [ "$status" -eq 2 ]

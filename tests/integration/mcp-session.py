@@ -348,6 +348,27 @@ def scenario_profile_ceilings(c):
     c.close()
 
 
+def scenario_lang_ceilings(c):
+    """--max-memory 768M and no --profile: run_code in python and node
+    runs under the language's profile (1G, 60s, named in the record) but
+    every limit stays at most the ceiling: the default profile's and
+    --max-memory's."""
+    c.handshake()
+    for lang, code in (("python", "print('hi')"), ("node", "console.log('hi')")):
+        r = c.run("run_code", {"language": lang, "code": code})
+        sc = r["structuredContent"]
+        check(not r["isError"], "%s failed: %r" % (lang, sc))
+        lim = sc["limits"]
+        check(lim["memory_bytes"] == 768 << 20, "%s: memory over the ceiling: %r" % (lang, lim))
+        check(lim["timeout_ms"] == 30000, "%s: timeout over the ceiling: %r" % (lang, lim))
+        check(lim["pids"] <= 256 and lim["cpus"] <= 1 and lim["disk_bytes"] <= 1 << 30,
+              "%s: a limit over the default profile's: %r" % (lang, lim))
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["limits"]["memory_bytes"] == 512 << 20,
+          "--max-memory raised the default profile's memory: %r" % r["structuredContent"]["limits"])
+    c.close()
+
+
 def scenario_queue(c):
     """--max-concurrent 1: a second call waits, both report progress."""
     c.handshake()

@@ -413,6 +413,41 @@ def scenario_output(c):
     c.close()
 
 
+def scenario_prefixes(c):
+    """A run-id prefix is resolved among the server's runs only: a prefix
+    that only the operator's runs share is "no run", not "several"."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"]})
+    mine = r["structuredContent"]["id"]
+    # operator runs, one after the other, until two of them share a prefix
+    # (at least 4 characters) that this server's run does not have
+    ids, prefix = [], None
+    for _ in range(300):
+        ids.append(json.loads(subprocess.run([HUTCH, "run", "--json", "--", "true"], stdout=subprocess.PIPE,
+                                             check=True).stdout)["id"])
+        if len(ids) >= 2:
+            a, b = ids[-2], ids[-1]
+            n = 0
+            while n < len(a) and a[n] == b[n]:
+                n += 1
+            if n >= 4 and not mine.startswith(a[:n]):
+                prefix = a[:n]
+                break
+    check(prefix is not None, "no two operator runs shared a prefix apart from %s: %r" % (mine, ids))
+    r = c.run("read_output", {"run_id": prefix, "stream": "stdout"})
+    check(r["isError"] and "no run of this server" in text_of(r) and "several" not in text_of(r),
+          "a prefix of the operator's runs only: %r" % text_of(r))
+    # a prefix this run shares with the operator's is this run
+    common = 0
+    while mine[common] == ids[0][common]:
+        common += 1
+    if common >= 4:
+        r = c.run("read_output", {"run_id": mine[:common], "stream": "stdout"})
+        check(not r["isError"] and r["structuredContent"]["run_id"] == mine,
+              "a prefix shared with the operator's runs did not find ours: %r" % text_of(r))
+    c.close()
+
+
 def scenario_history(c):
     """list_runs and get_file see the server's runs only; artifacts come back whole."""
     other = json.loads(subprocess.run([HUTCH, "run", "--json", "--", "echo", "not-mcp"],

@@ -85,6 +85,11 @@ assert got == [("node", "node", 768 << 20), ("python3", "python", 768 << 20), ("
 EOF2
 }
 
+@test "mcp: a run-id prefix is resolved among the server's runs only" {
+        run -0 session prefixes
+        echo "$output"
+}
+
 @test "mcp: a profile that does not load stops the server with 125" {
         run -125 "$HUTCH" mcp --profile no-such-profile </dev/null
         [[ "$output" == *'no-such-profile'* ]]

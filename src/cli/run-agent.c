@@ -91,8 +91,7 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                 a->lang = req->language;
                 a->code = req->code;
         }
-        for (char **p = req->argv; p && *p; p++)
-                cfg->argv = strv_append(cfg->argv, *p);
+        cfg->argv = strv_extend(cfg->argv, req->argv);
         if (!a->profile)
                 a->profile = req->profile;
         if (!a->session)

@@ -473,6 +473,30 @@ EOF2
         [ -z "$(ls -A "$stage")" ]
 }
 
+@test "request: argv, labels, env and secrets are bounded, named when over, and read in linear time" {
+        # 160,000 empty argv items took 17 s of CPU before the run's clock
+        # started: now refused at once, naming the field
+        python3 -c 'import json; print(json.dumps({"argv": ["true"] + [""] * 159999}))' > "$BATS_TEST_TMPDIR/big"
+        run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/big"
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /argv ]
+        [[ "$stderr" == *"/argv: more than 65536 items"* ]]
+        # the most allowed runs, well inside the bound
+        python3 -c 'import json; print(json.dumps({"argv": ["sh", "-c", "echo $#", "x"] + [""] * 65532}))' > "$BATS_TEST_TMPDIR/max"
+        run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/max"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['stdout']")" = 65532 ]
+        for field in labels env secrets; do
+                python3 -c 'import json, sys
+n = {"labels": 257, "env": 4097, "secrets": 257}[sys.argv[1]]
+o = {"argv": ["true"], sys.argv[1]: {"K%d" % i: ("v" if sys.argv[1] != "secrets" else {"value": "v"}) for i in range(n)}}
+print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
+                run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/$field"
+                [ "$status" -eq 2 ]
+                [ "$(echo "$output" | json "o['pointer']")" = "/$field" ]
+        done
+}
+
 @test "request: files with a workdir, or a missing host file, are refused naming /files" {
         run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"session":"s"}'
         [ "$status" -eq 2 ]

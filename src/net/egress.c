@@ -469,7 +469,9 @@ static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
                                 c->down_len = sizeof(ok) - 1;
                                 memmove(c->up, c->up + c->pk.head_len, c->up_len - c->pk.head_len);
                                 c->up_len -= c->pk.head_len;
-                        }
+                        } else if (c->pk.kind == PEEK_HTTP && c->proxy)
+                                /* to an origin, origin form (peek.h) */
+                                c->up_len = peek_origin_form(c->up, c->up_len);
                 } else if (now >= c->deadline_ms) {
                         *ret_end = "connect timeout";
                         return false;

@@ -165,9 +165,34 @@ except Exception as e:
         job "$code" --allow "api.test:$PORT" --add-host api.test=127.0.0.1 --add-host denied.test=127.0.0.1
         [ "$status" -eq 0 ]
         [[ "$output" == *"http://127.0.0.1:3128"* ]]
-        [[ "$output" == *"hello api.test:$PORT http://api.test:$PORT/viaproxy"* ]]
+        # the origin gets the request in origin form (RFC 9112 3.2)
+        [[ "$output" == *"hello api.test:$PORT /viaproxy"* ]]
         [[ "$output" == *"DENIED-FAILED"* ]]
         [ "$(grep -c accepted "$LOG")" -eq 1 ]
+}
+
+@test "egress: through the proxy, a stock python3 -m http.server gets origin-form requests" {
+        local dir="$BATS_TEST_TMPDIR/www" port
+        mkdir -p "$dir/sub"
+        echo "stock server file" > "$dir/sub/f.txt"
+        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        python3 -m http.server "$port" --bind 127.0.0.1 --directory "$dir" >/dev/null 2>&1 &
+        SERVERS+=("$!")
+        # wait until it listens
+        for _ in $(seq 100); do
+                python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" \
+                        2>/dev/null && break
+                sleep 0.1
+        done
+        code='
+import urllib.request
+print(urllib.request.urlopen("http://api.test:'"$port"'/sub/f.txt", timeout=5).read().decode().strip())
+print(urllib.request.urlopen("http://api.test:'"$port"'/sub/f.txt?x=1", timeout=5).read().decode().strip())
+'
+        job "$code" --allow "api.test:$port" --add-host api.test=127.0.0.1
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf 'stock server file\nstock server file')" ]
 }
 
 @test "egress: the stub DNS answers allowed names only; other UDP reaches nothing" {

@@ -369,6 +369,18 @@ def scenario_lang_ceilings(c):
     c.close()
 
 
+def scenario_big_argv(c):
+    """160,000 empty argv items under --max-timeout 2s: refused at once,
+    naming /argv (reading them took 13 s before the run's clock)."""
+    c.handshake()
+    t = time.monotonic()
+    r = c.run("run_command", {"argv": ["true"] + [""] * 159999})
+    took = time.monotonic() - t
+    check(r["isError"] and "/argv" in text_of(r), "not refused: %r" % text_of(r)[:300])
+    check(took < 2, "the refusal took %.1f s" % took)
+    c.close()
+
+
 def scenario_queue(c):
     """--max-concurrent 1: a second call waits, both report progress."""
     c.handshake()

@@ -90,6 +90,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: a call with 160,000 argv items is refused at once, naming /argv" {
+        run -0 session big_argv -- --max-timeout 2s
+        echo "$output"
+}
+
 @test "mcp: a profile that does not load stops the server with 125" {
         run -125 "$HUTCH" mcp --profile no-such-profile </dev/null
         [[ "$output" == *'no-such-profile'* ]]

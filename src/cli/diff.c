@@ -273,7 +273,7 @@ static void show_change(struct blobstore *bs, const struct change *c, const char
         int ra = old_file ? load_text(bs, c->old_sha256, &a) : 1;
         int rb = new_file ? load_text(bs, c->sha256, &b) : 1;
         if (ra == -ENOENT || rb == -ENOENT)
-                printf("content not kept (the directory changed during the run?)\n");
+                printf("content not kept (it held a secret's value, or the directory changed during the run)\n");
         else if (ra <= 0 || rb <= 0)
                 printf("Binary files %s%s and %s%s differ\n", old_file ? "a/" : "/dev/null",
                        old_file ? path : "", new_file ? "b/" : "/dev/null", new_file ? path : "");

@@ -96,10 +96,8 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
 static void lang_argv(struct run_config *cfg, const struct lang_job *lj)
 {
         char **job_argv = NULL;
-        for (char **p = lj->plan.run_argv; *p; p++)
-                job_argv = strv_append(job_argv, *p);
-        for (char **p = cfg->argv; p && *p; p++)
-                job_argv = strv_append(job_argv, *p);
+        job_argv = strv_extend(job_argv, lj->plan.run_argv);
+        job_argv = strv_extend(job_argv, cfg->argv);
         strv_free(cfg->argv);
         cfg->argv = job_argv;
 }

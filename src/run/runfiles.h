@@ -1,4 +1,4 @@
-/* runfiles.h - what a run leaves behind, recorded: the change set of its
+/* run/runfiles.h - what a run leaves behind, recorded: the change set of its
  * overlay workspace and the artifacts in its output dir, both stored in
  * the blob store next to the run database and listed in the `files`
  * table (store.h).
@@ -42,6 +42,8 @@ struct runfiles_params {
         uint64_t max_bytes;
         struct changeset_limits changes; /* change set caps (bytes: the run's
                                  * disk; also bounds the lower versions kept) */
+        char *const *secrets;   /* "NAME=VALUE", or NULL: scrubbed from paths,
+                                 * link targets and old versions (scrub.h) */
 };
 
 struct runfiles_result {

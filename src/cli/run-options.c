@@ -91,7 +91,8 @@ static void run_help(FILE *f)
 "                           use); the changes are kept only if the job succeeds\n"
 "      --session-wait DURATION  wait this long for another run of the session\n"
 "                           (default: fail at once)\n"
-"      --commit success|always  when to keep a session's changes (default success)\n"
+"      --commit success|always|never  when to keep a session's changes: when\n"
+"                           the job succeeds (default), whatever it did, or never\n"
 "      --workdir-inside DIR the job's working directory inside the sandbox\n"
 "                           (profile key workdir, default /workspace)\n"
 "  -v, --verbose            say what hutch is doing (the run id, ...)\n"
@@ -243,11 +244,13 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case OPT_TRUST_PROFILE:
                         a->trust_profile = true;
                         break;
-                case OPT_COMMIT:
-                        if (!streq(optarg, "success") && !streq(optarg, "always"))
-                                return cli_bad_value("run", "commit", optarg, "expected success or always");
-                        a->commit_always = streq(optarg, "always");
+                case OPT_COMMIT: {
+                        int policy = session_commit_from_string(optarg);
+                        if (policy < 0)
+                                return cli_bad_value("run", "commit", optarg, "expected success, always or never");
+                        a->commit = (enum session_commit)policy;
                         break;
+                }
                 case OPT_REQUEST:
                         a->request = optarg;
                         break;

@@ -8,6 +8,7 @@
 
 #include "lib/util.h"
 #include "mcp/tools.h"
+#include "workspace/session.h"
 
 static const char *const names[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "run_code",
@@ -29,7 +30,8 @@ static const char result_schema_text[] =
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
-        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}"
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}," \
+        "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never\"}"
 
 static const char *const input_text[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\",\"code\"],\"properties\":{"
@@ -216,6 +218,13 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, con
                          * it cannot name (and change) their workspaces */
                         _cleanup_free_ char *full = xasprintf(MCP_SESSION_PREFIX "%s", name);
                         json_object_set_new(req, k, json_string(full));
+                } else if (streq(k, "commit")) {
+                        const char *c = json_string_value(v);
+                        if (!c || session_commit_from_string(c) < 0) {
+                                *ret_error = xstrdup("commit: expected \"always\", \"success\" or \"never\"");
+                                goto out;
+                        }
+                        json_object_set(req, k, v);
                 } else if (streq(k, "files")) {
                         const char *p;
                         json_t *f;
@@ -258,6 +267,10 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, con
         json_object_set_new(lim, "timeout_ms", json_integer((json_int_t)timeout_ms));
         json_object_set_new(req, "limits", lim);
         json_object_set(req, "labels", labels);
+        /* a model's session keeps what each call did, failing or not:
+         * "edit, then run the tests" must not lose the edit */
+        if (json_object_get(req, "session") && !json_object_get(req, "commit"))
+                json_object_set_new(req, "commit", json_string("always"));
         *ret = TAKE_PTR(req);
         r = 0;
 out:

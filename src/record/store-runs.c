@@ -286,7 +286,8 @@ static int finish(struct store *s, const struct run_record *rec, const char *out
                 r = store_fail_msg(s, -ENOENT, "no such run");
         sqlite3_finalize(TAKE_PTR(st));
         if (r == 0 && rec->files_summary)
-                r = store_files_summary_write(s, rec->id, rec->files_error, rec->files_unlisted);
+                r = store_files_summary_write(s, rec->id, rec->files_error, rec->files_unlisted,
+                                              rec->committed);
         if (r < 0) {
                 store_rollback(s);
                 return r;

@@ -15,6 +15,7 @@
 
 #include "config/lang.h"
 #include "workspace/apply.h"
+#include "workspace/session.h"
 
 struct blobstore;
 struct changeset;
@@ -57,7 +58,7 @@ struct run_args {
         char **inputs;          /* --input, as given */
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;
-        bool commit_always;
+        enum session_commit commit; /* --commit; DEFAULT: success */
         bool trust_profile;     /* --trust-profile */
         const char *request;    /* --request FILE|- */
         char **labels;          /* --label KEY=VALUE, as given */

@@ -313,6 +313,10 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 p.changes.deadline.tv_nsec -= 1000000000L;
         }
         rec->files_summary = true;
+        /* a session run says whether its changes reached the session:
+         * not until the commit below did */
+        if (a->session)
+                rec->committed = 0;
         if (nothing_to_collect(&p, a))
                 return -1;
         r = runfiles_open_blobs(store, &bs);
@@ -351,14 +355,20 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                                                       cfg->apply_protect);
         }
         if (a->session) {
-                /* the session keeps a run's changes only when it succeeded
-                 * (or --commit always); we still hold its lock */
-                if (out->status != RUN_SUCCESS && !a->commit_always)
-                        log_info("session %s left as it was: the job did not succeed", a->session);
-                else if (res.cs.n) {
+                /* the session keeps a run's changes when the policy says
+                 * (by default only when it succeeded); we still hold its lock */
+                rec->committed = 0;
+                if (!session_commit_wanted(a->commit, out->status == RUN_SUCCESS))
+                        log_info("session %s left as it was: %s", a->session,
+                                 a->commit == SESSION_COMMIT_NEVER ? "--commit never"
+                                                                   : "the job did not succeed");
+                else if (!res.cs.n)
+                        rec->committed = 1;     /* nothing to commit: the session is what the run saw */
+                else {
                         /* the session's own tree, not the user's: protected
                          * paths matter when it is applied elsewhere */
                         code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, APPLY_PROTECTED_ALLOW, NULL);
+                        rec->committed = code == EXIT_OK;
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

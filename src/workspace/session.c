@@ -24,6 +24,34 @@
 #include "workspace/session.h"
 #include "lib/util.h"
 
+int session_commit_from_string(const char *s)
+{
+        if (s && streq(s, "success"))
+                return SESSION_COMMIT_SUCCESS;
+        if (s && streq(s, "always"))
+                return SESSION_COMMIT_ALWAYS;
+        if (s && streq(s, "never"))
+                return SESSION_COMMIT_NEVER;
+        return -EINVAL;
+}
+
+const char *session_commit_to_string(enum session_commit c)
+{
+        switch (c) {
+        case SESSION_COMMIT_ALWAYS:
+                return "always";
+        case SESSION_COMMIT_NEVER:
+                return "never";
+        default:
+                return "success";
+        }
+}
+
+bool session_commit_wanted(enum session_commit c, bool succeeded)
+{
+        return c == SESSION_COMMIT_ALWAYS || (c != SESSION_COMMIT_NEVER && succeeded);
+}
+
 bool session_name_valid(const char *name)
 {
         size_t n = strlen(name);

@@ -435,6 +435,31 @@ def scenario_session_queue(c):
     c.close()
 
 
+def scenario_commit(c):
+    """A session call's edit survives the failing test run that follows it
+    (the server commits always by default); commit never keeps nothing;
+    every result says whether it committed."""
+    c.handshake()
+    r = c.run("run_code", {"language": "python", "session": "edit", "code":
+                           "open('calc.py', 'w').write('def add(a, b):\\n    return a - b\\n')\nraise SystemExit(1)"})
+    check(r["isError"] and r["structuredContent"]["committed"] is True, "failed edit not committed: %r"
+          % r["structuredContent"].get("committed"))
+    r = c.run("run_code", {"language": "python", "session": "edit", "code":
+                           "import calc\nassert calc.add(2, 2) == 4, 'add is wrong'"})
+    check(r["isError"] and "add is wrong" in text_of(r), "the test run did not see the edit: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["cat", "calc.py"], "session": "edit"})
+    check("a - b" in r["structuredContent"]["stdout"], "the edit is lost: %r" % r["structuredContent"]["stdout"])
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo x > scratch"], "session": "edit", "commit": "never"})
+    check(not r["isError"] and r["structuredContent"]["committed"] is False, "commit never: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["ls"], "session": "edit"})
+    check("scratch" not in r["structuredContent"]["stdout"], "commit never kept a file")
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["committed"] is None, "a run without a session: %r" % r["structuredContent"])
+    r = c.run("run_command", {"argv": ["true"], "session": "edit", "commit": "sometimes"})
+    check(r["isError"] and "commit" in text_of(r), "a bad commit accepted: %r" % text_of(r))
+    c.close()
+
+
 def scenario_slot(c):
     """--max-concurrent 1: a queued call starts as soon as the slot frees
     (within 0.5 s of the first run's end), not at the next 5 s tick."""

@@ -110,6 +110,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: a session call's edit survives a failing run (commit always by default); commit never" {
+        run -0 session commit --era modern
+        echo "$output"
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"

@@ -112,6 +112,34 @@ teardown() {
         [ "$(cat "$TREE/p")" = partial ]
 }
 
+# the JSON field $2 of the result $1
+committed() {
+        python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]).get("committed", "absent")))' "$1"
+}
+
+@test "--commit never keeps nothing; every result says whether it committed" {
+        run -0 "$HUTCH" run --json --session s -- sh -c 'echo one > f'
+        [ "$(committed "$output")" = true ]
+        run -0 "$HUTCH" run --json --session s --commit never -- sh -c 'echo two > f'
+        [ "$(committed "$output")" = false ]
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run --json --session s -- sh -c 'echo three > f; exit 1'
+        [ "$(committed "$output")" = false ]
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run --json --session s --commit always -- sh -c 'echo four > f; exit 1'
+        [ "$(committed "$output")" = true ]
+        echo "$output" | python3 "$TESTS_DIR/integration/check-schema.py" hutch.result/1
+        [ "$(cat "$TREE/f")" = four ]
+        # a request's commit field; a run without a session says null
+        run -3 sh -c "echo '{\"session\":\"s\",\"commit\":\"always\",\"argv\":[\"sh\",\"-c\",\"echo five > f; exit 3\"]}' | '$HUTCH' run --request -"
+        [ "$(committed "$output")" = true ]
+        [ "$(cat "$TREE/f")" = five ]
+        run -0 "$HUTCH" run --json -- true
+        [ "$(committed "$output")" = null ]
+        run -2 sh -c "echo '{\"session\":\"s\",\"commit\":\"sometimes\",\"argv\":[\"true\"]}' | '$HUTCH' run --request -"
+        [[ "$output" == *'"pointer":"/commit"'* ]]
+}
+
 @test "hutch session ls and rm; rm refuses a session in use" {
         "$HUTCH" run -q --session one -- sh -c 'echo 1 > f'
         "$HUTCH" run -q --session two -- true

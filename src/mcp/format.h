@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #include "lib/util.h"
@@ -29,11 +30,21 @@ json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int ws
 /* A CallToolResult with isError and one text block. */
 json_t *mcp_result_error(const char *fmt, ...) _printf_(1, 2);
 
+/* What the program wrote on a stream, against the text the record kept. */
+struct mcp_stream_size {
+        uint64_t bytes;         /* stdout_bytes: all the program wrote */
+        bool truncated;         /* the record kept only head and tail */
+        uint64_t capture_bytes; /* each of them at most this (limits.capture_bytes) */
+};
+
 /* text[0..len) as at most about budget bytes: the whole text when it
  * fits, else its head and tail (never splitting a UTF-8 character)
- * around a marker naming the bytes left out and the read_output call
- * that pages them (run id, stream). A new string. */
-char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream);
+ * around a marker saying the stream's real size (size, may be NULL),
+ * what the record kept and what is gone for good, the bytes shown, and
+ * the read_output call that pages the cut ones (run id, stream). A new
+ * string. */
+char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream,
+                   const struct mcp_stream_size *size);
 
 /* Byte index i moved back (or forward) to the start of a UTF-8
  * character of s[0..len). */

@@ -123,13 +123,62 @@ static bool get_uint(json_t *args, const char *key, uint64_t min, uint64_t max, 
         return true;
 }
 
+/* The stream read_output paged last. A model reads a long output page
+ * after page: the store is opened, the record read (its blobs checked)
+ * and the whole stream sanitised once, then each page is a slice of this
+ * text. Only a finished run's stream is kept (it no longer changes), and
+ * only one: the server holds at most one stream's text (a few hundred
+ * KiB, the capture's head and tail) for it. */
+static struct {
+        char id[ULID_LEN + 1];
+        char stream[8];
+        char *text;
+        size_t len;
+} page_cache;
+
+/* The sanitised text of run_id's stream: from page_cache when it holds
+ * that run's stream, else from the store (and then kept). NULL and
+ * *ret_error a tool error. *ret_id: the run's full id. */
+static const char *stream_text(json_t *idv, const char *stream, size_t *ret_len, char ret_id[ULID_LEN + 1],
+                               json_t **ret_error)
+{
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_(run_record_freep) struct run_record *rec = NULL;
+        const char *id = json_string_value(idv);
+        json_t *e;
+
+        if (id && page_cache.text && streq(id, page_cache.id) && streq(stream, page_cache.stream)) {
+                memcpy(ret_id, page_cache.id, sizeof(page_cache.id));
+                *ret_len = page_cache.len;
+                return page_cache.text;
+        }
+        if ((e = open_store(&s)) || (e = find_run(s, idv, &rec))) {
+                *ret_error = e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
+                return NULL;
+        }
+        /* the same sanitised text as the run's result carried, so the
+         * offsets its cut marker names are offsets here */
+        json_t *run = run_record_to_json(rec, true);
+        const char *text = json_string_value(json_object_get(run, stream));
+        free(page_cache.text);
+        page_cache.text = xstrdup(text ? text : "");
+        page_cache.len = strlen(page_cache.text);
+        json_decref(run);
+        snprintf(page_cache.id, sizeof(page_cache.id), "%s", rec->id);
+        snprintf(page_cache.stream, sizeof(page_cache.stream), "%s", stream);
+        memcpy(ret_id, page_cache.id, sizeof(page_cache.id));
+        *ret_len = page_cache.len;
+        if (rec->status == RUN_RUNNING)
+                page_cache.id[0] = '\0';      /* still growing: read it again next time */
+        return page_cache.text;
+}
+
 json_t *mcp_read_output(json_t *args)
 {
         static const char *const known[] = { "run_id", "stream", "offset", "limit", NULL };
-        _cleanup_(store_closep) struct store *s = NULL;
-        _cleanup_(run_record_freep) struct run_record *rec = NULL;
         uint64_t offset = 0, limit = MCP_PAGE_DEFAULT;
-        json_t *e;
+        char id[ULID_LEN + 1];
+        json_t *e = NULL;
 
         if ((e = unknown_arg(args, known)))
                 return e;
@@ -140,24 +189,19 @@ json_t *mcp_read_output(json_t *args)
                 return mcp_result_error("offset: expected an integer >= 0");
         if (!get_uint(args, "limit", 1, MCP_PAGE_MAX, &limit))
                 return mcp_result_error("limit: expected an integer from 1 to %u", MCP_PAGE_MAX);
-        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
-                return e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
-
-        /* the same sanitised text as the run's result carried, so the
-         * offsets its cut marker names are offsets here */
-        json_t *run = run_record_to_json(rec, true);
-        const char *text = json_string_value(json_object_get(run, stream));
-        size_t total = text ? strlen(text) : 0;
+        size_t total = 0;
+        const char *text = stream_text(json_object_get(args, "run_id"), stream, &total, id, &e);
+        if (!text)
+                return e;
         size_t from = mcp_utf8_ceil(text, total, MIN(offset, total));
         size_t to = from + limit >= total ? total : mcp_utf8_floor(text, total, from + limit);
         if (to <= from && from < total)
                 to = mcp_utf8_ceil(text, total, from + 1);   /* a limit below one character */
         json_t *page = json_stringn(text ? text + from : "", to - from);
-        json_t *sc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:O}", "run_id", rec->id, "stream", stream,
+        json_t *sc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:O}", "run_id", id, "stream", stream,
                                "offset", (json_int_t)from, "next_offset", (json_int_t)to, "total", (json_int_t)total,
                                "eof", to >= total, "text", page);
-        json_decref(run);
-        _cleanup_free_ char *header = xasprintf("run %s %s bytes %zu to %zu of %zu%s\n", rec->id, stream, from, to,
+        _cleanup_free_ char *header = xasprintf("run %s %s bytes %zu to %zu of %zu%s\n", id, stream, from, to,
                                                 total, to >= total ? " (end)" : "");
         json_t *content = json_pack("[{s:s, s:s}, {s:s, s:o}]", "type", "text", "text", header, "type", "text", "text", page);
         return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", sc, "isError", 0);

@@ -479,22 +479,39 @@ def scenario_output(c):
     sc, text = r["structuredContent"], text_of(r)
     check(len(text) < 20000 and "cut here" in text and sc["id"] in text, "not cut: %d bytes" % len(text))
     off = int(text.split('"offset": ')[1].split("}")[0])
-    full = sc["stdout"].encode()
-    check(text.encode().find(full[:off]) >= 0, "the head is not the stream's start")
-    got, nxt = full[:off], off
+    # structuredContent is bounded like the text: the same cut stream
+    check(len(json.dumps(sc)) < 3 * 16384 and "cut here" in sc["stdout"], "structuredContent not bounded: %d bytes"
+          % len(json.dumps(sc)))
+    check("stdout is %d bytes of text, all kept" % sc["stdout_bytes"] in text, "the marker does not say the size: %r"
+          % text[text.find("[..."):][:300])
+    head = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": 0, "limit": off})
+    full = head["structuredContent"]["text"].encode()
+    check(text.encode().find(full) >= 0 and sc["stdout"].encode().startswith(full), "the head is not the stream's start")
+    got, nxt = full, off
+    full = None
     while True:
         p = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": nxt, "limit": 20000})
         ps = p["structuredContent"]
-        check(ps["offset"] == nxt and ps["total"] == len(full), "page %r" % {k: ps[k] for k in ps if k != "text"})
+        check(ps["offset"] == nxt and ps["total"] == sc["stdout_bytes"], "page %r" % {k: ps[k] for k in ps if k != "text"})
         got += ps["text"].encode()
         nxt = ps["next_offset"]
         if ps["eof"]:
             break
-    check(got == full, "the pages do not add up to the stream")
+    check(len(got) == sc["stdout_bytes"] and got.endswith(b"line 05999\n") and got.startswith(b"line 00000\n"),
+          "the pages do not add up to the stream")
+    check(got == "".join("line %05d\n" % i for i in range(6000)).encode(), "the pages are not the stream")
     r = c.run("read_output", {"run_id": sc["id"], "stream": "stderr"})
     check(r["structuredContent"]["total"] == 0 and r["structuredContent"]["eof"], "stderr page")
     r = c.run("read_output", {"run_id": sc["id"], "stream": "stdin"})
     check(r["isError"], "bad stream accepted")
+    # more than the record keeps: the marker gives the real size and says
+    # the middle is gone for good; structuredContent stays small
+    r = c.run("run_command", {"argv": ["seq", "1", "1000000"]})
+    sc, text = r["structuredContent"], text_of(r)
+    check(sc["stdout_bytes"] == 6888896 and sc["stdout_truncated"], "seq: %r" % sc["stdout_bytes"])
+    check("stdout was 6888896 bytes; the record kept only its first and last" in text and "gone for good" in text,
+          "the marker hides the real size: %r" % text[text.find("[..."):][:400])
+    check(len(json.dumps(sc)) < 3 * 16384, "structuredContent of %d bytes" % len(json.dumps(sc)))
     c.close()
 
 

@@ -50,16 +50,17 @@ static void framing(void **state)
 
 static void cut(void **state)
 {
-        _cleanup_free_ char *small = mcp_cut_text("abc", 3, 10, "ID", "stdout");
+        _cleanup_free_ char *small = mcp_cut_text("abc", 3, 10, "ID", "stdout", NULL);
         assert_string_equal(small, "abc");
 
         char big[1000];
         memset(big, 'x', sizeof(big));
         memcpy(big, "HEAD", 4);
         memcpy(big + sizeof(big) - 4, "TAIL", 4);
-        _cleanup_free_ char *c = mcp_cut_text(big, sizeof(big), 100, "01ID", "stderr");
+        _cleanup_free_ char *c = mcp_cut_text(big, sizeof(big), 100, "01ID", "stderr", NULL);
         assert_true(startswith(c, "HEAD"));
-        assert_non_null(strstr(c, "900 bytes of stderr cut here (bytes 50 to 950 of 1000)"));
+        assert_non_null(strstr(c, "900 bytes cut here. stderr is 1000 bytes of text, all kept; "
+                                  "shown here: bytes 0 to 50 and 950 to 1000"));
         assert_non_null(strstr(c, "\"run_id\": \"01ID\", \"stream\": \"stderr\", \"offset\": 50}"));
         assert_int_equal(memcmp(c + strlen(c) - 4, "TAIL", 4), 0);
 
@@ -68,8 +69,16 @@ static void cut(void **state)
         assert_int_equal(mcp_utf8_floor(u, 10, 3), 2);
         assert_int_equal(mcp_utf8_ceil(u, 10, 3), 4);
         assert_int_equal(mcp_utf8_floor(u, 10, 12), 10);
-        _cleanup_free_ char *cu = mcp_cut_text(u, 10, 6, "X", "stdout");
+        _cleanup_free_ char *cu = mcp_cut_text(u, 10, 6, "X", "stdout", NULL);
         assert_true(startswith(cu, "\xc3\xa9\n[... "));
+
+        /* a stream the record kept only head and tail of: its real size
+         * first, and that the middle is gone for good */
+        struct mcp_stream_size sz = { .bytes = 5100000, .truncated = true, .capture_bytes = 65536 };
+        _cleanup_free_ char *t = mcp_cut_text(big, sizeof(big), 100, "01ID", "stdout", &sz);
+        assert_non_null(strstr(t, "stdout was 5100000 bytes; the record kept only its first and last 65536 bytes "
+                                  "(1000 bytes of text, the bytes in between are gone for good"));
+        assert_non_null(strstr(t, "read the 900 cut bytes with read_output"));
 }
 
 static json_t *req(enum mcp_tool t, const char *args, uint64_t max_ms, char **ret_error)

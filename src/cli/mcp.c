@@ -25,7 +25,7 @@
 
 static void help(void)
 {
-        printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S]\n"
+        printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
@@ -46,9 +46,14 @@ static void help(void)
                "      --net MODE          network of every run: none (default), host, or\n"
                "                          allow with --allow rules (see hutch-run(1))\n"
                "      --allow HOST[:PORT] with --net allow: what runs may reach (repeatable)\n"
+               "      --scope NAME        what the tools see and change (default \"default\"):\n"
+               "                          a server sees only the runs, output, files and\n"
+               "                          sessions of its own scope; one scope per\n"
+               "                          conversation, one state dir per tenant\n"
                "  -h, --help              this text\n"
                "\n"
-               "Every run is labelled mcp.client=<client name> and mcp.session=<id>:\n"
+               "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
+               "mcp.scope=<scope>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
                MCP_CONCURRENT_DEFAULT);
 }
@@ -159,11 +164,12 @@ int verb_mcp(int argc, char **argv)
                 { "max-concurrent", required_argument, NULL, 'C' },
                 { "net",            required_argument, NULL, 'N' },
                 { "allow",          required_argument, NULL, 'A' },
+                { "scope",          required_argument, NULL, 'S' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
-                                  .max_concurrent = MCP_CONCURRENT_DEFAULT };
+                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT };
         _cleanup_strv_ char **run_args = NULL;
         const char *net = NULL, *profile = NULL;
         uint64_t max_memory = 0;
@@ -206,6 +212,11 @@ int verb_mcp(int argc, char **argv)
                 case 'A':
                         run_args = strv_append(strv_append(run_args, "--allow"), optarg);
                         allow = true;
+                        break;
+                case 'S':
+                        if (!mcp_scope_valid(optarg))
+                                return cli_bad_value("mcp", "scope", optarg, "expected 1 to 16 letters, digits or '_'");
+                        cfg.scope = optarg;
                         break;
                 case 'h':
                         help();

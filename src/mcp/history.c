@@ -11,6 +11,7 @@
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/history.h"
+#include "mcp/tools.h"
 #include "record/blobstore.h"
 #include "run/runfiles.h"
 #include "record/store.h"
@@ -30,19 +31,29 @@ static json_t *open_store(struct store **ret)
         return NULL;
 }
 
-static bool started_here(struct store *s, const char *id)
+/* Whether run id was started through `hutch mcp` in scope: labelled
+ * mcp.client and mcp.scope=scope; in the default scope, a run from
+ * before scopes (mcp.client, no mcp.scope) too. */
+static bool started_here(struct store *s, const char *id, const char *scope)
 {
         _cleanup_strv_ char **labels = NULL;
+        const char *own = NULL;
+        bool client = false;
         if (store_labels_get(s, id, &labels) < 0)
                 return false;
+        if (!scope)
+                scope = MCP_SCOPE_DEFAULT;
         for (char **l = labels; l && *l; l++)
                 if (startswith(*l, "mcp.client="))
-                        return true;
-        return false;
+                        client = true;
+                else if (startswith(*l, "mcp.scope="))
+                        own = *l + strlen("mcp.scope=");
+        return client && (own ? streq(own, scope) : streq(scope, MCP_SCOPE_DEFAULT));
 }
 
 struct prefix_ctx {
         struct store *s;
+        const char *scope;
         const char *prefix;
         size_t len;
         char *first;            /* the first of ours that matches */
@@ -52,7 +63,7 @@ struct prefix_ctx {
 static int match_prefix(struct run_record *rec, void *userdata)
 {
         struct prefix_ctx *c = userdata;
-        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id)) {
+        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id, c->scope)) {
                 if (!c->first)
                         c->first = xstrdup(rec->id);
                 c->n++;
@@ -67,14 +78,14 @@ static int match_prefix(struct run_record *rec, void *userdata)
  * a prefix that only the operator's own runs share would tell a model
  * they exist, and roughly when they started (an id starts with its
  * time). */
-static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
+static json_t *find_run(struct store *s, json_t *idv, const char *scope, struct run_record **ret)
 {
         const char *id = json_string_value(idv);
         if (!id)
                 return mcp_result_error("run_id: expected a string");
         int r = store_run_get(s, id, ret, NULL);
         if (r == -ENOTUNIQ) {
-                struct prefix_ctx c = { .s = s, .prefix = id, .len = strlen(id) };
+                struct prefix_ctx c = { .s = s, .scope = scope, .prefix = id, .len = strlen(id) };
                 struct store_filter f = STORE_FILTER_ALL;
                 r = store_run_foreach(s, &f, match_prefix, &c);
                 if (r < 0 && r != -ECANCELED) {
@@ -90,7 +101,7 @@ static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
         }
         if (r == -EBADMSG)
                 return mcp_result_error("run %s: its stored output is damaged", id);
-        if (r < 0 || !started_here(s, (*ret)->id)) {
+        if (r < 0 || !started_here(s, (*ret)->id, scope)) {
                 if (r == 0)
                         run_record_free(TAKE_PTR(*ret));
                 return mcp_result_error("run_id \"%s\": no run of this server's tools has this id", id);
@@ -139,8 +150,8 @@ static struct {
 /* The sanitised text of run_id's stream: from page_cache when it holds
  * that run's stream, else from the store (and then kept). NULL and
  * *ret_error a tool error. *ret_id: the run's full id. */
-static const char *stream_text(json_t *idv, const char *stream, size_t *ret_len, char ret_id[ULID_LEN + 1],
-                               json_t **ret_error)
+static const char *stream_text(json_t *idv, const char *stream, const char *scope, size_t *ret_len,
+                               char ret_id[ULID_LEN + 1], json_t **ret_error)
 {
         _cleanup_(store_closep) struct store *s = NULL;
         _cleanup_(run_record_freep) struct run_record *rec = NULL;
@@ -152,7 +163,7 @@ static const char *stream_text(json_t *idv, const char *stream, size_t *ret_len,
                 *ret_len = page_cache.len;
                 return page_cache.text;
         }
-        if ((e = open_store(&s)) || (e = find_run(s, idv, &rec))) {
+        if ((e = open_store(&s)) || (e = find_run(s, idv, scope, &rec))) {
                 *ret_error = e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
                 return NULL;
         }
@@ -173,7 +184,7 @@ static const char *stream_text(json_t *idv, const char *stream, size_t *ret_len,
         return page_cache.text;
 }
 
-json_t *mcp_read_output(json_t *args)
+json_t *mcp_read_output(json_t *args, const char *scope)
 {
         static const char *const known[] = { "run_id", "stream", "offset", "limit", NULL };
         uint64_t offset = 0, limit = MCP_PAGE_DEFAULT;
@@ -190,7 +201,7 @@ json_t *mcp_read_output(json_t *args)
         if (!get_uint(args, "limit", 1, MCP_PAGE_MAX, &limit))
                 return mcp_result_error("limit: expected an integer from 1 to %u", MCP_PAGE_MAX);
         size_t total = 0;
-        const char *text = stream_text(json_object_get(args, "run_id"), stream, &total, id, &e);
+        const char *text = stream_text(json_object_get(args, "run_id"), stream, scope, &total, id, &e);
         if (!text)
                 return e;
         size_t from = mcp_utf8_ceil(text, total, MIN(offset, total));
@@ -209,6 +220,7 @@ json_t *mcp_read_output(json_t *args)
 
 struct list_ctx {
         struct store *s;
+        const char *scope;
         json_t *runs;
         FILE *text;
         size_t limit;
@@ -217,7 +229,7 @@ struct list_ctx {
 static int list_one(struct run_record *rec, void *userdata)
 {
         struct list_ctx *c = userdata;
-        if (started_here(c->s, rec->id)) {
+        if (started_here(c->s, rec->id, c->scope)) {
                 json_t *o = run_record_to_json(rec, false);
                 json_object_set_new(o, "labels", store_labels_json(c->s, rec->id));
                 json_array_append_new(c->runs, o);
@@ -234,7 +246,7 @@ static int list_one(struct run_record *rec, void *userdata)
         return json_array_size(c->runs) >= c->limit ? -ECANCELED : 0;
 }
 
-json_t *mcp_list_runs(json_t *args)
+json_t *mcp_list_runs(json_t *args, const char *scope)
 {
         static const char *const known[] = { "status", "label", "limit", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
@@ -266,7 +278,7 @@ json_t *mcp_list_runs(json_t *args)
 
         _cleanup_free_ char *text = NULL;
         size_t tlen = 0;
-        struct list_ctx c = { .s = s, .runs = json_array(), .limit = limit };
+        struct list_ctx c = { .s = s, .scope = scope, .runs = json_array(), .limit = limit };
         c.text = open_memstream(&text, &tlen);
         if (!c.text) {
                 json_decref(c.runs);
@@ -283,7 +295,7 @@ json_t *mcp_list_runs(json_t *args)
                          t ? t : json_string("(not UTF-8)"), "structuredContent", "runs", c.runs, "isError", 0);
 }
 
-json_t *mcp_get_file(json_t *args)
+json_t *mcp_get_file(json_t *args, const char *scope)
 {
         static const char *const known[] = { "run_id", "path", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
@@ -298,7 +310,7 @@ json_t *mcp_get_file(json_t *args)
         const char *path = json_string_value(json_object_get(args, "path"));
         if (!path || !*path)
                 return mcp_result_error("path: expected a file's path");
-        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
+        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), scope, &rec)))
                 return e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
         if (store_files_list(s, rec->id, NULL, &files, &n) < 0)
                 return mcp_result_error("run store: %s", store_error(s));

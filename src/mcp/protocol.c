@@ -143,7 +143,8 @@ static json_t *labels_for(struct mcp_server *s, json_t *meta, bool modern)
         n = mcp_utf8_floor(name, n, MIN(n, sizeof(buf) - 1));
         memcpy(buf, name, n);
         buf[n] = '\0';
-        return json_pack("{s:s, s:s}", "mcp.client", buf, "mcp.session", s->session);
+        return json_pack("{s:s, s:s, s:s}", "mcp.client", buf, "mcp.session", s->session, "mcp.scope",
+                         s->cfg->scope ? s->cfg->scope : MCP_SCOPE_DEFAULT);
 }
 
 static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool modern, uint64_t now_ms)
@@ -172,13 +173,13 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
 
         switch (t) {
         case TOOL_READ_OUTPUT:
-                send_result(s, id, modern, mcp_read_output(args));
+                send_result(s, id, modern, mcp_read_output(args, s->cfg->scope));
                 return;
         case TOOL_LIST_RUNS:
-                send_result(s, id, modern, mcp_list_runs(args));
+                send_result(s, id, modern, mcp_list_runs(args, s->cfg->scope));
                 return;
         case TOOL_GET_FILE:
-                send_result(s, id, modern, mcp_get_file(args));
+                send_result(s, id, modern, mcp_get_file(args, s->cfg->scope));
                 return;
         default:
                 break;
@@ -197,7 +198,8 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         _cleanup_(json_decrefp) json_t *labels = labels_for(s, meta, modern);
         _cleanup_(json_decrefp) json_t *req = NULL;
         _cleanup_free_ char *error = NULL;
-        if (mcp_tool_request(t, args, s->cfg->max_timeout_ms, s->cfg->limits, labels, &req, &error) < 0) {
+        if (mcp_tool_request(t, args, s->cfg->scope, s->cfg->max_timeout_ms, s->cfg->limits, labels, &req,
+                             &error) < 0) {
                 /* a model's mistake: a tool error it can read and correct */
                 send_result(s, id, modern, mcp_result_error("%s: %s", name, error));
                 return;

@@ -14,6 +14,8 @@ struct mcp_config {
         unsigned max_concurrent;        /* runs at once; more queue */
         char **run_args;                /* added to each `hutch run`: the operator's
                                          * profile and network (owned by the caller) */
+        const char *scope;              /* --scope: what this server's tools see and
+                                         * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the
                                          * operator's ceiling (owned by the caller) */

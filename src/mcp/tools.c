@@ -168,8 +168,38 @@ static int check_file(const char *path, json_t *v, char **ret_error)
         return -EINVAL;
 }
 
-int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, const json_t *limits,
-                     json_t *labels,
+bool mcp_scope_valid(const char *scope)
+{
+        size_t n = scope ? strlen(scope) : 0;
+        if (n < 1 || n > MCP_SCOPE_MAX)
+                return false;
+        for (; *scope; scope++)
+                if (!(*scope >= 'a' && *scope <= 'z') && !(*scope >= 'A' && *scope <= 'Z') &&
+                    !(*scope >= '0' && *scope <= '9') && *scope != '_')
+                        return false;
+        return true;
+}
+
+char *mcp_session_name(const char *scope, const char *name, char **ret_error)
+{
+        bool dflt = !scope || streq(scope, MCP_SCOPE_DEFAULT);
+        /* the hutch name must fit session_name_valid()'s 64 bytes */
+        size_t max = dflt ? MCP_SESSION_NAME_MAX : 64 - strlen(MCP_SCOPED_SESSION_PREFIX) - strlen(scope) - 1;
+        char *full = name && *name && strlen(name) <= max
+                ? (dflt ? xasprintf(MCP_SESSION_PREFIX "%s", name)
+                        : xasprintf(MCP_SCOPED_SESSION_PREFIX "%s-%s", scope, name))
+                : NULL;
+        if (!full || !session_name_valid(full)) {
+                free(full);
+                *ret_error = xasprintf("session: expected a name of 1 to %zu letters, digits, '.', '_' or '-'%s", max,
+                                       dflt ? "" : " (in this server's scope)");
+                return NULL;
+        }
+        return full;
+}
+
+int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t max_timeout_ms,
+                     const json_t *limits, json_t *labels,
                      json_t **ret, char **ret_error)
 {
         json_t *req = json_pack("{s:s}", "schema", "hutch.request/1");
@@ -208,16 +238,14 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, con
                         }
                         json_object_set(req, k, v);
                 } else if (streq(k, "session")) {
-                        const char *name = json_string_value(v);
-                        if (!name || !*name || strlen(name) > MCP_SESSION_NAME_MAX) {
-                                *ret_error = xasprintf("session: expected a name of 1 to %u letters, digits, "
-                                                       "'.', '_' or '-'", MCP_SESSION_NAME_MAX);
+                        /* a model's sessions live apart from the operator's
+                         * and other scopes': it cannot name (and change)
+                         * their workspaces */
+                        char *full = mcp_session_name(scope, json_string_value(v), ret_error);
+                        if (!full)
                                 goto out;
-                        }
-                        /* a model's sessions live apart from the operator's:
-                         * it cannot name (and change) their workspaces */
-                        _cleanup_free_ char *full = xasprintf(MCP_SESSION_PREFIX "%s", name);
                         json_object_set_new(req, k, json_string(full));
+                        free(full);
                 } else if (streq(k, "commit")) {
                         const char *c = json_string_value(v);
                         if (!c || session_commit_from_string(c) < 0) {

@@ -460,6 +460,37 @@ def scenario_commit(c):
     c.close()
 
 
+def scenario_scopes(c):
+    """Two servers of one user and state dir, with different scopes, see
+    nothing of each other: runs, output, artifacts, sessions."""
+    c.handshake()                       # --scope alpha (the test's arguments)
+    other = Client(c.era, ["--scope", "beta"], c.name + "-beta")
+    other.handshake()
+    r = c.run("run_command", {"argv": ["sh", "-c", "mkdir -p output; echo alpha-secret | tee output/a.txt > mine"],
+                              "session": "s"})
+    check(not r["isError"] and r["structuredContent"]["labels"]["mcp.scope"] == "alpha", "alpha run: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    # beta cannot list, read, fetch or resolve a prefix of alpha's run
+    lst = other.run("list_runs", {})
+    check(all(x["id"] != rid for x in lst["structuredContent"]["runs"]), "beta lists alpha's run")
+    for tool, args in (("read_output", {"run_id": rid, "stream": "stdout"}),
+                       ("read_output", {"run_id": rid[:8], "stream": "stdout"}),
+                       ("get_file", {"run_id": rid, "path": "output/a.txt"})):
+        x = other.run(tool, args)
+        check(x["isError"] and "alpha-secret" not in json.dumps(x), "beta reads alpha's run with %s" % tool)
+    # beta's session of the same name is its own: empty, and what it writes stays there
+    x = other.run("run_command", {"argv": ["sh", "-c", "ls; echo beta > mine"], "session": "s"})
+    check(not x["isError"] and "mine" not in x["structuredContent"]["stdout"], "beta sees alpha's session: %r"
+          % x["structuredContent"]["stdout"])
+    x = c.run("run_command", {"argv": ["cat", "mine"], "session": "s"})
+    check(x["structuredContent"]["stdout"] == "alpha-secret\n", "beta changed alpha's session")
+    # alpha still sees its own
+    x = c.run("get_file", {"run_id": rid, "path": "output/a.txt"})
+    check(not x["isError"] and "alpha-secret" in json.dumps(x), "alpha lost its artifact: %r" % text_of(x))
+    other.close()
+    c.close()
+
+
 def scenario_slot(c):
     """--max-concurrent 1: a queued call starts as soon as the slot frees
     (within 0.5 s of the first run's end), not at the next 5 s tick."""

@@ -115,6 +115,13 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: two servers with different --scope see nothing of each other's runs, files or sessions" {
+        run -0 session scopes -- --scope alpha
+        echo "$output"
+        run -2 "$HUTCH" mcp --scope a-b
+        [[ "$output" == *scope* ]]
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"

@@ -85,7 +85,7 @@ static json_t *req(enum mcp_tool t, const char *args, uint64_t max_ms, char **re
 {
         json_t *a = json_loads(args, 0, NULL), *labels = json_pack("{s:s}", "mcp.client", "t"), *r = NULL;
         assert_non_null(a);
-        if (mcp_tool_request(t, a, max_ms, NULL, labels, &r, ret_error) < 0)
+        if (mcp_tool_request(t, a, NULL, max_ms, NULL, labels, &r, ret_error) < 0)
                 r = NULL;
         json_decref(a);
         json_decref(labels);
@@ -120,6 +120,11 @@ static void requests(void **state)
 
         r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"session\":\"w1\"}", 2000, &e1);
         assert_string_equal(json_string_value(json_object_get(r, "session")), "mcp-w1");
+        /* a model's session keeps every call's changes unless it says otherwise */
+        assert_string_equal(json_string_value(json_object_get(r, "commit")), "always");
+        json_decref(r);
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"session\":\"w1\",\"commit\":\"never\"}", 2000, &e1);
+        assert_string_equal(json_string_value(json_object_get(r, "commit")), "never");
         json_decref(r);
 
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"cat\"],\"files\":{\"x\":{\"host_path\":\"/etc/shadow\"}}}",
@@ -130,6 +135,36 @@ static void requests(void **state)
         assert_string_equal(e4, "missing argument \"language\"");
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5));
         assert_string_equal(e5, "unknown argument \"env\"");
+}
+
+/* Scopes: their names, and sessions no two scopes (nor the operator's
+ * names) share. */
+static void scopes(void **state)
+{
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *err = NULL, *err2 = NULL;
+
+        assert_true(mcp_scope_valid("default"));
+        assert_true(mcp_scope_valid("conv_42"));
+        assert_false(mcp_scope_valid(""));
+        assert_false(mcp_scope_valid("a-b"));   /* '-' ends a scope in a session name */
+        assert_false(mcp_scope_valid("../x"));
+        assert_false(mcp_scope_valid("abcdefghijklmnopq"));
+
+        a = mcp_session_name(NULL, "w", &err);
+        b = mcp_session_name("default", "w", &err);
+        c = mcp_session_name("t1", "w", &err);
+        assert_string_equal(a, "mcp-w");
+        assert_string_equal(b, "mcp-w");
+        assert_string_equal(c, "mcs-t1-w");
+        /* scope "a" session "b-c" and scope "a_b"... never meet: no '-' in a scope */
+        d = mcp_session_name("a", "b-c", &err);
+        assert_string_equal(d, "mcs-a-b-c");
+        /* the name must still fit a session's 64 bytes */
+        char long_name[61];
+        memset(long_name, 'n', 60);
+        long_name[60] = '\0';
+        assert_null(mcp_session_name("scope", long_name, &err2));
+        assert_non_null(strstr(err2, "1 to 54"));
 }
 
 static void tools(void **state)
@@ -153,6 +188,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(framing),
                 cmocka_unit_test(cut),
+                cmocka_unit_test(scopes),
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
         };

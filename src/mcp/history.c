@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base64.h"
@@ -295,18 +296,50 @@ json_t *mcp_list_runs(json_t *args, const char *scope)
                          t ? t : json_string("(not UTF-8)"), "structuredContent", "runs", c.runs, "isError", 0);
 }
 
+/* The content blocks of a page of a file: text as it is; anything else
+ * a note and an embedded resource (base64), and a whole image that fits
+ * also as an image block, which clients show to the model. */
+static json_t *file_blocks(const char *run_id, const struct file_record *f, size_t len, bool text, bool whole,
+                           json_t *content)
+{
+        if (text)
+                return json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+        const char *mime = f->mime ? f->mime : "application/octet-stream";
+        _cleanup_free_ char *uri = xasprintf("hutch://run/%s/%s", run_id, f->path);
+        _cleanup_free_ char *note = xasprintf("%s: %zu bytes of binary data%s%s (base64 in the resource)", f->path, len,
+                                              f->mime ? ", " : "", f->mime ? f->mime : "");
+        json_t *uriv = json_string(uri);
+        json_t *blocks = json_pack("[{s:s, s:s}, {s:s, s:{s:o, s:s, s:O}}]", "type", "text", "text", note, "type",
+                                   "resource", "resource", "uri", uriv ? uriv : json_string("hutch://run/file"),
+                                   "mimeType", mime, "blob", content);
+        /* the image formats clients display; a page of one is no image */
+        static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp", NULL };
+        for (const char *const *m = images; whole && *m; m++)
+                if (streq(mime, *m)) {
+                        json_array_append_new(blocks, json_pack("{s:s, s:O, s:s}", "type", "image", "data", content,
+                                                                "mimeType", mime));
+                        break;
+                }
+        return blocks;
+}
+
 json_t *mcp_get_file(json_t *args, const char *scope)
 {
-        static const char *const known[] = { "run_id", "path", NULL };
+        static const char *const known[] = { "run_id", "path", "offset", "limit", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
         _cleanup_(run_record_freep) struct run_record *rec = NULL;
         _cleanup_(blobstore_freep) struct blobstore *bs = NULL;
         struct file_record *files = NULL, *hit = NULL;
+        uint64_t offset = 0, limit = MCP_FILE_MAX;
         size_t n = 0;
         json_t *e;
 
         if ((e = unknown_arg(args, known)))
                 return e;
+        if (!get_uint(args, "offset", 0, INT64_MAX, &offset))
+                return mcp_result_error("offset: expected an integer >= 0");
+        if (!get_uint(args, "limit", 1, MCP_FILE_MAX, &limit))
+                return mcp_result_error("limit: expected an integer from 1 to %u", MCP_FILE_MAX);
         const char *path = json_string_value(json_object_get(args, "path"));
         if (!path || !*path)
                 return mcp_result_error("path: expected a file's path");
@@ -334,46 +367,60 @@ json_t *mcp_get_file(json_t *args, const char *scope)
                 file_records_free(files, n);
                 return e;
         }
-        if (hit->size != RUN_UNSET && hit->size > MCP_FILE_MAX) {
-                e = mcp_result_error("run %s: \"%s\" is %llu bytes, over the %u this tool returns; "
-                                     "copy it with hutch cp on the host", rec->id, path,
-                                     (unsigned long long)hit->size, MCP_FILE_MAX);
-                file_records_free(files, n);
-                return e;
-        }
-
-        _cleanup_free_ char *data = xmalloc(MCP_FILE_MAX + 1);
+        /* one page of at most MCP_FILE_MAX bytes (the blob is checked
+         * whole first: a damaged one is refused, not paged) */
+        _cleanup_free_ char *data = xmalloc(limit + 1);
         _cleanup_close_ int fd = -1;
         ssize_t len = -1;
+        struct stat st = {};
         int r = runfiles_open_blobs(s, &bs);
         if (r >= 0)
                 r = fd = blobstore_open_verified(bs, hit->sha256);
+        if (r >= 0 && fstat(fd, &st) < 0)
+                r = -errno;
+        uint64_t total = (uint64_t)st.st_size;
+        if (r >= 0 && offset > total)
+                r = -ERANGE;
+        if (r >= 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
+                r = -errno;
         if (r >= 0) {
-                len = read_full(fd, data, MCP_FILE_MAX + 1);
-                r = len < 0 ? (int)len : len > MCP_FILE_MAX ? -EFBIG : 0;
+                len = read_full(fd, data, limit);
+                r = len < 0 ? (int)len : 0;
         }
         if (r < 0) {
-                e = mcp_result_error("run %s: \"%s\": cannot read its stored content: %s", rec->id, path, strerror(-r));
+                e = r == -ERANGE ? mcp_result_error("run %s: \"%s\" is %llu bytes: offset %llu is past its end", rec->id,
+                                                    path, (unsigned long long)total, (unsigned long long)offset)
+                                 : mcp_result_error("run %s: \"%s\": cannot read its stored content: %s", rec->id, path,
+                                                    strerror(-r));
                 file_records_free(files, n);
                 return e;
         }
-        bool text = sanitize_utf8_valid(data, (size_t)len);
-        _cleanup_free_ char *b64 = text ? NULL : base64_encode(data, (size_t)len, NULL);
-        json_t *content = text ? json_stringn(data, (size_t)len) : json_string(b64);
-        json_t *sc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s?, s:s, s:O}", "run_id", rec->id, "path", hit->path,
-                               "kind", hit->kind, "size", (json_int_t)len, "sha256", hit->sha256, "mime", hit->mime,
-                               "encoding", text ? "utf-8" : "base64", "content", content);
-        json_t *blocks;
+        size_t got = (size_t)len;
+        bool eof = offset + got >= total;
+        /* a text page ends on a character: the next starts where it ended */
+        size_t cut = eof ? got : mcp_utf8_floor(data, got, got);
+        bool text = cut > 0 && sanitize_utf8_valid(data, cut);
         if (text)
-                blocks = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
-        else {
-                _cleanup_free_ char *uri = xasprintf("hutch://run/%s/%s", rec->id, hit->path);
-                _cleanup_free_ char *note = xasprintf("%s: %zd bytes of binary data%s%s (base64 in the resource)",
-                                                      hit->path, len, hit->mime ? ", " : "", hit->mime ? hit->mime : "");
-                json_t *uriv = json_string(uri);
-                blocks = json_pack("[{s:s, s:s}, {s:s, s:{s:o, s:s, s:O}}]", "type", "text", "text", note, "type",
-                                   "resource", "resource", "uri", uriv ? uriv : json_string("hutch://run/file"),
-                                   "mimeType", hit->mime ? hit->mime : "application/octet-stream", "blob", content);
+                got = cut;
+        else
+                text = got == 0;
+        eof = offset + got >= total;
+        _cleanup_free_ char *b64 = text ? NULL : base64_encode(data, got, NULL);
+        json_t *content = text ? json_stringn(data, got) : json_string(b64);
+        json_t *sc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s?, s:s, s:O, s:I, s:I, s:b}", "run_id", rec->id, "path",
+                               hit->path, "kind", hit->kind, "size", (json_int_t)total, "sha256", hit->sha256, "mime",
+                               hit->mime, "encoding", text ? "utf-8" : "base64", "content", content, "offset",
+                               (json_int_t)offset, "next_offset", (json_int_t)(offset + got), "eof", eof);
+        json_t *blocks = file_blocks(rec->id, hit, got, text, offset == 0 && eof, content);
+        if (!eof) {
+                _cleanup_free_ char *more = xasprintf("[bytes %llu to %llu of %llu; the next page: get_file {\"run_id\": "
+                                                      "\"%s\", \"path\": \"%s\", \"offset\": %llu}]",
+                                                      (unsigned long long)offset, (unsigned long long)(offset + got),
+                                                      (unsigned long long)total, rec->id, hit->path,
+                                                      (unsigned long long)(offset + got));
+                json_t *m = json_string(more);
+                if (m)
+                        json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", m));
         }
         json_decref(content);
         file_records_free(files, n);

@@ -31,6 +31,7 @@ static const char result_schema_text[] =
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
         "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}," \
+        "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"propertyNames\":{\"pattern\":\"^[A-Za-z_][A-Za-z0-9_]{0,127}$\"},\"additionalProperties\":{\"type\":\"string\"},\"description\":\"environment variables of the program (name -> value)\"}," \
         "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never\"}"
 
 static const char *const input_text[_TOOL_MAX] = {
@@ -52,7 +53,9 @@ static const char *const input_text[_TOOL_MAX] = {
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"at most this many, newest first (default 20)\"}}}",
         [TOOL_GET_FILE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\",\"path\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},"
-                "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"}}}",
+                "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"byte offset in the file (default 0): page a large file with next_offset\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,\"description\":\"bytes to return (default and at most 1048576)\"}}}",
 };
 
 static const char *const output_text[_TOOL_MAX] = {
@@ -70,7 +73,9 @@ static const char *const output_text[_TOOL_MAX] = {
                 "\"run_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
                 "\"kind\":{\"enum\":[\"output\",\"added\",\"modified\"]},\"size\":{\"type\":\"integer\",\"minimum\":0},"
                 "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"mime\":{\"type\":[\"string\",\"null\"]},"
-                "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"}}}",
+                "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"next_offset\":{\"type\":\"integer\",\"minimum\":0},"
+                "\"eof\":{\"type\":\"boolean\"}}}",
 };
 
 static const char *const descriptions[_TOOL_MAX] = {
@@ -84,7 +89,8 @@ static const char *const descriptions[_TOOL_MAX] = {
                 "run's result left out.",
         [TOOL_LIST_RUNS] = "List recorded runs started through this server's tools, newest first.",
         [TOOL_GET_FILE] = "Get a file a recorded run left: an artifact it wrote under output/ or a workspace "
-                "file it added or changed (text, or base64 for binary files; at most 1 MiB).",
+                "file it added or changed (text, or base64 for binary files; an image also as an image "
+                "block). At most 1 MiB a call: page a larger file with offset and limit.",
 };
 
 enum mcp_tool mcp_tool_from_name(const char *name)
@@ -168,6 +174,17 @@ static int check_file(const char *path, json_t *v, char **ret_error)
         return -EINVAL;
 }
 
+static bool env_name_valid(const char *n)
+{
+        size_t len = strlen(n);
+        if (len < 1 || len > 128 || (n[0] >= '0' && n[0] <= '9'))
+                return false;
+        for (; *n; n++)
+                if (!(*n >= 'a' && *n <= 'z') && !(*n >= 'A' && *n <= 'Z') && !(*n >= '0' && *n <= '9') && *n != '_')
+                        return false;
+        return true;
+}
+
 bool mcp_scope_valid(const char *scope)
 {
         size_t n = scope ? strlen(scope) : 0;
@@ -246,6 +263,24 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t 
                                 goto out;
                         json_object_set_new(req, k, json_string(full));
                         free(full);
+                } else if (streq(k, "env")) {
+                        /* the job's own environment, inside the sandbox:
+                         * nothing of it reaches the host or hutch */
+                        const char *name;
+                        json_t *x;
+                        if (!json_is_object(v) || json_object_size(v) > MCP_ENV_MAX) {
+                                *ret_error = xasprintf("env: expected an object of at most %u names -> strings",
+                                                       MCP_ENV_MAX);
+                                goto out;
+                        }
+                        json_object_foreach(v, name, x)
+                                if (!env_name_valid(name) || !json_is_string(x) ||
+                                    strlen(json_string_value(x)) != json_string_length(x)) {
+                                        *ret_error = xasprintf("env/%.64s: expected a variable name "
+                                                               "([A-Za-z_][A-Za-z0-9_]*) and a string without NUL", name);
+                                        goto out;
+                                }
+                        json_object_set(req, k, v);
                 } else if (streq(k, "commit")) {
                         const char *c = json_string_value(v);
                         if (!c || session_commit_from_string(c) < 0) {

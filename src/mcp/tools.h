@@ -35,6 +35,8 @@ enum mcp_tool {
 #define MCP_SESSION_PREFIX "mcp-"
 #define MCP_SCOPED_SESSION_PREFIX "mcs-"
 #define MCP_SESSION_NAME_MAX 60u
+/* the most variables a call's env argument may set */
+#define MCP_ENV_MAX 256u
 
 /* The scope of a server started without --scope. Every run of a server
  * is labelled mcp.scope=SCOPE, and its history tools see only the runs

@@ -491,6 +491,56 @@ def scenario_scopes(c):
     c.close()
 
 
+# a 1x1 PNG, whole
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def scenario_files_out(c):
+    """A 3 MiB file fetched in pages with offset/limit (text and binary); a
+    PNG artifact as an image content block."""
+    import base64, hashlib
+    c.handshake()
+    code = ("import os, random\nos.makedirs('output', exist_ok=True)\n"
+            "open('output/big.txt', 'w').write(''.join('row %%07d\\n' %% i for i in range(3 * 1024 * 1024 // 12 + 7)))\n"
+            "random.seed(1)\nopen('output/big.bin', 'wb').write(random.randbytes(3 * 1024 * 1024 + 5))\n"
+            "import base64\nopen('output/dot.png', 'wb').write(base64.b64decode('%s'))\n" % PNG)
+    r = c.run("run_code", {"language": "python", "code": code})
+    check(not r["isError"], "writing the files: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    files = {f["path"]: f for f in r["structuredContent"]["files"]}
+    for name, limit in (("big.txt", None), ("big.bin", 700000)):
+        got, off, pages = b"", 0, 0
+        while True:
+            args = {"run_id": rid, "path": "output/" + name, "offset": off}
+            if limit:
+                args["limit"] = limit
+            p = c.run("get_file", args)
+            check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+            sc = p["structuredContent"]
+            check(sc["offset"] == off and sc["size"] == files[name]["size"], "%s: page %r" %
+                  (name, {k: sc[k] for k in sc if k != "content"}))
+            got += sc["content"].encode() if sc["encoding"] == "utf-8" else base64.b64decode(sc["content"])
+            off, pages = sc["next_offset"], pages + 1
+            check(len(sc["content"]) <= 1400000, "a page over the bound")
+            if sc["eof"]:
+                break
+            check(pages < 20, "no end")
+        check(pages >= 3, "%s in %d pages" % (name, pages))
+        check(hashlib.sha256(got).hexdigest() == files[name]["sha256"], "%s: the pages are not the file" % name)
+    x = c.run("get_file", {"run_id": rid, "path": "output/big.txt", "offset": 10 ** 9})
+    check(x["isError"] and "past its end" in text_of(x), "an offset past the end: %r" % text_of(x))
+    # the env argument reaches the program, a bad name is the model's error
+    x = c.run("run_command", {"argv": ["printenv", "GREETING"], "env": {"GREETING": "hello there"}})
+    check(x["structuredContent"]["stdout"] == "hello there\n", "env: %r" % text_of(x))
+    x = c.run("run_command", {"argv": ["true"], "env": {"1BAD": "x"}})
+    check(x["isError"] and "env/1BAD" in text_of(x), "a bad env name: %r" % text_of(x))
+    img = c.run("get_file", {"run_id": rid, "path": "output/dot.png"})
+    blocks = [b for b in img["content"] if b["type"] == "image"]
+    check(blocks and blocks[0]["mimeType"] == "image/png" and blocks[0]["data"] == PNG,
+          "no image block for a PNG: %r" % [b["type"] for b in img["content"]])
+    c.close()
+
+
 def scenario_slot(c):
     """--max-concurrent 1: a queued call starts as soon as the slot frees
     (within 0.5 s of the first run's end), not at the next 5 s tick."""

@@ -122,6 +122,11 @@ EOF2
         [[ "$output" == *scope* ]]
 }
 
+@test "mcp: get_file pages a 3 MiB file with offset/limit; a PNG comes back as an image block" {
+        run -0 session files_out --era modern
+        echo "$output"
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"

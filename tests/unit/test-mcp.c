@@ -133,8 +133,11 @@ static void requests(void **state)
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[]}", 5000, &e3));
         assert_null(req(TOOL_RUN_CODE, "{\"code\":\"x\"}", 5000, &e4));
         assert_string_equal(e4, "missing argument \"language\"");
-        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5));
-        assert_string_equal(e5, "unknown argument \"env\"");
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r, "env"), "A")), "b");
+        json_decref(r);
+        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"1A\":\"b\"}}", 5000, &e5));
+        assert_non_null(strstr(e5, "env/1A"));
 }
 
 /* Scopes: their names, and sessions no two scopes (nor the operator's

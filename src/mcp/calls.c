@@ -183,3 +183,62 @@ bool call_finished(const struct mcp_call *c)
 {
         return c->state == CALL_RUNNING && c->exited && c->out_fd < 0;
 }
+
+int call_run_sync(int exe_fd, char *const *argv, size_t max, char **ret_out, size_t *ret_len, bool *ret_cut,
+                  int *ret_wstatus)
+{
+        int out[2];
+        pid_t parent = getpid();
+
+        if (pipe2(out, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(out[0]);
+                close(out[1]);
+                return r;
+        }
+        if (pid == 0) {
+                sigset_t none;
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(125);
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
+                    dup2(out[1], STDERR_FILENO) < 0)
+                        _exit(125);
+                execveat(exe_fd, "", argv, environ, AT_EMPTY_PATH);
+                _exit(127);
+        }
+        close(out[1]);
+        char *buf = xmalloc(max + 1), chunk[65536];
+        size_t len = 0;
+        bool cut = false;
+        for (;;) {
+                ssize_t n = read(out[0], chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                size_t take = MIN((size_t)n, max - len);
+                memcpy(buf + len, chunk, take);
+                len += take;
+                cut = cut || take < (size_t)n;
+        }
+        close(out[0]);
+        buf[len] = '\0';
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR) {
+                        free(buf);
+                        return -errno;
+                }
+        *ret_out = buf;
+        *ret_len = len;
+        *ret_cut = cut;
+        *ret_wstatus = st;
+        return 0;
+}

@@ -72,3 +72,12 @@ void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms);
 /* Whether everything of a running call is in: reaped and its answer
  * read to the end. */
 bool call_finished(const struct mcp_call *c);
+
+/* Run `hutch ARGV...` (the binary at exe_fd, ARGV[0] its name) to its
+ * end, for the short verbs the repository tools use (diff, apply):
+ * stdin /dev/null, stdout and stderr both into *ret_out (a new string
+ * of at most max bytes; *ret_cut when more came and was dropped). The
+ * server's loop waits: these read the store and a change set, nothing
+ * that runs a job. 0 and *ret_wstatus, or -errno. */
+int call_run_sync(int exe_fd, char *const *argv, size_t max, char **ret_out, size_t *ret_len, bool *ret_cut,
+                  int *ret_wstatus);

@@ -135,6 +135,23 @@ static bool get_uint(json_t *args, const char *key, uint64_t min, uint64_t max, 
         return true;
 }
 
+json_t *mcp_resolve_run(json_t *idv, const char *scope, char *ret_id, char **ret_workdir)
+{
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_(run_record_freep) struct run_record *rec = NULL;
+        json_t *e;
+
+        if ((e = open_store(&s)) || (e = find_run(s, idv, scope, &rec)))
+                return e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
+        memcpy(ret_id, rec->id, ULID_LEN + 1);
+        if (ret_workdir) {
+                *ret_workdir = NULL;
+                if (store_workspace_get(s, rec->id, ret_workdir, NULL) < 0)
+                        *ret_workdir = NULL;
+        }
+        return NULL;
+}
+
 /* The stream read_output paged last. A model reads a long output page
  * after page: the store is opened, the record read (its blobs checked)
  * and the whole stream sanitised once, then each page is a slice of this

@@ -26,3 +26,9 @@
 json_t *mcp_read_output(json_t *args, const char *scope);
 json_t *mcp_list_runs(json_t *args, const char *scope);
 json_t *mcp_get_file(json_t *args, const char *scope);
+
+/* Resolve a run_id argument (a prefix of 4 or more characters is fine)
+ * among the runs of scope: NULL and ret_id the full id, and *ret_workdir
+ * (may be NULL) the host --workdir it ran on (a new string, or NULL);
+ * else a tool error. */
+json_t *mcp_resolve_run(json_t *idv, const char *scope, char *ret_id, char **ret_workdir);

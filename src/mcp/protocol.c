@@ -17,6 +17,7 @@
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/history.h"
+#include "mcp/repo.h"
 #include "mcp/server-internal.h"
 #include "mcp/tools.h"
 
@@ -181,8 +182,27 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         case TOOL_GET_FILE:
                 send_result(s, id, modern, mcp_get_file(args, s->cfg->scope));
                 return;
+        case TOOL_DIFF:
+                send_result(s, id, modern, mcp_diff(args, s->cfg, s->exe_fd));
+                return;
+        case TOOL_APPLY:
+                if (!s->cfg->allow_apply) {
+                        /* not listed: as unknown as any other name */
+                        _cleanup_free_ char *m = xasprintf("Unknown tool: %s", name);
+                        send_error(s, id, RPC_INVALID_PARAMS, m, NULL);
+                        return;
+                }
+                send_result(s, id, modern, mcp_apply(args, s->cfg, s->exe_fd));
+                return;
         default:
                 break;
+        }
+        if (s->cfg->workdir && (json_object_get(args, "session") || json_object_get(args, "files"))) {
+                /* every call of this server works on its --workdir */
+                send_result(s, id, modern, mcp_result_error("%s: this server works on its working directory "
+                                                            "(hutch mcp --workdir): a call takes no %s", name,
+                                                            json_object_get(args, "session") ? "session" : "files"));
+                return;
         }
 
         size_t waiting = 0;
@@ -274,7 +294,7 @@ static void handle_request(struct mcp_server *s, json_t *id, const char *method,
                                       "capabilities", "tools", "instructions", instructions, "ttlMs", 3600000,
                                       "cacheScope", "public"));
         else if (streq(method, "tools/list")) {
-                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms));
+                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms, s->cfg->allow_apply));
                 if (modern) {
                         /* the list depends on this server's ceilings only */
                         json_object_set_new(r, "ttlMs", json_integer(3600000));

@@ -16,6 +16,8 @@ static const char *const names[_TOOL_MAX] = {
         [TOOL_READ_OUTPUT] = "read_output",
         [TOOL_LIST_RUNS] = "list_runs",
         [TOOL_GET_FILE] = "get_file",
+        [TOOL_DIFF] = "diff",
+        [TOOL_APPLY] = "apply",
 };
 
 /* share/schema/hutch.result-1.json, as built into the binary: the
@@ -56,6 +58,11 @@ static const char *const input_text[_TOOL_MAX] = {
                 "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"},"
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"byte offset in the file (default 0): page a large file with next_offset\"},"
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,\"description\":\"bytes to return (default and at most 1048576)\"}}}",
+        [TOOL_DIFF] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},"
+                "\"stat\":{\"type\":\"boolean\",\"description\":\"one line per changed path instead of the diff\"}}}",
+        [TOOL_APPLY] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"}}}",
 };
 
 static const char *const output_text[_TOOL_MAX] = {
@@ -76,6 +83,11 @@ static const char *const output_text[_TOOL_MAX] = {
                 "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"},"
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"next_offset\":{\"type\":\"integer\",\"minimum\":0},"
                 "\"eof\":{\"type\":\"boolean\"}}}",
+        [TOOL_DIFF] = "{\"type\":\"object\",\"required\":[\"run_id\",\"text\",\"truncated\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
+        [TOOL_APPLY] = "{\"type\":\"object\",\"required\":[\"run_id\",\"applied\",\"exit_code\",\"text\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"applied\":{\"type\":\"boolean\"},"
+                "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"text\":{\"type\":\"string\"}}}",
 };
 
 static const char *const descriptions[_TOOL_MAX] = {
@@ -91,6 +103,12 @@ static const char *const descriptions[_TOOL_MAX] = {
         [TOOL_GET_FILE] = "Get a file a recorded run left: an artifact it wrote under output/ or a workspace "
                 "file it added or changed (text, or base64 for binary files; an image also as an image "
                 "block). At most 1 MiB a call: page a larger file with offset and limit.",
+        [TOOL_DIFF] = "Show what a recorded run changed in its workspace (the server's --workdir or a session): "
+                "a unified diff of text files, one line for the rest; changes to protected paths "
+                "(.git/hooks, .envrc, ...) first.",
+        [TOOL_APPLY] = "Apply a recorded run's changes to the server's working directory, all or nothing: "
+                "refused when the directory changed under the run in a conflicting way, or when the run "
+                "changes protected paths.",
 };
 
 enum mcp_tool mcp_tool_from_name(const char *name)
@@ -128,11 +146,13 @@ json_t *mcp_tool_output_schema(enum mcp_tool t)
         return cache[t];
 }
 
-json_t *mcp_tools_json(uint64_t max_timeout_ms)
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply)
 {
         json_t *a = json_array();
         for (size_t i = 0; i < _TOOL_MAX; i++) {
                 _cleanup_free_ char *desc = NULL;
+                if (i == TOOL_APPLY && !allow_apply)
+                        continue;       /* applying stays the operator's unless allowed */
                 if (i == TOOL_RUN_CODE || i == TOOL_RUN_COMMAND)
                         desc = xasprintf("%s Time limit: timeout_s, default %gs, at most %gs.", descriptions[i],
                                          MIN(MCP_DEFAULT_TIMEOUT_MS, max_timeout_ms) / 1000.0,

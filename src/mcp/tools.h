@@ -1,4 +1,4 @@
-/* tools.h - the five tools `hutch mcp` offers: their definitions for
+/* tools.h - the tools `hutch mcp` offers: their definitions for
  * tools/list (name, description, inputSchema, outputSchema, in a fixed
  * order) and the checking of a call's arguments.
  *
@@ -19,6 +19,8 @@ enum mcp_tool {
         TOOL_READ_OUTPUT,
         TOOL_LIST_RUNS,
         TOOL_GET_FILE,
+        TOOL_DIFF,
+        TOOL_APPLY,             /* listed and served only with --allow-apply */
         _TOOL_MAX,
         _TOOL_INVALID = -EINVAL,
 };
@@ -54,7 +56,7 @@ enum mcp_tool mcp_tool_from_name(const char *name);
 
 /* The tools array of tools/list: a new reference. max_timeout_ms goes
  * into the descriptions. */
-json_t *mcp_tools_json(uint64_t max_timeout_ms);
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply);
 
 /* The outputSchema of tool t (borrowed, parsed once). */
 json_t *mcp_tool_output_schema(enum mcp_tool t);

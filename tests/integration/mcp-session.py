@@ -162,7 +162,8 @@ class Client:
             check(isinstance(r["ttlMs"], int) and r["cacheScope"] in ("public", "private"), "no cache fields")
         r = self.result(self.request("tools/list"))
         names = [t["name"] for t in r["tools"]]
-        check(names == ["run_code", "run_command", "read_output", "list_runs", "get_file"], "tools %r" % names)
+        check(names[:6] == ["run_code", "run_command", "read_output", "list_runs", "get_file", "diff"] and
+              names[6:] in ([], ["apply"]), "tools %r" % names)
         for t in r["tools"]:
             check(t["inputSchema"]["type"] == "object", "%s: inputSchema" % t["name"])
             check(t["outputSchema"]["type"] == "object", "%s: outputSchema" % t["name"])
@@ -538,6 +539,66 @@ def scenario_files_out(c):
     blocks = [b for b in img["content"] if b["type"] == "image"]
     check(blocks and blocks[0]["mimeType"] == "image/png" and blocks[0]["data"] == PNG,
           "no image block for a PNG: %r" % [b["type"] for b in img["content"]])
+    c.close()
+
+
+def scenario_workdir(c):
+    """hutch mcp --workdir DIR --allow-apply: a run sees DIR, leaves it as it
+    was; diff shows the change; apply writes it, and refuses a conflict
+    and a protected path as hutch apply does."""
+    d = os.environ["MCP_WORKDIR"]
+    c.handshake()
+    r = c.run("run_command", {"argv": ["sh", "-c", "cat notes.txt; echo second >> notes.txt; echo new > added.txt"]})
+    check(not r["isError"] and r["structuredContent"]["stdout"] == "first\n", "the run does not see DIR: %r"
+          % text_of(r))
+    rid = r["structuredContent"]["id"]
+    with open(os.path.join(d, "notes.txt")) as f:
+        check(f.read() == "first\n", "the run changed DIR itself")
+    x = c.run("diff", {"run_id": rid})
+    check(not x["isError"] and "+second" in text_of(x) and "added.txt" in text_of(x), "diff: %r" % text_of(x))
+    x = c.run("diff", {"run_id": rid[:10], "stat": True})
+    check("added" in text_of(x) and "modified" in text_of(x), "diff --stat: %r" % text_of(x))
+    x = c.run("apply", {"run_id": rid})
+    check(not x["isError"] and x["structuredContent"]["applied"], "apply: %r" % text_of(x))
+    with open(os.path.join(d, "notes.txt")) as f:
+        check(f.read() == "first\nsecond\n", "apply did not write the change")
+    # a conflict: DIR changed under the run
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo third >> notes.txt"]})
+    with open(os.path.join(d, "notes.txt"), "a") as f:
+        f.write("by hand\n")
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and not x["structuredContent"]["applied"] and "conflict" in text_of(x).lower(),
+          "a conflicting apply: %r" % text_of(x))
+    # a protected path
+    r = c.run("run_command", {"argv": ["sh", "-c", "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit"]})
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and "protected" in text_of(x), "a protected path applied: %r" % text_of(x))
+    check(not os.path.exists(os.path.join(d, ".git/hooks/pre-commit")), "the hook was written")
+    # a run of the same scope on another directory is not applied here
+    other_dir = d + "-other"
+    os.makedirs(other_dir, exist_ok=True)
+    os.chmod(other_dir, 0o755)
+    o = Client(c.era, ["--workdir", other_dir], c.name + "-other")
+    o.handshake()
+    r = o.run("run_command", {"argv": ["sh", "-c", "echo elsewhere > notes.txt"]})
+    o.close()
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and "did not run on this server's working directory" in text_of(x),
+          "another directory's run applied: %r" % text_of(x))
+    with open(os.path.join(d, "notes.txt")) as f:
+        check("elsewhere" not in f.read(), "another directory's change reached DIR")
+    # a session or files make no sense here: said so
+    x = c.run("run_command", {"argv": ["true"], "session": "s"})
+    check(x["isError"] and "working directory" in text_of(x), "session with --workdir: %r" % text_of(x))
+    c.close()
+
+
+def scenario_no_apply(c):
+    """apply is neither listed nor served without --allow-apply."""
+    r = c.handshake()
+    check("apply" not in [t["name"] for t in r["tools"]], "apply listed")
+    m = c.wait(c.call(None, "apply", {"run_id": "01ABCDEF"}))
+    check(m["error"]["code"] == -32602 and "apply" in m["error"]["message"], "apply served: %r" % m)
     c.close()
 
 

@@ -127,6 +127,24 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: --workdir DIR: runs see DIR, diff shows a run's change, apply (--allow-apply) writes it, refusing conflicts and protected paths" {
+        export MCP_WORKDIR="$BATS_TEST_TMPDIR/repo"
+        mkdir -p "$MCP_WORKDIR"
+        echo first > "$MCP_WORKDIR/notes.txt"
+        # the sandbox user (root's is unprivileged) must read DIR
+        chmod -R a+rX "$BATS_TEST_TMPDIR"
+        run -0 session workdir -- --workdir "$MCP_WORKDIR" --allow-apply
+        echo "$output"
+        run -2 "$HUTCH" mcp --allow-apply
+        [[ "$output" == *--workdir* ]]
+        run -2 "$HUTCH" mcp --workdir "$BATS_TEST_TMPDIR/nonexistent"
+}
+
+@test "mcp: without --allow-apply there is no apply tool" {
+        run -0 session no_apply
+        echo "$output"
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"

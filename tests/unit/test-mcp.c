@@ -172,10 +172,14 @@ static void scopes(void **state)
 
 static void tools(void **state)
 {
-        json_t *t = mcp_tools_json(30000);
-        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file" };
-        assert_int_equal(json_array_size(t), 5);
-        for (size_t i = 0; i < 5; i++) {
+        json_t *t = mcp_tools_json(30000, false);
+        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply" };
+        /* apply only when the operator allows it */
+        assert_int_equal(json_array_size(t), 6);
+        json_decref(t);
+        t = mcp_tools_json(30000, true);
+        assert_int_equal(json_array_size(t), 7);
+        for (size_t i = 0; i < 7; i++) {
                 json_t *x = json_array_get(t, i);
                 assert_string_equal(json_string_value(json_object_get(x, "name")), order[i]);
                 assert_string_equal(json_string_value(json_object_get(json_object_get(x, "inputSchema"), "type")), "object");

@@ -266,6 +266,8 @@ int verb_mcp(int argc, char **argv)
         r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg);
         if (r != EXIT_OK)
                 return r;
+        /* the children's messages go to our stderr: each carries its run's id */
+        run_args = strv_append(run_args, "--log-id");
         /* never the host's network unless the operator says so */
         run_args = strv_append(strv_append(run_args, "--net"), net ? net : "none");
         cfg.run_args = run_args;

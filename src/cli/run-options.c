@@ -51,6 +51,8 @@ static void run_help(FILE *f)
 "                           truncated, warning, and exit (with the result)\n"
 "      --detach             print the run id and return; the run goes on in\n"
 "                           the background (hutch wait, logs --follow, kill)\n"
+"      --log-id             start each of hutch's messages with the run's id, once\n"
+"                           it has one (for a server collecting many runs' stderr)\n"
 "      --request FILE|-     the whole run as one JSON document (hutch.request/1,\n"
 "                           see hutch-json(7)); answers with --json's object\n"
 "                           (or with --events)\n"
@@ -152,6 +154,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
                 { "commit",  required_argument, NULL, OPT_COMMIT },
+                { "log-id",  no_argument,       NULL, OPT_LOG_ID },
                 { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
                 { "request", required_argument, NULL, OPT_REQUEST },
                 { "label",   required_argument, NULL, OPT_LABEL },
@@ -243,6 +246,9 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         break;
                 case OPT_TRUST_PROFILE:
                         a->trust_profile = true;
+                        break;
+                case OPT_LOG_ID:
+                        a->log_id = true;
                         break;
                 case OPT_COMMIT: {
                         int policy = session_commit_from_string(optarg);

@@ -44,6 +44,12 @@ void log_keep_first_error(void);
 void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms));
 const char *log_first_error(void);
 
+/* From now on, every message is "hutch: [tag] text" (tag copied; NULL:
+ * none): `hutch run --log-id` tags its messages with the run's id once
+ * it exists, so a server that collects many runs' stderr (hutch mcp)
+ * can tell them apart. */
+void log_set_tag(const char *tag);
+
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_VERBOSE, 0, __VA_ARGS__)

@@ -35,6 +35,7 @@ void call_free(struct mcp_call *c)
         json_decref(c->progress_token);
         free(c->request);
         free(c->session);
+        free(c->note);
         free(c->out);
         if (c->in_fd >= 0)
                 close(c->in_fd);

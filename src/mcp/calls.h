@@ -35,6 +35,8 @@ struct mcp_call {
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
+        char *note;             /* said first in the result's text (a limit the
+                                 * server lowered), or NULL */
         char *session;          /* the hutch session it runs in, or NULL: calls
                                  * of one session run one at a time, in order */
         size_t request_len, request_off;

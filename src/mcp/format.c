@@ -124,6 +124,9 @@ json_t *mcp_result_from_run(json_t *run)
          * same cut texts (the marker says how to page the rest), so a
          * large capture never goes to the client whole */
         json_t *sc = json_copy(run);
+        /* the host directory the server was started in is none of the
+         * model's business (the job's own is /workspace) */
+        json_object_set_new(sc, "cwd", json_null());
         json_t *cs = json_string(co), *ces = json_string(ce);
         if (cs && lo > bo)
                 json_object_set(sc, "stdout", cs);
@@ -133,6 +136,21 @@ json_t *mcp_result_from_run(json_t *run)
         json_decref(ces);
         return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", sc, "isError",
                          !streq(status, "success"));
+}
+
+void mcp_result_note(json_t *result, const char *note)
+{
+        json_t *block = json_array_get(json_object_get(result, "content"), 0);
+        const char *text = json_string_value(json_object_get(block, "text"));
+        if (!note || !text)
+                return;
+        _cleanup_free_ char *t = xasprintf("note: %s\n%s", note, text);
+        json_t *v = json_string(t);
+        if (v)
+                json_object_set_new(block, "text", v);
+        json_t *sc = json_object_get(result, "structuredContent");
+        if (sc)
+                json_object_set_new(sc, "notes", json_pack("[s]", note));
 }
 
 json_t *mcp_result_error(const char *fmt, ...)

@@ -27,6 +27,10 @@ json_t *mcp_result_from_run(json_t *run);
  * ended (wstatus from waitpid). */
 json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus);
 
+/* Put note (NULL: nothing) first in result's first text block, and in
+ * its structuredContent's "notes". */
+void mcp_result_note(json_t *result, const char *note);
+
 /* A CallToolResult with isError and one text block. */
 json_t *mcp_result_error(const char *fmt, ...) _printf_(1, 2);
 

@@ -234,6 +234,11 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 token = NULL;
         struct mcp_call *c = call_new(id, token, modern, text, now_ms), **tail = &s->calls;
         c->next_progress_ms = now_ms + MCP_PROGRESS_MS;
+        /* a model asking for more than the ceiling is told it got less */
+        json_t *asked = json_object_get(args, "timeout_s");
+        if (json_is_number(asked) && json_number_value(asked) * 1000.0 > (double)s->cfg->max_timeout_ms)
+                c->note = xasprintf("timeout_s %g is over this server's ceiling: the run had %g s",
+                                    json_number_value(asked), s->cfg->max_timeout_ms / 1000.0);
         const char *session = json_string_value(json_object_get(req, "session"));
         c->session = session ? xstrdup(session) : NULL;
         while (*tail)

@@ -93,9 +93,11 @@ static void finish_calls(struct mcp_server *s)
                         continue;
                 }
                 /* a cancelled call gets nothing more (the spec's MUST NOT) */
-                if (!c->cancelled)
-                        mcp_send_call_result(s, c, mcp_result_from_child(c->out, c->out_len, c->out_overflow,
-                                                                         c->wstatus));
+                if (!c->cancelled) {
+                        json_t *r = mcp_result_from_child(c->out, c->out_len, c->out_overflow, c->wstatus);
+                        mcp_result_note(r, c->note);
+                        mcp_send_call_result(s, c, r);
+                }
                 *p = c->next;
                 call_free(c);
         }

@@ -75,7 +75,8 @@ static const char *const output_text[_TOOL_MAX] = {
                 "\"properties\":{\"schema\":{\"const\":\"hutch.result/1\"},\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
                 "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
                 "\"started_at\":{\"type\":[\"string\",\"null\"]},\"duration_ms\":{\"type\":[\"integer\",\"null\"]},"
-                "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}}}",
+                "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+                "\"lang\":{\"type\":[\"string\",\"null\"]},\"code_first_line\":{\"type\":\"string\"}}}}}}",
         [TOOL_GET_FILE] = "{\"type\":\"object\",\"required\":[\"run_id\",\"path\",\"kind\",\"size\",\"sha256\",\"mime\",\"encoding\",\"content\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
                 "\"kind\":{\"enum\":[\"output\",\"added\",\"modified\"]},\"size\":{\"type\":\"integer\",\"minimum\":0},"

@@ -352,6 +352,26 @@ static int take_verified(struct store *s, struct run_record *rec, struct run_rec
         return 0;
 }
 
+int store_run_code_get(struct store *s, struct run_record *rec)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_select_one(s, "SELECT lang, code FROM runs WHERE id = ?1", rec->id, &st);
+        if (r < 0)
+                return r;
+        free(rec->lang);
+        free(rec->code);
+        rec->code = NULL;
+        rec->code_len = 0;
+        rec->lang = store_column_text(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+                struct run_output code = { 0 };
+                read_output(st, 1, &code);
+                rec->code = code.data;
+                rec->code_len = code.len;
+        }
+        return 0;
+}
+
 static int get_exact(struct store *s, const char *id, struct run_record **ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;

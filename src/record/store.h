@@ -239,6 +239,11 @@ int store_run_finish(struct store *s, struct run_record *rec);
  * failure is left for the final update to meet (and report) again. */
 void store_run_prepare_finish(struct store *s);
 
+/* Fill rec's lang and code (a --lang run's; NULL when none) from the
+ * store, for a record read without its details (store_run_foreach()).
+ * 0 or -errno (-ENOENT: no such run). */
+int store_run_code_get(struct store *s, struct run_record *rec);
+
 /* Find a run by full id or by a unique prefix of at least 4 characters
  * (case-insensitive). *ret gets the whole record, outputs included;
  * -EBADMSG when a stored output does not match its checksum.

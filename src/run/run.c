@@ -475,6 +475,8 @@ static int record_start(struct run *r)
                 return EXIT_SETUP;
         }
         run_detach_started(&r->detach_notify);
+        if (a->log_id)
+                log_set_tag(rec->id);
         log_info("run %s", rec->id);
         return RUN_NEXT;
 }

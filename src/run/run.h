@@ -67,6 +67,7 @@ struct run_args {
         char **secrets;         /* --secret NAME|NAME=@FILE, as given */
         bool events;            /* --events: JSON lines as things happen */
         bool detach;            /* --detach: print the id, go on in the background */
+        bool log_id;            /* --log-id: messages carry the run id (log_set_tag()) */
         const char *stdin_data; /* a request's stdin, instead of ours */
         size_t stdin_len;
         char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */

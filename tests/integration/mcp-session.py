@@ -602,6 +602,26 @@ def scenario_no_apply(c):
     c.close()
 
 
+def scenario_small(c):
+    """A timeout over the ceiling is said; list_runs shows a run_code row as
+    its language and first line; no result hands out the server's cwd."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"], "timeout_s": 300})
+    check(text_of(r).startswith("note: timeout_s 300 is over this server's ceiling: the run had 5 s\n"),
+          "the clamp is silent: %r" % text_of(r)[:200])
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 5000 and r["structuredContent"]["notes"], "notes")
+    check(r["structuredContent"]["cwd"] is None, "cwd handed out: %r" % r["structuredContent"]["cwd"])
+    r = c.run("run_code", {"language": "python", "code": "\n# compute the answer\nprint(42)\n"})
+    rid = r["structuredContent"]["id"]
+    lst = c.run("list_runs", {"limit": 1})
+    row = lst["structuredContent"]["runs"][0]
+    check(row["id"] == rid and row["lang"] == "python" and row["code_first_line"] == "# compute the answer",
+          "list_runs row: %r" % row)
+    check("python: # compute the answer" in text_of(lst), "list_runs text: %r" % text_of(lst))
+    check(row["cwd"] is None, "list_runs hands out the cwd")
+    c.close()
+
+
 def scenario_slot(c):
     """--max-concurrent 1: a queued call starts as soon as the slot frees
     (within 0.5 s of the first run's end), not at the next 5 s tick."""

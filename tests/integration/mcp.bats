@@ -145,6 +145,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: a timeout over the ceiling is said; list_runs shows language and first line; no host cwd" {
+        run -0 session small -- --max-timeout 5s
+        echo "$output"
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"
@@ -173,6 +178,23 @@ EOF2
 @test "mcp: SIGTERM to the server cancels the runs in flight and exits 0" {
         MCP_SIGNAL=15 run -0 session killed
         echo "$output"
+}
+
+@test "mcp: the runs' messages on the server's stderr carry their run id" {
+        {
+                printf '%s\n' \
+                        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"log-test","version":"1"}}}' \
+                        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["/nonexistent-hutch-prog"]}}}'
+                wait_for_file_line "$BATS_TEST_TMPDIR/out" '"id":2'
+        } | "$HUTCH" mcp > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err"
+        id=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("id") == 2:
+        print(m["result"]["structuredContent"]["id"])' "$BATS_TEST_TMPDIR/out")
+        [ -n "$id" ]
+        cat "$BATS_TEST_TMPDIR/err"
+        grep -q "^hutch: \[$id\] command not found: /nonexistent-hutch-prog" "$BATS_TEST_TMPDIR/err"
 }
 
 @test "mcp: hutch ls --label finds a client's runs" {

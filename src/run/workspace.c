@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,9 +264,21 @@ static bool nothing_to_collect(const struct runfiles_params *p, const struct run
         if (p->workspace_fd < 0 || !p->output_rel)
                 return true;
         int out = fs_open_beneath(p->workspace_fd, p->output_rel, O_RDONLY | O_DIRECTORY, 0);
-        if (out >= 0)
+        if (out < 0)
+                return out == -ENOENT;
+        /* the sandbox makes the artifacts dir for every run: an empty
+         * one is nothing to collect either (and costs no blob store) */
+        DIR *d = fdopendir(out);
+        if (!d) {
                 close(out);
-        return out == -ENOENT;
+                return false;
+        }
+        struct dirent *e;
+        bool empty = true;
+        while (empty && (e = readdir(d)))
+                empty = streq(e->d_name, ".") || streq(e->d_name, "..");
+        closedir(d);
+        return empty;
 }
 
 /* After the sandbox is gone: record the change set and the artifacts,

@@ -237,23 +237,6 @@ json_t *mcp_read_output(json_t *args, const char *scope)
         return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", sc, "isError", 0);
 }
 
-/* The first non-blank line of code (at most max bytes, sanitised, "..."
- * when cut); "" for no code. */
-static char *code_first_line(const char *code, size_t len, size_t max)
-{
-        size_t i = 0;
-        while (code && i < len && (code[i] == '\n' || code[i] == '\r' || code[i] == ' ' || code[i] == '\t'))
-                i++;
-        if (!code || i >= len)
-                return xstrdup("");
-        size_t n = strcspn(code + i, "\r\n");
-        n = MIN(n, len - i);
-        bool cut = n > max;
-        n = mcp_utf8_floor(code + i, n, MIN(n, max));
-        _cleanup_free_ char *clean = sanitize_text(code + i, n, NULL);
-        return xasprintf("%s%s", clean ? clean : "", cut ? "..." : "");
-}
-
 struct list_ctx {
         struct store *s;
         const char *scope;
@@ -273,13 +256,13 @@ static int list_one(struct run_record *rec, void *userdata)
                 /* a --lang run's argv is the interpreter's bootstrap: the
                  * language and the code's first line say what ran */
                 (void)store_run_code_get(c->s, rec);
-                _cleanup_free_ char *first = rec->lang ? code_first_line(rec->code, rec->code_len, 60) : NULL;
+                _cleanup_free_ char *line = rec->lang ? sanitize_code_line(rec->lang, rec->code, rec->code_len, 60)
+                                                      : NULL;
                 json_object_set_new(o, "lang", json_text(rec->lang));
-                if (first)
-                        json_object_set_new(o, "code_first_line", json_string(first));
+                if (line)
+                        json_object_set_new(o, "code_first_line", json_string(line + strlen(rec->lang) + 2));
                 json_array_append_new(c->runs, o);
-                _cleanup_free_ char *argv = first ? xasprintf("%s: %s", rec->lang, first)
-                                                  : sanitize_argv_line(rec->argv, 60);
+                _cleanup_free_ char *argv = line ? xstrdup(line) : sanitize_argv_line(rec->argv, 60);
                 json_t *code = json_object_get(o, "exit_code");
                 char cbuf[24] = "none";
                 if (json_is_integer(code))

@@ -136,6 +136,9 @@ committed() {
         [ "$(cat "$TREE/f")" = five ]
         run -0 "$HUTCH" run --json -- true
         [ "$(committed "$output")" = null ]
+        # hutch session ls --json is hutch.session/1
+        run -0 "$HUTCH" session ls --json
+        echo "$output" | python3 "$TESTS_DIR/integration/check-schema.py" hutch.session/1
         run -2 sh -c "echo '{\"session\":\"s\",\"commit\":\"sometimes\",\"argv\":[\"true\"]}' | '$HUTCH' run --request -"
         [[ "$output" == *'"pointer":"/commit"'* ]]
 }

@@ -43,6 +43,9 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg);
 /* --id: answer from the store when a run with a->id_key exists, waiting
  * for a running one when wait_running. Returns -1 when there is none
  * (go on and run), else the exit code after printing the answer
- * (EXIT_BUSY for a running one not waited for). */
-int run_answer_key(const struct run_args *a, bool wait_running);
+ * (EXIT_BUSY for a running one not waited for; EXIT_USAGE, with a
+ * hutch.error/1 "conflict", when that run was another request: argv,
+ * the command of this one, differs from its, or its language or inline
+ * code). */
+int run_answer_key(const struct run_args *a, char *const *argv, bool wait_running);
 

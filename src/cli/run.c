@@ -140,7 +140,7 @@ int verb_run(int argc, char **argv)
                 a.json = false;
         }
         /* a finished run with the key is the answer: nothing runs */
-        r = run_answer_key(&a, a.id_wait);
+        r = run_answer_key(&a, cfg.argv, a.id_wait);
         if (r >= 0) {
                 code = r;
                 goto out;

@@ -656,7 +656,10 @@ static int run_done(struct run *r, int code)
         if (r->masked)
                 sigprocmask(SIG_SETMASK, &r->old, NULL);
         if (r->key_taken) {
-                int k = r->a->ui->answer_key(r->a, r->a->id_wait);
+                /* hutch-json(7): of two runs started at once with one key,
+                 * one runs and the other answers with its result, so the
+                 * one that lost the race waits for it (--id-wait or not) */
+                int k = r->a->ui->answer_key(r->a, r->cfg->argv, true);
                 code = k >= 0 ? k : EXIT_BUSY;
         }
         if (r->detach_notify >= 0)

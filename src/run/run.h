@@ -37,7 +37,7 @@ struct run_ui {
                                enum apply_protected_policy policy, char *const *protect);
         /* --id: the answer of the run that took a's key; -1 when there
          * is none, else the exit code after printing it. */
-        int (*answer_key)(const struct run_args *a, bool wait_running);
+        int (*answer_key)(const struct run_args *a, char *const *argv, bool wait_running);
 };
 
 /* The run's options that are not its profile's. */

@@ -130,13 +130,33 @@ EOF2
         [ "${ids[0]}" = "${ids[1]}" ] && [ "${ids[1]}" = "${ids[2]}" ]
         [ "$("$HUTCH" ls --json | wc -l)" -eq 1 ]
         # without --json the stored output is replayed
-        run "$HUTCH" run --id build-42 -- false
+        run "$HUTCH" run --id build-42 --rw "$d" -- sh -c "echo ran >> $d/count; echo out; exit 5"
         [ "$status" -eq 5 ]
         [ "$output" = out ]
         # the request's key is the same key
-        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["false"],"idempotency_key":"build-42"}'
+        req=$(python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]], "idempotency_key": "build-42"}))' \
+                "echo ran >> $d/count; echo out; exit 5")
+        run --separate-stderr "$HUTCH" run --request - <<< "$req"
         [ "$status" -eq 5 ]
         [ "$(echo "$output" | json "o['id']")" = "${ids[0]}" ]
+}
+
+@test "idempotency: a key reused for another request is refused (exit 2, hutch.error/1 conflict)" {
+        run -0 "$HUTCH" run -q --id k1 -- echo one
+        run --separate-stderr "$HUTCH" run --id k1 --json -- echo two
+        [ "$status" -eq 2 ]
+        echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['error']")" = conflict ]
+        [[ "$stderr" == *"already has this key"* ]]
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["echo","three"],"idempotency_key":"k1"}'
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /idempotency_key ]
+        # a --lang run's key names its language and code
+        run -0 "$HUTCH" run -q --id k2 --lang sh -c 'echo a'
+        run -2 "$HUTCH" run -q --id k2 --lang sh -c 'echo b'
+        run -0 "$HUTCH" run -q --id k2 --lang sh -c 'echo a'
+        [ "$output" = a ]
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
 }
 
 @test "idempotency: a running run with the key is busy (exit 75), or waited for with --id-wait" {
@@ -148,11 +168,12 @@ EOF2
                 sh -c "while [ ! -e $d/go ]; do sleep 0.05; done; echo done; exit 4" &
         first=$!
         running_id t=idwait
-        run --separate-stderr "$HUTCH" run --id slow --json -- true
+        job="while [ ! -e $d/go ]; do sleep 0.05; done; echo done; exit 4"
+        run --separate-stderr "$HUTCH" run --id slow --json --rw "$d" -- sh -c "$job"
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
-        "$HUTCH" run --id slow --id-wait --json -- true >"$d/waited" 2>&1 &
+        "$HUTCH" run --id slow --id-wait --json --rw "$d" -- sh -c "$job" >"$d/waited" 2>&1 &
         waiter=$!
         # still there: it waits for the run rather than answering busy
         sleep 1
@@ -167,6 +188,33 @@ EOF2
         [ "$rc" -eq 4 ]
 }
 
+@test "idempotency: runs started at once with one key: one runs, the others answer with its result or are busy" {
+        d=$(host_dir)
+        # with --id-wait every one answers with the one run's result
+        for i in 1 2 3 4 5; do
+                "$HUTCH" run --id same --id-wait --json -- sh -c 'sleep 0.5; echo once; exit 3' > "$d/out$i" 2>/dev/null &
+        done
+        for i in 1 2 3 4 5; do
+                rc=0
+                wait -n || rc=$?
+                [ "$rc" -eq 3 ]
+        done
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 1 ]
+        [ "$(cat "$d"/out* | json "o['id']" | sort -u | wc -l)" -eq 1 ]
+        [ "$(cat "$d"/out* | json "o['stdout'].strip()" | sort -u)" = once ]
+        # without: one that finds the run going is busy (75), one that
+        # raced it to the store waits for it; none runs a second time
+        for i in 1 2 3 4 5; do
+                "$HUTCH" run --id other --json -- sh -c 'sleep 0.5; exit 3' > /dev/null 2>&1 &
+        done
+        for i in 1 2 3 4 5; do
+                rc=0
+                wait -n || rc=$?
+                [ "$rc" -eq 3 ] || [ "$rc" -eq 75 ]
+        done
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
+}
+
 @test "idempotency: 40 concurrent runs with distinct keys are all recorded" {
         for i in $(seq 1 40); do
                 "$HUTCH" run -q --id "key-$i" -- sh -c "exit $((i % 7))" &
@@ -176,7 +224,7 @@ EOF2
         [ "$("$HUTCH" ls --json | json "o['idempotency_key']" | sort -u | wc -l)" -eq 40 ]
         "$HUTCH" ls --json | schema hutch.result/1
         for i in 3 17 40; do
-                run "$HUTCH" run -q --id "key-$i" -- true
+                run "$HUTCH" run -q --id "key-$i" -- sh -c "exit $((i % 7))"
                 [ "$status" -eq $((i % 7)) ]
         done
         [ "$("$HUTCH" ls --json | wc -l)" -eq 40 ]

@@ -462,7 +462,14 @@ static int record_start(struct run *r)
                 r->key_taken = true;
                 return EXIT_SETUP;
         }
-        if (k == 0 && (store_labels_set(r->store, rec->id, a->labels) < 0 ||
+        /* what hutch does not keep of a request (its stdin, its files)
+         * is said in labels, so hutch rerun can refuse to run without it */
+        _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
+        if (a->stdin_data)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
+        if (a->stage_dir)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
+        if (k == 0 && (store_labels_set(r->store, rec->id, labels) < 0 ||
                        run_label_slurm(r->store, rec->id, &r->slurm, a->labels) < 0))
                 k = -EIO;
         if (k == 0 && r->wp.workdir)

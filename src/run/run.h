@@ -40,6 +40,12 @@ struct run_ui {
         int (*answer_key)(const struct run_args *a, char *const *argv, bool wait_running);
 };
 
+/* Labels a run of a request gets when the request gave it stdin or
+ * files, which are not stored: hutch rerun refuses such a run rather
+ * than run it without them. */
+#define RUN_LABEL_REQUEST_STDIN "hutch.request.stdin"
+#define RUN_LABEL_REQUEST_FILES "hutch.request.files"
+
 /* The run's options that are not its profile's. */
 struct run_args {
         const char *profile;

@@ -126,6 +126,19 @@ int main(void) { puts("compiled"); return 3; }'
         [ "$output" = "code ['x']" ]
 }
 
+@test "rerun refuses a run whose request gave it stdin or files, saying why" {
+        run -0 "$HUTCH" run --request - <<< '{"argv":["cat"],"stdin":"hello"}'
+        run -1 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *"read a stdin its request gave"* ]]
+        run -0 "$HUTCH" run --request - <<< '{"argv":["cat","in.txt"],"files":{"in.txt":"x"}}'
+        run -1 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *"read files its request gave"* ]]
+        # a request without them reruns as before
+        run -0 "$HUTCH" run --request - <<< '{"argv":["echo","plain"]}'
+        run -0 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *plain* ]]
+}
+
 @test "rerun of an unknown run exits 1" {
         run "$HUTCH" rerun ZZZZZZZZ
         [ "$status" -eq 1 ]

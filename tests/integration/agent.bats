@@ -478,6 +478,58 @@ EOF2
         [ "$output" = ok ]
 }
 
+@test "the Python tool wrapper: files, stdin and session; stopping early cancels; its death ends the run" {
+        export HUTCH_TOOL_DIR="${HUTCH_DATADIR:-$TESTS_DIR/../share}/examples"
+        marker=$(unique)
+        export MARKER=$marker
+        run --separate-stderr python3 - <<'EOF2'
+import os, sys, json, subprocess, time
+sys.path.insert(0, os.environ["HUTCH_TOOL_DIR"])
+from hutch_tool import run, run_code
+hutch, marker = os.environ["HUTCH"], os.environ["MARKER"]
+
+out = [v for k, v in run_code("sh", "cat in.txt data.bin; cat", files={"in.txt": "file\n", "data.bin": b"\x01\n"},
+                              stdin=b"piped\n", hutch=hutch) if k == "stdout"]
+assert "".join(x if isinstance(x, str) else x.decode() for x in out) == "file\n\x01\npiped\n", out
+res = [v for k, v in run_code("sh", "echo kept > k; exit 1", session="py", commit="always", hutch=hutch) if k == "result"]
+assert res[0]["committed"] is True, res
+out = [v for k, v in run_code("sh", "cat k", session="py", hutch=hutch) if k == "stdout"]
+assert out == ["kept\n"], out
+
+# stop iterating after the start: the run is cancelled and recorded so
+gen = run({"argv": ["sh", "-c", "sleep 300; : " + marker + "-a"]}, hutch=hutch)
+kind, rid = next(gen)
+assert kind == "started"
+gen.close()
+show = json.loads(subprocess.run([hutch, "show", "--json", rid], stdout=subprocess.PIPE, check=True).stdout)
+assert show["status"] == "cancelled", show["status"]
+print("ok")
+EOF2
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+        ! host_has_process "$marker-a" || false
+        # the wrapper's process dies: hutch gets SIGTERM and ends the run
+        python3 - > "$BATS_TEST_TMPDIR/started" <<'EOF2' &
+import os, sys
+sys.path.insert(0, os.environ["HUTCH_TOOL_DIR"])
+from hutch_tool import run
+for kind, value in run({"argv": ["sh", "-c", "sleep 300; : " + os.environ["MARKER"] + "-b"]}, hutch=os.environ["HUTCH"]):
+    if kind == "started":
+        print(value, flush=True)
+EOF2
+        py=$!
+        wait_for_file "$BATS_TEST_TMPDIR/started" 200
+        kill -9 "$py"
+        id=$(cat "$BATS_TEST_TMPDIR/started")
+        for _ in $(seq 200); do
+                [ "$("$HUTCH" show --json "$id" | json "o['status']")" != running ] && break
+                sleep 0.1
+        done
+        [ "$("$HUTCH" show --json "$id" | json "o['status']")" = cancelled ]
+        ! host_has_process "$marker-b" || false
+}
+
 @test "request: stdin and files reach the job; the files are not counted as its changes" {
         printf 'from the host\n' > "$BATS_TEST_TMPDIR/host.txt"
         chmod 644 "$BATS_TEST_TMPDIR/host.txt"

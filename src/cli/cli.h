@@ -134,6 +134,17 @@ int cli_apply_changeset(const char *verb, const struct changeset *cs, const char
  * only count them. Returns an exit code. */
 int cli_session_gc(struct store *s, bool dry_run);
 
+/* `hutch stats --openmetrics` (cli/metrics.c): the runs matching filter
+ * as metrics in the text format monitors scrape, with the run labels
+ * of label_keys (NULL-terminated, may be NULL; each a valid label name,
+ * at most METRICS_LABEL_KEYS_MAX) as labels of hutch_runs_total; on
+ * stdout, or replacing the file output atomically. Returns an exit
+ * code, having logged. */
+#define METRICS_LABEL_KEYS_MAX 4
+struct store_filter;
+int cli_stats_openmetrics(struct store *s, const struct store_filter *filter, char **label_keys,
+                          const char *output);
+
 /* When stdout (stderr) is a terminal, route it through a filter that
  * neutralises escape sequences and control characters (see
  * sanitize_tty_stream): for the verbs that print what a job wrote or

@@ -364,3 +364,17 @@ json_t *store_labels_json(struct store *s, const char *run_id);
  * only), most first: "LANG=COUNT" strings in a new vector (NULL when
  * none). 0 or -errno. */
 int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret);
+
+/* For `hutch stats --openmetrics` (store-metrics.c). Egress decisions
+ * of the runs matching f (its since_ms and label only), by verdict:
+ * "DECISION=COUNT" strings ("allowed", "denied"; "unknown" for a row
+ * without one) in a new vector, NULL when none. 0 or -errno. */
+int store_decision_counts(struct store *s, const struct store_filter *f, char ***ret);
+/* The value of label key of every run that has it, as a new JSON
+ * object { RUN_ID: VALUE } (values that are not valid UTF-8 are left
+ * out). 0 or -errno. */
+int store_label_values(struct store *s, const char *key, json_t **ret);
+/* Bytes the store takes on disk: the database with its -wal and -shm
+ * files, and the blobs beside it (regular files' sizes; no symlink is
+ * followed). 0 or -errno. */
+int store_disk_bytes(struct store *s, uint64_t *ret);

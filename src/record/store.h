@@ -123,8 +123,13 @@ int proc_start_time(pid_t pid, uint64_t *ret);
  * False for every other status. */
 bool run_record_is_orphan(const struct run_record *rec);
 
+/* The stable error code of a run that ended with st (hutch-json(7)):
+ * the status's name, "setup_refused" for setup_error; NULL while
+ * running and for success. */
+const char *run_status_error_code(enum run_status st);
+
 /* The JSON view of a run (schema "hutch.result/1"): the fields id, status,
- * exit_code, signal, message, argv, cwd, started_at, finished_at (ISO-8601
+ * exit_code, signal, message, error_code, retryable, argv, cwd, started_at, finished_at (ISO-8601
  * UTC with ms, or null), duration_ms, cpu_user_ms, cpu_sys_ms, cpu_ms,
  * peak_memory_mb, stdout, stderr (only when with_output: sanitised text,
  * see sanitize.h), stdout_bytes, stderr_bytes, stdout_lines,

@@ -136,6 +136,10 @@ class Client:
                 raise Fail("%s: structuredContent does not match its outputSchema: %s" % (tool, e.message))
         else:
             check(r["isError"], "%s: a result without structuredContent must be an error" % tool)
+            # every error says what kind, and whether trying again may help
+            e = r.get("_meta", {}).get("hutch/error")
+            check(isinstance(e, dict) and isinstance(e.get("code"), str) and isinstance(e.get("retryable"), bool),
+                  "%s: an error without _meta hutch/error {code, retryable}: %r" % (tool, r))
         return r
 
     def run(self, tool, args, meta=None, timeout=60):
@@ -236,16 +240,19 @@ def scenario_session(c):
     r = c.run("run_command", {"argv": ["sh", "-c", "echo oops >&2; exit 3"]})
     sc = r["structuredContent"]
     check(r["isError"] and sc["status"] == "failed" and sc["exit_code"] == 3, "failure: %r" % text_of(r))
+    check(sc["error_code"] == "failed" and sc["retryable"] is False, "failure's code: %r" % sc)
     check(text_of(r).splitlines()[0].startswith("exit_code=3 status=failed "), "header: %r" % text_of(r))
     check("oops" in text_of(r), "stderr missing")
 
     r = c.run("run_command", {"argv": ["sleep", "30"], "timeout_s": 1})
     sc = r["structuredContent"]
     check(r["isError"] and sc["status"] == "timeout" and sc["limits"]["timeout_ms"] == 1000, "timeout: %r" % text_of(r))
+    check(sc["error_code"] == "timeout" and sc["retryable"] is False, "timeout's code: %r" % sc)
 
     # a model's bad arguments are a tool error it can read, not a protocol error
     r = c.run("run_command", {"argv": "ls"})
     check(r["isError"] and "argv" in text_of(r), "bad argv: %r" % r)
+    check(r["_meta"]["hutch/error"] == {"code": "bad_request", "retryable": False}, "bad argv's code: %r" % r)
     r = c.run("run_command", {"argv": ["cat", "x"], "files": {"x": {"host_path": "/etc/passwd"}}})
     check(r["isError"] and "host_path" in text_of(r), "host_path accepted: %r" % r)
 

@@ -16,6 +16,7 @@
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/util.h"
 #include "workspace/session.h"
 
 static void run_help(FILE *f)
@@ -171,7 +172,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         cfg->tty = true;
                         break;
                 case 'e':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 /* Every code an error carries, and whether the same request, sent again
@@ -31,12 +32,9 @@ static const struct {
         { "failed", false },               /* anything else */
 };
 
-/* The code a verb chose for the error it is about to end with. */
-static const char *chosen_code;
-
 void cli_error_code(const char *code)
 {
-        chosen_code = code;
+        log_set_error_code(code);
 }
 
 bool cli_error_code_retryable(const char *code)
@@ -55,8 +53,8 @@ static const char *code_of(const char *error)
                 { "timeout", "wait_timeout" }, { "setup", "setup_refused" }, { "damaged", "damaged" },
                 { "store", "store_unusable" }, { "not_found", "not_found" },
         };
-        if (chosen_code)
-                return chosen_code;
+        if (log_error_code())
+                return log_error_code();
         for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
                 if (streq(kinds[i][0], error))
                         return kinds[i][1];

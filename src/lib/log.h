@@ -34,6 +34,12 @@ char *log_escape(const char *text, size_t len);
  * logged. For main's hutch.error/1 answer to --json callers. */
 void log_keep_first_error(void);
 const char *log_first_error(void);
+/* The stable code (hutch-json(7), a static string: "store_busy",
+ * "admission_full", ...) of the error hutch is about to end with, where
+ * its exit code alone does not tell it; NULL when none was set. For the
+ * same answer; set by whichever module knows (cli/, run/). */
+void log_set_error_code(const char *code);
+const char *log_error_code(void);
 
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)

@@ -49,6 +49,7 @@ static void table(void **state)
                                 *c = '-';
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
+                                    startswith(k->flag, "admission-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
                                     streq(k->flag, "workdir-inside"));
         }
@@ -505,6 +506,10 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[admission]\n"
+                "max_memory = none\n"
+                "max_running = none\n"
+                "redundancy = 0.8\n"
                 "\n[artifacts]\n"
                 "dir = /workspace/output\n"
                 "max_bytes = 128M\n"
@@ -559,7 +564,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "ec08f26760e568ab3a5b43a88ae947a25111c0efb2c063beab291467b18ed2c8");
+        assert_string_equal(sha, "25f5bdf7119e402fe4279495025ee0aa81ad18d276f42f7cf95fe30f46fd4726");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

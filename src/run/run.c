@@ -284,6 +284,14 @@ static int open_record(struct run *r)
         return code != EXIT_OK ? code : RUN_NEXT;
 }
 
+/* A store that failed with error: busy past its timeout is worth
+ * trying again (75, store_busy); anything else is not (125). */
+static int store_failed(int error)
+{
+        log_set_error_code(error == -EBUSY ? "store_busy" : "store_unusable");
+        return error == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
+}
+
 /* Admission (run/admission.h), before anything of the sandbox exists:
  * a run over the node's cap waits for a slot (--queue-wait, with a
  * queued event on --events) or is refused with 75 and the retryable
@@ -319,7 +327,7 @@ static int admit(struct run *r)
         if (k < 0) {
                 log_error("run: run store: %s", error ? error : db);
                 admission_caps_done(&caps);
-                return EXIT_SETUP;
+                return store_failed(k);
         }
         for (;;) {
                 int fd = admission_lock(db);
@@ -497,18 +505,21 @@ static int build_policy(struct run *r)
         return RUN_NEXT;
 }
 
-/* The run store, opened for writing; EXIT_OK or EXIT_SETUP (logged). */
+/* The run store, opened for writing; EXIT_OK, or EXIT_SETUP or
+ * EXIT_BUSY (logged). */
 static int open_store(struct store **ret)
 {
         _cleanup_free_ char *path = NULL, *error = NULL;
+        int k;
 
         if (store_default_path(&path) < 0) {
                 log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
-                return EXIT_SETUP;
+                return store_failed(-ENOENT);
         }
-        if (store_open(path, ret, &error) < 0) {
+        k = store_open(path, ret, &error);
+        if (k < 0) {
                 log_error("run: run store: %s", error ? error : path);
-                return EXIT_SETUP;
+                return store_failed(k);
         }
         return EXIT_OK;
 }
@@ -566,7 +577,7 @@ static int record_start(struct run *r)
         if (k < 0) {
                 (void)store_batch_end(r->store, false);
                 log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
-                return EXIT_SETUP;
+                return store_failed(k);
         }
         run_detach_started(&r->detach_notify);
         log_info("run %s", rec->id);

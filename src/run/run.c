@@ -277,6 +277,11 @@ static int open_record(struct run *r)
                 code = run_open_session(a, db_path, &r->wp);
                 if (code != EXIT_OK)
                         return code;
+                /* how long it may stay unused: this run's profile says */
+                k = session_set_ttl(&r->wp.session, r->cfg->session_ttl_ms);
+                if (k < 0)
+                        log_warning("run: session %s: cannot record its ttl (hutch gc uses the default "
+                                    "profile's): %s", a->session, strerror(-k));
                 r->rec->session = xstrdup(a->session);
                 r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
         }

@@ -113,9 +113,6 @@ void cli_print_error_json(const char *error, const char *message, const char *po
  * with (a static string from hutch-json(7)'s table, e.g. "store_busy"),
  * where the exit code alone does not tell it. */
 void cli_error_code(const char *code);
-/* Whether the same request may succeed later: true for store_busy,
- * admission_full, idempotency_in_flight and wait_timeout. */
-bool cli_error_code_retryable(const char *code);
 
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */

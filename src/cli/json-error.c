@@ -9,40 +9,13 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "lib/errcode.h"
 #include "lib/log.h"
 #include "lib/util.h"
-
-/* Every code an error carries, and whether the same request, sent again
- * unchanged later, may succeed. Documented in hutch-json(7): codes are
- * only ever added. */
-static const struct {
-        const char *code;
-        bool retryable;
-} codes[] = {
-        { "store_busy", true },            /* the store stayed locked past the busy timeout */
-        { "admission_full", true },        /* the node's run cap is reached */
-        { "idempotency_in_flight", true }, /* run --id KEY: that run is still running */
-        { "wait_timeout", true },          /* wait: the run is still running */
-        { "usage", false },                /* bad command line */
-        { "bad_request", false },          /* bad --request document */
-        { "setup_refused", false },        /* the sandbox could not be built; bad profile */
-        { "store_unusable", false },       /* the store cannot be opened or used */
-        { "damaged", false },              /* stored bytes fail their checksum */
-        { "not_found", false },            /* no run matches (history verbs) */
-        { "failed", false },               /* anything else */
-};
 
 void cli_error_code(const char *code)
 {
         log_set_error_code(code);
-}
-
-bool cli_error_code_retryable(const char *code)
-{
-        for (size_t i = 0; i < ELEMENTSOF(codes); i++)
-                if (streq(codes[i].code, code))
-                        return codes[i].retryable;
-        return false;
 }
 
 /* The code of an error kind, unless a verb chose one. */
@@ -70,7 +43,7 @@ char *cli_error_json(const char *error, const char *message, const char *pointer
         json_object_set_new(o, "schema", json_string("hutch.error/1"));
         json_object_set_new(o, "error", json_string(error));
         json_object_set_new(o, "code", json_string(code));
-        json_object_set_new(o, "retryable", json_boolean(cli_error_code_retryable(code)));
+        json_object_set_new(o, "retryable", json_boolean(errcode_retryable(code)));
         /* the message may quote the caller's bytes: repair, never drop */
         json_t *m = json_string(message ? message : "");
         json_object_set_new(o, "message", m ? m : json_string("(message not valid UTF-8)"));

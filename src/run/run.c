@@ -41,6 +41,7 @@
 #include "run/run-internal.h"
 #include "config/profile.h"
 #include "config/run-config.h"
+#include "lib/errcode.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "limits/cgroup.h"
@@ -745,6 +746,12 @@ static void say_not_started(struct run *r, int code)
         if (!r->rec->message)
                 r->rec->message = xstrdup("the run could not start (hutch's message is on stderr)");
         json_t *o = r->a->ui->result_object(NULL, r->rec);
+        /* refused rather than failed (admission_full, store_busy): the
+         * exit event says so as hutch.error/1 would */
+        if (log_error_code()) {
+                json_object_set_new(o, "error_code", json_string(log_error_code()));
+                json_object_set_new(o, "retryable", json_boolean(errcode_retryable(log_error_code())));
+        }
         events_exit(r->ev, o);
         json_decref(o);
 }

@@ -132,6 +132,12 @@ cap_profile() {
         [ "$status" -eq 75 ]
         [[ "$output" == *'"code":"admission_full"'* ]]
         [[ "$stderr" == *"no slot within --queue-wait 300ms"* ]]
+        # on --events, the one exit event of a refused run says the same
+        run --separate-stderr "$HUTCH" run --max-running 1 --events -- true
+        [ "$status" -eq 75 ]
+        echo "$output" | "$CHECK" hutch.event/1
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *'"type":"exit"'*'"error_code":"admission_full","retryable":true'* ]]
         kill %2 2>/dev/null || true
         wait || true
 }

@@ -373,6 +373,21 @@ def scenario_queue(c):
     c.close()
 
 
+def scenario_node_queue(c):
+    """The server's profile has [admission] max_running = 1 and
+    --max-concurrent 2: the second call waits on the node's count (hutch
+    run --queue-wait), it is not refused, and the runs never overlap."""
+    c.handshake()
+    a = c.call(None, "run_command", {"argv": ["sleep", "2"]})
+    b = c.call(None, "run_command", {"argv": ["echo", "second"]})
+    ra = c.tool_result(a, "run_command")
+    rb = c.tool_result(b, "run_command")
+    check(not ra["isError"] and not rb["isError"], "a call failed: %r / %r" % (text_of(ra), text_of(rb)))
+    first, second = sorted([ra["structuredContent"], rb["structuredContent"]], key=lambda r: r["started_at"])
+    check(second["started_at"] >= first["finished_at"], "two runs at once under max_running = 1")
+    c.close()
+
+
 def scenario_output(c):
     """Long output: cut head and tail in the text, paged exactly by read_output."""
     c.handshake()

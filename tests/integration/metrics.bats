@@ -21,7 +21,7 @@ make_history() {
         run "$HUTCH" run --label task=build -- sh -c 'echo hi'
         run "$HUTCH" run --timeout 1s -- sleep 5
         [ "$status" -eq 124 ]
-        run "$HUTCH" run -- no-such-command-here
+        run -127 "$HUTCH" run -- no-such-command-here
         [ "$status" -eq 127 ]
         run "$HUTCH" run -- sh -c 'kill -9 $$'
         [ "$status" -eq 137 ]

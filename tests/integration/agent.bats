@@ -165,10 +165,11 @@ EOF2
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
-        "$HUTCH" run --id slow --id-wait --json -- true >"$d/waited" 2>&1 &
+        "$HUTCH" run -v --id slow --id-wait --json -- true >"$d/waited" 2>"$d/waited.err" &
         waiter=$!
-        # still there: it waits for the run rather than answering busy
-        sleep 1
+        # it says it waits for the run, and is still there, rather than
+        # answering busy
+        wait_until grep -q "with key slow is running: waiting for it" "$d/waited.err"
         kill -0 "$waiter"
         touch "$d/go"
         rc=0

@@ -110,3 +110,12 @@ any_alive() {
         done
         return "$alive"
 }
+
+# Whether process $1 has a file whose path ends in $2 open.
+has_open() {
+        local f
+        for f in /proc/"$1"/fd/*; do
+                [[ "$(readlink "$f" 2>/dev/null)" == *"$2" ]] && return 0
+        done
+        return 1
+}

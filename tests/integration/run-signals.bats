@@ -80,11 +80,13 @@ setup() { common_setup; }
 
 @test "a second SIGINT cancels the run and kills the tree (130)" {
         out="$BATS_TEST_TMPDIR/out"
-        "$HUTCH" run -- sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
+        "$HUTCH" run -- sh -c 'trap "echo got-int" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
         pid=$!
         wait_for_file "$out"
         kill -INT "$pid"
-        sleep 0.2
+        # the first reached the job, which goes on; only then the second
+        # (two at once would be one pending signal)
+        wait_until grep -q got-int "$out"
         kill -INT "$pid"
         st=0; wait "$pid" || st=$?
         [ "$st" -eq 130 ]

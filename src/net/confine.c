@@ -73,8 +73,8 @@
  * mid-run. A hostile job gains nothing from the difference: it can make
  * no call the list does not allow, however often it tries. Calls under
  * another architecture's convention (i386 int 0x80, x32) kill the
- * helper: nothing in it makes them (seccomp_filter_new()'s bad-arch
- * action).
+ * helper: nothing in it makes them, and libseccomp sends them to the
+ * bad-arch action, the filter naming the native architecture only.
  */
 #include "config.h"
 

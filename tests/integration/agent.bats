@@ -76,11 +76,24 @@ EOF2
 }
 
 @test "request: every document the reader accepts is valid against hutch.request/1" {
-        for doc in '{"argv":["true"]}' \
-                   '{"language":"python","code":"print(1)","limits":{"cpu_cores":0.5}}' \
-                   '{"argv":["true"],"secrets":["A"],"session":"s-1","idempotency_key":"k"}'; do
+        # each document goes through hutch's reader (and runs); one the
+        # reader takes must be one the schema allows
+        while read -r doc; do
+                run --separate-stderr env A=a-secret B="$BATS_TEST_TMPDIR" "$HUTCH" run -q --json --request - <<< "$doc"
+                [ "$status" -eq 0 ] || { echo "hutch refused $doc: $stderr" >&2; false; }
+                [ "$(echo "$output" | json "o['status']")" = success ]
                 echo "$doc" | schema hutch.request/1
-        done
+        done <<'EOF2'
+{"argv":["true"]}
+{"schema":"hutch.request/1","argv":["true"]}
+{"language":"python","code":"print(1)","limits":{"cpu_cores":0.5}}
+{"argv":["true"],"secrets":["A"],"session":"s-1","idempotency_key":"k"}
+{"argv":["true"],"secrets":{"S":{"env":"A"},"T":{"value":"v"}}}
+{"argv":["sh","-c","cat f d/g >/dev/null"],"files":{"f":"x","d/g":{"content":"AAEC","encoding":"base64"}}}
+{"argv":["cat"],"stdin":{"content":"aGk=","encoding":"base64"},"env":{"MODE":"test"}}
+{"argv":["cat"],"stdin":"hi","labels":{"agent":"planner","task":"42"},"network":"none"}
+{"argv":["true"],"limits":{"timeout_ms":10000,"memory_mb":256,"cpu_cores":1,"disk_mb":100,"pids":64,"cpu_time_ms":5000}}
+EOF2
 }
 
 @test "request: unknown fields, wrong types and unknown versions are refused with a JSON pointer, exit 2" {
@@ -152,10 +165,11 @@ EOF2
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
-        "$HUTCH" run --id slow --id-wait --json -- true >"$d/waited" 2>&1 &
+        "$HUTCH" run -v --id slow --id-wait --json -- true >"$d/waited" 2>"$d/waited.err" &
         waiter=$!
-        # still there: it waits for the run rather than answering busy
-        sleep 1
+        # it says it waits for the run, and is still there, rather than
+        # answering busy
+        wait_until grep -q "with key slow is running: waiting for it" "$d/waited.err"
         kill -0 "$waiter"
         touch "$d/go"
         rc=0

@@ -65,6 +65,30 @@ static bool initial_userns(const char *proc)
         return inside == 0 && outside == 0 && count == 4294967295UL;
 }
 
+/* Chrooted into a directory that is not a mount point: mountinfo lists
+ * only the mounts reachable from the caller's root, so no mount is at
+ * "/". The kernel refuses a user namespace to a process whose root is
+ * not its mount namespace's (current_chrooted()), as chroot(8) into a
+ * plain directory leaves it. A chroot onto a mount point looks like a
+ * namespace's root from inside, and is not seen. */
+static bool chrooted(const char *proc)
+{
+        _cleanup_free_ char *text = NULL;
+        if (read_at(proc, "self/mountinfo", &text) < 0 || !*text)
+                return false;
+        for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT ...: skip four fields */
+                const char *p = line;
+                for (int field = 0; field < 4 && p; field++) {
+                        p = strpbrk(p, " \n");
+                        p = p && *p == ' ' ? p + 1 : NULL;
+                }
+                if (p && p[0] == '/' && p[1] == ' ')
+                        return false;
+        }
+        return true;
+}
+
 /* a profile hutch ships (hutch, hutch-static, or one doctor's fix
  * writes, hutch-local) is named at the start of line */
 static bool hutch_profile_name(const char *line)
@@ -93,6 +117,7 @@ void userns_facts_gather(struct userns_facts *f, int error, bool at_clone, const
         bool sys_admin;
         read_status(proc, f, &sys_admin);
         f->privileged = sys_admin && initial_userns(proc);
+        f->chrooted = chrooted(proc);
         f->restrict_userns = read_long_at(proc, "sys/kernel/apparmor_restrict_unprivileged_userns");
         f->userns_clone = read_long_at(proc, "sys/kernel/unprivileged_userns_clone");
         f->max_user_ns = read_long_at(proc, "sys/user/max_user_namespaces");
@@ -127,6 +152,8 @@ enum userns_cause userns_classify(const struct userns_facts *f)
                 return USERNS_CAUSE_NONE;
         if (f->at_clone && f->seccomp == 2)
                 return USERNS_CAUSE_SECCOMP;
+        if (f->at_clone && f->error == EPERM && f->chrooted)
+                return USERNS_CAUSE_CHROOT;
         if (f->privileged)
                 return USERNS_CAUSE_NONE;
         if (f->at_clone && f->userns_clone == 0)
@@ -143,6 +170,10 @@ const char *userns_cause_text(enum userns_cause c, const struct userns_facts *f,
                 snprintf(buf, len, "a seccomp filter refuses them (%s answers %s; Seccomp: 2 in /proc/self/status: "
                          "a container runtime's default profile does this)",
                          f->error == ENOSYS ? "clone3" : "clone", f->error == ENOSYS ? "ENOSYS" : "EPERM");
+                break;
+        case USERNS_CAUSE_CHROOT:
+                snprintf(buf, len, "hutch runs chrooted, and the kernel refuses a user namespace to a process "
+                         "whose root is not its mount namespace's");
                 break;
         case USERNS_CAUSE_CLONE_KNOB:
                 snprintf(buf, len, "the kernel switch kernel.unprivileged_userns_clone is 0");
@@ -196,6 +227,10 @@ const char *userns_cause_fix(enum userns_cause c, const struct userns_facts *f, 
                 snprintf(buf, len, "run hutch outside the container, or start the container with a seccomp profile "
                          "that allows clone, clone3 and unshare with CLONE_NEWUSER "
                          "(docker run --security-opt seccomp=PROFILE.json ...)");
+                break;
+        case USERNS_CAUSE_CHROOT:
+                snprintf(buf, len, "run hutch outside the chroot, or make the directory the root of a mount namespace "
+                         "instead (unshare --mount, then pivot_root; systemd-nspawn and container runtimes do)");
                 break;
         case USERNS_CAUSE_CLONE_KNOB:
                 snprintf(buf, len, "sudo sysctl -w kernel.unprivileged_userns_clone=1 && "

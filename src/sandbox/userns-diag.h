@@ -16,6 +16,7 @@
 enum userns_cause {
         USERNS_CAUSE_NONE,              /* nothing gathered explains the refusal */
         USERNS_CAUSE_SECCOMP,           /* a seccomp filter (a container runtime's default profile) */
+        USERNS_CAUSE_CHROOT,            /* the caller is chrooted: the kernel refuses it a user namespace */
         USERNS_CAUSE_CLONE_KNOB,        /* kernel.unprivileged_userns_clone = 0 (Debian's older switch) */
         USERNS_CAUSE_MAX_ZERO,          /* user.max_user_namespaces = 0 */
         USERNS_CAUSE_USED_UP,           /* user.max_user_namespaces reached (ENOSPC, limit above 0) */
@@ -37,6 +38,7 @@ struct userns_facts {
         int error;              /* positive errno of the refusal; 0: none */
         bool at_clone;          /* clone3()/unshare() itself refused, not a later step */
         bool privileged;        /* CAP_SYS_ADMIN in the initial user namespace (AppArmor exempts it) */
+        bool chrooted;          /* chroot(8) into a directory: no mount is at "/" in mountinfo */
         int seccomp;            /* "Seccomp:" of /proc/self/status: 0, 1, 2; -1 unknown */
         long restrict_userns;   /* kernel.apparmor_restrict_unprivileged_userns; -1 absent */
         long userns_clone;      /* kernel.unprivileged_userns_clone; -1 absent */
@@ -55,8 +57,8 @@ void userns_facts_gather(struct userns_facts *f, int error, bool at_clone, const
 
 /* The cause of f's refusal, or USERNS_CAUSE_NONE. Order matters, and
  * follows the kernel's: a seccomp filter answers before clone() reaches
- * any namespace code; Debian's switch and the count limit refuse in
- * clone() itself; AppArmor's restriction lets the namespace be made
+ * any namespace code; the count limit, a chroot and Debian's switch
+ * refuse in clone() itself; AppArmor's restriction lets the namespace be made
  * (for an unconfined caller) and strips its capabilities, so it shows
  * as EPERM at any later step, and spares a caller that is confined by
  * hutch's own profile, whose `userns,` rule allows them, and a

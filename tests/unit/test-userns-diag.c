@@ -33,6 +33,7 @@ struct host {
         const char *profiles;           /* its profiles file */
         const char *label;              /* attr/apparmor/current */
         bool profile_file;              /* /etc/apparmor.d/hutch */
+        int roots;                      /* 0: no mountinfo; 1: a mount at "/"; 2: none (chroot) */
 };
 
 static char *base;
@@ -74,6 +75,13 @@ static void build(const struct host *h, struct userns_roots *roots)
         }
         if (h->profile_file)
                 assert_int_equal(fst_write(base, "etc/hutch", "profile hutch /usr/bin/hutch {}\n", 0644), 0);
+        if (h->roots)
+                assert_int_equal(fst_write(base, "proc/self/mountinfo", h->roots == 1
+                        ? "21 1 0:20 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"
+                          "22 21 0:5 / /proc rw - proc proc rw\n"
+                        /* chroot(8) into /srv/root: the mounts under it only */
+                        : "40 21 0:5 / /proc rw - proc proc rw\n"
+                          "41 21 0:6 / /dev rw - devtmpfs udev rw\n", 0644), 0);
         roots->proc = fst_path(base, "proc");
         roots->apparmorfs = fst_path(base, "apparmor");
         roots->apparmor_d = fst_path(base, "etc");
@@ -210,6 +218,29 @@ static void container_seccomp_refusal(void **state)
         assert_int_equal(classify(&both, EPERM, true, &f), USERNS_CAUSE_SECCOMP);
 }
 
+static void a_chroot(void **state)
+{
+        struct userns_facts f;
+        char text[512], fix[1024];
+        struct host h = { .capeff = CAPS_ROOT, .initial_userns = true, .roots = 2 };
+        assert_int_equal(classify(&h, EPERM, true, &f), USERNS_CAUSE_CHROOT);
+        assert_true(f.chrooted);
+        userns_cause_text(USERNS_CAUSE_CHROOT, &f, text, sizeof(text));
+        assert_non_null(strstr(text, "chrooted"));
+        userns_cause_fix(USERNS_CAUSE_CHROOT, &f, fix, sizeof(fix));
+        assert_non_null(strstr(fix, "pivot_root"));
+        /* a mount at "/": the namespace's root, not chrooted */
+        h.roots = 1;
+        assert_int_equal(classify(&h, EPERM, true, &f), USERNS_CAUSE_NONE);
+        assert_false(f.chrooted);
+        /* no mountinfo: unknown, not chrooted */
+        h.roots = 0;
+        assert_int_equal(classify(&h, EPERM, true, &f), USERNS_CAUSE_NONE);
+        /* the chroot refuses at clone only */
+        h.roots = 2;
+        assert_int_equal(classify(&h, EPERM, false, &f), USERNS_CAUSE_NONE);
+}
+
 static void the_count_limit(void **state)
 {
         struct userns_facts f;
@@ -273,6 +304,7 @@ int main(void)
                 cmocka_unit_test(ubuntu_confined_by_hutch_is_not_apparmor),
                 cmocka_unit_test(root_is_exempt_from_apparmor),
                 cmocka_unit_test(container_seccomp_refusal),
+                cmocka_unit_test(a_chroot),
                 cmocka_unit_test(the_count_limit),
                 cmocka_unit_test(debians_old_switch),
                 cmocka_unit_test(nothing_to_explain),

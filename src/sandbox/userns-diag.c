@@ -167,9 +167,9 @@ const char *userns_cause_text(enum userns_cause c, const struct userns_facts *f,
 {
         switch (c) {
         case USERNS_CAUSE_SECCOMP:
-                snprintf(buf, len, "a seccomp filter refuses them (%s answers %s; Seccomp: 2 in /proc/self/status: "
+                snprintf(buf, len, "a seccomp filter refuses them (%s; Seccomp: 2 in /proc/self/status: "
                          "a container runtime's default profile does this)",
-                         f->error == ENOSYS ? "clone3" : "clone", f->error == ENOSYS ? "ENOSYS" : "EPERM");
+                         f->error == ENOSYS ? "clone3 answers ENOSYS" : "clone and unshare answer EPERM");
                 break;
         case USERNS_CAUSE_CHROOT:
                 snprintf(buf, len, "hutch runs chrooted, and the kernel refuses a user namespace to a process "

@@ -29,7 +29,7 @@ setup() {
 @test "doctor under a container's seccomp profile names the filter and the fix" {
         run "$refuse" "$HUTCH" doctor
         [ "$status" -eq 1 ]
-        [[ "$output" == *"MISSING unprivileged user namespaces: a seccomp filter refuses them (clone answers EPERM; Seccomp: 2"* ]]
+        [[ "$output" == *"MISSING unprivileged user namespaces: a seccomp filter refuses them (clone and unshare answer EPERM; Seccomp: 2"* ]]
         [[ "$output" == *"fix: run hutch outside the container, or start the container with a seccomp profile that allows clone, clone3 and unshare with CLONE_NEWUSER"* ]]
         [[ "$output" != *"AppArmor"* ]]
         [[ "$output" == *"hutch run cannot work on this host"* ]]

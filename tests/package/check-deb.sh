@@ -124,11 +124,17 @@ out=$(runuser -u smoke -- hutch run --json -- sh -c 'echo x > /etc/passwd' || tr
 echo "$out" | head -c 400; echo
 grep -q smoke /etc/passwd || exit 21
 runuser -u smoke -- hutch run -- sh -c 'echo unprivileged ok' | grep -qx 'unprivileged ok' || exit 22
+step "AppArmor 4 arrives (abi/4.0): configuring again lifts the disable link"
+mkdir -p /etc/apparmor.d/abi && : > /etc/apparmor.d/abi/4.0
+/var/lib/dpkg/info/hutch.postinst configure
+test ! -e /etc/apparmor.d/disable/hutch || exit 23
+test -f /etc/apparmor.d/local/hutch || exit 24
 step purge
 apt-get purge -y -qq hutch > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 30; }
 test ! -e /usr/bin/hutch || exit 31
 test ! -e /etc/apparmor.d/hutch || exit 32
 test ! -e /etc/apparmor.d/disable/hutch || exit 33
+test ! -e /etc/apparmor.d/local/hutch || exit 34
 echo "== done"
 SMOKE
 # shellcheck disable=SC2016 # expanded by the inner shell

@@ -51,6 +51,7 @@ static void table(void **state)
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
                                     startswith(k->flag, "admission-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
+                                    startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
         }
         assert_ptr_equal(profile_key_find("memory_high"), profile_key_find("memory-high"));
@@ -334,10 +335,10 @@ static void errors(void **state)
                   "profile t.ini:2: expected a variable name (letters, digits, '_'), got \"1BAD\"" },
                 /* structure */
                 { "[limit]\nmemory = 1G\n", -EINVAL,
-                  "profile t.ini:1: unknown section [limit] (known: artifacts, env, filesystem, limits, network, "
+                  "profile t.ini:1: unknown section [limit] (known: apply, artifacts, env, filesystem, limits, network, "
                   "sandbox, seccomp)" },
                 { "[limits]\n[emptymisspelt]\n", -EINVAL,
-                  "profile t.ini:2: unknown section [emptymisspelt] (known: artifacts, env, filesystem, limits, "
+                  "profile t.ini:2: unknown section [emptymisspelt] (known: apply, artifacts, env, filesystem, limits, "
                   "network, sandbox, seccomp)" },
                 { "[limits]\nmemroy = 1G\n", -EINVAL, "profile t.ini:2: memroy: unknown key in [limits]" },
                 { "[sandbox]\nmemory = 1G\n", -EINVAL,
@@ -510,6 +511,8 @@ static void canonical(void **state)
                 "max_memory = none\n"
                 "max_running = none\n"
                 "redundancy = 0.8\n"
+                "\n[apply]\n"
+                "protect =\n"
                 "\n[artifacts]\n"
                 "dir = /workspace/output\n"
                 "max_bytes = 128M\n"
@@ -564,7 +567,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "25f5bdf7119e402fe4279495025ee0aa81ad18d276f42f7cf95fe30f46fd4726");
+        assert_string_equal(sha, "6ff755b141d6103df150fe8afefb54ad9d95957fceaca54733146fba39aa482c");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

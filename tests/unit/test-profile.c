@@ -49,6 +49,7 @@ static void table(void **state)
                                 *c = '-';
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
+                                    startswith(k->flag, "admission-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
                                     startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
@@ -506,6 +507,10 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[admission]\n"
+                "max_memory = none\n"
+                "max_running = none\n"
+                "redundancy = 0.8\n"
                 "\n[apply]\n"
                 "protect =\n"
                 "\n[artifacts]\n"
@@ -562,7 +567,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "5084279b135b8f049edc4c52ea91cf8a080915640c9fc0c29b0442723d26e732");
+        assert_string_equal(sha, "6ff755b141d6103df150fe8afefb54ad9d95957fceaca54733146fba39aa482c");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -96,8 +96,6 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                 a->profile = req->profile;
         if (!a->session)
                 a->session = req->session;
-        if (!a->commit && req->commit)
-                a->commit = (enum session_commit)session_commit_from_string(req->commit);
         if (!a->workdir)
                 a->workdir = req->workdir;
         if (!a->id_key)

@@ -156,7 +156,6 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
                 { "queue-wait", required_argument, NULL, OPT_QUEUE_WAIT },
-                { "commit",  required_argument, NULL, OPT_COMMIT },
                 { "log-id",  no_argument,       NULL, OPT_LOG_ID },
                 { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
                 { "request", required_argument, NULL, OPT_REQUEST },
@@ -257,13 +256,6 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case OPT_LOG_ID:
                         a->log_id = true;
                         break;
-                case OPT_COMMIT: {
-                        int policy = session_commit_from_string(optarg);
-                        if (policy < 0)
-                                return cli_bad_value("run", "commit", optarg, "expected success, always or never");
-                        a->commit = (enum session_commit)policy;
-                        break;
-                }
                 case OPT_REQUEST:
                         a->request = optarg;
                         break;

@@ -451,6 +451,8 @@ static int parse_top(struct parser *p, json_t *root)
                         if (r == 0 && !streq(req->commit, "success") && !streq(req->commit, "always") &&
                             !streq(req->commit, "never"))
                                 r = fail(p, ptr, "expected \"success\", \"always\" or \"never\"");
+                        if (r == 0)
+                                r = add_override(p, ptr, "commit", req->commit);
                 }
                 else if (streq(k, "workdir"))
                         r = get_string(p, v, ptr, &req->workdir);

@@ -65,7 +65,6 @@ struct run_args {
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;
         uint64_t queue_wait_ms; /* --queue-wait: how long to wait for admission */
-        enum session_commit commit; /* --commit; DEFAULT: success */
         bool trust_profile;     /* --trust-profile */
         const char *request;    /* --request FILE|- */
         char **labels;          /* --label KEY=VALUE, as given */

@@ -371,9 +371,9 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 /* the session keeps a run's changes when the policy says
                  * (by default only when it succeeded); we still hold its lock */
                 rec->committed = 0;
-                if (!session_commit_wanted(a->commit, out->status == RUN_SUCCESS))
+                if (!session_commit_wanted(cfg->commit, out->status == RUN_SUCCESS))
                         log_info("session %s left as it was: %s", a->session,
-                                 a->commit == SESSION_COMMIT_NEVER ? "--commit never"
+                                 cfg->commit == SESSION_COMMIT_NEVER ? "commit = never"
                                                                    : "the job did not succeed");
                 else if (!res.cs.n)
                         rec->committed = 1;     /* nothing to commit: the session is what the run saw */

@@ -44,6 +44,7 @@ const char *session_commit_to_string(enum session_commit c)
                 return "always";
         case SESSION_COMMIT_NEVER:
                 return "never";
+        case SESSION_COMMIT_SUCCESS:
         default:
                 return "success";
         }

@@ -22,17 +22,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* When a session run's change set is committed to the session's tree
- * (`hutch run --commit`, a request's "commit", the MCP tools' argument).
- * SESSION_COMMIT_DEFAULT is "not said": the CLI takes success, the MCP
- * server always. */
-enum session_commit {
-        SESSION_COMMIT_DEFAULT,
-        SESSION_COMMIT_SUCCESS, /* only when the job succeeded (exit 0) */
-        SESSION_COMMIT_ALWAYS,  /* whatever the job's outcome (a REPL keeps what it did) */
-        SESSION_COMMIT_NEVER,   /* never: try something, keep nothing */
-};
-/* "success", "always", "never" -> the policy; -EINVAL otherwise. */
+#include "config/run-config.h"
+
+/* enum session_commit (config/run-config.h, the profile key commit):
+ * "success", "always", "never" -> the policy; -EINVAL otherwise. */
 int session_commit_from_string(const char *s);
 const char *session_commit_to_string(enum session_commit c);
 /* Whether a run with this outcome commits under policy c. */

@@ -248,3 +248,13 @@ assert s["short"]["bytes"] == 2 and s["short"]["entries"] == 1
         run "$HUTCH" run --session s --commit sometimes -- true
         [ "$status" -eq 2 ]
 }
+
+@test "the profile key commit: a profile's always keeps a failed run's changes; --commit overrides it" {
+        printf '[sandbox]\ncommit = always\n' > "$BATS_TEST_TMPDIR/keep.ini"
+        run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --session s -- sh -c 'echo one > f; exit 1'
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --commit success --session s -- sh -c 'echo two > f; exit 1'
+        [ "$(cat "$TREE/f")" = one ]
+        run -0 "$HUTCH" profile show "$BATS_TEST_TMPDIR/keep.ini"
+        [[ "$output" == *"commit = always"* ]]
+}

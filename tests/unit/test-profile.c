@@ -552,6 +552,7 @@ static void canonical(void **state)
                 "max_connections = 64\n"
                 "mode = none\n"
                 "\n[sandbox]\n"
+                "commit = success\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
                 "runtime = native\n"
@@ -567,7 +568,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "6ff755b141d6103df150fe8afefb54ad9d95957fceaca54733146fba39aa482c");
+        assert_string_equal(sha, "fb41de797ef965bacd0497ae0694e3d0e823c1f56de274a01c8c46a829046565");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

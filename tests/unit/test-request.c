@@ -45,7 +45,7 @@ static void full(void **state)
         assert_string_equal(r.argv[2], "echo hi");
         ov = overrides(&r);
         assert_string_equal(ov, "env=A=1\ntimeout=1500ms\nmemory=256M\ncpus=0.500\ndisk=64M\npids=10\n"
-                                "network=none\n");
+                                "commit=never\nnetwork=none\n");
         assert_string_equal(r.labels[0], "team=x=y");
         assert_string_equal(r.profile, "python");
         assert_string_equal(r.session, "s");

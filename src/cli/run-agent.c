@@ -71,13 +71,16 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                               "not starting with '.'");
                 r = -EINVAL;
         }
-        if (r == 0 && req->n_files && (a->workdir || a->session || req->workdir || req->session)) {
+        if (r == 0 && req->n_files && (a->workdir || req->workdir)) {
                 pointer = xstrdup("/files");
-                err = xstrdup("request: /files: cannot be combined with a workdir or a session "
-                              "(their files are the workspace)");
+                err = xstrdup("request: /files: cannot be combined with a workdir (its files are the workspace)");
                 r = -EINVAL;
         }
-        if (r == 0 && req->n_files)
+        if (r == 0 && req->n_files && (a->session || req->session)) {
+                /* put into the session's tree once it is locked */
+                a->session_files = req->files;
+                a->n_session_files = req->n_files;
+        } else if (r == 0 && req->n_files)
                 r = stage_files(a, req, &pointer, &err);
         if (r < 0) {
                 log_error("run: %s", err);

@@ -32,7 +32,7 @@ static const char result_schema_text[] =
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
-        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}," \
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session; files given with it are put into the session first and kept\",\"maxLength\":60}," \
         "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"propertyNames\":{\"pattern\":\"^[A-Za-z_][A-Za-z0-9_]{0,127}$\"},\"additionalProperties\":{\"type\":\"string\"},\"description\":\"environment variables of the program (name -> value)\"}," \
         "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never\"}"
 

@@ -573,7 +573,7 @@ static int record_start(struct run *r)
         _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
         if (a->stdin_data)
                 labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
-        if (a->stage_dir)
+        if (a->stage_dir || a->n_session_files)
                 labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
         if (k == 0 && (store_labels_set(r->store, rec->id, labels) < 0 ||
                        run_label_slurm(r->store, rec->id, &r->slurm, a->labels) < 0))

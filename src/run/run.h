@@ -77,6 +77,8 @@ struct run_args {
         const char *stdin_data; /* a request's stdin, instead of ours */
         size_t stdin_len;
         char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */
+        const struct request_file *session_files; /* or, with a session, put into its tree */
+        size_t n_session_files;
         pid_t stage_pid;        /* who staged them */
         const struct run_ui *ui; /* the verb's words (required) */
 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run/run-internal.h"
+#include "config/request.h"
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
@@ -41,6 +42,19 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
                 return EXIT_SETUP;
         }
         session_touch(&wp->session);
+        if (a->n_session_files) {
+                /* a request's files with a session: uploaded into the tree
+                 * under our lock, owned as the session's other files */
+                size_t bad = 0;
+                bool as_root = geteuid() == 0;
+                r = session_put_files(&wp->session, a->session_files, a->n_session_files,
+                                      as_root ? ns_host_uid() : (uid_t)-1, as_root ? ns_host_gid() : (gid_t)-1, &bad);
+                if (r < 0) {
+                        log_error("run: session %s: files/%s: %s", a->session, a->session_files[bad].path,
+                                  r == -EEXIST ? "something other than a regular file is in its place" : strerror(-r));
+                        return EXIT_SETUP;
+                }
+        }
         wp->workdir = xstrdup(wp->session.tree);
         /* no lower_since: only hutch changes a session's tree, under the
          * lock we hold for the whole run */

@@ -50,6 +50,19 @@ struct session {
  * -errno (-EINVAL: bad name). */
 int session_acquire(const char *root, const char *name, uint64_t wait_ms, struct session *ret);
 
+struct request_file;
+
+/* Put files into the locked session's tree before a run (a request's
+ * or an MCP call's "files" with a session): an upload, kept whatever
+ * the run then does, never part of its change set. Parent dirs are
+ * made (0755); every component is opened without following symlinks,
+ * and a path whose last component is not a regular file (a symlink, a
+ * FIFO, a dir) is refused: the tree is what earlier jobs left. Files
+ * are 0644, given to uid:gid unless uid is (uid_t)-1. 0, or -errno and
+ * *ret_index the file at fault. */
+int session_put_files(struct session *s, const struct request_file *files, size_t n, uid_t uid, gid_t gid,
+                      size_t *ret_index);
+
 /* Record now as the session's last use. */
 void session_touch(struct session *s);
 

@@ -621,7 +621,7 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
 }
 
 @test "request: files with a workdir, or a missing host file, are refused naming /files" {
-        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"session":"s"}'
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"workdir":"/tmp"}'
         [ "$status" -eq 2 ]
         [ "$(echo "$output" | json "o['pointer']")" = /files ]
         run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":{"host_path":"/nonexistent/x"}}}'

@@ -457,6 +457,12 @@ def scenario_commit(c):
     check(r["isError"] and "add is wrong" in text_of(r), "the test run did not see the edit: %r" % text_of(r))
     r = c.run("run_command", {"argv": ["cat", "calc.py"], "session": "edit"})
     check("a - b" in r["structuredContent"]["stdout"], "the edit is lost: %r" % r["structuredContent"]["stdout"])
+    # files with a session: put into it first, and kept
+    r = c.run("run_command", {"argv": ["cat", "data/in.txt"], "session": "edit", "commit": "never",
+                              "files": {"data/in.txt": "uploaded\n"}})
+    check(r["structuredContent"]["stdout"] == "uploaded\n", "files with a session: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["cat", "data/in.txt"], "session": "edit"})
+    check(r["structuredContent"]["stdout"] == "uploaded\n", "the uploaded file is gone: %r" % text_of(r))
     r = c.run("run_command", {"argv": ["sh", "-c", "echo x > scratch"], "session": "edit", "commit": "never"})
     check(not r["isError"] and r["structuredContent"]["committed"] is False, "commit never: %r" % text_of(r))
     r = c.run("run_command", {"argv": ["ls"], "session": "edit"})

@@ -249,6 +249,19 @@ assert s["short"]["bytes"] == 2 and s["short"]["entries"] == 1
         [ "$status" -eq 2 ]
 }
 
+@test "a request's files with a session are put into it first and kept; a symlink in their place is refused" {
+        run -1 "$HUTCH" run --request - <<< '{"session":"s","argv":["sh","-c","cat d/in.txt; exit 1"],"files":{"d/in.txt":"hello\n"}}'
+        [ "$(echo "$output" | jq -r .stdout)" = hello ]
+        [ "$(cat "$TREE/d/in.txt")" = hello ]
+        [ "$(echo "$output" | jq -r '.labels["hutch.request.files"]')" = yes ]
+        # a job's symlink does not lead the upload out of the session
+        run -0 "$HUTCH" run -q --session s -- ln -s /etc/hutch-test-target evil
+        run -125 "$HUTCH" run --request - <<< '{"session":"s","argv":["true"],"files":{"evil":"x"}}'
+        [ ! -e /etc/hutch-test-target ]
+        run -125 "$HUTCH" run --request - <<< '{"session":"s","argv":["true"],"files":{"evil/x":"x"}}'
+        [ ! -e /etc/hutch-test-target ]
+}
+
 @test "the profile key commit: a profile's always keeps a failed run's changes; --commit overrides it" {
         printf '[sandbox]\ncommit = always\n' > "$BATS_TEST_TMPDIR/keep.ini"
         run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --session s -- sh -c 'echo one > f; exit 1'

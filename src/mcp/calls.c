@@ -35,6 +35,7 @@ void call_free(struct mcp_call *c)
         json_decref(c->progress_token);
         free(c->request);
         free(c->session);
+        free(c->session_wait);
         free(c->note);
         free(c->out);
         if (c->in_fd >= 0)
@@ -53,7 +54,7 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
 
         while (extra_args && extra_args[n_extra])
                 n_extra++;
-        argv = xcalloc(n_extra + 6, sizeof(char *));
+        argv = xcalloc(n_extra + 8, sizeof(char *));
         argv[n++] = (char *)"hutch";
         argv[n++] = (char *)"run";
         argv[n++] = (char *)"--request";
@@ -61,6 +62,12 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
         argv[n++] = (char *)"--json";
         for (size_t i = 0; i < n_extra; i++)
                 argv[n++] = extra_args[i];
+        if (c->session_wait) {
+                /* another process (another server of the scope, the
+                 * operator) may hold the session: wait for it */
+                argv[n++] = (char *)"--session-wait";
+                argv[n++] = c->session_wait;
+        }
 
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
                 goto fail;

@@ -37,6 +37,7 @@ struct mcp_call {
         char *request;          /* the hutch.request/1 text */
         char *note;             /* said first in the result's text (a limit the
                                  * server lowered), or NULL */
+        char *session_wait;     /* with a session: --session-wait for its child, or NULL */
         char *session;          /* the hutch session it runs in, or NULL: calls
                                  * of one session run one at a time, in order */
         size_t request_len, request_off;

@@ -242,6 +242,12 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                                     json_number_value(asked), s->cfg->max_timeout_ms / 1000.0);
         const char *session = json_string_value(json_object_get(req, "session"));
         c->session = session ? xstrdup(session) : NULL;
+        if (session) {
+                /* this server's own calls on it queue (server.c); a holder
+                 * outside it is waited for as long as the call may run */
+                json_int_t wait_ms = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+                c->session_wait = xasprintf("%lldms", (long long)(wait_ms > 0 ? wait_ms : MCP_DEFAULT_TIMEOUT_MS));
+        }
         while (*tail)
                 tail = &(*tail)->next;
         *tail = c;

@@ -635,6 +635,23 @@ def scenario_small(c):
     c.close()
 
 
+def scenario_session_held(c):
+    """A session held by a process outside the server (here the operator's
+    own hutch run on mcp-held) is waited for, not an "in use" failure."""
+    c.handshake()
+    marker = "mcp-held-%d" % os.getpid()
+    holder = subprocess.Popen([HUTCH, "run", "-q", "--session", "mcp-held", "--", "sh", "-c",
+                               "echo first > f; sleep 2; : " + marker])
+    deadline = time.monotonic() + 20
+    while not alive(marker):
+        check(time.monotonic() < deadline, "the holder never started")
+        time.sleep(0.05)
+    r = c.run("run_command", {"argv": ["cat", "f"], "session": "held"})
+    holder.wait()
+    check(not r["isError"] and r["structuredContent"]["stdout"] == "first\n", "the call did not wait: %r" % text_of(r))
+    c.close()
+
+
 def scenario_slot(c):
     """--max-concurrent 1: a queued call starts as soon as the slot frees
     (within 0.5 s of the first run's end), not at the next 5 s tick."""

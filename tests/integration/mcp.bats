@@ -150,6 +150,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: a session held outside the server is waited for, not an in-use failure" {
+        run -0 session session_held
+        echo "$output"
+}
+
 @test "mcp: a queued call starts within 0.5 s of a free slot" {
         run -0 session slot -- --max-concurrent 1
         echo "$output"

@@ -224,6 +224,13 @@ const struct profile_key profile_keys[] = {
           "extra empty tmpfs mount points (they count against disk)",
           FIELD(tmpfs_paths), .check = check_abs_path },
 
+        { "image", "max_image_size", "max-image-size", PROFILE_SIZE, "16G", "bytes",
+          "most bytes all layers of an image unpack to (hutch image import)",
+          FIELD(image_max_image_bytes), .zero = "none", .max = SIZE_MAX_BYTES },
+        { "image", "max_layer_size", "max-layer-size", PROFILE_SIZE, "4G", "bytes",
+          "most bytes one layer of an image unpacks to, and one blob may have (hutch image import)",
+          FIELD(image_max_layer_bytes), .zero = "none", .max = SIZE_MAX_BYTES },
+
         { "limits", "capture", "capture", PROFILE_SIZE, "64K", "bytes",
           "head and tail of each output stream kept in the record",
           FIELD(capture_bytes), .max = 1ULL << 30 },
@@ -340,7 +347,7 @@ const size_t profile_n_keys = ELEMENTSOF(profile_keys);
 
 /* Sections a profile may have, besides the top level. */
 static const char *const known_sections[] = {
-        "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
+        "artifacts", "env", "filesystem", "image", "limits", "network", "sandbox", "seccomp",
 };
 
 bool profile_section_known(const char *s)

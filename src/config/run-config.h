@@ -131,6 +131,10 @@ struct run_config {
         uint64_t artifacts_max_files; /* max_files */
         uint64_t artifacts_max_bytes; /* max_bytes */
 
+        /* [image] (hutch image import) */
+        uint64_t image_max_layer_bytes; /* max_layer_size (0 = no limit) */
+        uint64_t image_max_image_bytes; /* max_image_size (0 = no limit) */
+
         /* provenance of every key set so far; see run_config_origin() */
         struct key_origin *origins;
         size_t n_origins;

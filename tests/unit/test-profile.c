@@ -519,6 +519,9 @@ static void canonical(void **state)
                 "rw =\n"
                 "system_dirs = /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc /opt\n"
                 "tmpfs =\n"
+                "\n[image]\n"
+                "max_image_size = 16G\n"
+                "max_layer_size = 4G\n"
                 "\n[limits]\n"
                 "capture = 64K\n"
                 "cpu_time = none\n"
@@ -559,7 +562,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "ec08f26760e568ab3a5b43a88ae947a25111c0efb2c063beab291467b18ed2c8");
+        assert_string_equal(sha, "09526236b5a4a4cd0942dbf7877ed40315d41a56fe772e85ee4b61d10de2dcaf");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -34,6 +34,14 @@ int verb_stats(int argc, char **argv);
 int verb_mcp(int argc, char **argv);       /* cli/mcp.c, the server in mcp/ */
 int verb_export(int argc, char **argv);
 int verb_import(int argc, char **argv);
+int verb_image(int argc, char **argv);     /* cli/image.c, the store in image/ */
+
+/* hutch gc's part for the image store: layers and blobs no image uses
+ * (cli/image.c). Prints one line; returns an exit code. */
+int cli_image_gc(bool dry_run);
+/* doctor's line on the image store: where, how many images, bytes on
+ * disk. Caller frees. */
+char *cli_image_usage(void);
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;

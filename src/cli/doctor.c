@@ -680,6 +680,8 @@ int verb_doctor(int argc, char **argv)
         check_cgroup();
         check_slurm();
         check_store();
+        _cleanup_free_ char *images = cli_image_usage();
+        report(CHECK_OK, "image store (hutch image)", images, NULL);
         if (userns)
                 check_egress();
         report(CHECK_OK, "host sockets and FIFOs under -i, --ro and --rw",

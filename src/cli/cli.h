@@ -92,10 +92,6 @@ int cli_follow(struct store *s, const struct run_record *rec, bool events, uint6
 /* The exit code of a finished run: its recorded one, 125 when it has
  * none (orphaned). */
 int cli_run_exit_code(const struct run_record *rec);
-/* argv as one line for people: words joined by spaces, quoted when they
- * need it, control characters shown as '?', cut to max_width columns
- * with "…" (0: no limit). Caller frees. */
-char *cli_format_argv(char *const *argv, size_t max_width);
 
 /* Shared by verbs: getopt_long() returned '?' or ':' (opterr is 0).
  * Prints one line, "hutch: VERB: unknown option '--x' (did you mean
@@ -123,9 +119,10 @@ void cli_print_error_json(const char *error, const char *message, const char *po
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
 
-/* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
- * shape of -e, --label and the label filters. */
-bool cli_is_key_value(const char *s);
+/* is_key_value() (lib/util.h) under the name cli/run-options.c still
+ * calls it by; the other verbs call is_key_value(). */
+bool is_key_value(const char *s);
+static inline bool cli_is_key_value(const char *s) { return is_key_value(s); }
 
 /* Apply change set cs to host directory target (cli/apply.c), blobs from
  * bs. Prints conflicts (all of them; then nothing was changed) or a

@@ -17,7 +17,7 @@
 
 #include "config/profile-internal.h"
 #include "config/profile.h"
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "net/rules.h"
 #include "lib/util.h"
 

@@ -357,3 +357,8 @@ void task_stack_free(void *stack, size_t bytes)
         if (stack)
                 munmap(stack, bytes);
 }
+
+bool is_key_value(const char *s)
+{
+        return s[0] != '=' && strchr(s, '=') != NULL;
+}

@@ -105,3 +105,6 @@ int mkdir_p(const char *path, mode_t mode);
 
 bool streq(const char *a, const char *b);
 bool startswith(const char *s, const char *prefix);
+/* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
+ * shape of -e, --label and the label filters. */
+bool is_key_value(const char *s);

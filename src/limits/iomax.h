@@ -1,17 +1,7 @@
-/* iomax.h - the io_max limit: "DEVICE KEY=VALUE..." items.
- *
- * DEVICE is a whole disk as MAJ:MIN or a block device path; KEY is rbps
- * or wbps (bytes per second, K/M/G units) or riops or wiops (operations
- * per second); VALUE is a number above 0 or "max". The cgroup's io.max
- * takes one line per disk in the kernel's own form, "8:0 wbps=1048576".
- */
+/* iomax.h - moved to config/iomax.h: parsing the io_max items is the
+ * profile's business; writing io.max stays in limits/cgroup-run.c. This
+ * forwarder only keeps cli/run.c's include working until the run's
+ * split (src/run/) includes config/iomax.h itself; then delete it. */
 #pragma once
 
-/* NULL if item is well formed (paths are not looked at), else what was
- * expected: the profile key's check. */
-const char *iomax_check(const char *item);
-
-/* Resolve paths (stat: a block device) and units into io.max lines,
- * newline separated; *ret_lines is NULL when there are no items. 0, or
- * -errno and a one-line *ret_error naming the item. */
-int iomax_lines(char *const *items, char **ret_lines, char **ret_error);
+#include "config/iomax.h"

@@ -5,14 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "lib/base64.h"
 #include "lib/sanitize.h"
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/history.h"
 #include "record/blobstore.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 
 #define NO_STORE ((json_t *)1)   /* open_store(): no history yet */
@@ -138,7 +137,7 @@ static int list_one(struct run_record *rec, void *userdata)
                 json_t *o = run_record_to_json(rec, false);
                 json_object_set_new(o, "labels", store_labels_json(c->s, rec->id));
                 json_array_append_new(c->runs, o);
-                _cleanup_free_ char *argv = cli_format_argv(rec->argv, 60);
+                _cleanup_free_ char *argv = sanitize_argv_line(rec->argv, 60);
                 json_t *code = json_object_get(o, "exit_code");
                 char cbuf[24] = "none";
                 if (json_is_integer(code))
@@ -169,7 +168,7 @@ json_t *mcp_list_runs(json_t *args)
         }
         if ((x = json_object_get(args, "label"))) {
                 const char *l = json_string_value(x);
-                if (!l || !cli_is_key_value(l))
+                if (!l || !is_key_value(l))
                         return mcp_result_error("label: expected KEY=VALUE");
                 f.label = l;
         }

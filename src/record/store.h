@@ -20,14 +20,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "supervise/capture.h"
 #include "lib/digest.h"
-#include "supervise/status.h"
+#include "record/status.h"
 #include "record/ulid.h"
 
 /* enum run_status, run_status_to_string() ("unknown" for an invalid
- * value) and run_status_from_string() come from status.h, shared with
- * the supervisor. */
+ * value) and run_status_from_string() come from status.h: the status is
+ * what the record stores; the supervisor (supervise/) decides it. */
 
 /* Value of an unknown number in a record (stored as NULL, shown as null
  * or "-"). */
@@ -108,10 +107,6 @@ void run_record_free_many(struct run_record **recs, size_t n);
  * randomness). */
 int run_record_begin(struct run_record *rec, char *const *argv, const char *cwd,
                      const char *profile);
-
-/* Fill o from a finished capture (rendered bytes and counts); frees
- * whatever o held. Returns 0. */
-int run_output_from_capture(struct run_output *o, const struct capture *c);
 
 /* Start time of a process (field 22 of /proc/PID/stat, in clock ticks
  * since boot). 0, -ESRCH if the process does not exist or is a zombie, or

@@ -17,6 +17,7 @@
 
 #include "supervise/capture.h"
 #include "lib/util.h"
+#include "record/store.h"
 
 struct capture {
         size_t limit;
@@ -227,5 +228,14 @@ int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *r
                 *ret_len = len;
         if (ret_truncated)
                 *ret_truncated = truncated;
+        return 0;
+}
+
+int run_output_from_capture(struct run_output *o, const struct capture *c)
+{
+        free(o->data);
+        capture_render(c, &o->data, &o->len, &o->truncated);
+        o->total_bytes = capture_total_bytes(c);
+        o->lines = capture_total_lines(c);
         return 0;
 }

@@ -52,3 +52,11 @@ int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *r
 /* Count '\n' in buf[0..n). Exposed for the tests and for callers that
  * need to count lines of a stored buffer. */
 uint64_t count_newlines(const void *buf, size_t n);
+
+/* Fill the record's o from a finished capture c (rendered bytes and
+ * counts); frees whatever o held. Returns 0. The capture is the
+ * supervisor's and the run_output the record's (record/store.h): the
+ * conversion lives on this side, so the record never includes the
+ * supervisor. */
+struct run_output;
+int run_output_from_capture(struct run_output *o, const struct capture *c);

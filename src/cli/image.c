@@ -17,6 +17,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "record/store.h"
 
 static void help(void)
 {
@@ -43,12 +44,13 @@ static void help(void)
 
 static int open_store(const char *verb, bool create, bool exclusive, struct image_store **ret)
 {
-        _cleanup_free_ char *dir = NULL;
-        int r = image_store_path(&dir);
+        _cleanup_free_ char *db = NULL, *dir = NULL;
+        int r = store_default_path(&db);
         if (r < 0) {
                 log_error("image %s: no state dir (set HOME, XDG_STATE_HOME or HUTCH_STATE_DIR)", verb);
                 return EXIT_SETUP;
         }
+        dir = image_store_dir(db);
         r = image_store_open(dir, create, exclusive, ret);
         if (r == -ENOENT && !create)
                 return -ENOENT;
@@ -294,13 +296,14 @@ int cli_image_gc(bool dry_run)
 
 char *cli_image_usage(void)
 {
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *db = NULL, *dir = NULL;
         uint64_t bytes;
         unsigned images;
         char size[32];
 
-        if (image_store_path(&dir) < 0)
+        if (store_default_path(&db) < 0)
                 return xstrdup("no state dir");
+        dir = image_store_dir(db);
         int r = image_store_usage(dir, &bytes, &images);
         if (r == -ENOENT)
                 return xasprintf("%s: none yet", dir);

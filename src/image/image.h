@@ -79,9 +79,9 @@ struct image_info {
         uint64_t bytes;                 /* unpacked size */
 };
 
-/* The image store's directory: $HUTCH_STATE_DIR/images, or beside the run
- * store's default path. New string; -ENOENT without a state dir. */
-int image_store_path(char **ret);
+/* The image store's directory beside the run store whose database is
+ * db_path (store_default_path()): <state>/images. New string. */
+char *image_store_dir(const char *db_path);
 
 /* Open the store in dir. With create, the directory and its parts are
  * made (0700) when missing; without it a missing store is -ENOENT.

@@ -15,19 +15,13 @@
 #include "image/image-internal.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
-#include "record/store.h"
 
 #define REFS "refs.json"
 
-int image_store_path(char **ret)
+char *image_store_dir(const char *db_path)
 {
-        _cleanup_free_ char *db = NULL;
-        int r = store_default_path(&db);
-        if (r < 0)
-                return r;
-        char *slash = strrchr(db, '/');
-        *ret = slash ? xasprintf("%.*s/images", (int)(slash - db), db) : xstrdup("images");
-        return 0;
+        const char *slash = strrchr(db_path, '/');
+        return slash ? xasprintf("%.*s/images", (int)(slash - db_path), db_path) : xstrdup("images");
 }
 
 struct image_store *image_store_free(struct image_store *st)

@@ -39,6 +39,10 @@ int verb_image(int argc, char **argv);     /* cli/image.c, the store in image/ *
 /* hutch gc's part for the image store: layers and blobs no image uses
  * (cli/image.c). Prints one line; returns an exit code. */
 int cli_image_gc(bool dry_run);
+/* The image store's directory (image_store_dir() of the run store's
+ * default path), for profile_request.image_dir; NULL without a state
+ * dir. Caller frees. */
+char *cli_image_dir(void);
 /* doctor's line on the image store: where, how many images, bytes on
  * disk. Caller frees. */
 char *cli_image_usage(void);

@@ -18,6 +18,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "record/store.h"
+#include "sandbox/ns.h"
 
 static void help(void)
 {
@@ -87,7 +88,11 @@ static int image_import_verb(const char *profile, bool json, char **args)
         }
         run_config_init(&cfg);
         int r = profile_load(&cfg, profile, &perr);
-        struct image_limits lim = { cfg.image_max_layer_bytes, cfg.image_max_image_bytes };
+        /* the files are the sandbox user's: for real root, host uid 65534
+         * (reached only through root's own 0700 state dir) */
+        struct image_limits lim = { cfg.image_max_layer_bytes, cfg.image_max_image_bytes,
+                                    ns_real_root() ? ns_host_uid() : (uid_t)-1,
+                                    ns_real_root() ? ns_host_gid() : (gid_t)-1 };
         run_config_done(&cfg);
         if (r < 0) {
                 log_error("image import: %s", perr);
@@ -292,6 +297,12 @@ int cli_image_gc(bool dry_run)
         printf("%s %u image layer%s and %u blob%s no image uses (%s)\n", dry_run ? "would remove" : "removed",
                layers, layers == 1 ? "" : "s", blobs, blobs == 1 ? "" : "s", format_size(bytes, size, sizeof(size)));
         return EXIT_OK;
+}
+
+char *cli_image_dir(void)
+{
+        _cleanup_free_ char *db = NULL;
+        return store_default_path(&db) < 0 ? NULL : image_store_dir(db);
 }
 
 char *cli_image_usage(void)

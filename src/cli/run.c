@@ -50,9 +50,6 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         r = lang_lookup(lj->table, a->lang, &l, ret_error);
         if (r < 0)
                 return r;
-        r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ret_error);
-        if (r < 0)
-                return r;
         r = lang_plan_make(l, &lj->plan, ret_error);
         if (r < 0)
                 return r;
@@ -119,6 +116,7 @@ int verb_run(int argc, char **argv)
         struct request req = { 0 };
         _cleanup_free_ char *err = NULL;
         pid_t exiting_init = 0;
+        _cleanup_free_ char *image_dir = NULL;
         int r, code = EXIT_SETUP;
 
         run_config_init(&cfg);
@@ -156,9 +154,10 @@ int verb_run(int argc, char **argv)
                 lang_argv(&cfg, &lj);
         }
 
+        image_dir = cli_image_dir();
         struct profile_request preq = {
                 .profile = a.profile ? a.profile : lj.profile, .trust = a.trust_profile,
-                .overrides = a.overrides, .tty = cfg.tty,
+                .overrides = a.overrides, .tty = cfg.tty, .image_dir = image_dir,
         };
         bool cli_error;
         r = profile_resolve(&cfg, &preq, &cli_error, &err);
@@ -169,6 +168,24 @@ int verb_run(int argc, char **argv)
                         log_error("%s", err);
                 code = cli_error ? EXIT_USAGE : EXIT_SETUP;
                 goto out;
+        }
+        if (!cfg.argv || !cfg.argv[0]) {
+                log_error("run: no command given, and the image has no Entrypoint or Cmd");
+                code = EXIT_USAGE;
+                goto out;
+        }
+        /* --lang: the interpreter must be on the host's PATH, unless the
+         * root is an image: then the languages.ini command runs inside
+         * it and resolves on the image's PATH */
+        if (a.lang && !profile_root_is_image(cfg.root)) {
+                const struct lang *l;
+                r = lang_lookup(lj.table, a.lang, &l, &err);
+                if (r >= 0)
+                        r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", &err);
+                if (r < 0) {
+                        log_error("run: %s", err ? err : strerror(-r));
+                        goto out;
+                }
         }
         if (cfg.net_allow && cfg.net != NET_ALLOW)
                 log_warning("run: network is %s: the allow rules are not used",
@@ -215,6 +232,7 @@ int verb_rerun(int argc, char **argv)
         struct run_config cfg;
         bool json = false;
         pid_t exiting_init = 0;
+        _cleanup_free_ char *image_dir = NULL;
         int c, r, code, verbosity = LOG_NORMAL;
 
         optind = 1;
@@ -261,6 +279,14 @@ int verb_rerun(int argc, char **argv)
         cfg.profile_name = xstrdup(orig->profile ? orig->profile : "default");
         for (char **p = orig->argv; p && *p; p++)
                 cfg.argv = strv_append(cfg.argv, *p);
+        /* an image root: the very manifest the run used, or no rerun */
+        image_dir = cli_image_dir();
+        r = profile_resolve_image(&cfg, image_dir, &err);
+        if (r < 0) {
+                log_error("rerun: run %s ran %s, which is gone: %s", orig->id, cfg.root, err);
+                code = EXIT_FAILURE_GENERIC;
+                goto out;
+        }
         if (orig->lang) {
                 const struct lang *l;
                 r = lang_table_load(NULL, &lj.table, &err);

@@ -18,6 +18,8 @@
 #include "config/profile-internal.h"
 #include "config/profile.h"
 #include "config/iomax.h"
+#include "image/image.h"
+#include "lib/digest.h"
 #include "net/rules.h"
 #include "lib/util.h"
 
@@ -76,6 +78,21 @@ static const char *check_workdir(const char *s)
         return NULL;
 }
 
+bool profile_root_is_image(const char *root)
+{
+        return root && startswith(root, PROFILE_IMAGE_PREFIX);
+}
+
+bool profile_image_ref_valid(const char *ref)
+{
+        const char *at = strstr(ref, "@sha256:");
+        if (startswith(ref, "sha256:"))
+                return digest_hex_valid(ref + 7);
+        _cleanup_free_ char *name = at ? strndup(ref, (size_t)(at - ref)) : xstrdup(ref);
+        _cleanup_free_ char *norm = image_ref_normalize(name);
+        return norm && (!at || digest_hex_valid(at + 8));
+}
+
 static const char *check_root(const char *s)
 {
         static const char expect[] = "\"host\" or absolute dirs separated by ':'";
@@ -84,6 +101,9 @@ static const char *check_root(const char *s)
 
         if (streq(s, "host"))
                 return NULL;
+        if (profile_root_is_image(s))
+                return profile_image_ref_valid(s + strlen(PROFILE_IMAGE_PREFIX)) ? NULL
+                       : "image:NAME[:TAG] (an image of hutch image ls), or absolute dirs separated by ':'";
         if (s[0] == '\0' || strstr(s, "::") || s[strlen(s) - 1] == ':')
                 return expect;
         copy = xstrdup(s);
@@ -162,7 +182,10 @@ static void split_root(struct run_config *cfg)
 
         strv_free(cfg->root_layers);
         cfg->root_layers = NULL;
-        if (streq(cfg->root, "host"))
+        free(cfg->image_workdir);
+        cfg->image_workdir = NULL;
+        /* an image's layers are the image store's answer: profile_resolve_image() */
+        if (streq(cfg->root, "host") || profile_root_is_image(cfg->root))
                 return;
         for (char *layer = strtok_r(copy, ":", &save); layer; layer = strtok_r(NULL, ":", &save))
                 cfg->root_layers = strv_append(cfg->root_layers, layer);
@@ -211,7 +234,7 @@ const struct profile_key profile_keys[] = {
           "more host paths bound read-only at the same place (each must exist)",
           FIELD(ro_paths), .check = check_abs_path },
         { "filesystem", "root", "root", PROFILE_STRING, "host", NULL,
-          "\"host\" (binds of system_dirs) or image layers DIR[:DIR...], top first",
+          "\"host\" (binds of system_dirs), image:NAME[:TAG] (hutch image), or image layers DIR[:DIR...], top first",
           FIELD(root), .check = check_root, .after = split_root },
         { "filesystem", "rw", "rw", PROFILE_LIST, "", "paths",
           "host paths bound read-write (only from trusted profile dirs or the command line)",
@@ -410,11 +433,12 @@ struct option *profile_cli_options(const struct option *own, int base)
 
         while (own && own[n_own].name)
                 n_own++;
-        opts = xcalloc(n_own + profile_n_keys + 2, sizeof(*opts));
+        opts = xcalloc(n_own + profile_n_keys + 3, sizeof(*opts));
         for (; i < n_own; i++)
                 opts[i] = own[i];
         for (size_t k = 0; k < profile_n_keys; k++)
                 opts[i++] = (struct option) { profile_keys[k].flag, required_argument, NULL, base + (int)k };
         opts[i++] = (struct option) { "env", required_argument, NULL, base + (int)profile_n_keys };
+        opts[i++] = (struct option) { "image", required_argument, NULL, base + (int)profile_n_keys + 1 };
         return opts;
 }

@@ -116,7 +116,9 @@ struct run_config {
         char **tmpfs_paths;     /* tmpfs: extra tmpfs mount points (on the scratch limit) */
         char **masks;           /* mask: paths hidden behind an empty file or dir (globs) */
         char *root;             /* root: "host" or "DIR[:DIR...]" as written */
-        char **root_layers;     /* root split into layers, top first; NULL for "host" */
+        char **root_layers;     /* root split into layers, top first; NULL for "host";
+                                 * for image:REF the store's, by profile_resolve_image() */
+        char *image_workdir;    /* root = image:REF: the image's WorkingDir (the job's cwd), or NULL */
 
         /* [seccomp]: stored for the seccomp module, checked only for shape */
         char *seccomp_default_action; /* default_action: "eperm" or "kill" */

@@ -122,7 +122,8 @@ int unpack_archive_new(struct archive **ret);
 /* Unpack the tar stream in fd (plain, gzip, zstd, xz or bzip2) into the
  * empty directory rootfd, applying the layer's whiteouts as overlayfs
  * user.overlay.* whiteouts, under the rules of unpack.c's header. More
- * than max bytes (0: none) is -EFBIG. On failure *ret_error names the
+ * than lim->max_layer_bytes (0: none) is -EFBIG; files are given to
+ * lim->owner_uid/gid unless that is -1. On failure *ret_error names the
  * entry and the directory is left partly written (the caller removes
  * it). */
-int unpack_layer(int fd, int rootfd, uint64_t max, struct unpack_stats *stats, char **ret_error);
+int unpack_layer(int fd, int rootfd, const struct image_limits *lim, struct unpack_stats *stats, char **ret_error);

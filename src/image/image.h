@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/digest.h"
 
@@ -48,6 +49,11 @@ struct image_store;
 struct image_limits {
         uint64_t max_layer_bytes;       /* one layer unpacked (0: no limit) */
         uint64_t max_image_bytes;       /* all of an image's layers (0: none) */
+        /* who owns the unpacked files: the host ids of the sandbox user
+         * (ns_host_uid()), which for real root are not root's own; -1:
+         * the caller, nothing is chowned */
+        uid_t owner_uid;
+        gid_t owner_gid;
 };
 
 /* What an import did, for the verb to print. */

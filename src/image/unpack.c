@@ -77,6 +77,8 @@ struct dirmeta {
 struct unpack {
         int rootfd;
         uint64_t max;
+        uid_t uid;              /* chown everything to uid:gid; -1: leave */
+        gid_t gid;
         struct unpack_stats *st;
         char *cache_path;       /* the parent dir opened last ... */
         int cache_fd;           /* ... and its fd */
@@ -142,9 +144,9 @@ static char *clean_path(const char *in)
 /* Open dir (canonical, "" for the root) beneath rootfd one component at a
  * time, never following a symlink; with create, missing directories are
  * made (0755). An owned fd or -errno. */
-static int walk_dir(int rootfd, const char *dir, bool create)
+static int walk_dir(struct unpack *u, const char *dir, bool create)
 {
-        int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = openat(u->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         for (const char *p = dir; *p;) {
@@ -172,8 +174,11 @@ static int walk_dir(int rootfd, const char *dir, bool create)
                 close(fd);
                 if (next < 0)
                         return e;
-                if (made)
+                if (made) {
                         (void)fchmod(next, 0755);
+                        if (u->uid != (uid_t)-1)
+                                (void)fchown(next, u->uid, u->gid);
+                }
                 fd = next;
                 p += n;
                 if (*p == '/')
@@ -193,7 +198,7 @@ static int parent_of(struct unpack *u, const char *path, const char **ret_name)
         *ret_name = slash ? slash + 1 : path;
         if (u->cache_path && streq(u->cache_path, dir))
                 return u->cache_fd;
-        int fd = walk_dir(u->rootfd, dir, true);
+        int fd = walk_dir(u, dir, true);
         if (fd < 0)
                 return fd;
         if (u->cache_fd >= 0)
@@ -241,6 +246,18 @@ static int charge(struct unpack *u, uint64_t n, const char *entry)
                                                       format_size(u->max, size, sizeof(size)));
                 return fail(u, -EFBIG, entry, what);
         }
+        return 0;
+}
+
+/* the entry's owner: the sandbox user's host ids when they are not the
+ * caller's (real root); set before the mode, which chown would clear
+ * set-id bits from anyway */
+static int own(struct unpack *u, int dirfd, const char *name, const char *entry)
+{
+        if (u->uid == (uid_t)-1)
+                return 0;
+        if (fchownat(dirfd, name, u->uid, u->gid, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH)) < 0)
+                return fail(u, -errno, entry, strerror(errno));
         return 0;
 }
 
@@ -314,6 +331,8 @@ static int put_file(struct unpack *u, struct archive *a, struct archive_entry *e
             ftruncate(fd, archive_entry_size(e)) < 0)
                 return fail(u, -errno, path, strerror(errno));
         apply_xattrs(u, e, fd);
+        if ((r = own(u, fd, "", path)) < 0)
+                return r;
         if (fchmod(fd, safe_mode(u, archive_entry_perm(e))) < 0)
                 return fail(u, -errno, path, strerror(errno));
         struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
@@ -364,6 +383,8 @@ static int put_symlink(struct unpack *u, struct archive_entry *e, const char *pa
                 return r;
         if (symlinkat(target, pfd, name) < 0)
                 return fail(u, -errno, path, strerror(errno));
+        if ((r = own(u, pfd, name, path)) < 0)
+                return r;
         struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
                                   { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
         (void)utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW);
@@ -380,7 +401,7 @@ static int put_hardlink(struct unpack *u, const char *raw_target, const char *pa
         _cleanup_free_ char *tdir = slash ? strndup(target, (size_t)(slash - target)) : xstrdup("");
         const char *tname = slash ? slash + 1 : target;
         /* the target's dir is walked without creating anything */
-        _cleanup_close_ int tfd = walk_dir(u->rootfd, tdir, false);
+        _cleanup_close_ int tfd = walk_dir(u, tdir, false);
         if (tfd < 0)
                 return tfd == -ENOENT ? fail(u, tfd, path, "a hardlink to a name this layer does not have")
                                       : why_walk(u, tfd, path);
@@ -478,7 +499,7 @@ static int finish(struct unpack *u)
         int r;
 
         for (size_t i = 0; i < u->n_opaques; i++) {
-                _cleanup_close_ int fd = walk_dir(u->rootfd, u->opaques[i], true);
+                _cleanup_close_ int fd = walk_dir(u, u->opaques[i], true);
                 if (fd < 0)
                         return why_walk(u, fd, u->opaques[i]);
                 if ((r = set_opaque(fd, "y")) < 0)
@@ -492,25 +513,33 @@ static int finish(struct unpack *u)
                 struct stat st;
                 if (in_list(u->opaques, u->n_opaques, dir))
                         continue;
-                _cleanup_close_ int pfd = walk_dir(u->rootfd, dir, true);
+                _cleanup_close_ int pfd = walk_dir(u, dir, true);
                 if (pfd < 0)
                         return why_walk(u, pfd, path);
                 if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                         continue;       /* this layer's own entry wins */
+                /* readable by all: overlayfs reads the xattr with the
+                 * mounter's credentials, which for a root caller's
+                 * sandbox are not the file's owner */
                 _cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0)
                         return fail(u, -errno, path, strerror(errno));
-                if (fsetxattr(fd, "user.overlay.whiteout", "y", 1, 0) < 0 || set_opaque(pfd, "x") < 0)
+                if (fsetxattr(fd, "user.overlay.whiteout", "y", 1, 0) < 0 || fchmod(fd, 0444) < 0 ||
+                    set_opaque(pfd, "x") < 0)
                         return fail(u, -errno, path, "cannot write a whiteout (user xattrs on the image store?)");
+                if ((r = own(u, fd, "", path)) < 0)
+                        return r;
                 u->st->whiteouts++;
         }
         if (u->st->whiteouts && (r = set_opaque(u->rootfd, "x")) < 0)
                 return fail(u, r, "/", "cannot mark the layer's root");
         for (size_t i = 0; i < u->n_dirs; i++) {
-                _cleanup_close_ int fd = walk_dir(u->rootfd, u->dirs[i].path, false);
+                _cleanup_close_ int fd = walk_dir(u, u->dirs[i].path, false);
                 if (fd < 0)
                         return why_walk(u, fd, u->dirs[i].path);
                 struct timespec ts[2] = { u->dirs[i].mtime, u->dirs[i].mtime };
+                if ((r = own(u, fd, "", u->dirs[i].path)) < 0)
+                        return r;
                 if (fchmod(fd, u->dirs[i].mode | S_IRWXU) < 0)
                         return fail(u, -errno, u->dirs[i].path, strerror(errno));
                 (void)futimens(fd, ts);
@@ -546,14 +575,17 @@ int unpack_archive_new(struct archive **ret)
         return 0;
 }
 
-int unpack_layer(int fd, int rootfd, uint64_t max, struct unpack_stats *stats, char **ret_error)
+int unpack_layer(int fd, int rootfd, const struct image_limits *lim, struct unpack_stats *stats, char **ret_error)
 {
-        struct unpack u = { .rootfd = rootfd, .max = max, .st = stats, .cache_fd = -1, .error = ret_error };
+        struct unpack u = { .rootfd = rootfd, .max = lim->max_layer_bytes, .uid = lim->owner_uid,
+                            .gid = lim->owner_gid, .st = stats, .cache_fd = -1, .error = ret_error };
         struct archive *a = NULL;
         struct archive_entry *e;
         int r;
 
         memset(stats, 0, sizeof(*stats));
+        if (u.uid != (uid_t)-1 && fchown(rootfd, u.uid, u.gid) < 0)
+                return -errno;
         r = unpack_archive_new(&a);
         if (r < 0)
                 return r;

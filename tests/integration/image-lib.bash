@@ -61,10 +61,15 @@ oci_layout() {
                   layers: $layers}' > "$dir/manifest.json.tmp"
         read -r md ms < <(oci_blob "$dir" "$dir/manifest.json.tmp")
         rm "$dir/manifest.json.tmp"
-        jq -n --arg md "$md" --argjson ms "$ms" --arg tag "$tag" \
-                '{schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json",
-                  manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $md, size: $ms,
-                               annotations: {"org.opencontainers.image.ref.name": $tag}}]}' > "$dir/index.json"
+        # a layout holds many tags: the new one replaces only its own
+        [ -f "$dir/index.json" ] || echo '{"schemaVersion": 2, "manifests": []}' > "$dir/index.json"
+        jq --arg md "$md" --argjson ms "$ms" --arg tag "$tag" \
+                '.mediaType = "application/vnd.oci.image.index.v1+json"
+                 | .manifests = [.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] != $tag)]
+                   + [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $md, size: $ms,
+                       annotations: {"org.opencontainers.image.ref.name": $tag}}]' \
+                "$dir/index.json" > "$dir/index.json.tmp"
+        mv "$dir/index.json.tmp" "$dir/index.json"
         echo '{"imageLayoutVersion": "1.0.0"}' > "$dir/oci-layout"
         echo "$md"
 }

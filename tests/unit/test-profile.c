@@ -650,7 +650,7 @@ static void cli_options(void **state)
 
         while (opts[n].name)
                 n++;
-        assert_int_equal(n, 1 + profile_n_keys + 1);
+        assert_int_equal(n, 1 + profile_n_keys + 2);
         assert_string_equal(opts[0].name, "timeout");
         assert_int_equal(opts[0].val, 't');
         for (size_t i = 0; i < n; i++)
@@ -658,8 +658,12 @@ static void cli_options(void **state)
         assert_int_equal(timeout, 2);   /* the verb's own comes first and wins */
         assert_string_equal(opts[1].name, profile_keys[0].flag);
         assert_int_equal(opts[1].val, 1000);
-        assert_string_equal(opts[n - 1].name, "env");
-        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys);
+        assert_string_equal(opts[n - 2].name, "env");
+        assert_int_equal(opts[n - 2].val, 1000 + (int)profile_n_keys);
+        assert_int_equal(opts[n - 2].has_arg, required_argument);
+        /* --image NAME: root = image:NAME (profile_apply_cli()) */
+        assert_string_equal(opts[n - 1].name, "image");
+        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys + 1);
         assert_int_equal(opts[n - 1].has_arg, required_argument);
 }
 

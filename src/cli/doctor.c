@@ -36,6 +36,7 @@
 #include "record/store.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/specials.h"
+#include "sandbox/userns-diag.h"
 #include "supervise/supervise.h"
 
 enum check_result { CHECK_OK, CHECK_MISSING, CHECK_WARN };
@@ -142,38 +143,46 @@ static int try_proc(void *arg)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
 }
 
-static bool check_userns(void)
+/* Says what refuses user namespaces and how to fix it, in the words the
+ * run's setup error uses (sandbox/userns-diag.c). r is in_child()'s:
+ * 100 + errno when unshare() failed, 99 when writing the id maps did. */
+static void explain_userns(int r)
 {
-        const char *zero;
-        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
-        if (r == 0) {
-                report(CHECK_OK, "unprivileged user namespaces", NULL, NULL);
-                return true;
-        }
-        long v;
-        if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
-                report(CHECK_MISSING, "unprivileged user namespaces", "kernel.unprivileged_userns_clone = 0",
-                       "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)");
-        else if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
-                report(CHECK_MISSING, "unprivileged user namespaces",
-                       "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
-                       "add an AppArmor profile allowing 'userns' for the hutch binary, or "
-                       "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-        else if ((zero = ns_limit_at_zero(true))) {
+        const char *zero = ns_limit_at_zero(true);
+        if (zero && !streq(zero, "user")) {
+                /* another kind's limit: clone would refuse that one */
                 _cleanup_free_ char *what = xasprintf("user.max_%s_namespaces = 0", zero);
                 _cleanup_free_ char *fix = xasprintf("sysctl -w user.max_%s_namespaces=15000", zero);
                 report(CHECK_MISSING, "unprivileged user namespaces", what, fix);
+                return;
         }
-        else if (r == 100 + (ENOSPC & 0x1f))
-                report(CHECK_MISSING, "unprivileged user namespaces",
-                       "user.max_user_namespaces is used up (clone: ENOSPC)",
-                       "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)");
+        struct userns_facts f;
+        char text[512], fix[1024];
+        userns_facts_gather(&f, r >= 100 ? r - 100 : EPERM, r >= 100, NULL);
+        enum userns_cause c = userns_classify(&f);
+        if (userns_cause_text(c, &f, text, sizeof(text)))
+                report(CHECK_MISSING, "unprivileged user namespaces", text,
+                       userns_cause_fix(c, &f, fix, sizeof(fix)));
         else
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",
                        "run hutch on the host, or start the container with user namespaces allowed "
                        "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
+}
+
+static bool check_userns(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
+        if (r == 0) {
+                struct userns_facts f;
+                userns_facts_gather(&f, 0, false, NULL);
+                report(CHECK_OK, "unprivileged user namespaces",
+                       f.restrict_userns == 1 && !f.privileged
+                       ? "AppArmor restricts them, and hutch's AppArmor profile allows them" : NULL, NULL);
+                return true;
+        }
+        explain_userns(r);
         return false;
 }
 
@@ -312,7 +321,8 @@ static void check_ipc_limits(void)
                         r = -EIO, step = "unshare an IPC namespace";
                 else
                         r = ipcns_apply(pidfd, 0, 0, &l, &step);
-                (void)!write(sp[0], &c, 1);
+                /* the child may be gone (unshare refused): no SIGPIPE */
+                (void)!send(sp[0], &c, 1, MSG_NOSIGNAL);
                 close(sp[0]);
                 if (pidfd >= 0)
                         close(pidfd);
@@ -654,7 +664,9 @@ int verb_doctor(int argc, char **argv)
                         printf("Usage: hutch doctor\n\n"
                                "Say how this hutch was built (static, with glibc inside, or\n"
                                "linked against the system's), then check what this host\n"
-                               "supports (user namespaces, /proc in a pid\n"
+                               "supports (user namespaces, naming what refuses them: AppArmor's\n"
+                               "restriction, a container's seccomp filter, a kernel switch\n"
+                               "or limit; /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
                                "that hands out delegated scopes, a Slurm job step and its\n"

@@ -153,6 +153,8 @@ json_t *cli_run_json_object(struct store *s, const struct run_record *rec)
         json_t *o = run_record_to_json(rec, true);
         json_object_set_new(o, "files", s ? runfiles_json(s, rec->id) : json_array());
         if (s)
+                cli_mark_protected_files(s, rec, json_object_get(o, "files"));
+        if (s)
                 runfiles_summary_json(s, rec->id, o);
         json_object_set_new(o, "connections", s ? store_connections_json(s, rec->id) : json_array());
         json_object_set_new(o, "labels", s ? store_labels_json(s, rec->id) : json_object());

@@ -46,6 +46,17 @@ static const char *check_abs_path(const char *s)
         return NULL;
 }
 
+/* [apply] protect: a relative path or glob, matched against workspace
+ * paths (workspace/protected.h), so no leading '/'. */
+static const char *check_rel_glob(const char *s)
+{
+        static const char expect[] = "a relative path or glob (no leading '/')";
+
+        if (!s[0] || s[0] == '/' || strlen(s) >= PATH_MAX || profile_has_control(s))
+                return expect;
+        return NULL;
+}
+
 /* Is PATH the directory TOP or below it? Both absolute; runs of '/'
  * count as one, as the kernel reads them, and a trailing '/' changes
  * nothing. Compared component by component, so /optional is not in /opt. */
@@ -214,6 +225,11 @@ const struct profile_key profile_keys[] = {
           "one line saying what the profile is for (shown by hutch profile list)",
           FIELD(description) },
 
+        { "apply", "protect", "apply-protect", PROFILE_LIST, "", "globs",
+          "workspace paths apply refuses on top of the built-in list (hutch-apply(1)); "
+          "a directory protects its subtree, a bare name any component",
+          FIELD(apply_protect), .check = check_rel_glob },
+
         { "artifacts", "dir", "artifacts-dir", PROFILE_STRING, "/workspace/output", "path",
           "directory inside the sandbox whose files are kept as the run's artifacts",
           FIELD(artifacts_dir), .check = check_abs_path },
@@ -370,7 +386,7 @@ const size_t profile_n_keys = ELEMENTSOF(profile_keys);
 
 /* Sections a profile may have, besides the top level. */
 static const char *const known_sections[] = {
-        "artifacts", "env", "filesystem", "image", "limits", "network", "sandbox", "seccomp",
+        "apply", "artifacts", "env", "filesystem", "image", "limits", "network", "sandbox", "seccomp",
 };
 
 bool profile_section_known(const char *s)

@@ -315,7 +315,7 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
 /* A profile named by a path outside the trusted dirs may be anyone's
  * (a repository's, a download's): it may narrow the sandbox, never widen
  * it. Widening is: host paths (rw, ro, root layers, system_dirs), taking
- * masks away, any network (mode host or allow, allow rules, add_host),
+ * masks or apply protections away, any network (mode host or allow, allow rules, add_host),
  * syscall allowances (allow, ptrace, io_uring, an action that lets
  * denied calls through). The same values
  * from the command line or a trusted file are the operator's choice.
@@ -346,6 +346,11 @@ static const char *untrusted_list_refusal(const struct profile_key *k, char **cu
                 for (char **m = cur; m && *m; m++)
                         if (!profile_strv_contains(items, *m))
                                 return "removing masks";
+        }
+        if (off == offsetof(struct run_config, apply_protect) && !append) {
+                for (char **m = cur; m && *m; m++)
+                        if (!profile_strv_contains(items, *m))
+                                return "removing apply protections";
         }
         return NULL;
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "lib/base64.h"
@@ -40,19 +41,58 @@ static bool started_here(struct store *s, const char *id)
         return false;
 }
 
-/* Find run id (a prefix is fine) among the runs started through MCP. */
+struct prefix_ctx {
+        struct store *s;
+        const char *prefix;
+        size_t len;
+        char *first;            /* the first of ours that matches */
+        size_t n;               /* how many of ours match */
+};
+
+static int match_prefix(struct run_record *rec, void *userdata)
+{
+        struct prefix_ctx *c = userdata;
+        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id)) {
+                if (!c->first)
+                        c->first = xstrdup(rec->id);
+                c->n++;
+        }
+        run_record_free(rec);
+        /* two are enough to say "several" */
+        return c->n > 1 ? -ECANCELED : 0;
+}
+
+/* Find run id (a prefix is fine) among the runs started through MCP.
+ * A prefix is resolved among those runs only: "several runs match" for
+ * a prefix that only the operator's own runs share would tell a model
+ * they exist, and roughly when they started (an id starts with its
+ * time). */
 static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
 {
         const char *id = json_string_value(idv);
         if (!id)
                 return mcp_result_error("run_id: expected a string");
         int r = store_run_get(s, id, ret, NULL);
-        if (r == -ENOTUNIQ)
-                return mcp_result_error("run_id \"%s\": several runs match; give more of the id", id);
+        if (r == -ENOTUNIQ) {
+                struct prefix_ctx c = { .s = s, .prefix = id, .len = strlen(id) };
+                struct store_filter f = STORE_FILTER_ALL;
+                r = store_run_foreach(s, &f, match_prefix, &c);
+                if (r < 0 && r != -ECANCELED) {
+                        free(c.first);
+                        return mcp_result_error("run store: %s", store_error(s));
+                }
+                if (c.n > 1) {
+                        free(c.first);
+                        return mcp_result_error("run_id \"%s\": several runs match; give more of the id", id);
+                }
+                r = c.n ? store_run_get(s, c.first, ret, NULL) : -ENOENT;
+                free(c.first);
+        }
         if (r == -EBADMSG)
                 return mcp_result_error("run %s: its stored output is damaged", id);
         if (r < 0 || !started_here(s, (*ret)->id)) {
-                run_record_free(TAKE_PTR(*ret));
+                if (r == 0)
+                        run_record_free(TAKE_PTR(*ret));
                 return mcp_result_error("run_id \"%s\": no run of this server's tools has this id", id);
         }
         return NULL;

@@ -39,6 +39,7 @@
 
 #include "lib/util.h"
 #include "net/dns.h"
+#include "net/confine.h"
 #include "net/egress.h"
 #include "net/netns.h"
 #include "net/owner.h"
@@ -91,19 +92,30 @@ struct helper {
         uint64_t bytes_total;
         uint64_t max_conns;     /* max_connections, or what the fd limit allows */
         json_t *records;
+        uint64_t kept[2];       /* records kept: [1] connections let through, [0] the rest */
         uint64_t dropped;
         bool bytes_exhausted;
 };
 
 /* ---- the record ------------------------------------------------------- */
 
+/* Keep rec, or count it as dropped. Two caps of max_records each: the
+ * connections that were let through, and the rest (DNS answers,
+ * denied connections). A job makes the second kind cheaply (10,000 DNS
+ * queries take half a second); with one cap, that noise made first
+ * pushed out the record of what the job did reach later. */
 static void record(struct helper *h, json_t *rec)
 {
-        if (h->p->max_records && json_array_size(h->records) >= h->p->max_records) {
+        const char *proto = json_string_value(json_object_get(rec, "proto"));
+        const char *decision = json_string_value(json_object_get(rec, "decision"));
+        bool reached = decision && streq(decision, "allowed") && !(proto && streq(proto, "dns"));
+
+        if (h->p->max_records && h->kept[reached] >= h->p->max_records) {
                 h->dropped++;
                 json_decref(rec);
                 return;
         }
+        h->kept[reached]++;
         json_array_append_new(h->records, rec);
 }
 
@@ -458,7 +470,9 @@ static bool conn_step(struct helper *h, struct conn *c, const char **ret_end)
                                 c->down_len = sizeof(ok) - 1;
                                 memmove(c->up, c->up + c->pk.head_len, c->up_len - c->pk.head_len);
                                 c->up_len -= c->pk.head_len;
-                        }
+                        } else if (c->pk.kind == PEEK_HTTP && c->proxy)
+                                /* to an origin, origin form (peek.h) */
+                                c->up_len = peek_origin_form(c->up, c->up_len);
                 } else if (now >= c->deadline_ms) {
                         *ret_end = "connect timeout";
                         return false;
@@ -671,6 +685,21 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         for (size_t i = 0; i < h.n_fds; i++)
                 (void)fcntl(h.fds[i], F_SETFL, O_NONBLOCK);
         own_addresses(&h);
+        /* Before the allow-list (confine.c): what would need more later.
+         * A lookup of "localhost" loads the resolver's configuration and
+         * any NSS module the host's nsswitch.conf names (mapping code,
+         * which the filter refuses after); jansson seeds its hash from
+         * /dev/urandom at the first object. */
+        struct egress_addr warm[2];
+        (void)egress_resolve_system("localhost", warm, ELEMENTSOF(warm), NULL);
+        json_object_seed(0);
+        int r = egress_confine(p->init_pid);
+        if (r < 0) {
+                /* never parse the job's bytes unconfined: no decision is
+                 * made, so every connection and query of the job fails */
+                dprintf(STDERR_FILENO, "hutch: egress: cannot confine the helper: %s\n", strerror(-r));
+                _exit(1);
+        }
         helper_loop(&h);
         write_report(&h);
         _exit(0);

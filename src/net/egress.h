@@ -8,8 +8,10 @@
  * Why a process and not the supervisor's loop: the relay's work (name
  * resolution, thousands of connections, a slow upstream) must never
  * delay the supervisor's deadline, and a bug in it must not take the
- * record down. It dies with the supervisor (PR_SET_PDEATHSIG) and holds
- * no fd of the supervisor's but its own two.
+ * record down. It dies with the supervisor (PR_SET_PDEATHSIG), holds
+ * no fd of the supervisor's but its own two, and reads nothing of the
+ * job's before it is confined (confine.h: no capabilities,
+ * no_new_privs, a seccomp allow-list).
  */
 #pragma once
 
@@ -23,7 +25,9 @@ struct egress_params {
         const struct egress_rules *rules;
         uint64_t max_connections;       /* open at once; 0: no limit */
         uint64_t max_bytes;             /* relayed both ways over the run; 0: no limit */
-        uint64_t max_records;           /* decisions kept for the record; the rest are counted */
+        uint64_t max_records;           /* decisions kept for the record, that many of the
+                                         * connections let through and as many of the
+                                         * rest (DNS, denied); the rest are counted */
         pid_t init_pid;                 /* the sandbox's init, for the job pid of each connection */
 };
 

@@ -451,6 +451,14 @@ int exchange_parse_record(const char *text, size_t len, struct exchange_record *
                 goto out;
         }
         struct run_record *rec = ret->rec;
+        /* export writes cpu_ms as the sum, and import reads it below
+         * 2^53: a record whose sum is past that could never be imported
+         * again, from this store or any, so it is not accepted either */
+        if (rec->cpu_user_ms != RUN_UNSET && rec->cpu_sys_ms != RUN_UNSET &&
+            rec->cpu_user_ms + rec->cpu_sys_ms >= (uint64_t)MAX_COUNT) {
+                r = fail(&p, "/cpu_sys_ms", "cpu_user_ms + cpu_sys_ms is not below 2^53");
+                goto out;
+        }
         json_t *cpu = json_object_get(root, "cpu_ms");
         if (json_is_integer(cpu) &&
             (uint64_t)json_integer_value(cpu) != (rec->cpu_user_ms == RUN_UNSET ? 0 : rec->cpu_user_ms) +

@@ -225,12 +225,16 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
  * (and the row's) says why, and 1 is returned; the space the store
  * reserved at open is given up for it if need be. 0 when all was
  * stored; -ENOENT if the row is gone; -errno if not even the outcome
- * could be written. */
+ * could be written. Durable: when it returns 0 or 1 the update (and
+ * every commit before it) is on disk, synced, so it outlives an OS crash
+ * or a power loss, not only a crash of hutch; the other writes before
+ * it, the row's insert included, are not synced on their own. */
 int store_run_finish(struct store *s, struct run_record *rec);
 /* Compile store_run_finish()'s statement now, while the job runs and
  * the supervisor has nothing else to do, so that the end of the run
- * only binds and steps it. A failure is left for the final update to
- * meet (and report) again. */
+ * only binds and steps it, and sync the clean-shutdown marker that its
+ * durable commit needs first (one fdatasync, overlapping the job). A
+ * failure is left for the final update to meet (and report) again. */
 void store_run_prepare_finish(struct store *s);
 
 /* Find a run by full id or by a unique prefix of at least 4 characters
@@ -306,7 +310,8 @@ struct file_record {
 void file_records_free(struct file_record *f, size_t n);
 
 /* Record f[0..n) for run run_id in one transaction (a row with the same
- * run, kind and path is replaced). 0 or -errno. */
+ * run, kind and path is replaced), synced to disk before it returns (it
+ * outlives a power loss, like store_run_finish()). 0 or -errno. */
 int store_files_add(struct store *s, const char *run_id, const struct file_record *f, size_t n);
 
 /* The files of run run_id (only those of kind, unless kind is NULL):

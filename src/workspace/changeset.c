@@ -728,6 +728,7 @@ const char *change_skip_to_string(enum change_skip s)
                 [CHANGE_SKIP_TOO_DEEP] = "too_deep",
                 [CHANGE_SKIP_PATH_TOO_LONG] = "path_too_long",
                 [CHANGE_SKIP_TIME] = "time",
+                [CHANGE_SKIP_SECRET] = "secret",
         };
         return s >= 0 && s < _CHANGE_SKIP_MAX ? names[s] : NULL;
 }

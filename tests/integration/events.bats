@@ -116,6 +116,22 @@ EOF2
         [[ "$output" == *'"data":"[secret TOK]\n"'* ]]
 }
 
+@test "events: a value whose start is also its end is never split over two events" {
+        # "uXu" ends with a tail that could start it again: the held tail
+        # used to cut the full match, and it left whole, in two events
+        u="b$(unique)"
+        value="${u}X${u}"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --events --secret TOK -- \
+                sh -c 'printf %s "$TOK"; sleep 0.2; printf "%s\n" "tail"'
+        [ "$status" -eq 0 ]
+        joined=$(printf '%s\n' "$output" | python3 -c '
+import json, sys
+print("".join(e.get("data", "") for e in map(json.loads, sys.stdin) if e["type"] == "output"))')
+        [[ "$joined" != *"$value"* ]]
+        [[ "$joined" != *"$u"* ]]
+        [ "$joined" = "[secret TOK]tail" ]
+}
+
 @test "events: a run that cannot start still ends with one exit event" {
         run --separate-stderr "$HUTCH" run --events --workdir /nonexistent/dir -- true
         [ "$status" -ne 0 ]
@@ -162,7 +178,8 @@ EOF2
 
 @test "detach: follow from an offset, as events; kill cancels a detached run" {
         id=$("$HUTCH" run --detach -- sh -c 'echo 0123456789; sleep 0.5; echo abc; exec sleep 60')
-        sleep 0.2
+        # the first line is in the spool before the follower starts after it
+        wait_until grep -q '"data":"0123456789\\n"' "$HUTCH_STATE_DIR/spool/$id.events"
         "$HUTCH" logs --follow --events --since-offset 11 "$id" > "$BATS_TEST_TMPDIR/ev" &
         # kill once the follower has seen the second line, however slow
         # the machine

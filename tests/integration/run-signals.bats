@@ -80,11 +80,13 @@ setup() { common_setup; }
 
 @test "a second SIGINT cancels the run and kills the tree (130)" {
         out="$BATS_TEST_TMPDIR/out"
-        "$HUTCH" run -- sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
+        "$HUTCH" run -- sh -c 'trap "echo got-int" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
         pid=$!
         wait_for_file "$out"
         kill -INT "$pid"
-        sleep 0.2
+        # the first reached the job, which goes on; only then the second
+        # (two at once would be one pending signal)
+        wait_until grep -q got-int "$out"
         kill -INT "$pid"
         st=0; wait "$pid" || st=$?
         [ "$st" -eq 130 ]
@@ -97,14 +99,19 @@ setup() { common_setup; }
         pid=$!
         wait_for_file "$out"
         host_has_process "$m"
+        # every process hutch started (the sandbox's init, the job, any
+        # helper), taken while hutch lives: after the kill none may stay
+        tree=$(descendants "$pid")
+        [ -n "$tree" ]
         kill -KILL "$pid"
         for i in $(seq 50); do
-                host_has_process "$m" || break
+                any_alive $tree || break
                 sleep 0.1
         done
-        ! host_has_process "$m"
-        # and init is gone too
-        ! pgrep -P "$pid" >/dev/null
+        run any_alive $tree
+        [ "$status" -eq 1 ] || { echo "still alive: $output" >&2; false; }
+        run host_has_process "$m"
+        [ "$status" -eq 1 ]
 }
 
 @test "kill -9 -1 inside kills only the sandbox" {
@@ -114,4 +121,38 @@ setup() { common_setup; }
         run "$HUTCH" run -- sh -c 'sleep 100 & kill -9 -1; echo survived'
         host_has_process "$m"
         kill "$outside"
+}
+
+@test "a stderr nobody reads does not hold hutch after the deadline: its closing line is bounded too" {
+        # stderr is a pipe, filled, whose reader never reads: the job's
+        # output was never the problem, hutch's own "timed out after 2s"
+        # written blocking was, and held hutch until someone read
+        run python3 - "$HUTCH" <<'EOF2'
+import fcntl, os, subprocess, sys, time
+r, w = os.pipe()
+fl = fcntl.fcntl(w, fcntl.F_GETFL)
+fcntl.fcntl(w, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+try:
+    while True:
+        os.write(w, b"x" * 4096)
+except BlockingIOError:
+    pass
+fcntl.fcntl(w, fcntl.F_SETFL, fl)
+t = time.monotonic()
+p = subprocess.Popen([sys.argv[1], "run", "--timeout", "2s", "--grace", "2s", "--", "sleep", "60"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w)
+os.close(w)
+try:
+    rc = p.wait(timeout=2 + 2 + 4)    # the deadline, the grace, and room for a slow host
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+    print("still running after %.1f s" % (time.monotonic() - t))
+    sys.exit(1)
+print("exit", rc, "after %.1f s" % (time.monotonic() - t))
+EOF2
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "exit 124 after"* ]]
+        [[ "$("$HUTCH" ls --json | head -n 1)" == *'"status":"timeout"'* ]]
 }

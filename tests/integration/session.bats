@@ -52,14 +52,16 @@ teardown() {
 @test "kill -9 of the supervisor leaves the session as it was, and unlocked" {
         "$HUTCH" run -q --session s -- sh -c 'echo keep > a'
         before=$(tree_digest "$TREE")
-        "$HUTCH" run -q --session s -- sh -c 'echo junk > a; echo n > new; sleep 60' &
+        "$HUTCH" run -q --session s -- sh -c 'echo junk > a; echo n > new; echo written; sleep 60' \
+                > "$BATS_TEST_TMPDIR/out" &
         pid=$!
         for _ in $(seq 50); do
                 [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ] && break
                 sleep 0.1
         done
         [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ]
-        sleep 0.5
+        # the job has changed the tree it sees before hutch dies
+        wait_for_file "$BATS_TEST_TMPDIR/out"
         kill -9 "$pid"
         wait "$pid" || true
         [ "$(tree_digest "$TREE")" = "$before" ]
@@ -87,8 +89,9 @@ teardown() {
         "$HUTCH" run -q --session s --session-wait 60s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n' \
                 >"$d/waited" 2>&1 &
         waiter=$!
-        # still there: it waits for the session rather than failing
-        sleep 1
+        # it has the session's lock open, and is still there: it waits
+        # for the session rather than failing
+        wait_until has_open "$waiter" /s/lock
         kill -0 "$waiter"
         touch "$d/go"
         wait "$waiter"

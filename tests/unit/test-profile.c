@@ -50,6 +50,7 @@ static void table(void **state)
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
+                                    startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
         }
         assert_ptr_equal(profile_key_find("memory_high"), profile_key_find("memory-high"));
@@ -333,10 +334,10 @@ static void errors(void **state)
                   "profile t.ini:2: expected a variable name (letters, digits, '_'), got \"1BAD\"" },
                 /* structure */
                 { "[limit]\nmemory = 1G\n", -EINVAL,
-                  "profile t.ini:1: unknown section [limit] (known: artifacts, env, filesystem, limits, network, "
+                  "profile t.ini:1: unknown section [limit] (known: apply, artifacts, env, filesystem, limits, network, "
                   "sandbox, seccomp)" },
                 { "[limits]\n[emptymisspelt]\n", -EINVAL,
-                  "profile t.ini:2: unknown section [emptymisspelt] (known: artifacts, env, filesystem, limits, "
+                  "profile t.ini:2: unknown section [emptymisspelt] (known: apply, artifacts, env, filesystem, limits, "
                   "network, sandbox, seccomp)" },
                 { "[limits]\nmemroy = 1G\n", -EINVAL, "profile t.ini:2: memroy: unknown key in [limits]" },
                 { "[sandbox]\nmemory = 1G\n", -EINVAL,
@@ -505,6 +506,8 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[apply]\n"
+                "protect =\n"
                 "\n[artifacts]\n"
                 "dir = /workspace/output\n"
                 "max_bytes = 128M\n"
@@ -562,7 +565,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "09526236b5a4a4cd0942dbf7877ed40315d41a56fe772e85ee4b61d10de2dcaf");
+        assert_string_equal(sha, "3e669ce81da8419c257c9aa79806a408f9ecadd2f8baed8dd068ec4a349cc632");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -43,6 +43,23 @@ static void help(void)
                "  -h, --help          this text\n");
 }
 
+/* bytes for people: 1.5M, 117M, 4.2G (human() is exact, for profiles) */
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+        static const char units[] = "BKMGTP";
+        double v = (double)bytes;
+        size_t u = 0;
+        while (v >= 1024 && u + 1 < sizeof(units) - 1) {
+                v /= 1024;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+        else
+                snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+        return buf;
+}
+
 static int open_store(const char *verb, bool create, bool exclusive, struct image_store **ret)
 {
         _cleanup_free_ char *db = NULL, *dir = NULL;
@@ -119,7 +136,7 @@ static int image_import_verb(const char *profile, bool json, char **args)
         }
         printf("imported %s sha256:%.12s: %u layer%s (%u unpacked now, %u shared), %s\n", res.name, res.manifest,
                res.layers, res.layers == 1 ? "" : "s", res.layers_unpacked, res.layers - res.layers_unpacked,
-               format_size(res.bytes, size, sizeof(size)));
+               human(res.bytes, size, sizeof(size)));
         if (res.skipped_specials || res.setid_dropped || res.xattrs_dropped)
                 printf("left out: %llu device node%s, FIFO%s or socket%s; %llu set-id bit%s; %llu xattr%s\n",
                        (unsigned long long)res.skipped_specials, res.skipped_specials == 1 ? "" : "s",
@@ -187,7 +204,7 @@ static int image_ls(bool json)
                         json_decref(j);
                 } else
                         printf("%-40s sha256:%.12s %8s %6zu\n", *ref, info->manifest,
-                               format_size(info->bytes, size, sizeof(size)), strv_length(info->layer_dirs));
+                               human(info->bytes, size, sizeof(size)), strv_length(info->layer_dirs));
         }
         return EXIT_OK;
 }
@@ -235,7 +252,7 @@ static int image_inspect(bool json, char **args)
         printf("image        %s\nmanifest     sha256:%s\nconfig       sha256:%s\nplatform     %s/%s\n", info->ref,
                info->manifest, info->config, info->os ? info->os : "?",
                info->architecture ? info->architecture : "?");
-        printf("size         %s unpacked\n", format_size(info->bytes, size, sizeof(size)));
+        printf("size         %s unpacked\n", human(info->bytes, size, sizeof(size)));
         print_list("entrypoint", info->entrypoint);
         print_list("cmd", info->cmd);
         printf("workdir      %s\nuser         %s\n", info->working_dir ? info->working_dir : "/",
@@ -295,7 +312,7 @@ int cli_image_gc(bool dry_run)
                 return EXIT_SETUP;
         }
         printf("%s %u image layer%s and %u blob%s no image uses (%s)\n", dry_run ? "would remove" : "removed",
-               layers, layers == 1 ? "" : "s", blobs, blobs == 1 ? "" : "s", format_size(bytes, size, sizeof(size)));
+               layers, layers == 1 ? "" : "s", blobs, blobs == 1 ? "" : "s", human(bytes, size, sizeof(size)));
         return EXIT_OK;
 }
 
@@ -321,7 +338,7 @@ char *cli_image_usage(void)
         if (r < 0)
                 return xasprintf("%s: %s", dir, strerror(-r));
         return xasprintf("%s: %u image%s, %s on disk", dir, images, images == 1 ? "" : "s",
-                         format_size(bytes, size, sizeof(size)));
+                         human(bytes, size, sizeof(size)));
 }
 
 int verb_image(int argc, char **argv)

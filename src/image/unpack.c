@@ -189,7 +189,9 @@ static int walk_dir(struct unpack *u, const char *dir, bool create)
 
 /* The parent dir of path, through the one-entry cache (entries of one
  * directory come together in a tar). *ret_name points into path. The fd
- * belongs to u. */
+ * belongs to u. The cached dir cannot go stale: an entry only ever
+ * removes a name inside its own parent (make_room()), never the parent
+ * or its ancestors, and another parent replaces the cache. */
 static int parent_of(struct unpack *u, const char *path, const char **ret_name)
 {
         const char *slash = strrchr(path, '/');

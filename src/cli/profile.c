@@ -89,7 +89,8 @@ static char *origin_text(const struct key_origin *o)
         case ORIGIN_FILE_UNTRUSTED:
                 return xasprintf("%s:%u (untrusted)", o->file, o->line);
         default:
-                return xasprintf("%s:%u", o->file, o->line);
+                /* line 0: no file line, the image an env variable came from */
+                return o->line ? xasprintf("%s:%u", o->file, o->line) : xstrdup(o->file);
         }
 }
 

@@ -12,7 +12,8 @@
  *    overlay lowers exactly like root = DIR:DIR (sandbox/mount-layers.c);
  *  - Env: each variable the profile and the command line did not set
  *    (theirs win), recorded with the image as its origin;
- *  - WorkingDir: the job's working directory (image_workdir); the
+ *  - WorkingDir: the job's working directory (image_workdir) unless
+ *    the profile or the command line set [sandbox] workdir; the
  *    workspace stays where the profile puts it;
  *  - Entrypoint + Cmd: the command, when none was given;
  *  - User: not used. The job runs as the sandbox's one user, which owns
@@ -89,8 +90,16 @@ int profile_resolve_image(struct run_config *cfg, const char *image_dir, char **
         cfg->root_layers = NULL;
         for (char **d = info->layer_dirs; d && *d; d++)
                 cfg->root_layers = strv_append(cfg->root_layers, *d);
+        /* a workdir the command line or a profile chose wins; the
+         * default profile's, which names every key, is no choice */
+        const struct key_origin *wd = run_config_origin(cfg, "sandbox.workdir");
+        const char *wd_file = wd && wd->file ? strrchr(wd->file, '/') : NULL;
+        bool wd_chosen = wd && wd->origin != ORIGIN_DEFAULT &&
+                         !(wd->origin != ORIGIN_CLI && wd->file &&
+                           streq(wd_file ? wd_file + 1 : wd->file, "default.ini"));
         free(cfg->image_workdir);
-        cfg->image_workdir = info->working_dir && info->working_dir[0] == '/' && !strstr(info->working_dir, "..")
+        cfg->image_workdir = info->working_dir && info->working_dir[0] == '/' && !strstr(info->working_dir, "..") &&
+                                     !wd_chosen
                                      ? xstrdup(info->working_dir) : NULL;
         if (!cfg->argv || !cfg->argv[0]) {
                 strv_free(cfg->argv);

@@ -23,6 +23,12 @@ setup() {
         run "$HUTCH" run --image bb
         [ "$status" -eq 0 ]
         [ "$output" = "$(printf 'hello from the image\nhello from layer two\n/srv')" ]
+        # the shipped default profile names [sandbox] workdir: no choice;
+        # the command line's is
+        run env HUTCH_PROFILE_PATH="$BATS_TEST_DIRNAME/../../profiles" "$HUTCH" run --image bb -- pwd
+        [ "$output" = /srv ]
+        run "$HUTCH" run --image bb --workdir-inside /elsewhere -- pwd
+        [ "$output" = /elsewhere ]
 }
 
 @test "a command runs in the image: whiteouts and opaque dirs applied, writable, discarded" {

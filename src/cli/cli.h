@@ -41,6 +41,14 @@ int verb_image(int argc, char **argv);     /* cli/image.c, the store in image/ *
 /* hutch gc's part for the image store: layers and blobs no image uses
  * (cli/image.c). Prints one line; returns an exit code. */
 int cli_image_gc(bool dry_run);
+/* Open the image store (cli/image-store.c) for verb: create it when
+ * missing with create, lock it exclusively with exclusive. EXIT_OK and
+ * *ret; -ENOENT when there is none and !create; else an exit code after
+ * logging. */
+struct image_store;
+int cli_image_open(const char *verb, bool create, bool exclusive, struct image_store **ret);
+/* bytes for people: 512B, 1.5K, 117M, 4.2G. buf >= 16 bytes. */
+const char *cli_human_size(uint64_t bytes, char *buf, size_t len);
 /* The image store's directory (image_store_dir() of the run store's
  * default path), for profile_request.image_dir; NULL without a state
  * dir. Caller frees. */

@@ -17,7 +17,6 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
-#include "record/store.h"
 #include "sandbox/ns.h"
 
 static void help(void)
@@ -41,42 +40,6 @@ static void help(void)
                "  -p, --profile NAME  the profile whose [image] bounds apply (default: default)\n"
                "  --json              one JSON object (ls: one per line)\n"
                "  -h, --help          this text\n");
-}
-
-/* bytes for people: 1.5M, 117M, 4.2G (human() is exact, for profiles) */
-static const char *human(uint64_t bytes, char *buf, size_t len)
-{
-        static const char units[] = "BKMGTP";
-        double v = (double)bytes;
-        size_t u = 0;
-        while (v >= 1024 && u + 1 < sizeof(units) - 1) {
-                v /= 1024;
-                u++;
-        }
-        if (u == 0)
-                snprintf(buf, len, "%lluB", (unsigned long long)bytes);
-        else
-                snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
-        return buf;
-}
-
-static int open_store(const char *verb, bool create, bool exclusive, struct image_store **ret)
-{
-        _cleanup_free_ char *db = NULL, *dir = NULL;
-        int r = store_default_path(&db);
-        if (r < 0) {
-                log_error("image %s: no state dir (set HOME, XDG_STATE_HOME or HUTCH_STATE_DIR)", verb);
-                return EXIT_SETUP;
-        }
-        dir = image_store_dir(db);
-        r = image_store_open(dir, create, exclusive, ret);
-        if (r == -ENOENT && !create)
-                return -ENOENT;
-        if (r < 0) {
-                log_error_errno(r, "image %s: image store %s: %m", verb, dir);
-                return EXIT_SETUP;
-        }
-        return EXIT_OK;
 }
 
 static int image_import_verb(const char *profile, bool json, char **args)
@@ -115,7 +78,7 @@ static int image_import_verb(const char *profile, bool json, char **args)
                 log_error("image import: %s", perr);
                 return EXIT_SETUP;
         }
-        r = open_store("import", true, true, &st);
+        r = cli_image_open("import", true, true, &st);
         if (r != EXIT_OK)
                 return r;
         r = image_import(st, args[0], args[1], &lim, &res, &err);
@@ -136,7 +99,7 @@ static int image_import_verb(const char *profile, bool json, char **args)
         }
         printf("imported %s sha256:%.12s: %u layer%s (%u unpacked now, %u shared), %s\n", res.name, res.manifest,
                res.layers, res.layers == 1 ? "" : "s", res.layers_unpacked, res.layers - res.layers_unpacked,
-               human(res.bytes, size, sizeof(size)));
+               cli_human_size(res.bytes, size, sizeof(size)));
         if (res.skipped_specials || res.setid_dropped || res.xattrs_dropped)
                 printf("left out: %llu device node%s, FIFO%s or socket%s; %llu set-id bit%s; %llu xattr%s\n",
                        (unsigned long long)res.skipped_specials, res.skipped_specials == 1 ? "" : "s",
@@ -175,7 +138,7 @@ static int image_ls(bool json)
         _cleanup_strv_ char **refs = NULL;
         char size[32];
 
-        int r = open_store("ls", false, false, &st);
+        int r = cli_image_open("ls", false, false, &st);
         if (r == -ENOENT)
                 return EXIT_OK;         /* nothing imported yet */
         if (r != EXIT_OK)
@@ -204,7 +167,7 @@ static int image_ls(bool json)
                         json_decref(j);
                 } else
                         printf("%-40s sha256:%.12s %8s %6zu\n", *ref, info->manifest,
-                               human(info->bytes, size, sizeof(size)), strv_length(info->layer_dirs));
+                               cli_human_size(info->bytes, size, sizeof(size)), strv_length(info->layer_dirs));
         }
         return EXIT_OK;
 }
@@ -230,7 +193,7 @@ static int image_inspect(bool json, char **args)
                 log_error("image inspect: expected one NAME[:TAG]");
                 return EXIT_USAGE;
         }
-        int r = open_store("inspect", false, false, &st);
+        int r = cli_image_open("inspect", false, false, &st);
         if (r == -ENOENT) {
                 log_error("image inspect: no image %s (nothing imported yet)", args[0]);
                 return EXIT_FAILURE_GENERIC;
@@ -252,7 +215,7 @@ static int image_inspect(bool json, char **args)
         printf("image        %s\nmanifest     sha256:%s\nconfig       sha256:%s\nplatform     %s/%s\n", info->ref,
                info->manifest, info->config, info->os ? info->os : "?",
                info->architecture ? info->architecture : "?");
-        printf("size         %s unpacked\n", human(info->bytes, size, sizeof(size)));
+        printf("size         %s unpacked\n", cli_human_size(info->bytes, size, sizeof(size)));
         print_list("entrypoint", info->entrypoint);
         print_list("cmd", info->cmd);
         printf("workdir      %s\nuser         %s\n", info->working_dir ? info->working_dir : "/",
@@ -272,7 +235,7 @@ static int image_rm(char **args)
                 log_error("image rm: expected NAME[:TAG]...");
                 return EXIT_USAGE;
         }
-        int r = open_store("rm", false, true, &st);
+        int r = cli_image_open("rm", false, true, &st);
         if (r == -ENOENT) {
                 log_error("image rm: no image %s (nothing imported yet)", args[0]);
                 return EXIT_FAILURE_GENERIC;
@@ -292,53 +255,6 @@ static int image_rm(char **args)
                 code = EXIT_FAILURE_GENERIC;
         }
         return code;
-}
-
-int cli_image_gc(bool dry_run)
-{
-        _cleanup_image_store_ struct image_store *st = NULL;
-        unsigned layers = 0, blobs = 0;
-        uint64_t bytes = 0;
-        char size[32];
-
-        int r = open_store("gc", false, true, &st);
-        if (r == -ENOENT)
-                return EXIT_OK;
-        if (r != EXIT_OK)
-                return r;
-        r = image_gc(st, dry_run, &layers, &blobs, &bytes);
-        if (r < 0) {
-                log_error_errno(r, "gc: image store: %m");
-                return EXIT_SETUP;
-        }
-        printf("%s %u image layer%s and %u blob%s no image uses (%s)\n", dry_run ? "would remove" : "removed",
-               layers, layers == 1 ? "" : "s", blobs, blobs == 1 ? "" : "s", human(bytes, size, sizeof(size)));
-        return EXIT_OK;
-}
-
-char *cli_image_dir(void)
-{
-        _cleanup_free_ char *db = NULL;
-        return store_default_path(&db) < 0 ? NULL : image_store_dir(db);
-}
-
-char *cli_image_usage(void)
-{
-        _cleanup_free_ char *db = NULL, *dir = NULL;
-        uint64_t bytes;
-        unsigned images;
-        char size[32];
-
-        if (store_default_path(&db) < 0)
-                return xstrdup("no state dir");
-        dir = image_store_dir(db);
-        int r = image_store_usage(dir, &bytes, &images);
-        if (r == -ENOENT)
-                return xasprintf("%s: none yet", dir);
-        if (r < 0)
-                return xasprintf("%s: %s", dir, strerror(-r));
-        return xasprintf("%s: %u image%s, %s on disk", dir, images, images == 1 ? "" : "s",
-                         human(bytes, size, sizeof(size)));
 }
 
 int verb_image(int argc, char **argv)

@@ -58,7 +58,7 @@ struct image_limits {
 
 /* What an import did, for the verb to print. */
 struct image_import_result {
-        char name[256];                 /* NAME:TAG the ref was written as */
+        char name[400];                 /* NAME:TAG the ref was written as (<= 200 + 1 + 128) */
         char manifest[DIGEST_HEX_SIZE]; /* manifest digest, hex */
         unsigned layers;                /* layers the image has */
         unsigned layers_unpacked;       /* of them, unpacked now (others were shared) */

@@ -32,8 +32,10 @@
 #include "sandbox/gvisor.h"
 #include "sandbox/mount.h"
 #include "sandbox/ns.h"
+#include "config/profile.h"
 #include "config/run-config.h"
 #include "record/store.h"
+#include "run/admission.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/specials.h"
 #include "sandbox/userns-diag.h"
@@ -572,6 +574,41 @@ static void check_store(void)
         report(CHECK_WARN, "run store", detail, fix);
 }
 
+/* Admission (run/admission.h): the node's allocatable resources, and
+ * what the default profile's caps come to, "auto" worked out. */
+static void check_admission(void)
+{
+        struct node_resources node;
+        struct admission_caps caps;
+        struct run_config cfg;
+        _cleanup_free_ char *err = NULL;
+        char mem[32];
+
+        if (node_resources_read(&node) < 0) {
+                report(CHECK_WARN, "admission", "cannot read the node's memory (/proc/meminfo)",
+                       "max_running = auto and max_memory = auto need /proc");
+                return;
+        }
+        run_config_init(&cfg);
+        if (profile_load(&cfg, "default", &err) < 0)
+                log_debug("doctor: default profile: %s", err);
+        admission_caps_resolve(&cfg, &node, &caps);
+        /* what auto would give, even when the profile sets no cap */
+        struct run_config as_auto = cfg;
+        struct admission_caps autos;
+        as_auto.admission_max_running = (char *)"auto";
+        as_auto.admission_max_memory = (char *)"auto";
+        admission_caps_resolve(&as_auto, &node, &autos);
+        _cleanup_free_ char *detail = xasprintf(
+                "node: memory %s (%s), cpus %g (%s); default profile: %s; with auto and its limits: %s",
+                format_size(node.memory_bytes, mem, sizeof(mem)), node.memory_from, node.cpus, node.cpus_from,
+                caps.how ? caps.how : "no cap ([admission] max_running = none, max_memory = none)", autos.how);
+        report(CHECK_OK, "admission", detail, NULL);
+        admission_caps_done(&caps);
+        admission_caps_done(&autos);
+        run_config_done(&cfg);
+}
+
 /* Run `argv` in a real sandbox (under runsc when gv is set) with its
  * output discarded; 0 and *out filled, or -errno. */
 static int run_probe(char **argv, const struct gvisor_info *gv, struct run_outcome *out)
@@ -691,6 +728,7 @@ int verb_doctor(int argc, char **argv)
         check_seccomp();
         check_cgroup();
         check_slurm();
+        check_admission();
         check_store();
         _cleanup_free_ char *images = cli_image_usage();
         report(CHECK_OK, "image store (hutch image)", images, NULL);

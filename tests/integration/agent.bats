@@ -104,6 +104,8 @@ EOF2
                 echo "$output" | schema hutch.error/1
                 [ "$(echo "$output" | json "o['pointer']")" = "$pointer" ]
                 [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
+                [ "$(echo "$output" | json "o['code']")" = bad_request ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
                 [[ "$stderr" == "hutch: run: request: $pointer"* ]]
                 # and nothing was refused silently against the schema
                 not schema hutch.request/1 <<< "$doc" 2>/dev/null
@@ -125,6 +127,7 @@ EOF2
         [ "$status" -eq 2 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['pointer']")" = "" ]
+        [ "$(echo "$output" | json "o['code']")" = bad_request ]
         [[ "$stderr" == *"not valid JSON"* ]]
 }
 
@@ -138,6 +141,8 @@ EOF2
                 echo "$output" | schema hutch.result/1
                 ids+=("$(echo "$output" | json "o['id']")")
                 [ "$(echo "$output" | json "o['idempotency_key']")" = build-42 ]
+                [ "$(echo "$output" | json "o['error_code']")" = failed ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
         done
         [ "$(wc -l < "$d/count")" -eq 1 ]
         [ "${ids[0]}" = "${ids[1]}" ] && [ "${ids[1]}" = "${ids[2]}" ]
@@ -165,6 +170,8 @@ EOF2
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
+        [ "$(echo "$output" | json "o['code']")" = idempotency_in_flight ]
+        [ "$(echo "$output" | json "o['retryable']")" = true ]
         "$HUTCH" run -v --id slow --id-wait --json -- true >"$d/waited" 2>"$d/waited.err" &
         waiter=$!
         # it says it waits for the run, and is still there, rather than
@@ -273,6 +280,8 @@ EOF2
         run --separate-stderr "$HUTCH" wait --json --timeout 300ms "$id"
         [ "$status" -eq 124 ]
         echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['code']")" = wait_timeout ]
+        [ "$(echo "$output" | json "o['retryable']")" = true ]
         [ "$("$HUTCH" ps --json | json "o['id']")" = "$id" ]
         "$HUTCH" kill "$id"
         run wait %1
@@ -527,6 +536,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         [ "$(echo "$output" | wc -l)" -eq 1 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = usage ]
+        [ "$(echo "$output" | json "o['code']")" = usage ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         [[ "$(echo "$output" | json "o['message']")" == *"--no-such-flag"* ]]
         [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
 
@@ -537,6 +548,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         run --separate-stderr "$HUTCH" show --json 0000NOSUCHRUN
         [ "$status" -eq 1 ]
         echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['code']")" = not_found ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         [[ "$(echo "$output" | json "o['message']")" == *"0000NOSUCHRUN"* ]]
 
         local bad="$BATS_TEST_TMPDIR/badstore"
@@ -548,6 +561,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
                 [ "$(echo "$output" | wc -l)" -eq 1 ]
                 echo "$output" | schema hutch.error/1
                 [ "$(echo "$output" | json "o['error']")" = setup ]
+                [ "$(echo "$output" | json "o['code']")" = store_unusable ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
         done
 
         # a run that happened answers with its result, never an error too
@@ -555,6 +570,15 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         [ "$status" -eq 4 ]
         [ "$(echo "$output" | wc -l)" -eq 1 ]
         echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['error_code']")" = failed ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
+        # a success has no error code; a refused sandbox is setup_refused
+        run --separate-stderr "$HUTCH" run --json -- true
+        [ "$(echo "$output" | json "o['error_code']")" = null ]
+        run --separate-stderr "$HUTCH" run --json --timeout 1s -- sleep 5
+        [ "$status" -eq 124 ]
+        [ "$(echo "$output" | json "o['error_code']")" = timeout ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         # the job's own "--json" is not hutch's
         run --separate-stderr "$HUTCH" run -- sh -c 'exit 5' --json
         [ "$status" -eq 5 ]

@@ -49,6 +49,7 @@ static void table(void **state)
                                 *c = '-';
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
+                                    startswith(k->flag, "admission-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
                                     startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
@@ -506,6 +507,10 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[admission]\n"
+                "max_memory = none\n"
+                "max_running = none\n"
+                "redundancy = 0.8\n"
                 "\n[apply]\n"
                 "protect =\n"
                 "\n[artifacts]\n"
@@ -565,7 +570,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "3e669ce81da8419c257c9aa79806a408f9ecadd2f8baed8dd068ec4a349cc632");
+        assert_string_equal(sha, "71fa6609d7216ccf7f804cc66fa01f824ad076d599fa825cac0674cbd6bd1a7f");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT INT TERM
 export HUTCH_STATE_DIR="$work/state"
 
 if [ -z "$SOURCE" ]; then
-        # shellcheck source=../tests/integration/image-lib.bash
+        # shellcheck source=tests/integration/image-lib.bash
         . "$here/../tests/integration/image-lib.bash"
         busybox_image "$work/img" 1 > /dev/null
         SOURCE="oci:$work/img/oci:1"

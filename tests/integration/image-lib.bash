@@ -125,6 +125,7 @@ busybox_layers() {
 busybox_image() {
         local d=$1
         busybox_layers "$d"
+        # shellcheck disable=SC2016 # $GREETING is the image's, expanded inside
         image_config "$d/config.json" '["PATH=/bin", "GREETING=hello from the image"]' \
                 '["/bin/sh", "-c", "echo \"$GREETING\"; cat /hello.txt; pwd"]' /srv \
                 "$d/l1.tar.gz" "$d/l2.tar.gz"

@@ -134,3 +134,25 @@ overlay_of() {
         run "$HUTCH" image frob
         [ "$status" -eq 2 ]
 }
+
+@test "a name imported again points at the new image; gc removes what only the old one used" {
+        "$HUTCH" image import "oci:$W/oci:1.0" bb > /dev/null
+        mkdir -p "$W/l3/etc" && echo three > "$W/l3/etc/three"
+        tar -C "$W/l3" -cf - . | gzip -n > "$W/l3.tar.gz"
+        image_config "$W/c3.json" '["PATH=/bin"]' null "" "$W/l1.tar.gz" "$W/l3.tar.gz"
+        new=$(oci_layout "$W/oci" 3.0 "$W/c3.json" "$W/l1.tar.gz" "$W/l3.tar.gz")
+        run "$HUTCH" image import --json "oci:$W/oci:3.0" bb
+        [ "$status" -eq 0 ]
+        [ "$(jq -r .manifest <<<"$output")" = "$new" ]
+        [ "$(jq -r .layers_unpacked <<<"$output")" -eq 1 ]
+        [ "$("$HUTCH" image inspect --json bb | jq -r .manifest)" = "$new" ]
+        # the old top layer, config and manifest are no image's now
+        run "$HUTCH" gc --dry-run
+        [[ "$output" == *"would remove 1 image layer and 3 blobs no image uses"* ]]
+        [ "$(ls "$STORE/layers" | wc -l)" -eq 3 ]
+        run "$HUTCH" gc
+        [[ "$output" == *"removed 1 image layer and 3 blobs no image uses"* ]]
+        [ "$(ls "$STORE/layers" | wc -l)" -eq 2 ]
+        run "$HUTCH" image inspect bb
+        [ "$status" -eq 0 ]
+}

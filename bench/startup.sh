@@ -21,11 +21,16 @@
 # set-up plus date's own start, the same in every command) and from
 # the print to the caller's wake-up ("after the job": date's exit, the
 # sandbox's teardown and, for hutch, the record's final update).
+# hutch-static (./configure --enable-static), when it is built next to
+# hutch (or HUTCH_STATIC=path names it; HUTCH_STATIC= leaves it out), is
+# a fourth command, "static", with its own state dir: both builds against
+# bwrap in one run, "ratio" lines for each.
 # HUTCH_BASE=path/to/another/hutch adds that build as a fourth command,
 # "base", with its own state dir, and prints hutch/base too: the way to
 # measure a change on a host whose load moves between two runs.
 #
-#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass;
+#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, HUTCH_STATIC=path/to/hutch-static,
+#                                LOAD=2; LOAD=0: no loaded pass;
 #                                PHASES=0: no split pass)
 set -euo pipefail
 rounds=${1:-200}
@@ -44,6 +49,13 @@ cmd_hutch=("$hutch" run --)
 cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp)
 cmd_unshare=(unshare -Urmpf --mount-proc)
 names=(hutch bwrap unshare)
+static=${HUTCH_STATIC-$(dirname "$hutch")/hutch-static}
+if [ -n "$static" ] && [ -x "$static" ]; then
+        names+=(static)
+        mkdir -p "$tmp/state-static"
+else
+        static=
+fi
 base=${HUTCH_BASE:-}
 if [ -n "$base" ]; then
         names+=(base)
@@ -59,6 +71,7 @@ run_named() {
         hutch) "${cmd_hutch[@]}" "$@" ;;
         bwrap) "${cmd_bwrap[@]}" "$@" ;;
         unshare) "${cmd_unshare[@]}" "$@" ;;
+        static) HUTCH_STATE_DIR=$tmp/state-static "$static" run -- "$@" ;;
         base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- "$@" ;;
         esac
 }
@@ -144,6 +157,12 @@ report() {
                 printf "  ratio    %.2f hutch/bwrap of the medians (target <= 1.0)%s\n", r, r <= 1.0 ? "" : "  OVER TARGET"
                 printf "           %.2f of p99s; hutch is %.2f ms above the unshare floor (median)\n", H[3] / B[3], H[1] - U[1]
         }'
+        if [ -n "$static" ]; then
+                awk -v s="$(stats static "$file")" -v b="$b" 'BEGIN {
+                        split(s, S, " "); split(b, B, " ")
+                        printf "           %.2f hutch-static/bwrap of the medians, %.2f of the p99s\n", S[1] / B[1], S[3] / B[3]
+                }'
+        fi
         if [ -n "$base" ]; then
                 awk -v h="$(stats hutch "$file")" -v o="$(stats base "$file")" 'BEGIN {
                         split(h, H, " "); split(o, O, " ")

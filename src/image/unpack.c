@@ -174,10 +174,11 @@ static int walk_dir(struct unpack *u, const char *dir, bool create)
                 close(fd);
                 if (next < 0)
                         return e;
-                if (made) {
-                        (void)fchmod(next, 0755);
-                        if (u->uid != (uid_t)-1)
-                                (void)fchown(next, u->uid, u->gid);
+                if (made && (fchmod(next, 0755) < 0 ||
+                             (u->uid != (uid_t)-1 && fchown(next, u->uid, u->gid) < 0))) {
+                        e = -errno;
+                        close(next);
+                        return e;
                 }
                 fd = next;
                 p += n;

@@ -53,6 +53,12 @@ const char *cli_human_size(uint64_t bytes, char *buf, size_t len);
  * default path), for profile_request.image_dir; NULL without a state
  * dir. Caller frees. */
 char *cli_image_dir(void);
+/* A run on an image (cfg->root = image:...) holds the image store
+ * (image_store_use()) until *ret_fd is closed, so gc and image rm leave
+ * its layers alone; the layers resolved are checked to be still there.
+ * *ret_fd -1 when the root is no image. An exit code, after logging. */
+struct run_config;
+int cli_image_hold(const char *verb, const struct run_config *cfg, const char *image_dir, int *ret_fd);
 /* doctor's line on the image store: where, how many images, bytes on
  * disk. Caller frees. */
 char *cli_image_usage(void);

@@ -7,8 +7,12 @@
 #include "config.h"
 
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/profile.h"
+#include "config/run-config.h"
 #include "image/image.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
@@ -64,6 +68,10 @@ int cli_image_gc(bool dry_run)
         if (r != EXIT_OK)
                 return r;
         r = image_gc(st, dry_run, &layers, &blobs, &bytes);
+        if (r == -EBUSY) {
+                printf("removed no image layers: a run is using the image store (the next gc will)\n");
+                return EXIT_OK;
+        }
         if (r < 0) {
                 log_error_errno(r, "gc: image store: %m");
                 return EXIT_SETUP;
@@ -96,4 +104,27 @@ char *cli_image_usage(void)
                 return xasprintf("%s: %s", dir, strerror(-r));
         return xasprintf("%s: %u image%s, %s on disk", dir, images, images == 1 ? "" : "s",
                          cli_human_size(bytes, size, sizeof(size)));
+}
+
+int cli_image_hold(const char *verb, const struct run_config *cfg, const char *image_dir, int *ret_fd)
+{
+        *ret_fd = -1;
+        if (!profile_root_is_image(cfg->root) || !image_dir)
+                return EXIT_OK;
+        int fd = image_store_use(image_dir);
+        if (fd < 0) {
+                log_error_errno(fd, "%s: image store %s: %m", verb, image_dir);
+                return EXIT_SETUP;
+        }
+        /* resolved before the hold: a gc in between may have taken them */
+        for (char **d = cfg->root_layers; d && *d; d++) {
+                struct stat st;
+                if (stat(*d, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                        close(fd);
+                        log_error("%s: %s was removed as the run started (layer %s)", verb, cfg->root, *d);
+                        return EXIT_SETUP;
+                }
+        }
+        *ret_fd = fd;
+        return EXIT_OK;
 }

@@ -249,7 +249,8 @@ static int image_rm(char **args)
                 else if (r < 0)
                         log_error_errno(r, "image rm: %s: %m", *a);
                 else {
-                        printf("removed %s\n", *a);
+                        printf(r == 1 ? "removed %s; its layers stay until hutch gc: a run is using the image store\n"
+                                      : "removed %s\n", *a);
                         continue;
                 }
                 code = EXIT_FAILURE_GENERIC;

@@ -116,6 +116,7 @@ int verb_run(int argc, char **argv)
         _cleanup_free_ char *err = NULL;
         pid_t exiting_init = 0;
         _cleanup_free_ char *image_dir = NULL;
+        _cleanup_close_ int image_fd = -1;
         int r, code = EXIT_SETUP;
 
         run_config_init(&cfg);
@@ -189,6 +190,9 @@ int verb_run(int argc, char **argv)
         if (cfg.net_allow && cfg.net != NET_ALLOW)
                 log_warning("run: network is %s: the allow rules are not used",
                             cfg.net == NET_HOST ? "host" : "none");
+        code = cli_image_hold("run", &cfg, image_dir, &image_fd);
+        if (code != EXIT_OK)
+                goto out;
         code = run_execute(&cfg, &lj, &a, a.lang, a.json, NULL, &exiting_init);
 out:
         lang_job_done(&lj);
@@ -232,6 +236,7 @@ int verb_rerun(int argc, char **argv)
         bool json = false;
         pid_t exiting_init = 0;
         _cleanup_free_ char *image_dir = NULL;
+        _cleanup_close_ int image_fd = -1;
         int c, r, code, verbosity = LOG_NORMAL;
 
         optind = 1;
@@ -306,6 +311,9 @@ int verb_rerun(int argc, char **argv)
         /* the workspace options (--workdir, --session, --input) are not
          * part of the profile: a rerun runs in a fresh workspace */
         struct run_args none = { .ui = &run_ui };
+        code = cli_image_hold("rerun", &cfg, image_dir, &image_fd);
+        if (code != EXIT_OK)
+                goto out;
         code = run_execute(&cfg, &lj, &none, orig->lang, json, orig->id, &exiting_init);
 out:
         lang_job_done(&lj);

@@ -31,6 +31,10 @@ int refs_load(struct image_store *st, json_t **ret);
 /* Replace refs.json with refs, atomically (rename). */
 int refs_save(struct image_store *st, json_t *refs);
 
+/* The "use" lock taken exclusively, without waiting (image_store_use()
+ * holds it shared): an fd, or -EBUSY while a run uses the store. */
+int store_use_exclusive(struct image_store *st);
+
 /* ---- blobs.c: the verified blob store ---------------------------------- */
 
 /* A blob being written: hashed as it is written into tmp/. */

@@ -98,6 +98,12 @@ struct image_store *image_store_free(struct image_store *st);
 static inline void image_store_freep(struct image_store **st) { image_store_free(*st); }
 #define _cleanup_image_store_ _cleanup_(image_store_freep)
 
+/* Hold the store in dir for a run: a shared lock on <dir>/use, kept as
+ * long as the returned fd is open. While any run holds it, image_gc()
+ * and image_remove() leave layers and blobs alone (-EBUSY / 1), so no
+ * layer goes away under a job. fd or -errno. Takes no other lock. */
+int image_store_use(const char *dir);
+
 /* Parse "NAME[:TAG]" into a canonical "NAME:TAG" (tag "latest" when
  * none). NAME is [A-Za-z0-9._/-], starting with a letter or digit, no
  * "..", at most 200 bytes; TAG [A-Za-z0-9._-], at most 128. New string,
@@ -129,11 +135,13 @@ static inline void image_info_freep(struct image_info **i) { image_info_free(*i)
 int image_list(struct image_store *st, char ***ret_refs);
 
 /* Remove ref (exclusive); -ENOENT when it does not exist. Blobs and
- * layers it alone used are removed with it (image_gc()). */
+ * layers it alone used are removed with it (image_gc()): 0; or, while a
+ * run uses the store, left for a later gc: 1. */
 int image_remove(struct image_store *st, const char *ref);
 
 /* Remove (exclusive) every blob and layer no ref names, and leftovers in
- * tmp/. dry_run counts only. Returns the number of layers and blobs
+ * tmp/. dry_run counts only. -EBUSY, and nothing removed, while a run
+ * holds image_store_use(). Returns the number of layers and blobs
  * removed (or that would be) in *ret_layers, *ret_blobs and the bytes
  * they took in *ret_bytes; 0 or -errno. */
 int image_gc(struct image_store *st, bool dry_run, unsigned *ret_layers, unsigned *ret_blobs,

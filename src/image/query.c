@@ -169,7 +169,8 @@ int image_remove(struct image_store *st, const char *ref)
         json_decref(refs);
         if (r < 0)
                 return r;
-        return image_gc(st, false, NULL, NULL, NULL);
+        r = image_gc(st, false, NULL, NULL, NULL);
+        return r == -EBUSY ? 1 : r;
 }
 
 /* Disk usage of name in dirfd (blocks, each inode once: layers share
@@ -287,6 +288,10 @@ int image_gc(struct image_store *st, bool dry_run, unsigned *ret_layers, unsigne
 
         if (!keep)
                 return -EBADMSG;        /* refs.json unreadable: remove nothing */
+        /* no layer goes away under a running job: skip while one runs */
+        _cleanup_close_ int use = dry_run ? -1 : store_use_exclusive(st);
+        if (use == -EBUSY)
+                return use;
         r = sweep(st->layersfd, keep, dry_run, &layers, &bytes);
         if (r >= 0)
                 r = sweep(st->blobsfd, keep, dry_run, &blobs, &bytes);

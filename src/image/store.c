@@ -127,3 +127,33 @@ int refs_save(struct image_store *st, json_t *refs)
                 (void)unlinkat(st->tmpfd, tmp, 0);
         return r;
 }
+
+int image_store_use(const char *dir)
+{
+        _cleanup_free_ char *path = xasprintf("%s/use", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        while (flock(fd, LOCK_SH) < 0)
+                if (errno != EINTR) {
+                        int e = -errno;
+                        close(fd);
+                        return e;
+                }
+        return fd;
+}
+
+/* gc's side of "use": exclusive, without waiting. An fd, or -EBUSY while
+ * a run holds it. */
+int store_use_exclusive(struct image_store *st)
+{
+        int fd = openat(st->dirfd, "use", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}

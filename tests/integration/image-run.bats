@@ -104,3 +104,24 @@ setup() {
         [ "$status" -eq 1 ]
         [[ "$output" == *"rerun: run $id ran image:bb:latest@$MANIFEST, which is gone: no image"* ]]
 }
+
+@test "a running job's image keeps its layers: rm and gc leave them until the run ends" {
+        "$HUTCH" run --image bb -- sleep 60 > /dev/null 2>&1 &
+        for _ in $(seq 100); do
+                id=$("$HUTCH" ps --json | jq -r .id | head -1)
+                [ -n "$id" ] && break
+                sleep 0.1
+        done
+        [ -n "$id" ]
+        run "$HUTCH" image rm bb
+        [ "$status" -eq 0 ]
+        [ "$output" = "removed bb; its layers stay until hutch gc: a run is using the image store" ]
+        run "$HUTCH" gc
+        [[ "$output" == *"removed no image layers: a run is using the image store"* ]]
+        [ "$(ls "$HUTCH_STATE_DIR/images/layers" | wc -l)" -eq 2 ]
+        "$HUTCH" kill "$id"
+        wait
+        run "$HUTCH" gc
+        [[ "$output" == *"removed 2 image layers and 4 blobs no image uses"* ]]
+        [ -z "$(ls "$HUTCH_STATE_DIR/images/layers")" ]
+}

@@ -31,6 +31,11 @@ static const struct verb verbs[] = {
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
         { "export",  verb_export,  "write recorded runs as JSON lines, for import elsewhere" },
         { "import",  verb_import,  "merge exported runs (other nodes' stores) into this store" },
+#ifndef HUTCH_STATIC_BUILD
+        /* not in hutch-static: Debian's libarchive has no complete
+         * static build; hutch-static runs the images hutch imports */
+        { "image",   verb_image,   "import OCI images (oci:, docker-archive:) for run --image; ls, inspect, rm" },
+#endif
         { "profile", verb_profile, "list profiles, show one fully resolved" },
         { "doctor",  verb_doctor,  "check what this host supports" },
         { "mcp",     verb_mcp,     "serve the Model Context Protocol on stdio: runs as tools" },

@@ -732,6 +732,8 @@ int verb_doctor(int argc, char **argv)
         check_slurm();
         check_admission();
         check_store();
+        _cleanup_free_ char *images = cli_image_usage();
+        report(CHECK_OK, "image store (hutch image)", images, NULL);
         if (userns)
                 check_egress();
         report(CHECK_OK, "host sockets and FIFOs under -i, --ro and --rw",

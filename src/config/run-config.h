@@ -125,7 +125,9 @@ struct run_config {
         char **tmpfs_paths;     /* tmpfs: extra tmpfs mount points (on the scratch limit) */
         char **masks;           /* mask: paths hidden behind an empty file or dir (globs) */
         char *root;             /* root: "host" or "DIR[:DIR...]" as written */
-        char **root_layers;     /* root split into layers, top first; NULL for "host" */
+        char **root_layers;     /* root split into layers, top first; NULL for "host";
+                                 * for image:REF the store's, by profile_resolve_image() */
+        char *image_workdir;    /* root = image:REF: the image's WorkingDir (the job's cwd), or NULL */
 
         /* [seccomp]: stored for the seccomp module, checked only for shape */
         char *seccomp_default_action; /* default_action: "eperm" or "kill" */
@@ -139,6 +141,10 @@ struct run_config {
         char *artifacts_dir;    /* dir: inside path collected after the run */
         uint64_t artifacts_max_files; /* max_files */
         uint64_t artifacts_max_bytes; /* max_bytes */
+
+        /* [image] (hutch image import) */
+        uint64_t image_max_layer_bytes; /* max_layer_size (0 = no limit) */
+        uint64_t image_max_image_bytes; /* max_image_size (0 = no limit) */
 
         /* provenance of every key set so far; see run_config_origin() */
         struct key_origin *origins;

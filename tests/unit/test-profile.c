@@ -527,6 +527,9 @@ static void canonical(void **state)
                 "rw =\n"
                 "system_dirs = /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc /opt\n"
                 "tmpfs =\n"
+                "\n[image]\n"
+                "max_image_size = 16G\n"
+                "max_layer_size = 4G\n"
                 "\n[limits]\n"
                 "capture = 64K\n"
                 "cpu_time = none\n"
@@ -567,7 +570,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "6ff755b141d6103df150fe8afefb54ad9d95957fceaca54733146fba39aa482c");
+        assert_string_equal(sha, "71fa6609d7216ccf7f804cc66fa01f824ad076d599fa825cac0674cbd6bd1a7f");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,
@@ -655,7 +658,7 @@ static void cli_options(void **state)
 
         while (opts[n].name)
                 n++;
-        assert_int_equal(n, 1 + profile_n_keys + 1);
+        assert_int_equal(n, 1 + profile_n_keys + 2);
         assert_string_equal(opts[0].name, "timeout");
         assert_int_equal(opts[0].val, 't');
         for (size_t i = 0; i < n; i++)
@@ -663,8 +666,12 @@ static void cli_options(void **state)
         assert_int_equal(timeout, 2);   /* the verb's own comes first and wins */
         assert_string_equal(opts[1].name, profile_keys[0].flag);
         assert_int_equal(opts[1].val, 1000);
-        assert_string_equal(opts[n - 1].name, "env");
-        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys);
+        assert_string_equal(opts[n - 2].name, "env");
+        assert_int_equal(opts[n - 2].val, 1000 + (int)profile_n_keys);
+        assert_int_equal(opts[n - 2].has_arg, required_argument);
+        /* --image NAME: root = image:NAME (profile_apply_cli()) */
+        assert_string_equal(opts[n - 1].name, "image");
+        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys + 1);
         assert_int_equal(opts[n - 1].has_arg, required_argument);
 }
 

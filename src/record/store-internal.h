@@ -117,3 +117,8 @@ void store_stamp_schema(struct store *s, bool in_transaction, int busy_timeout_m
  * that is not an array). */
 char *store_argv_to_text(char *const *argv);
 char **store_argv_from_text(const char *text);
+
+/* Rows of (name, count) as "NAME=COUNT" strings, f's since and label
+ * bound in that order where sql has them (store-stats.c). */
+struct store_filter;
+int store_count_rows(struct store *s, const char *sql, const struct store_filter *f, char ***ret);

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -20,6 +21,7 @@
 #include "lib/exit-codes.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/job.h"
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/sync.h"
@@ -37,7 +39,7 @@ static _Noreturn void fail(int sync_fd, int kind, int error, const char *step, c
         _exit(EXIT_SETUP);
 }
 
-static char **build_env(const struct run_config *cfg)
+static char **build_env(const struct run_config *cfg, const struct sandbox_inputs *in)
 {
         char **env = NULL;
         const char *term = getenv("TERM");
@@ -48,7 +50,11 @@ static char **build_env(const struct run_config *cfg)
                         has_path = true;
         if (!has_path)
                 env = strv_append(env, "PATH=" DEFAULT_PATH);
-        env = strv_append(env, xasprintf("HOME=%s", cfg->home));
+        /* the landlock tier has no mount of its own: HOME and TMPDIR are
+         * the run's scratch dirs, where its rules let it write */
+        env = strv_append(env, xasprintf("HOME=%s", in->landlock ? in->landlock->home : cfg->home));
+        if (in->landlock)
+                env = strv_append(env, xasprintf("TMPDIR=%s", in->landlock->tmpdir));
         env = strv_append(env, "LANG=C.UTF-8");
         env = strv_append(env, "TZ=UTC");
         if (cfg->tty)
@@ -125,6 +131,25 @@ static int exec_search(char **argv, char **env)
         return best;
 }
 
+/* The landlock tier's narrowing, in this order: no_new_privs (Landlock
+ * needs it without CAP_SYS_ADMIN); the Landlock domain, while we still
+ * have the caller's access to open its rules' paths (a root-owned 0700
+ * dir above an --ro path); then the unprivileged uid and no capability
+ * (caps.h), which Landlock does not hinder. The working dir was set by
+ * the sandbox (the workspace copy). */
+static void landlock_job_setup(const struct landlock_job *lj, int sync_fd)
+{
+        const char *path = NULL;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "no_new_privs", "");
+        int r = landlock_plan_apply(lj->plan, &path);
+        if (r < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, "landlock", path ? path : "");
+        r = caps_become_unprivileged(lj->uid, lj->gid);
+        if (r < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop privileges", "");
+}
+
 void job_wait_start(int sync_fd)
 {
         char mark = 0;
@@ -191,7 +216,7 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                 if (r >= 0 && wait_start)
                         job_wait_start(sync_fd);
                 if (r >= 0)
-                        r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg), argv == in->compile_argv, &step);
+                        r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg, in), argv == in->compile_argv, &step);
                 if (streq(step, "exec"))
                         fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
                 fail(sync_fd, SYNC_SETUP_ERROR, -r, step, streq(step, "exec runsc") ? in->gvisor->path : "");
@@ -220,7 +245,13 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * cpu time over the whole tree. With a run cgroup, pids.max holds
          * the pids limit alone: RLIMIT_NPROC is checked first in fork, so
          * it would hide every refusal from pids.events. */
-        if (cfg->pids && !in->pids_in_cgroup) {
+        /* In the landlock tier there is no user namespace: RLIMIT_NPROC
+         * would count every process of the caller's uid on the host, so
+         * it is set only when the job has a uid of its own (hutch run as
+         * root: 65534); otherwise the pids limit is the cgroup's or the
+         * report says it is not held. */
+        bool own_uid = !in->landlock || in->landlock->uid != getuid();
+        if (cfg->pids && !in->pids_in_cgroup && own_uid) {
                 struct rlimit rl = { cfg->pids, cfg->pids };
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");
@@ -231,17 +262,26 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                 if (setrlimit(RLIMIT_CPU, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CPU");
         }
-        if (cfg->max_file_size) {
-                struct rlimit rl = { cfg->max_file_size, cfg->max_file_size };
+        /* The landlock tier has no scratch tmpfs: --disk bounds each file
+         * the job writes (RLIMIT_FSIZE), not their sum (the report says so) */
+        uint64_t fsize = cfg->max_file_size;
+        if (in->landlock && cfg->disk_bytes && (!fsize || cfg->disk_bytes < fsize))
+                fsize = cfg->disk_bytes;
+        if (fsize) {
+                struct rlimit rl = { fsize, fsize };
                 if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_FSIZE");
         }
 
-        char **env = build_env(cfg);
+        char **env = build_env(cfg, in);
 
-        r = caps_drop_all();
-        if (r < 0)
-                fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+        if (in->landlock) {
+                landlock_job_setup(in->landlock, sync_fd);
+        } else {
+                r = caps_drop_all();
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+        }
 
         /* The syscall filter goes on last: everything above may need calls
          * it denies, and after it only exec (and, if that fails, one
@@ -252,6 +292,11 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                                      (uint32_t)getgid());
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
+        }
+        if (in->landlock) {
+                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets);
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "socket families");
         }
 
         /* Everything above is hutch's own setup, done while the supervisor

@@ -29,6 +29,7 @@
 #include "limits/iomax.h"
 #include "cli/cli.h"
 #include "cli/run-internal.h"
+#include "cli/run-landlock.h"
 #include "limits/enforce.h"
 #include "lib/exit-codes.h"
 #include "config/lang.h"
@@ -196,6 +197,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         json_t *enforcement = NULL;
         struct slurm_step slurm = { 0 };
         unsigned slurm_capped = 0;
+        struct run_landlock ll = { 0 };
         /* a detached run's events go to its spool, made after the fork */
         _cleanup_events_ struct events *ev = a->events && !a->detach ? events_new(STDOUT_FILENO, cfg->secret_env)
                                                                      : NULL;
@@ -235,6 +237,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                         goto out;
                 }
                 log_debug("runtime gvisor: %s version %s, platform %s", gv.path, gv.version, gv.platform);
+        }
+        /* the tier, before anything is recorded: auto may probe, and a
+         * landlock run refuses here what it cannot hold */
+        r = run_isolation_choose(cfg, wp.inputs != NULL, lj->code_fd >= 0, &ll, &err);
+        if (r < 0) {
+                log_error("run: %s", err);
+                goto out;
         }
         if (cfg->uid == 0 && streq(cfg->home, "/home/sandbox"))
                 cfg->home = (free(cfg->home), xstrdup("/root"));
@@ -295,6 +304,13 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
         if (code != EXIT_OK)
                 goto out;
         code = EXIT_SETUP;
+        if (ll.active) {
+                r = run_landlock_prepare(cfg, wp.lower_fd, &ll, &err);
+                if (r < 0) {
+                        log_error("run: %s", err);
+                        goto out;
+                }
+        }
         /* The run's cgroup (or the reason there is none) comes before the
          * sandbox, which is cloned straight into it, and before the report,
          * which names what really holds each limit. */
@@ -332,6 +348,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .workspace_lower = wp.snapshot ? wp.snapshot : wp.workdir, .inputs = wp.inputs,
                 .egress_fd = egress.sandbox_fd, .egress_ports = egress.ports, .n_egress_ports = egress.n_ports,
                 .gvisor = gvisor ? &gv : NULL,
+                .landlock = ll.active ? &ll.job : NULL,
         };
         sandbox_signal_set(&set);
         sigprocmask(SIG_BLOCK, &set, &old);
@@ -388,8 +405,11 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .io_max_error = cgroup ? cgroup_run_io_max_error(cgroup) : NULL,
         };
         enforcement = enforcement_build(cfg, &sc_report, &cg_report, ns_host_uid(), ns_host_gid());
-        if (spawned && !gvisor)         /* gVisor's kernel has its own SysV IPC */
+        /* gVisor's kernel has its own SysV IPC; the landlock tier has
+         * no IPC namespace of its own: its limits would be the host's */
+        if (spawned && !gvisor && !ll.active)
                 run_limit_ipc(cfg, &sb, enforcement, &cg_report);
+        run_isolation_report(enforcement, cfg, &ll, inputs.pids_in_cgroup);
         gvisor_enforcement(enforcement, cfg, gvisor ? &gv : NULL);
         run_report_slurm(enforcement, &slurm, slurm_capped, cgroup != NULL);
         r = enforcement_check_required(cfg, enforcement, &err);
@@ -515,6 +535,14 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 workspace_fd = TAKE_FD(sb.workspace_fd);
                 upper_fd = TAKE_FD(sb.upper_fd);
                 sandbox_close(&sb);
+                /* the landlock tier's workspace is a copy: what the job
+                 * changed in it becomes an overlay-style upper dir */
+                if (ll.active && workspace_fd >= 0 && wp.lower_fd >= 0) {
+                        r = run_landlock_upper(&ll, wp.lower_fd, &upper_fd);
+                        if (r < 0)
+                                log_warning("run: cannot list what the job changed in its workspace copy: %s",
+                                            strerror(-r));
+                }
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 if (r < 0) {
                         out.status = RUN_SETUP_ERROR;
@@ -581,6 +609,7 @@ out:
         if (wp.lower_fd >= 0)
                 close(wp.lower_fd);
         run_snapshot_remove(&wp);
+        run_landlock_done(&ll);
         free(wp.workdir);
         strv_free(wp.inputs);
         session_release(&wp.session);

@@ -15,6 +15,7 @@
 #include "cli/run-landlock.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "sandbox/ns.h"
 #include "sandbox/ns-probe.h"
 #include "sandbox/seccomp.h"
 #include "workspace/snapshot.h"
@@ -60,7 +61,9 @@ int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has
                 int r = ns_probe_userns(cfg->net == NET_HOST, &step);
                 if (r == 0)
                         return 0;
-                ll->refusal = xasprintf("%s: %s", step, strerror(-r));
+                char why[256];
+                const char *explained = ns_explain_refusal(r, step, cfg->net != NET_HOST, why, sizeof(why));
+                ll->refusal = xasprintf("%s: %s", step, explained ? explained : strerror(-r));
                 ll->by_auto = true;
         }
         ll->abi = landlock_abi();

@@ -117,6 +117,15 @@ int sandbox_spawn_landlock(const struct run_config *cfg, const struct sandbox_in
         }
         ret->failed_step = "fork the sandbox";
         pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+        bool moved = false;
+        if (pid < 0 && errno == ENOSYS) {
+                /* a container's seccomp profile (Docker's, Podman's)
+                 * answers ENOSYS to clone3 so that libc falls back to
+                 * clone: so do we. clone takes CLONE_PIDFD too, not
+                 * CLONE_INTO_CGROUP: the child moves before "go" */
+                pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_PIDFD | SIGCHLD), 0UL, &pidfd, 0UL, 0UL);
+                moved = in->cgroup != NULL;
+        }
         if (pid < 0) {
                 r = -errno;
                 goto fail;
@@ -137,6 +146,23 @@ int sandbox_spawn_landlock(const struct run_config *cfg, const struct sandbox_in
                 close(out[1]);
                 close(err[1]);
                 in_pipe[0] = out[1] = err[1] = -1;
+        }
+        /* Safety: nothing of the job runs before "go", so moving the
+         * child into the run cgroup now leaves no instruction of it
+         * outside its limits */
+        if (moved) {
+                ret->failed_step = "move into the run cgroup";
+                char buf[24];
+                int len = snprintf(buf, sizeof(buf), "%d", (int)pid);
+                int fd = openat(cgroup_run_fd(in->cgroup), "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                r = fd < 0 ? -errno : write(fd, buf, (size_t)len) < 0 ? -errno : 0;
+                if (fd >= 0)
+                        close(fd);
+                if (r < 0) {
+                        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        (void)waitpid(pid, NULL, 0);
+                        goto fail;
+                }
         }
         ret->failed_step = "start the sandbox";
         char go = SANDBOX_MSG_GO;

@@ -198,6 +198,9 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                          int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t set;
+        /* the landlock tier's init outlives a supervisor killed with
+         * SIGKILL only to end the job's tree (sandbox-landlock.c) */
+        pid_t supervisor = getppid();
         sandbox_signal_set(&set);
         int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0) {
@@ -255,6 +258,12 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 if (n != (ssize_t)sizeof(si))
                         _exit(EXIT_SETUP);
 
+                if (in->landlock && getppid() != supervisor) {
+                        /* the supervisor died (its parent-death signal is
+                         * what woke us): nothing may outlive it */
+                        (void)reaper_end_children(NULL, 0);
+                        _exit(EXIT_SETUP);
+                }
                 if (si.ssi_signo != SIGCHLD) {
                         if (si.ssi_signo == SIGPIPE)
                                 continue;

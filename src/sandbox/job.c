@@ -287,16 +287,18 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * it denies, and after it only exec (and, if that fails, one
          * message and _exit) remain. A policy that fails to load must
          * not leave a half-filtered job running. */
+        /* the landlock tier's socket families first: under an allow-list
+         * policy seccomp(2) itself may be denied once the policy is on */
+        if (in->landlock) {
+                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets);
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "socket families");
+        }
         if (in->seccomp_blob) {
                 r = seccomp_job_load(in->seccomp_blob, in->seccomp_blob_len, (uint32_t)getuid(),
                                      (uint32_t)getgid());
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "");
-        }
-        if (in->landlock) {
-                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets);
-                if (r < 0)
-                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "socket families");
         }
 
         /* Everything above is hutch's own setup, done while the supervisor

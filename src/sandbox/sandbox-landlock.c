@@ -45,12 +45,19 @@
 #include "lib/util.h"
 
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
-                                 int stdin_r, int stdout_w, int stderr_w, const struct winsize *winsize)
+                                 int stdin_r, int stdout_w, int stderr_w, const struct winsize *winsize,
+                                 pid_t supervisor)
 {
         const struct landlock_job *lj = in->landlock;
         char go;
 
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* Not SIGKILL, as in the namespace tier, where init's death ends
+         * the pid namespace: here it would leave the job's tree to the
+         * host's init. SIGTERM stays blocked and reaches init's signalfd,
+         * which then ends the tree itself (init.c). */
+        (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != supervisor)
+                _exit(EXIT_SETUP);
         int keep[] = { sync_fd, stdin_r, stdout_w, stderr_w, in->code_fd };
         sandbox_close_all_but(keep, ELEMENTSOF(keep));
         if (sandbox_drop_caller_stdio() < 0)
@@ -116,6 +123,7 @@ int sandbox_spawn_landlock(const struct run_config *cfg, const struct sandbox_in
                 args.cgroup = (uint64_t)cgroup_run_fd(in->cgroup);
         }
         ret->failed_step = "fork the sandbox";
+        pid_t supervisor = getpid();
         pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
         bool moved = false;
         if (pid < 0 && errno == ENOSYS) {
@@ -137,7 +145,7 @@ int sandbox_spawn_landlock(const struct run_config *cfg, const struct sandbox_in
                         close(out[0]);
                         close(err[0]);
                 }
-                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], winsize);
+                child_main(cfg, in, sync_pair[1], in_pipe[0], out[1], err[1], winsize, supervisor);
         }
         close(sync_pair[1]);
         sync_pair[1] = -1;

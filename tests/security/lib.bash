@@ -38,6 +38,53 @@ gvisor)
         ;;
 esac
 
+# HUTCH_SECURITY_ISOLATION=landlock runs the whole suite with every
+# `hutch run` under --isolation landlock (tests/security/landlock.sh does,
+# in make check): $HUTCH becomes a wrapper that adds the option to run.
+# Cases the landlock tier cannot hold skip with the reason
+# (landlock_skip, below); hutch-run(1) ISOLATION lists the same.
+HUTCH_ISOLATION=${HUTCH_SECURITY_ISOLATION:-namespaces}
+case $HUTCH_ISOLATION in
+namespaces) ;;
+landlock)
+        if [ -z "${HUTCH_BINARY:-}" ]; then
+                export HUTCH_BINARY=$HUTCH
+                HUTCH="$BATS_RUN_TMPDIR/hutch-landlock"
+                if [ ! -x "$HUTCH" ]; then
+                        printf '#!/bin/sh\nif [ "$1" = run ]; then shift; exec %q run --isolation landlock "$@"; fi\nexec %q "$@"\n' \
+                                "$HUTCH_BINARY" "$HUTCH_BINARY" >"$HUTCH.$$"
+                        chmod 755 "$HUTCH.$$"
+                        mv -f "$HUTCH.$$" "$HUTCH"
+                fi
+                export HUTCH
+        fi
+        ;;
+*)
+        echo "HUTCH_SECURITY_ISOLATION=$HUTCH_ISOLATION: not an isolation tier (namespaces, landlock)" >&2
+        return 1
+        ;;
+esac
+
+# under_landlock: the suite runs in the landlock tier.
+under_landlock() {
+        [ "$HUTCH_ISOLATION" = landlock ]
+}
+
+# landlock_skip REASON: this case checks what only the namespace tier
+# gives; in the landlock tier it is skipped with REASON, in the words of
+# hutch-run(1) ISOLATION.
+landlock_skip() {
+        if under_landlock; then
+                skip "landlock tier: $1"
+        fi
+}
+
+# strict_skip: the case runs the strict profile, which the landlock tier
+# refuses (it requires the disk limit).
+strict_skip() {
+        landlock_skip "the strict profile requires the disk limit, which this tier holds per file only (RLIMIT_FSIZE): a -p strict run is refused with status 125"
+}
+
 # under_gvisor: the suite runs under the gvisor runtime.
 under_gvisor() {
         [ "$HUTCH_RUNTIME" = gvisor ]

@@ -309,7 +309,7 @@ static void errors(void **state)
                   "profile t.ini:2: deny: expected a syscall name or @group, got \"@\"" },
                 { "[limits]\nrequire = memory grace\n", -EINVAL,
                   "profile t.ini:2: require: expected a limit name (timeout, cpu_time, memory, memory_high, "
-                  "cpus, pids, nofile, disk, max_file_size, io_max), got \"grace\"" },
+                  "cpus, pids, nofile, disk, max_file_size, io_max) or isolation=namespaces, got \"grace\"" },
                 { "[filesystem]\nro = /ok relative\n", -EINVAL,
                   "profile t.ini:2: ro: expected an absolute path without \"..\", got \"relative\"" },
                 { "[filesystem]\nro = /a/../etc\n", -EINVAL,
@@ -546,6 +546,7 @@ static void canonical(void **state)
                 "\n[sandbox]\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
+                "isolation = namespaces\n"
                 "runtime = native\n"
                 "session_ttl = 1d\n"
                 "snapshot = no\n"
@@ -559,7 +560,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "ec08f26760e568ab3a5b43a88ae947a25111c0efb2c063beab291467b18ed2c8");
+        assert_string_equal(sha, "a324319e26516131f3cdc1bebd8ad0a40f236d729375434044598479f8942544");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -249,6 +249,12 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
                           "host (no user namespace)", false);
 }
 
+void run_landlock_settle(const struct run_landlock *ll)
+{
+        if (ll->active && ll->have_scratch)
+                scratch_settle(&ll->scratch);
+}
+
 int run_landlock_upper(struct run_landlock *ll, int lower_fd, int *ret_upper_fd)
 {
         if (!ll->active || !ll->have_scratch)

@@ -52,6 +52,9 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
 void run_isolation_report(json_t *report, const struct run_config *cfg, const struct run_landlock *ll,
                           bool pids_in_cgroup);
 
+/* Just before the job may start: see scratch_settle(). */
+void run_landlock_settle(const struct run_landlock *ll);
+
 /* After the job: the upper dir of the workspace copy against lower_fd,
  * in *ret_upper_fd. 0 or -errno. */
 int run_landlock_upper(struct run_landlock *ll, int lower_fd, int *ret_upper_fd);

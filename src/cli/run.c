@@ -504,6 +504,7 @@ static int execute(struct run_config *cfg, struct lang_job *lj, const struct run
                 .record_while_exiting = !egress.active,
         };
 
+        run_landlock_settle(&ll);
         if (spawned)
                 spawn_r = sandbox_start(&sb, gvisor ? NULL : bpf, gvisor ? 0 : bpf_len);
         if (spawn_r < 0) {

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,10 @@ static bool after(const struct timespec *a, const struct timespec *b)
         return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
-/* A ctime as the filesystems hand them out, now, in *ret; returns once
- * every later change is sure to get a later one. With multigrain
- * timestamps (Linux 6.13) a ctime may be finer than the coarse clock, so
- * neither clock read alone bounds them: a stamp of a file of our own is
- * one of them, and the coarse clock past it (at most one tick, a few ms)
- * puts every later stamp past it too. */
+/* A ctime as the filesystems hand them out, now, in *ret. With
+ * multigrain timestamps (Linux 6.13) a ctime may be finer than the
+ * coarse clock, so no clock read bounds them: a stamp of a file of our
+ * own is one of them. */
 static int stamp(const struct scratch *s, struct timespec *ret)
 {
         _cleanup_free_ char *path = xasprintf("%s/stamp", s->dir);
@@ -47,9 +46,6 @@ static int stamp(const struct scratch *s, struct timespec *ret)
         struct stat st;
         if (fd < 0 || futimens(fd, NULL) < 0 || fstat(fd, &st) < 0)
                 return -errno;
-        struct timespec now;
-        for (coarse_now(&now); !after(&now, &st.st_ctim); coarse_now(&now))
-                (void)nanosleep(&(struct timespec){ 0, 500000 }, NULL);
         *ret = st.st_ctim;
         return 0;
 }
@@ -114,27 +110,37 @@ int scratch_fill(struct scratch *s, int lower_fd, const struct snapshot_limits *
         _cleanup_close_ int ws = open(s->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (ws < 0)
                 return -errno;
-        /* the copy starts after a stamp of the filesystem's own clock:
-         * an original entry changed before it has an older ctime, one
-         * changed while we copy a later one */
+        if (lower_fd < 0)
+                return 0;       /* nothing to compare: no stamps */
+        /* an original entry changed after this stamp is the host's
+         * change, not one the job can have made */
         int r = stamp(s, &s->copy_began);
         if (r < 0)
                 return r;
-        if (lower_fd >= 0) {
-                r = snapshot_copy(lower_fd, ws, lim, ret_stats, ret_path);
+        r = snapshot_copy(lower_fd, ws, lim, ret_stats, ret_path);
+        if (r < 0)
+                return r;
+        if (s->uid != geteuid() || s->gid != getegid()) {
+                if (fchown(ws, s->uid, s->gid) < 0)
+                        return -errno;
+                r = chown_tree(ws, s->uid, s->gid, 0);
                 if (r < 0)
                         return r;
-                if (s->uid != geteuid() || s->gid != getegid()) {
-                        if (fchown(ws, s->uid, s->gid) < 0)
-                                return -errno;
-                        r = chown_tree(ws, s->uid, s->gid, 0);
-                        if (r < 0)
-                                return r;
-                }
         }
-        /* and the job starts after another: whatever it changes has a
-         * later ctime, whatever we copied one at or before it */
+        /* whatever we copied has a ctime at or before this one */
         return stamp(s, &s->copy_ended);
+}
+
+void scratch_settle(const struct scratch *s)
+{
+        /* The coarse clock past copy_ended puts every later ctime past
+         * it. It has usually moved on by the time the run is recorded;
+         * otherwise this waits at most one tick. */
+        struct timespec now;
+        if (!s->copy_ended.tv_sec)
+                return;
+        for (coarse_now(&now); !after(&now, &s->copy_ended); coarse_now(&now))
+                sched_yield();
 }
 
 static int whiteout_at(int dirfd, const char *name)

@@ -14,17 +14,17 @@
  *
  * After the job, scratch_build_upper() turns "the copy as the job left
  * it" into an overlay upper dir against the original, so the change
- * set, diff, apply and artifacts work exactly as over an overlay. An
- * entry of the copy is the job's change when it is new, of another
- * type, or was changed after the copy was made (its ctime, which no
- * unprivileged process can set back, is not older than the copy's end);
- * a name of the original missing from the copy is a whiteout unless the
- * original's entry itself changed after the copy began (the host's
- * change, not the job's deletion; the copy waits for a fresh tick of the
- * coarse clock the filesystems stamp ctimes with, at most one jiffy, so
- * that "after" is exact). A host edit to an entry the job deleted is
- * therefore not a deletion: the change set then lacks it, as it lacks
- * every change the host made itself.
+ * set, diff, apply and artifacts work exactly as over an overlay.
+ * An entry of the copy is the job's change when it is new, of another
+ * type, or was changed after the copy ended (its ctime, which no
+ * unprivileged process can set back, is later than a stamp taken then,
+ * and scratch_settle() makes sure every change of the job's is stamped
+ * later); a name of the original missing from the copy is a whiteout
+ * unless the original's entry itself changed after the copy began (the
+ * host's change, not the job's deletion). A host change within the
+ * copy's first tick may still read as the job's deletion: the change
+ * set marks it lower_changed all the same (its ctime is past the run's
+ * start), so apply takes it for a conflict and leaves it alone.
  */
 #pragma once
 
@@ -58,6 +58,11 @@ int scratch_create(const char *base, uid_t uid, gid_t gid, struct scratch *ret);
  * snapshot_copy()'s. */
 int scratch_fill(struct scratch *s, int lower_fd, const struct snapshot_limits *lim,
                  struct snapshot_stats *ret_stats, char **ret_path);
+
+/* Before the job may start: wait until every change it makes will be
+ * stamped after the copy (at most one tick of the coarse clock; usually
+ * no wait at all). Nothing to do without a copy. */
+void scratch_settle(const struct scratch *s);
 
 /* After the job (every process of it gone): make dir/upper from the
  * workspace copy against lower_fd (the original) and return an

@@ -425,9 +425,9 @@ static void scratch_upper(void **state)
         struct snapshot_stats st;
         char *failed = NULL;
         assert_int_equal(scratch_fill(&s, lower_fd, &lim, &st, &failed), 0);
-        /* the job: change one file, delete one file and a dir, add one */
-        struct timespec until;
-        (void)clock_gettime(CLOCK_REALTIME_COARSE, &until);
+        /* the job, once it may start: change one file, delete one file
+         * and a dir, add one */
+        scratch_settle(&s);
         snprintf(p, sizeof(p), "%s/changed", s.workspace);
         assert_int_equal(write_file(p, "v2\n", 0644), 0);
         snprintf(p, sizeof(p), "%s/gone", s.workspace);

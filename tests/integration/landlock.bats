@@ -16,8 +16,11 @@ load lib
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-        export REFUSE="$TOP_BUILDDIR/tests/refuse-userns"
-        export LIMITZERO="$TOP_BUILDDIR/tests/userns-limit-zero"
+        # the helpers built by make check (TEST_BINDIR: where
+        # unprivileged.sh put its copies)
+        local bindir=${TEST_BINDIR:-${TOP_BUILDDIR:-}/tests}
+        export REFUSE="$bindir/refuse-userns"
+        export LIMITZERO="$bindir/userns-limit-zero"
         export NOCAPS_DIR="$BATS_FILE_TMPDIR/nocaps"
         export NOCAPS_WHY=""
         mkdir -p "$NOCAPS_DIR"

@@ -42,6 +42,9 @@ static int check_landlock_config(const struct run_config *cfg, bool has_inputs, 
                 return refuse(ret_error, "an image root (filesystem.root) needs the namespace tier");
         if (cfg->tmpfs_paths)
                 return refuse(ret_error, "filesystem.tmpfs mounts need the namespace tier");
+        if (cfg->seccomp_allow_io_uring)
+                return refuse(ret_error, "allow_io_uring: io_uring's socket op would pass by the tier's socket "
+                                         "families filter");
         if (has_inputs)
                 return refuse(ret_error, "--input needs the namespace tier (pass the path with --ro instead)");
         if (has_code)
@@ -150,7 +153,7 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
         ll->job = (struct landlock_job){
                 .workspace = ll->scratch.workspace, .home = ll->scratch.home, .tmpdir = ll->scratch.tmp,
                 .uid = uid, .gid = gid,
-                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET : SECCOMP_SOCKETS_UNIX,
+                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET : SECCOMP_SOCKETS_NONE,
                 .plan = &ll->plan,
         };
         log_debug("landlock tier: ABI %d, %zu rules, scratch %s, job uid %u", ll->plan.abi, ll->plan.n_rules,
@@ -188,7 +191,9 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
                 ADD("no network namespace: network host is the host's network, as in the namespace tier");
         else
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
-                    "socket families (AF_UNIX alone), TCP also by Landlock");
+                    "socket families (none at all with network none), TCP also by Landlock");
+        ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
+            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
         ADD("the disk limit holds per file (RLIMIT_FSIZE): nothing bounds the total the job writes to its "
@@ -236,7 +241,7 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
                                                        : "none (the caller's uid, every set empty)"));
         json_object_set_new(report, "network",
                             json_string(cfg->net == NET_HOST ? "host"
-                                                             : "none (seccomp: AF_UNIX sockets only; "
+                                                             : "none (seccomp: no socket but socketpair; "
                                                                "Landlock: no TCP bind or connect)"));
         json_t *limits = json_object_get(report, "limits");
         if (cfg->disk_bytes)

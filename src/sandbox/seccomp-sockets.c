@@ -1,12 +1,17 @@
 /* seccomp-sockets.c - the landlock tier's socket families (see seccomp.h).
  *
  * Without a network namespace the job shares the host's network, and
- * Landlock holds TCP only (bind and connect, by port). Everything else a
- * socket can do is held here, at socket(2), by family and type:
+ * without a mount namespace the host's filesystem, where Landlock (up to
+ * ABI 7) holds opening files but not connecting to a unix socket by its
+ * path: /run/user/UID/bus (the caller's systemd, which starts whatever it
+ * is asked to, outside any sandbox), /run/dbus/system_bus_socket, the
+ * docker socket for a caller in the docker group. So socket(2) is held
+ * here, by family and type:
  *
- *   AF_UNIX                     always (pipes of programs, socketpair);
- *                               abstract names are Landlock's scope (ABI 6)
- *                               and paths its filesystem rules
+ *   AF_UNIX                     never: socketpair(2) still makes connected
+ *                               pairs (it names no path and no peer), and
+ *                               a program that binds or connects a unix
+ *                               socket fails (the report says so)
  *   AF_INET, AF_INET6           SOCK_STREAM only with network allow (TCP
  *                               to the egress proxy, Landlock's port rule);
  *                               any type with network host; never with none
@@ -14,10 +19,8 @@
  *   every other family          EAFNOSUPPORT (packet, vsock, alg, ...)
  *
  * So UDP and ICMP (SOCK_DGRAM, SOCK_RAW) exist only with network host:
- * the report lists this as held by seccomp alone. socketpair(2) creates
- * no reachable endpoint and is left to the main filter; io_uring's socket
- * op is denied there by @io_uring unless the profile allows it (then
- * this filter does not see it: the report says so). Foreign
+ * the report lists this as held by seccomp alone. io_uring's socket op
+ * would pass by this filter: the tier refuses allow_io_uring. Foreign
  * architectures are refused by the main filter, so only the native one
  * is looked at. Type flags (SOCK_NONBLOCK, SOCK_CLOEXEC) are masked off
  * before the type is compared. */
@@ -51,10 +54,8 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0));
         EMIT(RET(SECCOMP_RET_ALLOW));
         EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(0)));
-        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-        EMIT(RET(SECCOMP_RET_ALLOW));
         switch (mode) {
-        case SECCOMP_SOCKETS_UNIX:
+        case SECCOMP_SOCKETS_NONE:
                 break;
         case SECCOMP_SOCKETS_TCP:
                 /* AF_INET or AF_INET6 -> check the type, else deny */

@@ -178,9 +178,9 @@ int seccomp_groups_check(char **ret_error);
  * policy. _build writes it to insns (at most max); _load installs it on
  * the calling thread (no_new_privs must be set). 0 or -errno. */
 enum seccomp_sockets {
-        SECCOMP_SOCKETS_UNIX,           /* AF_UNIX only (network none) */
-        SECCOMP_SOCKETS_TCP,            /* + AF_INET/AF_INET6 SOCK_STREAM (network allow) */
-        SECCOMP_SOCKETS_ALL_INET,       /* + any AF_INET/AF_INET6, AF_NETLINK (network host) */
+        SECCOMP_SOCKETS_NONE,           /* no socket(2) at all, socketpair(2) only (network none) */
+        SECCOMP_SOCKETS_TCP,            /* AF_INET/AF_INET6 SOCK_STREAM (network allow) */
+        SECCOMP_SOCKETS_ALL_INET,       /* any AF_INET/AF_INET6, AF_NETLINK (network host) */
         _SECCOMP_SOCKETS_MAX,
         _SECCOMP_SOCKETS_INVALID = -EINVAL,
 };

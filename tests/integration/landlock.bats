@@ -233,16 +233,45 @@ record_says() {
 @test "this host: the socket families follow the network mode" {
         run "$HUTCH" run --isolation landlock -- python3 -c '
 import socket
-for fam, typ in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM), (socket.AF_INET6, socket.SOCK_DGRAM)):
+for fam, typ in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                 (socket.AF_INET6, socket.SOCK_DGRAM), (socket.AF_UNIX, socket.SOCK_STREAM)):
     try:
         socket.socket(fam, typ); print("open")
     except OSError as e:
         print(e.errno)
-socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix")'
+socket.socketpair(); print("pair")'
         [ "$status" -eq 0 ]
-        [ "$output" = "$(printf '97\n97\n97\nunix')" ]
+        [ "$output" = "$(printf '97\n97\n97\n97\npair')" ]
         run "$HUTCH" run --isolation landlock --network host -- python3 -c '
 import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp")'
         [ "$status" -eq 0 ]
         [ "$output" = udp ]
+}
+
+# Landlock (ABI <= 7) does not hold connect() to a unix socket's path: a
+# listening socket of the host's, open to everyone, stays out of reach
+@test "this host: a host unix socket cannot be reached" {
+        local d
+        d=$(host_dir)
+        python3 -c "
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind('$d/s'); os.chmod('$d/s', 0o777); s.listen()
+open('$d/ready', 'w').write('1\n'); s.settimeout(30)
+try:
+    s.accept(); open('$d/accepted', 'w').write('1\n')
+except OSError:
+    pass" &
+        srv=$!
+        wait_for_file "$d/ready"
+        run "$HUTCH" run --isolation landlock --network host -- python3 -c "
+import socket
+try:
+    socket.socket(socket.AF_UNIX).connect('$d/s'); print('connected')
+except OSError as e:
+    print(e.errno)"
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+        [ "$status" -eq 0 ]
+        [ "$output" = 97 ]
+        [ ! -e "$d/accepted" ]
 }

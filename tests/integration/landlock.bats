@@ -275,3 +275,17 @@ except OSError as e:
         [ "$output" = 97 ]
         [ ! -e "$d/accepted" ]
 }
+
+# the disk limit holds per file only: a profile that requires it (strict)
+# is refused, never run with less
+@test "this host: --require disk, and so -p strict, refuse the landlock tier" {
+        local d
+        d=$(host_dir)
+        run "$HUTCH" run --isolation landlock -p strict -- touch "$d/ran"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"required limit disk"*"RLIMIT_FSIZE"* ]]
+        [ ! -e "$d/ran" ]
+        run --separate-stderr "$HUTCH" run --json --isolation landlock -- true
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.enforcement.limits.disk.partial == true'
+}

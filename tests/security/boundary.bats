@@ -202,7 +202,6 @@ except OSError as e:
 }
 
 @test "boundary: -t has no default timeout; --timeout and a profile's still hold" {
-        strict_skip
         gvisor_skip "-t is refused under gvisor (125, gvisor.bats)"
         run python3 "$PTYRUN" -- "$HUTCH" run -t -- true
         [[ "$output" == *"status 0"* ]]

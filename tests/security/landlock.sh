@@ -2,7 +2,7 @@
 # landlock.sh - the hostile suite (tests/security/*.bats) again, with every
 # job in the landlock tier (HUTCH_SECURITY_ISOLATION=landlock, lib.bash),
 # as the caller. Each case the tier cannot hold is skipped with the reason
-# (landlock_skip, strict_skip), in the words hutch-run(1) ISOLATION uses;
+# (landlock_skip), in the words hutch-run(1) ISOLATION uses;
 # every other case must pass as it does in the namespace tier.
 set -eu
 

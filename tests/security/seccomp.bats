@@ -164,7 +164,6 @@ denied_strict() {
 # strict: the same denials hold under the allow-list, and calls the
 # default allows but strict does not list are denied.
 @test "seccomp strict: the deny-list still holds" {
-        strict_skip
         local name
         for name in mount umount2 open_tree fsopen unshare-user clone-newuser setns keyctl \
                     bpf perf_event_open userfaultfd io_uring_setup open_by_handle_at \
@@ -177,19 +176,16 @@ denied_strict() {
 }
 
 @test "seccomp strict: clone3 answers ENOSYS" {
-        strict_skip
         run_probe_in strict syscall clone3
         assert_probe_says ENOSYS
 }
 
 @test "seccomp strict: unlisted calls are denied (unshare without namespaces)" {
-        strict_skip
         gvisor_skip "strict's allow-list is hutch's filter, which gVisor's kernel replaces; unshare(CLONE_FILES) is harmless there"
         denied_strict unshare-files
 }
 
 @test "seccomp strict: ordinary calls are allowed" {
-        strict_skip
         run_probe_in strict syscall getpid
         assert_probe_says OK
         run_probe_in strict syscall clone

@@ -2,13 +2,16 @@
  * refusal of unprivileged user namespaces (apparmor_restrict_unprivileged_userns=1)
  * for one process tree, on a test host with the BPF LSM active.
  *
- * Ubuntu lets an unconfined program create a user namespace and then
- * denies it every capability inside it: writing the uid map, mounting
- * or bringing lo up fails with EPERM. This program does the same on the
- * `capable` hook: a capability checked against any user namespace other
- * than the initial one is denied, for the tasks that descend from the
- * loader (userns-nocaps.c puts its tgid in the map), and for no one else.
- * Capabilities in the initial namespace are untouched, as under AppArmor.
+ * Ubuntu lets an unconfined program create a user namespace, and AppArmor
+ * then confines what runs inside it (the unprivileged_userns profile):
+ * no capability holds there, so mounting, bringing lo up or writing its
+ * own uid map from inside fails, while the clone itself succeeds. This
+ * program does the same on the `capable` hook: a task whose credentials
+ * belong to a user namespace other than the initial one gets no
+ * capability, for the tasks that descend from the loader
+ * (userns-nocaps.c puts its tgid in the map), and for no one else. The
+ * creator itself, still in the initial namespace, keeps what it had, as
+ * under AppArmor (a parent may still write its child's maps).
  *
  * Built by the tests (clang -target bpf, with a vmlinux.h that bpftool
  * dumps from the running kernel's BTF); not part of hutch.
@@ -56,7 +59,9 @@ int BPF_PROG(strip_userns_caps, const struct cred *cred, struct user_namespace *
 {
         if (ret)
                 return ret;
-        if (ns->level == 0)
+        /* the subject's own namespace, not the target's: creating the
+         * namespaces, and the creator's work on them, are untouched */
+        if (cred->user_ns->level == 0)
                 return 0;
         return in_tree() ? -EPERM : 0;
 }

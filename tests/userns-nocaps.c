@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,9 @@ static int bpf_lsm_active(void)
 {
         char buf[512] = { 0 };
         FILE *f = fopen("/sys/kernel/security/lsm", "re");
+        if (!f && errno == ENOENT &&
+            mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL) == 0)
+                f = fopen("/sys/kernel/security/lsm", "re");  /* a VM's bare /sys */
         if (!f)
                 return 0;
         size_t n = fread(buf, 1, sizeof(buf) - 1, f);

@@ -9,7 +9,7 @@
 export HUTCH_STATE_DIR=/tmp/hutch-state-ubuntu-$(id -u)
 mkdir -p "$HUTCH_STATE_DIR"
 
-if [ ! -e /tests/userns-nocaps.bpf.o ]; then
+if [ ! -e /tests/userns-nocaps.bpf.o ] || [ ! -x /usr/bin/userns-nocaps ]; then
         t_skip "the Ubuntu refusal, reproduced" "the BPF LSM simulator was not built on the host (clang, bpftool, libbpf)"
         t_done
 fi

@@ -17,7 +17,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
 

@@ -17,7 +17,7 @@
 #include "lib/exit-codes.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 
 static void help(void)

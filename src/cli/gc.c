@@ -27,7 +27,7 @@
 #include "lib/exit-codes.h"
 #include "record/blobstore.h"
 #include "lib/log.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 #include "record/ulid.h"
 #include "lib/fsutil.h"

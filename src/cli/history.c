@@ -13,7 +13,7 @@
 #include "lib/log.h"
 #include "lib/sanitize.h"
 #include "record/exchange.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 
 int cli_open_store(const char *verb, struct store **ret)

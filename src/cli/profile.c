@@ -196,11 +196,11 @@ static int profile_show_verb(int argc, char **argv)
         }
 
         run_config_init(&cfg);
-        r = profile_load(&cfg, optind < argc ? argv[optind] : NULL, &err);
-        if (r >= 0)
-                r = profile_apply_cli(&cfg, overrides, &err);
-        if (r >= 0)
-                r = profile_validate(&cfg, &err);
+        /* resolved as `hutch run` resolves it, so this is the profile a
+         * run with the same profile and flags stores */
+        struct profile_request req = { .profile = optind < argc ? argv[optind] : NULL, .overrides = overrides };
+        bool cli_error;
+        r = profile_resolve(&cfg, &req, &cli_error, &err);
         if (r < 0) {
                 log_error("%s", err);
                 run_config_done(&cfg);

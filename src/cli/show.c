@@ -12,7 +12,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "record/exchange.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
 

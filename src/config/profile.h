@@ -136,6 +136,26 @@ int profile_load_trusting(struct run_config *cfg, const char *name_or_path, bool
 int profile_load_text(struct run_config *cfg, const char *text, const char *display_name,
                       bool trusted, char **ret_error);
 
+/* What a verb asks of profile_resolve(). */
+struct profile_request {
+        const char *profile;            /* NAME or PATH; NULL: the default profile */
+        bool trust;                     /* --trust-profile (profile_load_trusting()) */
+        char *const *overrides;         /* the command line's "key", "value", ..., or NULL */
+        bool tty;                       /* -t: an interactive run (no default timeout) */
+};
+
+/* Resolve a run's settings into cfg (fresh from run_config_init(), with
+ * the job's argv and -t already set): load req->profile, apply
+ * req->overrides, derive what follows from them (network none becomes
+ * allow with allow rules not overridden by --network; -t drops a timeout
+ * nobody chose), and validate. `hutch run` and
+ * `hutch profile show` both resolve here, and nothing changes cfg after:
+ * its canonical text is the run's stored profile. Returns 0 or -errno
+ * with *ret_error set; *ret_cli_error is true when a command-line value
+ * was bad (a usage error) rather than the profile. */
+int profile_resolve(struct run_config *cfg, const struct profile_request *req, bool *ret_cli_error,
+                    char **ret_error);
+
 /* The directories searched for NAME.ini, in order (all trusted):
  * $XDG_CONFIG_HOME/hutch/profiles (default ~/.config/hutch/profiles),
  * /etc/hutch/profiles, HUTCH_SYSCONFDIR/hutch/profiles if that is not /etc, then

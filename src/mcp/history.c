@@ -12,7 +12,7 @@
 #include "mcp/format.h"
 #include "mcp/history.h"
 #include "record/blobstore.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 
 #define NO_STORE ((json_t *)1)   /* open_store(): no history yet */

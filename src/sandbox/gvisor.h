@@ -58,7 +58,7 @@ int gvisor_check_config(const struct run_config *cfg, const struct gvisor_info *
  * die for want of a thread long before the job reached it. */
 #define GVISOR_HOST_TASKS(pids) (128 + 8 * (uint64_t)(pids))
 
-/* Rewrite an enforcement report (enforce.h) for a run under gv: add
+/* Rewrite an enforcement report (run/enforce.h) for a run under gv: add
  * "runtime" (name, runsc version, platform, the job's uid), replace
  * seccomp by what filters the job's syscalls now, and say for each limit
  * which mechanism holds it around runsc. native: gv NULL adds

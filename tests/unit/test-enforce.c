@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "limits/cgroup.h"
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "limits/ipcns.h"
 #include "lib/util.h"
 

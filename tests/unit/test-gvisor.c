@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "sandbox/gvisor.h"
 #include "lib/util.h"
 

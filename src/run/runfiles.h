@@ -1,4 +1,4 @@
-/* runfiles.h - what a run leaves behind, recorded: the change set of its
+/* run/runfiles.h - what a run leaves behind, recorded: the change set of its
  * overlay workspace and the artifacts in its output dir, both stored in
  * the blob store next to the run database and listed in the `files`
  * table (store.h).

@@ -1,4 +1,4 @@
-/* cli/run-workspace.c - a run's workspace on the host side: --workdir,
+/* run/workspace.c - a run's workspace on the host side: --workdir,
  * --input and --session resolved (and the session locked) before the
  * sandbox exists, and after it is gone the change set and artifacts
  * recorded and, for --apply or --session, the changes applied.
@@ -11,13 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "record/blobstore.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "record/store.h"
 #include "sandbox/ns.h"
 #include "supervise/supervise.h"
@@ -347,7 +346,7 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
                 else
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false, false);
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
         }
         if (a->session) {
                 /* the session keeps a run's changes only when it succeeded
@@ -355,7 +354,7 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS && !a->commit_always)
                         log_info("session %s left as it was: the job did not succeed", a->session);
                 else if (res.cs.n) {
-                        code = cli_apply_changeset("run", &res.cs, wp->workdir, bs, false, false, false);
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

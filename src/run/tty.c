@@ -1,4 +1,4 @@
-/* cli/run-tty.c - the caller's terminal under -t: raw mode for the run,
+/* run/tty.c - the caller's terminal under -t: raw mode for the run,
  * and everything about it put back afterwards.
  *
  * Without -t the job never sees the caller's terminal (its stdio are
@@ -18,7 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 
 void run_tty_raw(struct tty_state *t)
 {

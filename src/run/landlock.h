@@ -1,4 +1,4 @@
-/* run-landlock.h - the run's isolation tier: which one runs, and what
+/* run/landlock.h - the run's isolation tier: which one runs, and what
  * the landlock tier needs from the run (DESIGN §10; hutch-run(1)
  * ISOLATION).
  *

@@ -1,4 +1,4 @@
-/* runfiles.c - record a run's workspace changes and artifacts (see
+/* run/runfiles.c - record a run's workspace changes and artifacts (see
  * runfiles.h).
  *
  * Data: one change set (tens to thousands of entries) and one artifact
@@ -21,7 +21,7 @@
 #include "workspace/artifacts.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
-#include "record/runfiles.h"
+#include "run/runfiles.h"
 #include "lib/sanitize.h"
 #include "lib/util.h"
 

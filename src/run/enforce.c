@@ -1,4 +1,4 @@
-/* enforce.c - builds the enforcement report (enforce.h).
+/* run/enforce.c - builds the enforcement report (enforce.h).
  *
  * The mechanisms named here must match what the code really does:
  * supervise.c (timer, watchdog), job.c (rlimits), mount.c (tmpfs size),
@@ -13,7 +13,7 @@
 
 #include "lib/jsonutil.h"
 #include "limits/cgroup.h"
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "limits/ipcns.h"
 #include "sandbox/seccomp.h"
 #include "lib/util.h"

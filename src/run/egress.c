@@ -1,4 +1,4 @@
-/* cli/run-egress.c - `network = allow` for the run verb: the rules
+/* run/egress.c - `network = allow` for the run verb: the rules
  * parsed once, the socket the sandbox sends its capture fds on, the
  * egress helper started beside the supervisor and its decisions
  * recorded with the run (net/egress.h). Nothing here runs for the other
@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 #include "config/run-config.h"
 #include "lib/util.h"
 #include "net/netns.h"

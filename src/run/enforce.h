@@ -1,4 +1,4 @@
-/* enforce.h - the run's enforcement report: what was actually in force
+/* run/enforce.h - the run's enforcement report: what was actually in force
  * (namespaces, uid map, seccomp, capabilities, and per limit the
  * mechanism that held it or why nothing did). hutch never claims a limit it
  * did not enforce. */

@@ -1,4 +1,4 @@
-/* cli/run-limits.c - what holds a run's limits, prepared before the job
+/* run/limits.c - what holds a run's limits, prepared before the job
  * starts: the profile's syscall policy compiled to a seccomp filter, the
  * run's own cgroup (delegated, or from a systemd scope) with the
  * profile's limits written into it, as real root the SysV IPC limits of
@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 #include "config/run-config.h"
 #include "lib/log.h"
 #include "limits/cgroup.h"
 #include "limits/cgroup-systemd.h"
-#include "limits/enforce.h"
+#include "run/enforce.h"
 #include "limits/ipcns.h"
 #include "limits/slurm.h"
 #include "record/store.h"

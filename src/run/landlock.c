@@ -1,4 +1,4 @@
-/* run-landlock.c - the run's isolation tier (see run-landlock.h).
+/* run/landlock.c - the run's isolation tier (see run/landlock.h).
  *
  * Never weaker than asked, never silently: `namespaces` (the default)
  * never falls back; `auto` takes the landlock tier only when the host
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/run-landlock.h"
+#include "run/landlock.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "sandbox/ns.h"

@@ -1,14 +1,13 @@
-/* cli/run-record.c - the run's record while the job runs (the
+/* run/record.c - the run's record while the job runs (the
  * supervisor's hooks: output into the capture, heartbeats, the deferred
  * checkpoint) and at its end: the outcome, the output and the metering
  * in one final update, then the rest of the output and the answer
- * (--json, --events). Part of the run verb (cli/run-internal.h). */
+ * (--json, --events). Part of the run (run/run-internal.h). */
 #include "config.h"
 
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/run-internal.h"
+#include "run/run-internal.h"
 #include "config/run-config.h"
 #include "lib/log.h"
 #include "limits/watchdog.h"
@@ -63,7 +62,8 @@ void run_on_heartbeat(void *userdata)
         }
 }
 
-void run_finish_record(struct store *store, struct run_record *rec, const struct run_config *cfg,
+void run_finish_record(const struct run_ui *ui, struct store *store, struct run_record *rec,
+                       const struct run_config *cfg,
                        const struct run_outcome *out, const struct capture *cap_out,
                        const struct capture *cap_err, struct hostio *host_out, struct hostio *host_err,
                        struct events *ev, bool json)
@@ -125,11 +125,13 @@ void run_finish_record(struct store *store, struct run_record *rec, const struct
                 break;
         }
         if (ev) {
-                json_t *o = cli_run_json_object(store, rec);
+                json_t *o = ui->result_object(store, rec);
                 events_exit(ev, o);
                 json_decref(o);
         } else if (json) {
-                _cleanup_free_ char *j = cli_run_json(store, rec);
+                json_t *o = ui->result_object(store, rec);
+                _cleanup_free_ char *j = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+                json_decref(o);
                 if (j)
                         printf("%s\n", j);
         }

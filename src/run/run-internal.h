@@ -1,0 +1,209 @@
+/* run/run-internal.h - what the files of one run share (run/run.c, the
+ * stages, with agent.c, egress.c, limits.c, record.c, tty.c and
+ * workspace.c). Not an API: nothing outside run/ includes it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/types.h>
+#include <termios.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "net/egress.h"
+#include "net/rules.h"
+#include "run/run.h"
+#include "supervise/supervise.h"
+#include "workspace/session.h"
+
+struct cgroup_run;
+struct run_config;
+struct run_outcome;
+struct run_record;
+struct seccomp_report;
+struct store;
+
+/* run/agent.c */
+
+/* Replace every secret's value in rec's stored output and message by
+ * "[secret NAME]" (secrets: "NAME=VALUE"; NULL is a no-op). */
+void run_redact_record(struct run_record *rec, char *const *secrets);
+
+/* After the files of run run_id are recorded (and applied): drop every
+ * blob of the run's new content that holds a secret's value, and mark
+ * its row "not stored" with the reason (said as a warning event too
+ * when ev is not NULL). */
+struct events;
+void run_scrub_secret_files(struct store *s, const char *run_id, char *const *secrets, struct events *ev);
+
+/* --detach, before the sandbox exists: create the run's spool, fork.
+ * The caller's process waits until the child has written the run's row
+ * (run_detach_started()), prints the id and returns EXIT_OK (or the
+ * child's exit code if it failed first). The child, in a session of its
+ * own with stdin on /dev/null and stdout on the spool, becomes the
+ * supervisor: rec's supervisor pid is its own, *ret_notify is set, and
+ * -1 is returned (go on). Other values are exit codes (logged). */
+int run_detach(struct run_record *rec, int *ret_notify);
+/* The detached supervisor's row exists: tell the caller (closes
+ * *notify) and stop writing to its stderr. No-op when *notify < 0. */
+void run_detach_started(int *notify);
+
+/* run/record.c */
+
+/* What the supervisor's hooks (run_on_*) are given: the run being
+ * recorded and where its output goes. */
+struct run_ctx {
+        struct store *store;
+        struct run_record *rec;
+        struct capture *out, *err;
+        struct events *ev;      /* --events, or NULL */
+        pid_t init_pid;
+        uint64_t started_ms;
+        bool truncated[2];      /* the truncated event was sent */
+};
+struct capture;
+struct hostio;
+void run_on_output(void *userdata, enum output_stream stream, const void *buf, size_t n);
+void run_on_job_started(void *userdata);
+void run_on_heartbeat(void *userdata);
+/* The job is over and its files are collected: complete rec from out and
+ * the captures in one final update (a failure is said, never fatal: the
+ * job's exit code stands), pass on the rest of the output, say the
+ * outcome, and answer with --json or the exit event. */
+void run_finish_record(const struct run_ui *ui, struct store *store, struct run_record *rec,
+                       const struct run_config *cfg,
+                       const struct run_outcome *out, const struct capture *cap_out,
+                       const struct capture *cap_err, struct hostio *host_out, struct hostio *host_err,
+                       struct events *ev, bool json);
+
+/* run/tty.c */
+
+/* The user's terminal under -t, put in raw mode and restored on every
+ * exit path that returns through here (the loop handles every signal
+ * that would otherwise kill us). */
+struct tty_state {
+        bool saved;
+        struct termios orig;
+        bool have_ws;
+        struct winsize ws;      /* TIOCGWINSZ before the run */
+        int excl;               /* TIOCGEXCL before the run, or -1 */
+        int ldisc;              /* TIOCGETD before the run, or -1 */
+        int fl;                 /* F_GETFL of the description, or -1 */
+};
+
+/* -t: put the user's terminal in raw mode, if stdin is one and hutch is
+ * in its foreground; save everything run_tty_restore() puts back. */
+void run_tty_raw(struct tty_state *t);
+/* Put back what run_tty_raw() saved: modes, flow control, window size,
+ * exclusive mode, line discipline, file status flags; safe to repeat. */
+void run_tty_restore(struct tty_state *t);
+
+/* run/limits.c */
+
+/* Compile the profile's syscall policy to BPF into *ret_blob and *ret_len,
+ * and fill *report. Returns 0 or -errno (with *ret_error set when known). */
+int run_build_seccomp(const struct run_config *cfg, void **ret_blob, size_t *ret_len,
+                      struct seccomp_report *report, char **ret_error);
+/* Before sandbox_start(): as real root without a memory cgroup, lower
+ * the SysV IPC limits of the job's IPC namespace from cfg's memory
+ * limit (limits/ipcns.h) and
+ * note in the report what holds them; rootless, note why nothing does.
+ * A failure is a warning and the report says so. */
+struct enforce_cgroup;
+struct sandbox;
+void run_limit_ipc(const struct run_config *cfg, const struct sandbox *sb, json_t *enforcement,
+                   const struct enforce_cgroup *cg);
+/* The kernel refused the cached filter of cfg: remove the entry,
+ * compile it again, and say so in out's message. */
+void run_forget_seccomp(const struct run_config *cfg, struct run_outcome *out);
+/* Make the run's cgroup into *ret (and *ret_unit, when systemd gave a
+ * scope), or leave *ret NULL and say why in *ret_reason. */
+/* self_cgroup: the text of /proc/self/cgroup, read once for this and
+ * run_apply_slurm() (NULL: each reads it). */
+void run_prepare_cgroup(const struct run_config *cfg, const char *self_cgroup, const char *run_id, const char *io_max,
+                        struct cgroup_run **ret, char **ret_unit, char **ret_reason);
+/* Inside a Slurm job (limits/slurm.h): find the step into *step and
+ * lower cfg's memory and cpus to its allocation; the SLURM_CAPPED_*
+ * bits of what was lowered. Nothing happens outside Slurm, or with
+ * HUTCH_SLURM=off (for a caller that knows better than the step's
+ * figures). */
+struct slurm_step;
+unsigned run_apply_slurm(struct run_config *cfg, const char *self_cgroup, struct slurm_step *step);
+/* The step's labels for run run_id, except keys the run's own --label
+ * set (those win); 0 or -errno from the store. */
+int run_label_slurm(struct store *s, const char *run_id, const struct slurm_step *step,
+                    char *const *user_labels);
+/* Add the step's "slurm" object to the enforcement report, when found. */
+void run_report_slurm(json_t *enforcement, const struct slurm_step *step, unsigned capped, bool have_cgroup);
+
+/* run/workspace.c */
+
+/* --workdir and --input, resolved on the host before the sandbox exists. */
+struct workspace_plan {
+        char *workdir;          /* canonical host path, or NULL */
+        int lower_fd;           /* O_DIRECTORY fd of workdir, or -1 */
+        char **inputs;          /* "CANONICAL_PATH:NAME" */
+        struct session session; /* --session: locked while we run */
+        struct timespec lower_since; /* CLOCK_REALTIME before lower_fd was opened
+                                 * (--workdir only): host edits after it are
+                                 * conflicts; 0 for a session or a snapshot */
+        char *snapshot;         /* --snapshot: the copy that is the lower dir
+                                 * (lower_fd is then its fd), removed at the end */
+};
+
+/* Collection's time cap is the job's timeout, but never less than this. */
+#define RUN_COLLECT_MIN_MS 10000
+
+/* --session: lock the session and open its tree as wp's lower dir.
+ * Logs and returns an exit code (EXIT_OK to go on). */
+int run_open_session(const struct run_args *a, const char *db_path, struct workspace_plan *wp);
+/* Resolve --workdir and --input on the host into *wp. Returns 0, or
+ * -errno with *ret_error set (a usage error). */
+int run_prepare_workspace(const struct run_args *a, struct workspace_plan *wp, char **ret_error);
+/* --snapshot (cfg->snapshot with --workdir): copy the workdir into
+ * <state dir>/snapshots/RUN_ID and make the copy the lower dir (wp->lower_fd,
+ * wp->snapshot; no lower_since). Before the sandbox exists. Returns
+ * EXIT_OK, or EXIT_SETUP after logging why (nothing ran). */
+int run_snapshot_workspace(const struct run_config *cfg, const char *run_id, struct workspace_plan *wp);
+/* Remove wp->snapshot, if any (logged when it cannot be). */
+void run_snapshot_remove(struct workspace_plan *wp);
+/* After the sandbox is gone: record the changes and the artifacts, apply
+ * them for --apply or --session. How far that got is rec's files summary,
+ * which the final update writes (store_run_finish()); when they could
+ * not be recorded, out->message says so too. Returns an exit
+ * code to use instead of the job's (1 for a job that exited 0 but whose
+ * files were not recorded, or could not be applied), or -1 to keep the
+ * job's. */
+int run_collect_files(struct store *store, struct run_record *rec, const struct run_config *cfg,
+                      const struct run_args *a, struct workspace_plan *wp,
+                      int workspace_fd, int upper_fd, struct run_outcome *out);
+
+/* run/egress.c */
+
+/* network = allow: the rules, the capture socket and the helper. */
+struct run_egress {
+        bool active;            /* network = allow */
+        struct egress_rules rules;
+        uint16_t *ports;        /* listened on inside */
+        size_t n_ports;
+        int sandbox_fd;         /* the sandbox's end of the capture socket */
+        int helper_fd;          /* the helper's end */
+        struct egress_params params;
+        struct egress helper;
+};
+
+/* Parse the rules and open the capture socket (network = allow only;
+ * otherwise *e is left inactive); add the proxy variables to cfg->env.
+ * 0 or -errno with *ret_error set. */
+int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error);
+/* After sandbox_spawn(): start the helper (init_pid: the sandbox's
+ * init, for the job pid of each connection). 0 or -errno. */
+int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_egress *e);
+/* After the sandbox is gone: stop the helper and record its decisions
+ * with run run_id. 0 or -errno. */
+int run_egress_record(struct store *store, const char *run_id, struct run_egress *e);
+/* Kill the helper if still there and free everything; safe to repeat. */
+void run_egress_done(struct run_egress *e);

@@ -6,7 +6,8 @@
 # which the report must say.
 . /tests/lib.sh
 
-export HUTCH_STATE_DIR=/tmp/hutch-state-ubuntu-$(id -u)
+HUTCH_STATE_DIR=/tmp/hutch-state-ubuntu-"$(id -u)"
+export HUTCH_STATE_DIR
 mkdir -p "$HUTCH_STATE_DIR"
 
 if [ ! -e /tests/userns-nocaps.bpf.o ] || [ ! -x /usr/bin/userns-nocaps ]; then
@@ -15,20 +16,20 @@ if [ ! -e /tests/userns-nocaps.bpf.o ] || [ ! -x /usr/bin/userns-nocaps ]; then
 fi
 refused() { ! unshare -r true 2>/dev/null; }
 check "under the simulator a user namespace gets no capability (unshare -r fails)" refused
-if [ $T_FAILED = 1 ]; then
+if [ "$T_FAILED" = 1 ]; then
         t_skip "the landlock tier on that host" "the simulator did not take hold"
         t_done
 fi
 
 out=$("$HUTCH" run -- true 2>&1)
 rc=$?
-default_fails() { [ $rc -eq 125 ] && echo "$out" | grep -q "Operation not permitted" && [ "$(echo "$out" | wc -l)" -eq 1 ]; }
+default_fails() { [ "$rc" -eq 125 ] && echo "$out" | grep -q "Operation not permitted" && [ "$(echo "$out" | wc -l)" -eq 1 ]; }
 check "the namespace tier fails in one line, at its first mount (EPERM): $out" default_fails
 
 before=$(md5sum /etc/passwd)
 out=$("$HUTCH" run --isolation auto -- sh -c 'echo x > /etc/passwd' 2>&1)
 rc=$?
-passwd_kept() { [ $rc -ne 0 ] && [ "$(md5sum /etc/passwd)" = "$before" ] && echo "$out" | grep -q "landlock tier"; }
+passwd_kept() { [ "$rc" -ne 0 ] && [ "$(md5sum /etc/passwd)" = "$before" ] && echo "$out" | grep -q "landlock tier"; }
 check "auto: the landlock tier runs, and /etc/passwd stays as it was" passwd_kept
 
 mkdir -p "$HOME/.ssh" && echo "secret-key" >"$HOME/.ssh/id_test" && chmod 755 "$HOME" "$HOME/.ssh" &&
@@ -48,6 +49,6 @@ n=$(( $(date +%s) % 100000 + 200000 ))
 "$HUTCH" run --isolation landlock --timeout 1s --grace 200ms -- \
         sh -c "trap '' TERM; (setsid sleep $n.5 &); sleep $n" >/dev/null 2>&1
 rc=$?
-daemon_gone() { [ $rc -eq 124 ] && ! ps | grep -v grep | grep -q "sleep $n"; }
+daemon_gone() { [ "$rc" -eq 124 ] && ! ps | grep -v grep | grep -q "sleep $n"; }
 check "--timeout ends a setsid() daemon that ignores SIGTERM" daemon_gone
 t_done

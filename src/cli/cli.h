@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <stdint.h>
 
+#include "workspace/apply.h"
+
 struct verb {
         const char *name;
         int (*run)(int argc, char **argv);  /* argv[0] is the verb name */
@@ -67,6 +69,16 @@ char *cli_run_json(struct store *s, const struct run_record *rec);
  * never stored (no files, no labels). */
 #include <jansson.h>
 json_t *cli_run_json_object(struct store *s, const struct run_record *rec);
+
+/* The [apply] protect patterns of the profile run rec ran with (its
+ * stored resolution): a new vector, or NULL (none, or no profile kept).
+ * A profile only adds to the built-in list (workspace/protected.h). */
+char **cli_run_protect_patterns(const struct run_record *rec);
+
+/* Add "protected": REASON to each change in files (the "files" array of
+ * hutch.result/1) that is at a protected path for run rec (built-in list
+ * and the run's profile). Nothing when the change set cannot be read. */
+void cli_mark_protected_files(struct store *s, const struct run_record *rec, json_t *files);
 /* Wait until run id ends (cli/wait.c): *ret gets its final record
  * (status RUN_ORPHANED when its supervisor died). timeout_ms 0 waits as
  * long as it takes. 0, -ETIMEDOUT, or -errno from the store. */
@@ -84,10 +96,6 @@ int cli_follow(struct store *s, const struct run_record *rec, bool events, uint6
 /* The exit code of a finished run: its recorded one, 125 when it has
  * none (orphaned). */
 int cli_run_exit_code(const struct run_record *rec);
-/* argv as one line for people: words joined by spaces, quoted when they
- * need it, control characters shown as '?', cut to max_width columns
- * with "…" (0: no limit). Caller frees. */
-char *cli_format_argv(char *const *argv, size_t max_width);
 
 /* Shared by verbs: getopt_long() returned '?' or ':' (opterr is 0).
  * Prints one line, "hutch: VERB: unknown option '--x' (did you mean
@@ -115,9 +123,9 @@ void cli_print_error_json(const char *error, const char *message, const char *po
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
 int cli_bad_value(const char *verb, const char *opt, const char *value, const char *what);
 
-/* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
- * shape of -e, --label and the label filters. */
-bool cli_is_key_value(const char *s);
+/* is_key_value() (lib/util.h) under the name cli/run-options.c still
+ * calls it by; the other verbs call is_key_value(). */
+bool is_key_value(const char *s);
 
 /* Apply change set cs to host directory target (cli/apply.c), blobs from
  * bs. Prints conflicts (all of them; then nothing was changed) or a
@@ -128,6 +136,14 @@ struct changeset;
 struct blobstore;
 int cli_apply_changeset(const char *verb, const struct changeset *cs, const char *target,
                         struct blobstore *bs, bool force, bool keep_modes, bool overwrite);
+
+/* The same with the policy for protected paths (workspace/protected.h):
+ * cli_apply_changeset refuses them, with the built-in list only; protect: the profile's [apply] protect
+ * (NULL-terminated, may be NULL). A protected path refused or left out
+ * is named on stderr and makes it return EXIT_FAILURE_GENERIC. */
+int cli_apply_changeset_protected(const char *verb, const struct changeset *cs, const char *target,
+                                  struct blobstore *bs, bool force, enum apply_protected_policy policy,
+                                  char *const *protect);
 
 /* Remove sessions unused for longer than the default profile's
  * session_ttl (cli/session.c), printing one summary line; with dry_run

@@ -21,6 +21,7 @@
 #include "run/runfiles.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
+#include "workspace/protected.h"
 
 #define MAX_TEXT (8u << 20)
 #define MAX_EDITS 3000
@@ -35,7 +36,11 @@ static void help(void)
                "\n"
                "  --stat      one line per changed path and a summary\n"
                "  --json      one JSON object (schema hutch.diff/1)\n"
-               "  -h, --help  this text\n");
+               "  -h, --help  this text\n"
+               "\n"
+               "Changes to protected paths (.git/, .envrc, .vscode/, ...: files your\n"
+               "tools run as you; see hutch-apply(1)) are listed first, marked\n"
+               "PROTECTED, and hutch apply refuses them by default.\n");
 }
 
 struct text {
@@ -225,12 +230,14 @@ static char *clean(const char *s)
         return sanitize_text(s, strlen(s), NULL);
 }
 
-static void show_change(struct blobstore *bs, const struct change *c)
+static void show_change(struct blobstore *bs, const struct change *c, const char *protected_why)
 {
         _cleanup_free_ char *path = clean(c->path);
         struct text a = { 0 }, b = { 0 };
 
         printf("diff --hutch a/%s b/%s\n", path, path);
+        if (protected_why)
+                printf("PROTECTED: %s (hutch apply refuses it)\n", protected_why);
         if (c->skip != CHANGE_SKIP_NONE) {
                 printf("not recorded: %s\n", change_skip_to_string(c->skip));
                 return;
@@ -266,7 +273,7 @@ static void show_change(struct blobstore *bs, const struct change *c)
         int ra = old_file ? load_text(bs, c->old_sha256, &a) : 1;
         int rb = new_file ? load_text(bs, c->sha256, &b) : 1;
         if (ra == -ENOENT || rb == -ENOENT)
-                printf("content not kept (the directory changed during the run?)\n");
+                printf("content not kept (it held a secret's value, or the directory changed during the run)\n");
         else if (ra <= 0 || rb <= 0)
                 printf("Binary files %s%s and %s%s differ\n", old_file ? "a/" : "/dev/null",
                        old_file ? path : "", new_file ? "b/" : "/dev/null", new_file ? path : "");
@@ -279,7 +286,7 @@ static void show_change(struct blobstore *bs, const struct change *c)
         text_done(&b);
 }
 
-static json_t *change_json(const struct change *c)
+static json_t *change_json(const struct change *c, const char *protected_why)
 {
         json_t *o = json_object();
         runfiles_json_set_path(o, "path", c->path);
@@ -294,6 +301,7 @@ static json_t *change_json(const struct change *c)
         if (c->skip != CHANGE_SKIP_NONE)
                 json_object_set_new(o, "skip", json_string(change_skip_to_string(c->skip)));
         json_object_set_new(o, "lower_changed", json_boolean(c->lower_changed));
+        json_object_set_new(o, "protected", protected_why ? json_string(protected_why) : json_null());
         return o;
 }
 
@@ -310,6 +318,9 @@ int verb_diff(int argc, char **argv)
         _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_blobstore_ struct blobstore *bs = NULL;
         struct changeset cs = { 0 };
+        _cleanup_strv_ char **protect = NULL;
+        _cleanup_free_ const char **why = NULL;
+        size_t n_protected = 0;
         bool stat = false, json = false;
         int c, r;
 
@@ -343,12 +354,33 @@ int verb_diff(int argc, char **argv)
                 return EXIT_SETUP;
         }
 
+        /* protected paths (workspace/protected.h) come first, loudly: they
+         * are what a reviewer must not miss in a long diff */
+        protect = cli_run_protect_patterns(rec);
+        why = xcalloc(cs.n ? cs.n : 1, sizeof(*why));
+        for (size_t i = 0; i < cs.n; i++)
+                if (cs.entries[i].skip == CHANGE_SKIP_NONE &&
+                    (why[i] = protected_change_reason(&cs.entries[i], protect)))
+                        n_protected++;
+        if (n_protected && !json) {
+                printf("PROTECTED: this run changes %zu path%s that your tools would run as you; "
+                       "hutch apply refuses %s by default:\n", n_protected, n_protected == 1 ? "" : "s",
+                       n_protected == 1 ? "it" : "them");
+                for (size_t i = 0; i < cs.n; i++)
+                        if (why[i]) {
+                                _cleanup_free_ char *p = clean(cs.entries[i].path);
+                                printf("  PROTECTED  %s: %s\n", p, why[i]);
+                        }
+                printf("\n");
+        }
+
         if (json) {
                 json_t *o = json_object(), *a = json_array();
                 json_object_set_new(o, "schema", json_string("hutch.diff/1"));
                 json_object_set_new(o, "id", json_string(rec->id));
+                json_object_set_new(o, "protected", json_integer((json_int_t)n_protected));
                 for (size_t i = 0; i < cs.n; i++)
-                        json_array_append_new(a, change_json(&cs.entries[i]));
+                        json_array_append_new(a, change_json(&cs.entries[i], why[i]));
                 json_object_set_new(o, "changes", a);
                 _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
                 json_decref(o);
@@ -364,17 +396,18 @@ int verb_diff(int argc, char **argv)
                         char note[48];
                         cli_mode_note(ch->kind == CHANGE_ADDED, ch->kind == CHANGE_DELETED, ch->old_mode,
                                       ch->mode, note, sizeof(note));
-                        printf("%-8s %8s  %s%s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
+                        printf("%-8s %8s  %s%s%s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
                                S_ISDIR(ch->mode) || (ch->kind == CHANGE_DELETED && S_ISDIR(ch->old_mode)) ? "/" : "",
                                note, ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "",
-                               ch->lower_changed ? "  (host changed it during the run)" : "");
+                               ch->lower_changed ? "  (host changed it during the run)" : "",
+                               why[i] ? "  PROTECTED" : "");
                         count[ch->kind]++;
                 }
                 printf("%zu added, %zu modified, %zu deleted\n", count[CHANGE_ADDED],
                        count[CHANGE_MODIFIED], count[CHANGE_DELETED]);
         } else
                 for (size_t i = 0; i < cs.n; i++)
-                        show_change(bs, &cs.entries[i]);
+                        show_change(bs, &cs.entries[i], why[i]);
         changeset_done(&cs);
         return EXIT_OK;
 }

@@ -97,7 +97,7 @@ int verb_export(int argc, char **argv)
                         f.since_ms = v < now_realtime_ms() ? now_realtime_ms() - v : 1;
                         break;
                 case 'l':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("export", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

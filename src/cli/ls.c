@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/sanitize.h"
 #include "record/exchange.h"
 #include "record/store.h"
 
@@ -73,7 +74,7 @@ static void print_table(struct run_record **recs, size_t n)
                ID_WIDTH, "ID", "STARTED", "DURATION", "STATUS", "EXIT", "COMMAND");
         for (size_t i = 0; i < n; i++) {
                 const struct run_record *rec = recs[i];
-                _cleanup_free_ char *cmd = cli_format_argv(rec->argv, COMMAND_WIDTH);
+                _cleanup_free_ char *cmd = sanitize_argv_line(rec->argv, COMMAND_WIDTH);
                 char started[32] = "-", duration[32] = "-", exitbuf[16] = "-";
                 const char *status = run_status_to_string(rec->status);
                 size_t width = ID_WIDTH;
@@ -169,7 +170,7 @@ int verb_ls(int argc, char **argv)
                         f.limit = (size_t)v;
                         break;
                 case 'l':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("ls", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

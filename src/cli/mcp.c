@@ -6,10 +6,12 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/lang.h"
 #include "config/profile.h"
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
@@ -37,6 +39,9 @@ static void help(void)
                "                          a call's default is 30s or this, the lower)\n"
                "      --max-memory S      memory limit of every run (default: the profile's;\n"
                "                          a profile's lower limit stays)\n"
+               "                          Every limit of a run (memory, timeout, cpus, pids,\n"
+               "                          disk) is at most the ceiling set by these flags and\n"
+               "                          the profile, even under a language's own profile\n"
                "      --max-concurrent N  runs at once, more wait in a queue (default %u)\n"
                "      --net MODE          network of every run: none (default), host, or\n"
                "                          allow with --allow rules (see hutch-run(1))\n"
@@ -48,33 +53,100 @@ static void help(void)
                MCP_CONCURRENT_DEFAULT);
 }
 
-/* The flags are ceilings, never raises: a run gets the lower of a flag
- * and the profile's own limit. The profile is read once here, so a bad
- * one stops the server at its start, not at every call. Without
- * --max-timeout, the profile's timeout (when it has one) is the
- * ceiling if it is below the default. */
-static int profile_ceilings(const char *profile, uint64_t max_memory, bool max_timeout_set,
-                            struct mcp_config *cfg, char ***run_args)
+/* min(), with 0 (no limit) above everything. */
+static uint64_t min_limit(uint64_t a, uint64_t b)
 {
-        struct run_config pc;
+        return !a ? b : !b ? a : MIN(a, b);
+}
+
+/* What no run of the server may exceed (0: no limit). */
+struct ceiling {
+        uint64_t memory_bytes, disk_bytes, pids;
+        double cpus;
+};
+
+/* The limits a run under profile pc gets: each of memory, disk, pids
+ * and cpus held at most at the ceiling's, as request limits
+ * (hutch.request/1 "limits"). Sizes round down to a MiB, never up past
+ * the ceiling. */
+static json_t *clamped_limits(const struct run_config *pc, const struct ceiling *c)
+{
+        json_t *o = json_object();
+        uint64_t memory = min_limit(pc->memory_bytes, c->memory_bytes);
+        uint64_t disk = min_limit(pc->disk_bytes, c->disk_bytes);
+        uint64_t pids = min_limit(pc->pids, c->pids);
+        double cpus = !pc->cpus ? c->cpus : !c->cpus ? pc->cpus : MIN(pc->cpus, c->cpus);
+
+        if (memory)
+                json_object_set_new(o, "memory_mb", json_integer((json_int_t)MAX(memory >> 20, 1)));
+        if (disk)
+                json_object_set_new(o, "disk_mb", json_integer((json_int_t)MAX(disk >> 20, 1)));
+        if (pids)
+                json_object_set_new(o, "pids", json_integer((json_int_t)pids));
+        if (cpus > 0)
+                /* cpus has 3 decimals at most: floor, never above */
+                json_object_set_new(o, "cpu_cores", json_real(floor(cpus * 1000.0) / 1000.0));
+        return o;
+}
+
+/* The ceilings of every run: --max-memory and --max-timeout where
+ * given, else the operator's profile's (--profile, or the default
+ * one); cpus, pids and disk are the profile's. A run gets the lower of
+ * its profile's limit and the ceiling: a flag never raises a profile's
+ * limit. The profiles are read once here, so a bad one stops the server
+ * at its start, not at every call.
+ *
+ * Without --profile, run_code in a language runs under that language's
+ * profile (python, node: more memory and time for an interpreter), as
+ * `hutch run --lang` does, and the record names it; but each of its
+ * limits is held under the ceilings, whatever the language brings.
+ * cfg->limits maps a language ("" for run_command and any language
+ * without a profile of its own) to the limits its runs get. */
+static int profile_ceilings(const char *profile, uint64_t max_memory, bool max_timeout_set,
+                            struct mcp_config *cfg)
+{
+        struct run_config base;
         _cleanup_free_ char *err = NULL;
-        run_config_init(&pc);
-        int r = profile_load(&pc, profile, &err);
+        _cleanup_(lang_table_freep) struct lang_table *langs = NULL;
+        int r;
+
+        run_config_init(&base);
+        r = profile_load(&base, profile, &err);
         if (r < 0) {
                 log_error("mcp: %s", err ? err : strerror(-r));
-                run_config_done(&pc);
+                run_config_done(&base);
                 return EXIT_SETUP;
         }
-        uint64_t memory = pc.memory_bytes, timeout = pc.timeout_ms;
-        run_config_done(&pc);
+        struct ceiling c = {
+                .memory_bytes = max_memory ? max_memory : base.memory_bytes,
+                .disk_bytes = base.disk_bytes, .pids = base.pids, .cpus = base.cpus,
+        };
+        if (base.timeout_ms && base.timeout_ms < cfg->max_timeout_ms && !max_timeout_set)
+                cfg->max_timeout_ms = base.timeout_ms;
 
-        if (max_memory && (memory == 0 || memory > max_memory)) {
-                char size[32];
-                snprintf(size, sizeof(size), "%" PRIu64, max_memory);
-                *run_args = strv_append(strv_append(*run_args, "--memory"), size);
+        cfg->limits = json_object();
+        json_object_set_new(cfg->limits, "", clamped_limits(&base, &c));
+        run_config_done(&base);
+        /* no table of languages: run_code then fails in each run, as it
+         * would with hutch run --lang */
+        if (profile || lang_table_load(NULL, &langs, NULL) < 0)
+                return EXIT_OK;
+        for (size_t i = 0; i < lang_table_count(langs); i++) {
+                const struct lang *l = lang_table_get(langs, i);
+                struct run_config pc;
+                _cleanup_free_ char *lerr = NULL;
+                if (!l->profile || streq(l->profile, "default"))
+                        continue;
+                run_config_init(&pc);
+                r = profile_load(&pc, l->profile, &lerr);
+                if (r < 0) {
+                        log_error("mcp: language %s: %s", l->name, lerr ? lerr : strerror(-r));
+                        run_config_done(&pc);
+                        return EXIT_SETUP;
+                }
+                json_object_set_new(cfg->limits, l->name, clamped_limits(&pc, &c));
+                run_config_done(&pc);
         }
-        if (timeout && timeout < cfg->max_timeout_ms && !max_timeout_set)
-                cfg->max_timeout_ms = timeout;
         return EXIT_OK;
 }
 
@@ -148,7 +220,7 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
-        r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg, &run_args);
+        r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg);
         if (r != EXIT_OK)
                 return r;
         /* never the host's network unless the operator says so */
@@ -159,6 +231,7 @@ int verb_mcp(int argc, char **argv)
                             "for an MCP client that starts it");
 
         r = mcp_serve(&cfg);
+        json_decref(cfg.limits);
         if (r < 0) {
                 log_error("mcp: %s", strerror(-r));
                 return EXIT_SETUP;

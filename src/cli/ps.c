@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/sanitize.h"
 #include "limits/watchdog.h"
 #include "record/store.h"
 
@@ -93,7 +94,7 @@ int verb_ps(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'l':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("ps", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;
@@ -133,7 +134,7 @@ int verb_ps(int argc, char **argv)
                         continue;
                 }
                 char age[32], cpu[32] = "-", mem[32] = "-";
-                _cleanup_free_ char *cmd = cli_format_argv(rec->argv, COMMAND_WIDTH);
+                _cleanup_free_ char *cmd = sanitize_argv_line(rec->argv, COMMAND_WIDTH);
                 _cleanup_strv_ char **labels = NULL;
                 _cleanup_free_ char *joined = xstrdup("");
                 format_duration_ms(now > rec->started_at_ms ? (now - rec->started_at_ms) / 1000 * 1000 : 0,
@@ -152,7 +153,7 @@ int verb_ps(int argc, char **argv)
                 _cleanup_free_ char *shown = NULL;
                 {
                         char *one[] = { joined, NULL };
-                        shown = cli_format_argv(one, 20);
+                        shown = sanitize_argv_line(one, 20);
                 }
                 printf("%-26s  %8s  %7d  %8s  %8s  %-20s  %s\n", rec->id, age, (int)rec->supervisor_pid,
                        cpu, mem, *joined ? shown : "-", cmd);

@@ -25,90 +25,22 @@
 #include "record/store.h"
 #include "supervise/events.h"
 #include "workspace/session.h"
+#include "workspace/stage.h"
 
-/* Write one request file under dirfd at relative path rel (checked by
- * the reader: no "..", no leading '/'), making its parent dirs. */
-static int stage_one(int dirfd, const struct request_file *f, uid_t uid, gid_t gid)
-{
-        _cleanup_free_ char *copy = xstrdup(f->path);
-        _cleanup_close_ int dir = dup(dirfd);
-        char *name = copy, *slash;
-        int r;
-
-        if (dir < 0)
-                return -errno;
-        while ((slash = strchr(name, '/'))) {
-                *slash = '\0';
-                if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (next < 0)
-                        return -errno;
-                if (uid != (uid_t)-1)
-                        (void)fchown(next, uid, gid);
-                close(dir);
-                dir = next;
-                name = slash + 1;
-        }
-        _cleanup_close_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        if (f->host_path) {
-                /* the caller's own file, read with the caller's rights */
-                _cleanup_close_ int in = open(f->host_path, O_RDONLY | O_CLOEXEC);
-                if (in < 0)
-                        return -errno;
-                int64_t n = fs_copy_digest(in, fd, NULL, 0);
-                if (n < 0)
-                        return (int)n;
-        } else {
-                r = write_all(fd, f->data, f->len);
-                if (r < 0)
-                        return r;
-        }
-        if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
-                return -errno;
-        return 0;
-}
-
-/* A request's files: written into a new private directory that becomes
- * the workspace's lower dir, as --workdir would be, so the job sees
- * them at /workspace and they are never counted as its changes. Owned
- * by the id the sandbox user maps to, as a user's own tree would be. */
+/* A request's files: staged privately (workspace/stage.h) into the
+ * directory that becomes the workspace's lower dir, as --workdir would
+ * be. Owned by the id the sandbox user maps to, as a user's own tree
+ * would be. */
 static int stage_files(struct run_args *a, const struct request *req, char **ret_pointer, char **ret_error)
 {
-        const char *tmp = getenv("TMPDIR");
-        _cleanup_free_ char *dir = xasprintf("%s/hutch-request-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         uid_t uid = ns_real_root() ? ns_host_uid() : (uid_t)-1;
         gid_t gid = ns_real_root() ? ns_host_gid() : (gid_t)-1;
-        int r;
 
-        if (!mkdtemp(dir)) {
-                *ret_pointer = xstrdup("/files");
-                *ret_error = xasprintf("request: /files: cannot make a directory for them: %s: %s",
-                                       dir, strerror(errno));
-                return -errno;
-        }
-        a->stage_dir = xstrdup(dir);
         a->stage_pid = getpid();
-        _cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dirfd < 0 || fchmod(dirfd, 0755) < 0 || (uid != (uid_t)-1 && fchown(dirfd, uid, gid) < 0)) {
-                *ret_pointer = xstrdup("/files");
-                *ret_error = xasprintf("request: /files: %s: %s", dir, strerror(errno));
-                return -errno;
-        }
-        for (size_t i = 0; i < req->n_files; i++) {
-                r = stage_one(dirfd, &req->files[i], uid, gid);
-                if (r < 0) {
-                        *ret_pointer = xasprintf("/files/%s", req->files[i].path);
-                        *ret_error = xasprintf("request: /files/%s: %s%s%s", req->files[i].path,
-                                               req->files[i].host_path ? req->files[i].host_path : "",
-                                               req->files[i].host_path ? ": " : "", strerror(-r));
-                        return r;
-                }
-        }
-        a->workdir = a->stage_dir;
-        return 0;
+        int r = stage_request_files(req, uid, gid, &a->stage_dir, ret_pointer, ret_error);
+        if (r == 0)
+                a->workdir = a->stage_dir;
+        return r;
 }
 
 void run_request_cleanup(struct run_args *a)
@@ -159,8 +91,7 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                 a->lang = req->language;
                 a->code = req->code;
         }
-        for (char **p = req->argv; p && *p; p++)
-                cfg->argv = strv_append(cfg->argv, *p);
+        cfg->argv = strv_extend(cfg->argv, req->argv);
         if (!a->profile)
                 a->profile = req->profile;
         if (!a->session)

@@ -16,6 +16,7 @@
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/util.h"
 #include "workspace/session.h"
 
 static void run_help(FILE *f)
@@ -76,7 +77,11 @@ static void run_help(FILE *f)
 "                           an overlay: the job may change anything there,\n"
 "                           DIR itself is never written; the changes are\n"
 "                           recorded (hutch diff, hutch apply)\n"
-"      --apply              apply the changes to DIR when the job succeeds\n"
+"      --apply              apply the changes to DIR when the job succeeds; changes to\n"
+"                           protected paths (.git/, shell rc files, editor and agent\n"
+"                           config: hutch-apply(1)) make it apply nothing\n"
+"      --skip-protected     with --apply: apply the rest, leave protected paths out\n"
+"      --allow-protected    with --apply: apply protected paths too\n"
 "      --snapshot yes|no    copy DIR before the job starts and run on the copy:\n"
 "                           diff shows exactly the job's change, apply refuses\n"
 "                           what you changed in DIR meanwhile (default no)\n"
@@ -143,6 +148,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "workdir", required_argument, NULL, 'w' },
                 { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
                 { "apply",   no_argument,       NULL, OPT_APPLY },
+                { "skip-protected", no_argument, NULL, OPT_SKIP_PROTECTED },
+                { "allow-protected", no_argument, NULL, OPT_ALLOW_PROTECTED },
                 { "input",   required_argument, NULL, 'i' },
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
@@ -174,7 +181,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         cfg->tty = true;
                         break;
                 case 'e':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
                         a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
@@ -211,6 +218,17 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case OPT_APPLY:
                         a->apply = true;
                         break;
+                case OPT_SKIP_PROTECTED:
+                case OPT_ALLOW_PROTECTED: {
+                        enum apply_protected_policy p = c == OPT_SKIP_PROTECTED ? APPLY_PROTECTED_SKIP
+                                                                                : APPLY_PROTECTED_ALLOW;
+                        if (a->apply_protected != APPLY_PROTECTED_REFUSE && a->apply_protected != p) {
+                                log_error("run: --skip-protected and --allow-protected exclude each other");
+                                return EXIT_USAGE;
+                        }
+                        a->apply_protected = p;
+                        break;
+                }
                 case 'i':
                         a->inputs = strv_append(a->inputs, optarg);
                         break;
@@ -280,6 +298,11 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
 
         if (a->events && a->json) {
                 log_error("run: --events and --json exclude each other (the exit event holds the result)");
+                return EXIT_USAGE;
+        }
+        if (a->apply_protected != APPLY_PROTECTED_REFUSE && !a->apply) {
+                log_error("run: --%s only goes with --apply",
+                          a->apply_protected == APPLY_PROTECTED_SKIP ? "skip-protected" : "allow-protected");
                 return EXIT_USAGE;
         }
         if ((a->events || a->detach) && cfg->tty) {

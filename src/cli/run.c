@@ -27,14 +27,15 @@
 #include "record/store.h"
 
 /* The words the run says with (run/run.h): the verb's. */
-static int apply_changeset(const struct changeset *cs, const char *target, struct blobstore *bs)
+static int run_apply_changeset(const struct changeset *cs, const char *target, struct blobstore *bs,
+                               enum apply_protected_policy policy, char *const *protect)
 {
-        return cli_apply_changeset("run", cs, target, bs, false, false, false);
+        return cli_apply_changeset_protected("run", cs, target, bs, false, policy, protect);
 }
 
 static const struct run_ui run_ui = {
         .result_object = cli_run_json_object,
-        .apply_changeset = apply_changeset,
+        .apply_changeset = run_apply_changeset,
         .answer_key = run_answer_key,
 };
 
@@ -95,10 +96,8 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
 static void lang_argv(struct run_config *cfg, const struct lang_job *lj)
 {
         char **job_argv = NULL;
-        for (char **p = lj->plan.run_argv; *p; p++)
-                job_argv = strv_append(job_argv, *p);
-        for (char **p = cfg->argv; p && *p; p++)
-                job_argv = strv_append(job_argv, *p);
+        job_argv = strv_extend(job_argv, lj->plan.run_argv);
+        job_argv = strv_extend(job_argv, cfg->argv);
         strv_free(cfg->argv);
         cfg->argv = job_argv;
 }

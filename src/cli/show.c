@@ -238,7 +238,7 @@ static void print_connections(struct store *s, const struct run_record *rec)
 static void print_human(struct store *s, const struct run_record *rec)
 {
         _cleanup_free_ char *workdir = NULL;
-        _cleanup_free_ char *cmd = cli_format_argv(rec->argv, 0);
+        _cleanup_free_ char *cmd = sanitize_argv_line(rec->argv, 0);
         _cleanup_free_ char *message = rec->message ? sanitize_text(rec->message, strlen(rec->message), NULL) : NULL;
         const char *status = run_status_to_string(rec->status);
         char buf[128];

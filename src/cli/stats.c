@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/sanitize.h"
 #include "record/store.h"
 
 #define TOP_N 5
@@ -167,7 +168,7 @@ static void print_text(json_t *o)
                 json_array_foreach(a, i, v) {
                         /* names are what jobs were called: no control characters on a terminal */
                         char *one[] = { (char *)json_string_value(json_array_get(v, 0)), NULL };
-                        _cleanup_free_ char *shown = cli_format_argv(one, 30);
+                        _cleanup_free_ char *shown = sanitize_argv_line(one, 30);
                         printf("  %s (%lld)", shown, (long long)json_integer_value(json_array_get(v, 1)));
                 }
                 printf("%s\n", json_array_size(a) ? "" : "  -");
@@ -214,7 +215,7 @@ int verb_stats(int argc, char **argv)
                         f.since_ms = v < now_realtime_ms() ? now_realtime_ms() - v : 1;
                         break;
                 case 'l':
-                        if (!cli_is_key_value(optarg))
+                        if (!is_key_value(optarg))
                                 return cli_bad_value("stats", "label", optarg, "expected KEY=VALUE");
                         f.label = optarg;
                         break;

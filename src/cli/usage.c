@@ -96,11 +96,6 @@ int cli_usage_error(const char *verb, char **argv, const struct option *opts)
         return EXIT_USAGE;
 }
 
-bool cli_is_key_value(const char *s)
-{
-        return s[0] != '=' && strchr(s, '=') != NULL;
-}
-
 int cli_no_operands(const char *verb, int argc, char **argv, int first)
 {
         if (first >= argc)

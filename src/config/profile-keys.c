@@ -17,7 +17,7 @@
 
 #include "config/profile-internal.h"
 #include "config/profile.h"
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "net/rules.h"
 #include "lib/util.h"
 
@@ -41,6 +41,17 @@ static const char *check_abs_path(const char *s)
         for (p = s; (p = strstr(p, "..")); p += 2)
                 if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
                         return expect;
+        return NULL;
+}
+
+/* [apply] protect: a relative path or glob, matched against workspace
+ * paths (workspace/protected.h), so no leading '/'. */
+static const char *check_rel_glob(const char *s)
+{
+        static const char expect[] = "a relative path or glob (no leading '/')";
+
+        if (!s[0] || s[0] == '/' || strlen(s) >= PATH_MAX || profile_has_control(s))
+                return expect;
         return NULL;
 }
 
@@ -198,6 +209,11 @@ const struct profile_key profile_keys[] = {
           "one line saying what the profile is for (shown by hutch profile list)",
           FIELD(description) },
 
+        { "apply", "protect", "apply-protect", PROFILE_LIST, "", "globs",
+          "workspace paths apply refuses on top of the built-in list (hutch-apply(1)); "
+          "a directory protects its subtree, a bare name any component",
+          FIELD(apply_protect), .check = check_rel_glob },
+
         { "artifacts", "dir", "artifacts-dir", PROFILE_STRING, "/workspace/output", "path",
           "directory inside the sandbox whose files are kept as the run's artifacts",
           FIELD(artifacts_dir), .check = check_abs_path },
@@ -352,7 +368,7 @@ const size_t profile_n_keys = ELEMENTSOF(profile_keys);
 
 /* Sections a profile may have, besides the top level. */
 static const char *const known_sections[] = {
-        "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
+        "apply", "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
 };
 
 bool profile_section_known(const char *s)

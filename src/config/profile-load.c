@@ -88,7 +88,7 @@ static int on_ini_line(void *userdata, const char *section, const char *name, co
         if (!name) {
                 if (!profile_section_known(section))
                         return parse_error(p, line, -EINVAL,
-                                           "unknown section [%s] (known: artifacts, env, filesystem, "
+                                           "unknown section [%s] (known: apply, artifacts, env, filesystem, "
                                            "limits, network, sandbox, seccomp)", section);
                 return 0;
         }

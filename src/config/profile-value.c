@@ -315,7 +315,7 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
 /* A profile named by a path outside the trusted dirs may be anyone's
  * (a repository's, a download's): it may narrow the sandbox, never widen
  * it. Widening is: host paths (rw, ro, root layers, system_dirs), taking
- * masks away, any network (mode host or allow, allow rules, add_host),
+ * masks or apply protections away, any network (mode host or allow, allow rules, add_host),
  * syscall allowances (allow, ptrace, io_uring, an action that lets
  * denied calls through). The same values
  * from the command line or a trusted file are the operator's choice.
@@ -346,6 +346,11 @@ static const char *untrusted_list_refusal(const struct profile_key *k, char **cu
                 for (char **m = cur; m && *m; m++)
                         if (!profile_strv_contains(items, *m))
                                 return "removing masks";
+        }
+        if (off == offsetof(struct run_config, apply_protect) && !append) {
+                for (char **m = cur; m && *m; m++)
+                        if (!profile_strv_contains(items, *m))
+                                return "removing apply protections";
         }
         return NULL;
 }
@@ -379,18 +384,168 @@ static int refuse_untrusted(char **ret_error, const struct profile_key *k, const
                             what, list_text);
 }
 
+/* Where a value came from, for its error message (where()). */
+struct loc {
+        enum origin origin;
+        const char *file;
+        unsigned line;
+};
+#define WHERE(k, at) where((k), NULL, (at)->origin, (at)->file, (at)->line)
+
+/* A size, duration, count or number, within the key's bounds. */
+static int set_number(const struct profile_key *k, void *f, const char *value, const struct loc *at,
+                      char **ret_error)
+{
+        uint64_t v = 0;
+        int r;
+
+        if (!(k->zero && streq(value, k->zero))) {
+                if (k->type == PROFILE_SIZE)
+                        r = parse_size(value, &v);
+                else if (k->type == PROFILE_DURATION)
+                        r = parse_duration_ms(value, &v);
+                else if (k->type == PROFILE_COUNT)
+                        r = parse_count(value, &v);
+                else
+                        r = parse_milli(value, &v);
+                /* parse_size() and parse_duration_ms() allow blanks
+                 * around the number; the canonical form has none */
+                if (r == 0 && (isspace((unsigned char)value[0]) ||
+                               isspace((unsigned char)value[strlen(value) - 1])))
+                        r = -EINVAL;
+                if (r == -EINVAL)
+                        return profile_fail(ret_error, -EINVAL, WHERE(k, at),
+                                            "expected %s%s%s, got \"%s\"", type_expect(k),
+                                            k->zero ? " or " : "", k->zero ? k->zero : "", value);
+                if (r < 0 || v > k->max || v < k->min) {
+                        _cleanup_free_ char *lo = format_plain(k, k->min);
+                        _cleanup_free_ char *hi = format_plain(k, k->max);
+                        return profile_fail(ret_error, -EINVAL, WHERE(k, at),
+                                            "expected %s from %s to %s%s%s, got \"%s\"",
+                                            type_noun(k), lo, hi, k->zero ? ", or " : "",
+                                            k->zero ? k->zero : "", value);
+                }
+        }
+        if (k->type == PROFILE_NUMBER)
+                *(double *)f = (double)v / 1000.0;
+        else if (k->width == sizeof(uint32_t))
+                *(uint32_t *)f = (uint32_t)v;
+        else
+                *(uint64_t *)f = v;
+        return 0;
+}
+
+/* One of the key's words, stored as its index. */
+static int set_enum(const struct profile_key *k, void *f, const char *value, const struct loc *at,
+                    char **ret_error)
+{
+        size_t i;
+        for (i = 0; k->words[i]; i++)
+                if (streq(k->words[i], value))
+                        break;
+        if (!k->words[i]) {
+                _cleanup_free_ char *all = NULL;
+                for (size_t j = 0; k->words[j]; j++) {
+                        char *t = xasprintf("%s%s%s", all ? all : "", all ? ", " : "", k->words[j]);
+                        free(all);
+                        all = t;
+                }
+                return profile_fail(ret_error, -EINVAL, WHERE(k, at),
+                                    "expected one of %s, got \"%s\"", all, value);
+        }
+        *(int *)f = (int)i;
+        return 0;
+}
+
+/* A string, or text with its blanks collapsed, passing the key's check. */
+static int set_string(const struct profile_key *k, void *f, const char *value, const struct loc *at,
+                      char **ret_error)
+{
+        _cleanup_free_ char *s = k->type == PROFILE_TEXT ? collapse_blanks(value) : xstrdup(value);
+        const char *expect = k->check ? k->check(s) : NULL;
+        if (k->type == PROFILE_TEXT && profile_has_control(s))
+                expect = "text without control characters";
+        if (expect)
+                return profile_fail(ret_error, -EINVAL, WHERE(k, at),
+                                    "expected %s, got \"%s\"", expect, value);
+        free(*(char **)f);
+        *(char **)f = TAKE_PTR(s);
+        return 0;
+}
+
+/* A list: its items checked, then set, appended (without duplicates) or,
+ * for an empty value, cleared. An untrusted file may only narrow it. */
+static int set_list(const struct profile_key *k, void *f, const char *value, bool append,
+                    const struct loc *at, char **ret_error)
+{
+        _cleanup_strv_ char **items = NULL;
+        const char *expect = NULL;
+        char ***list = f;
+        int r = 0;
+
+        /* on the command line the shell already split words: one value
+         * is one item */
+        if (at->origin == ORIGIN_CLI) {
+                if (value[0])
+                        items = strv_append(NULL, value);
+        } else
+                r = split_list(value, &items, &expect);
+        if (r < 0)
+                return profile_fail(ret_error, r, WHERE(k, at), "expected %s, got \"%s\"", expect, value);
+        for (char **i = items; i && *i; i++) {
+                expect = k->check ? k->check(*i) : NULL;
+                if (!expect && profile_has_control(*i))
+                        expect = "items without control characters";
+                if (expect)
+                        return profile_fail(ret_error, -EINVAL, WHERE(k, at),
+                                            "expected %s, got \"%s\"", expect, *i);
+        }
+        if (at->origin == ORIGIN_FILE_UNTRUSTED) {
+                const char *why = untrusted_list_refusal(k, *list, items, append);
+                if (why)
+                        return refuse_untrusted(ret_error, k, at->file, at->line, why);
+        }
+        if (!items || !items[0] || !append) {
+                /* an empty value clears the list, also when appending */
+                strv_free(*list);
+                *list = NULL;
+        }
+        for (char **i = items; i && *i; i++)
+                if (!profile_strv_contains(*list, *i))
+                        *list = strv_append(*list, *i);
+        return 0;
+}
+
+/* Note where key k's value came from. On a stack buffer, not
+ * profile_key_id(), and copied, not printed: this runs for every key of
+ * every run, defaults included; section and name are short literals of
+ * the table. */
+static void set_origin(struct run_config *cfg, const struct profile_key *k, const struct loc *at)
+{
+        char id[128];
+        size_t ls = strlen(k->section), ln = strlen(k->name), pos = 0;
+        if (ls + ln + 2 > sizeof(id))
+                abort();        /* a table entry too long: a programming error */
+        if (ls) {
+                memcpy(id, k->section, ls);
+                id[ls] = '.';
+                pos = ls + 1;
+        }
+        memcpy(id + pos, k->name, ln + 1);
+        run_config_set_origin(cfg, id, at->origin, at->file, at->line);
+}
+
 int profile_set_value(struct run_config *cfg, const struct profile_key *k, const char *value,
                       bool append, enum origin origin, const char *file, unsigned line,
                       char **ret_error)
 {
-        char id[128];
+        const struct loc at = { origin, file, line };
         void *f = field(cfg, k);
-        uint64_t v = 0;
         int r;
 
         if (has_comment_start(value) || (k->type != PROFILE_TEXT && k->type != PROFILE_LIST &&
                                          profile_has_control(value)))
-                return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
+                return profile_fail(ret_error, -EINVAL, WHERE(k, &at),
                                     "value may not contain control characters or \" ;\"");
 
         switch (k->type) {
@@ -398,133 +553,32 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
         case PROFILE_DURATION:
         case PROFILE_COUNT:
         case PROFILE_NUMBER:
-                if (k->zero && streq(value, k->zero))
-                        v = 0;
-                else {
-                        if (k->type == PROFILE_SIZE)
-                                r = parse_size(value, &v);
-                        else if (k->type == PROFILE_DURATION)
-                                r = parse_duration_ms(value, &v);
-                        else if (k->type == PROFILE_COUNT)
-                                r = parse_count(value, &v);
-                        else
-                                r = parse_milli(value, &v);
-                        /* parse_size() and parse_duration_ms() allow blanks
-                         * around the number; the canonical form has none */
-                        if (r == 0 && (isspace((unsigned char)value[0]) ||
-                                       isspace((unsigned char)value[strlen(value) - 1])))
-                                r = -EINVAL;
-                        if (r == -EINVAL)
-                                return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
-                                                    "expected %s%s%s, got \"%s\"", type_expect(k),
-                                                    k->zero ? " or " : "", k->zero ? k->zero : "", value);
-                        if (r < 0 || v > k->max || v < k->min) {
-                                _cleanup_free_ char *lo = format_plain(k, k->min);
-                                _cleanup_free_ char *hi = format_plain(k, k->max);
-                                return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
-                                                    "expected %s from %s to %s%s%s, got \"%s\"",
-                                                    type_noun(k), lo, hi, k->zero ? ", or " : "",
-                                                    k->zero ? k->zero : "", value);
-                        }
-                }
-                if (k->type == PROFILE_NUMBER)
-                        *(double *)f = (double)v / 1000.0;
-                else if (k->width == sizeof(uint32_t))
-                        *(uint32_t *)f = (uint32_t)v;
-                else
-                        *(uint64_t *)f = v;
+                r = set_number(k, f, value, &at, ret_error);
                 break;
-
         case PROFILE_BOOL: {
                 bool b;
                 if (!parse_bool(value, &b))
-                        return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
+                        return profile_fail(ret_error, -EINVAL, WHERE(k, &at),
                                             "expected yes or no, got \"%s\"", value);
                 *(bool *)f = b;
+                r = 0;
                 break;
         }
-
-        case PROFILE_ENUM: {
-                size_t i;
-                for (i = 0; k->words[i]; i++)
-                        if (streq(k->words[i], value))
-                                break;
-                if (!k->words[i]) {
-                        _cleanup_free_ char *all = NULL;
-                        for (size_t j = 0; k->words[j]; j++) {
-                                char *t = xasprintf("%s%s%s", all ? all : "", all ? ", " : "", k->words[j]);
-                                free(all);
-                                all = t;
-                        }
-                        return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
-                                            "expected one of %s, got \"%s\"", all, value);
-                }
-                *(int *)f = (int)i;
+        case PROFILE_ENUM:
+                r = set_enum(k, f, value, &at, ret_error);
                 break;
-        }
-
         case PROFILE_STRING:
-        case PROFILE_TEXT: {
-                _cleanup_free_ char *s = k->type == PROFILE_TEXT ? collapse_blanks(value) : xstrdup(value);
-                const char *expect = k->check ? k->check(s) : NULL;
-                if (k->type == PROFILE_TEXT && profile_has_control(s))
-                        expect = "text without control characters";
-                if (expect)
-                        return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
-                                            "expected %s, got \"%s\"", expect, value);
-                free(*(char **)f);
-                *(char **)f = TAKE_PTR(s);
+        case PROFILE_TEXT:
+                r = set_string(k, f, value, &at, ret_error);
                 break;
-        }
-
-        case PROFILE_LIST: {
-                _cleanup_strv_ char **items = NULL;
-                const char *expect = NULL;
-                char ***list = f;
-
-                /* on the command line the shell already split words: one
-                 * value is one item */
-                if (origin == ORIGIN_CLI) {
-                        r = 0;
-                        if (value[0])
-                                items = strv_append(NULL, value);
-                } else
-                        r = split_list(value, &items, &expect);
-                if (r < 0)
-                        return profile_fail(ret_error, r, where(k, NULL, origin, file, line),
-                                            "expected %s, got \"%s\"", expect, value);
-                for (char **i = items; i && *i; i++) {
-                        expect = k->check ? k->check(*i) : NULL;
-                        if (!expect && profile_has_control(*i))
-                                expect = "items without control characters";
-                        if (expect)
-                                return profile_fail(ret_error, -EINVAL, where(k, NULL, origin, file, line),
-                                                    "expected %s, got \"%s\"", expect, *i);
-                }
-                if (origin == ORIGIN_FILE_UNTRUSTED) {
-                        const char *why = untrusted_list_refusal(k, *list, items, append);
-                        if (why)
-                                return refuse_untrusted(ret_error, k, file, line, why);
-                }
-                if (!items || !items[0]) {
-                        /* an empty value clears the list, also when appending */
-                        strv_free(*list);
-                        *list = NULL;
-                } else {
-                        if (!append) {
-                                strv_free(*list);
-                                *list = NULL;
-                        }
-                        for (char **i = items; *i; i++)
-                                if (!profile_strv_contains(*list, *i))
-                                        *list = strv_append(*list, *i);
-                }
+        case PROFILE_LIST:
+                r = set_list(k, f, value, append, &at, ret_error);
                 break;
-        }
-
         default:
                 return profile_fail(ret_error, -EINVAL, NULL, "internal error: bad key type");
         }
+        if (r < 0)
+                return r;
 
         if (origin == ORIGIN_FILE_UNTRUSTED) {
                 const char *why = untrusted_scalar_refusal(cfg, k);
@@ -533,19 +587,7 @@ int profile_set_value(struct run_config *cfg, const struct profile_key *k, const
         }
         if (k->after)
                 k->after(cfg);
-        /* on a stack buffer, not profile_key_id(), and copied, not
-         * printed: this runs for every key of every run, defaults
-         * included; section and name are short literals of the table */
-        size_t ls = strlen(k->section), ln = strlen(k->name), at = 0;
-        if (ls + ln + 2 > sizeof(id))
-                abort();        /* a table entry too long: a programming error */
-        if (ls) {
-                memcpy(id, k->section, ls);
-                id[ls] = '.';
-                at = ls + 1;
-        }
-        memcpy(id + at, k->name, ln + 1);
-        run_config_set_origin(cfg, id, origin, file, line);
+        set_origin(cfg, k, &at);
         return 0;
 }
 

@@ -19,14 +19,24 @@
 #include "lib/redact.h"
 #include "lib/util.h"
 
+/* Bounds on what a request may hold (hutch-json(7)): the document is at
+ * most REQUEST_MAX_BYTES, but 64 MiB of "" is 20 million argv items. The
+ * same numbers as the import reader's where they meet. */
 #define MAX_FILES 1024
 #define MAX_PATH_LEN 1024
 #define MAX_LABEL_LEN 256
+#define MAX_ARGV 65536
+#define MAX_LABELS 256
+#define MAX_ENV 4096
+#define MAX_SECRETS 256
 
 struct parser {
         struct request *req;
         char *pointer;
         char *error;
+        /* lengths of the vectors being built: appending is then
+         * constant time, where strv_append() walks the vector */
+        size_t n_overrides, n_argv, n_labels, n_secret_specs, n_secret_values;
 };
 
 static int fail(struct parser *p, const char *pointer, const char *fmt, ...) _printf_(3, 4);
@@ -82,8 +92,8 @@ static int add_override(struct parser *p, const char *pointer, const char *key, 
                 const char *why = err ? strchr(err, ':') : NULL;
                 return fail(p, pointer, "%s", why && why[1] ? why + 2 : err ? err : "bad value");
         }
-        p->req->overrides = strv_append(p->req->overrides, key);
-        p->req->overrides = strv_append(p->req->overrides, value);
+        p->req->overrides = strv_push(p->req->overrides, &p->n_overrides, key);
+        p->req->overrides = strv_push(p->req->overrides, &p->n_overrides, value);
         return 0;
 }
 
@@ -137,13 +147,17 @@ static int parse_limits(struct parser *p, const json_t *o)
 }
 
 /* An object of string values, as "KEY=VALUE" strings. */
-static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, bool env, char ***ret)
+static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, bool env, char ***ret,
+                       size_t *ret_n)
 {
         const char *k;
         json_t *v;
 
         if (!json_is_object(o))
                 return fail(p, pointer, "expected an object, got %s", json_type_name(o));
+        if (json_object_size(o) > (env ? MAX_ENV : MAX_LABELS))
+                return fail(p, pointer, "more than %d %s", env ? MAX_ENV : MAX_LABELS,
+                            env ? "variables" : "labels");
         json_object_foreach((json_t *)o, k, v) {
                 _cleanup_free_ char *ptr = json_pointer_join(pointer, k);
                 _cleanup_free_ char *value = NULL, *kv = NULL;
@@ -161,7 +175,7 @@ static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, b
                         if (r < 0)
                                 return r;
                 } else
-                        *ret = strv_append(*ret, kv);
+                        *ret = strv_push(*ret, ret_n, kv);
         }
         return 0;
 }
@@ -173,6 +187,8 @@ static int parse_argv(struct parser *p, const json_t *a)
 
         if (!json_is_array(a))
                 return fail(p, "/argv", "expected an array of strings, got %s", json_type_name(a));
+        if (json_array_size(a) > MAX_ARGV)
+                return fail(p, "/argv", "more than %d items", MAX_ARGV);
         json_array_foreach(a, i, v) {
                 char idx[32];
                 _cleanup_free_ char *ptr = NULL, *s = NULL;
@@ -181,7 +197,7 @@ static int parse_argv(struct parser *p, const json_t *a)
                 int r = get_string(p, v, ptr, &s);
                 if (r < 0)
                         return r;
-                p->req->argv = strv_append(p->req->argv, s);
+                p->req->argv = strv_push(p->req->argv, &p->n_argv, s);
         }
         return 0;
 }
@@ -194,6 +210,9 @@ static int parse_secrets(struct parser *p, const json_t *s)
         const char *k;
         json_t *v;
 
+        if ((json_is_array(s) && json_array_size(s) > MAX_SECRETS) ||
+            (json_is_object(s) && json_object_size(s) > MAX_SECRETS))
+                return fail(p, "/secrets", "more than %d secrets", MAX_SECRETS);
         if (json_is_array(s)) {
                 json_array_foreach(s, i, v) {
                         char idx[32];
@@ -205,7 +224,7 @@ static int parse_secrets(struct parser *p, const json_t *s)
                                 return r;
                         if (!secret_name_valid(name))
                                 return fail(p, ptr, "not a variable name (letters, digits, '_')");
-                        p->req->secret_specs = strv_append(p->req->secret_specs, name);
+                        p->req->secret_specs = strv_push(p->req->secret_specs, &p->n_secret_specs, name);
                 }
                 return 0;
         }
@@ -229,16 +248,16 @@ static int parse_secrets(struct parser *p, const json_t *s)
                                 return r;
                         if (streq(how, "value")) {
                                 spec = xasprintf("%s=%s", k, text);
-                                p->req->secret_values = strv_append(p->req->secret_values, spec);
+                                p->req->secret_values = strv_push(p->req->secret_values, &p->n_secret_values, spec);
                         } else if (streq(how, "file")) {
                                 spec = xasprintf("%s=@%s", k, text);
-                                p->req->secret_specs = strv_append(p->req->secret_specs, spec);
+                                p->req->secret_specs = strv_push(p->req->secret_specs, &p->n_secret_specs, spec);
                         } else if (streq(how, "env")) {
                                 const char *val = getenv(text);
                                 if (!secret_name_valid(text) || !val)
                                         return fail(p, sptr, "not set in the environment");
                                 spec = xasprintf("%s=%s", k, val);
-                                p->req->secret_values = strv_append(p->req->secret_values, spec);
+                                p->req->secret_values = strv_push(p->req->secret_values, &p->n_secret_values, spec);
                         } else
                                 return fail(p, sptr, "unknown field (known: env, file, value)");
                 }
@@ -394,9 +413,9 @@ static int parse_top(struct parser *p, json_t *root)
                 else if (streq(k, "files"))
                         r = parse_files(p, v);
                 else if (streq(k, "env"))
-                        r = parse_pairs(p, v, "/env", true, NULL);
+                        r = parse_pairs(p, v, "/env", true, NULL, NULL);
                 else if (streq(k, "labels"))
-                        r = parse_pairs(p, v, "/labels", false, &req->labels);
+                        r = parse_pairs(p, v, "/labels", false, &req->labels, &p->n_labels);
                 else if (streq(k, "secrets"))
                         r = parse_secrets(p, v);
                 else if (streq(k, "limits"))

@@ -41,6 +41,7 @@ void run_config_done(struct run_config *cfg)
         strv_free(cfg->rw_paths);
         strv_free(cfg->tmpfs_paths);
         strv_free(cfg->masks);
+        strv_free(cfg->apply_protect);
         strv_free(cfg->net_allow);
         strv_free(cfg->net_deny);
         strv_free(cfg->net_hosts);

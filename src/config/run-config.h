@@ -119,6 +119,10 @@ struct run_config {
         char **io_max;          /* io_max: "DEVICE KEY=VALUE..." items for io.max */
         char **require;         /* require: limit names that must be enforced, else setup error */
 
+        /* [apply] */
+        char **apply_protect;   /* protect: globs apply refuses on top of the built-in
+                                 * protected paths (workspace/protected.h) */
+
         /* [filesystem] */
         char **ro_binds;        /* system_dirs: host dirs bound read-only at the same
                                  * place when they exist (missing ones are skipped) */

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 
@@ -23,6 +24,14 @@ static enum log_level current_level = LOG_NORMAL;
  * reads when no run happened */
 static bool keep_first_error;
 static char *first_error;
+/* log_set_writer(): the writer, and whether stderr stalled once */
+static int (*writer)(int fd, const void *buf, size_t n, uint64_t stall_ms);
+static bool stalled;
+
+/* how long one message waits for a reader that takes nothing */
+#define LOG_STALL_MS 500
+
+void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms)) { writer = w; }
 
 void log_set_level(enum log_level level) { current_level = level; }
 enum log_level log_get_level(void) { return current_level; }
@@ -84,7 +93,10 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
                 first_error = xstrdup(clean);
         char *line = xasprintf("hutch: %s\n", clean);
         /* one write: lines of concurrent hutch processes do not interleave */
-        fputs(line, stderr);
+        if (!writer)
+                fputs(line, stderr);
+        else if (writer(STDERR_FILENO, line, strlen(line), stalled ? 0 : LOG_STALL_MS) == -EAGAIN)
+                stalled = true;
         free(line);
         free(clean);
         free(text);

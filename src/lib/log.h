@@ -33,6 +33,15 @@ char *log_escape(const char *text, size_t len);
  * the "hutch: " prefix); log_first_error() gives it, or NULL when none was
  * logged. For main's hutch.error/1 answer to --json callers. */
 void log_keep_first_error(void);
+
+/* Write every message through w (fd, bytes, and how long it may wait
+ * for a reader that takes nothing: returns 0, or -EAGAIN when it gave
+ * up and dropped the rest) instead of a blocking write to stderr. A
+ * stderr nobody reads (a full pipe, a stopped terminal) must not hold
+ * hutch after its run; once a message was dropped, the later ones are
+ * written only as far as the fd takes them at once. main sets it to
+ * hostio_write_bounded(). */
+void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms));
 const char *log_first_error(void);
 
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/redact.h"
 #include "lib/util.h"
@@ -151,4 +152,89 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
         if (cur)
                 *ret_len = cur_len;
         return cur;
+}
+
+/* The end of the last full match of a value that starts before buf[cut]
+ * and ends after it, or 0 if none does. */
+static size_t match_across(const char *buf, size_t n, size_t cut, char *const *secrets)
+{
+        size_t end = 0;
+        for (char *const *s = secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                if (vlen < 2)
+                        continue;       /* one byte cannot straddle */
+                /* a straddling match lies in buf[cut-vlen+1 .. cut+vlen-1) */
+                size_t lo = cut >= vlen - 1 ? cut - (vlen - 1) : 0;
+                size_t hi = MIN(n, cut + vlen - 1);
+                for (size_t at = lo; at + vlen <= hi;) {
+                        const char *hit = memmem(buf + at, hi - at, v, vlen);
+                        if (!hit)
+                                break;
+                        size_t i = (size_t)(hit - buf);
+                        if (i < cut && i + vlen > cut)
+                                end = MAX(end, i + vlen);
+                        at = i + 1;
+                }
+        }
+        return end;
+}
+
+/* The longest tail of buf[0..n) that is the start (not the whole) of a
+ * value. */
+static size_t value_prefix(const char *buf, size_t n, char *const *secrets)
+{
+        size_t best = 0;
+        for (char *const *s = secrets; s && *s; s++) {
+                const char *v = strchr(*s, '=');
+                size_t vlen;
+                if (!v || !*++v)
+                        continue;
+                vlen = strlen(v);
+                for (size_t k = MIN(vlen - 1, n); k > best; k--)
+                        if (memcmp(buf + n - k, v, k) == 0) {
+                                best = k;
+                                break;
+                        }
+        }
+        return best;
+}
+
+size_t redact_cut(const char *buf, size_t n, char *const *secrets)
+{
+        size_t cut = n - value_prefix(buf, n, secrets), end;
+
+        /* the cut only grows, so this ends */
+        while ((end = match_across(buf, n, cut, secrets)) > cut)
+                cut = n - value_prefix(buf + end, n - end, secrets);
+        return cut;
+}
+
+const char *redact_find_fd(int fd, char *const *secrets)
+{
+        size_t keep = redact_max_len(secrets), len = 0, cap = 65536 + keep;
+        _cleanup_free_ char *buf = xmalloc(cap);
+        ssize_t n;
+
+        if (!keep)
+                return NULL;
+        while ((n = read(fd, buf + len, cap - len)) > 0) {
+                len += (size_t)n;
+                for (char *const *s = secrets; *s; s++) {
+                        const char *eq = strchr(*s, '=');
+                        if (eq && eq[1] && memmem(buf, len, eq + 1, strlen(eq + 1))) {
+                                explicit_bzero(buf, len);
+                                return *s;
+                        }
+                }
+                if (len > keep) {
+                        memmove(buf, buf + len - keep, keep);
+                        len = keep;
+                }
+        }
+        explicit_bzero(buf, len);
+        return NULL;
 }

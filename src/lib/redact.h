@@ -27,7 +27,21 @@ int secret_resolve(const char *spec, char **ret, char **ret_error);
  * *ret_len bytes), or NULL when nothing matched. */
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
 
+/* The first of secrets whose value is in what is left to read of fd
+ * (read to its end in chunks that overlap by the longest value, so a
+ * value across two reads is found), or NULL. */
+const char *redact_find_fd(int fd, char *const *secrets);
+
 /* The largest value length among secrets (0: none). A stream cut into
  * chunks holds back this many bytes minus one so that a value split
  * across two chunks is still found. */
 size_t redact_max_len(char *const *secrets);
+
+/* How much of buf[0..n), the latest bytes of a stream that goes on, can
+ * be redacted and passed on now; the rest waits for more bytes. What
+ * waits is a tail that could start a value. The cut never falls inside
+ * a full match: a value whose end could also start it ("abcXabc") would
+ * otherwise leave whole, in two pieces each redacted alone; the cut
+ * moves past that match, which is then redacted whole, and what follows
+ * is judged again. At most the longest value minus one byte waits. */
+size_t redact_cut(const char *buf, size_t n, char *const *secrets);

@@ -276,3 +276,69 @@ bool sanitize_utf8_valid(const char *s, size_t n)
         }
         return true;
 }
+
+static bool needs_quotes(const char *w)
+{
+        if (!*w)
+                return true;
+        for (const char *p = w; *p; p++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789_@%+=:,./-", *p) && !((unsigned char)*p & 0x80))
+                        return true;
+        return false;
+}
+
+char *sanitize_argv_line(char *const *argv, size_t max_width)
+{
+        size_t cap = 64, len = 0, width = 0;
+        char *out = xmalloc(cap);
+
+#define PUT(c) do {                                                     \
+                if (len + 8 >= cap)                                     \
+                        out = xrealloc(out, cap *= 2);                  \
+                out[len++] = (c);                                       \
+        } while (0)
+
+        for (size_t i = 0; argv && argv[i]; i++) {
+                bool quote = needs_quotes(argv[i]);
+                if (i > 0)
+                        PUT(' ');
+                if (quote)
+                        PUT('\'');
+                for (const char *p = argv[i]; *p; p++) {
+                        unsigned char c = (unsigned char)*p;
+                        if (c == '\'') {
+                                PUT('\'');
+                                PUT('\\');
+                                PUT('\'');
+                                PUT('\'');
+                        } else
+                                PUT(c < 0x20 || c == 0x7f ? '?' : (char)c);
+                }
+                if (quote)
+                        PUT('\'');
+        }
+        out[len] = '\0';
+#undef PUT
+
+        if (max_width == 0)
+                return out;
+        /* cut at max_width characters (UTF-8 continuation bytes are free) */
+        for (size_t i = 0; i < len; i++) {
+                if (((unsigned char)out[i] & 0xc0) == 0x80)
+                        continue;
+                if (++width == max_width && i + 1 < len) {
+                        /* room for "…" (3 bytes) instead of this character */
+                        size_t rest = 0;
+                        for (size_t j = i + 1; j < len; j++)
+                                rest += ((unsigned char)out[j] & 0xc0) != 0x80;
+                        if (rest == 0)
+                                break;
+                        out = xrealloc(out, i + 4);
+                        memcpy(out + i, "\xe2\x80\xa6", 3);
+                        out[i + 3] = '\0';
+                        break;
+                }
+        }
+        return out;
+}

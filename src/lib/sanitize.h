@@ -47,3 +47,8 @@ char *sanitize_base64(const void *data, size_t n);
 
 /* Whether s[0..n) is valid UTF-8 without NUL bytes. */
 bool sanitize_utf8_valid(const char *s, size_t n);
+
+/* argv as one line for people: words joined by spaces, quoted (shell
+ * style) when they need it, control characters shown as '?', cut to
+ * max_width columns with "…" (0: no limit). Caller frees; never NULL. */
+char *sanitize_argv_line(char *const *argv, size_t max_width);

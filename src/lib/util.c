@@ -97,6 +97,18 @@ char **strv_append(char **v, const char *s)
         return strv_push(v, &n, s);
 }
 
+char **strv_extend(char **v, char *const *src)
+{
+        size_t n = strv_length(v), m = strv_length(src);
+        if (!m)
+                return v;
+        v = xrealloc(v, (n + m + 1) * sizeof(char *));
+        for (size_t i = 0; i < m; i++)
+                v[n + i] = xstrdup(src[i]);
+        v[n + m] = NULL;
+        return v;
+}
+
 bool strv_contains(char *const *v, const char *s)
 {
         for (size_t i = 0; v && v[i]; i++)
@@ -356,4 +368,9 @@ void task_stack_free(void *stack, size_t bytes)
 {
         if (stack)
                 munmap(stack, bytes);
+}
+
+bool is_key_value(const char *s)
+{
+        return s[0] != '=' && strchr(s, '=') != NULL;
 }

@@ -64,6 +64,9 @@ char **strv_append(char **v, const char *s);
  * of two, and a realloc to the size a block already has moves nothing.
  * Returns the (possibly moved) vector. */
 char **strv_push(char **v, size_t *n, const char *s);
+/* Append copies of every string of src (NULL: none) to v, in one pass:
+ * O(length of both), where a strv_append() per item is quadratic. */
+char **strv_extend(char **v, char *const *src);
 /* Whether v holds a string equal to s. */
 bool strv_contains(char *const *v, const char *s);
 
@@ -105,3 +108,6 @@ int mkdir_p(const char *path, mode_t mode);
 
 bool streq(const char *a, const char *b);
 bool startswith(const char *s, const char *prefix);
+/* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
+ * shape of -e, --label and the label filters. */
+bool is_key_value(const char *s);

@@ -3,9 +3,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "lib/base64.h"
 #include "lib/sanitize.h"
 #include "lib/util.h"
@@ -41,19 +41,58 @@ static bool started_here(struct store *s, const char *id)
         return false;
 }
 
-/* Find run id (a prefix is fine) among the runs started through MCP. */
+struct prefix_ctx {
+        struct store *s;
+        const char *prefix;
+        size_t len;
+        char *first;            /* the first of ours that matches */
+        size_t n;               /* how many of ours match */
+};
+
+static int match_prefix(struct run_record *rec, void *userdata)
+{
+        struct prefix_ctx *c = userdata;
+        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id)) {
+                if (!c->first)
+                        c->first = xstrdup(rec->id);
+                c->n++;
+        }
+        run_record_free(rec);
+        /* two are enough to say "several" */
+        return c->n > 1 ? -ECANCELED : 0;
+}
+
+/* Find run id (a prefix is fine) among the runs started through MCP.
+ * A prefix is resolved among those runs only: "several runs match" for
+ * a prefix that only the operator's own runs share would tell a model
+ * they exist, and roughly when they started (an id starts with its
+ * time). */
 static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
 {
         const char *id = json_string_value(idv);
         if (!id)
                 return mcp_result_error("run_id: expected a string");
         int r = store_run_get(s, id, ret, NULL);
-        if (r == -ENOTUNIQ)
-                return mcp_result_error("run_id \"%s\": several runs match; give more of the id", id);
+        if (r == -ENOTUNIQ) {
+                struct prefix_ctx c = { .s = s, .prefix = id, .len = strlen(id) };
+                struct store_filter f = STORE_FILTER_ALL;
+                r = store_run_foreach(s, &f, match_prefix, &c);
+                if (r < 0 && r != -ECANCELED) {
+                        free(c.first);
+                        return mcp_result_error("run store: %s", store_error(s));
+                }
+                if (c.n > 1) {
+                        free(c.first);
+                        return mcp_result_error("run_id \"%s\": several runs match; give more of the id", id);
+                }
+                r = c.n ? store_run_get(s, c.first, ret, NULL) : -ENOENT;
+                free(c.first);
+        }
         if (r == -EBADMSG)
                 return mcp_result_error("run %s: its stored output is damaged", id);
         if (r < 0 || !started_here(s, (*ret)->id)) {
-                run_record_free(TAKE_PTR(*ret));
+                if (r == 0)
+                        run_record_free(TAKE_PTR(*ret));
                 return mcp_result_error("run_id \"%s\": no run of this server's tools has this id", id);
         }
         return NULL;
@@ -138,7 +177,7 @@ static int list_one(struct run_record *rec, void *userdata)
                 json_t *o = run_record_to_json(rec, false);
                 json_object_set_new(o, "labels", store_labels_json(c->s, rec->id));
                 json_array_append_new(c->runs, o);
-                _cleanup_free_ char *argv = cli_format_argv(rec->argv, 60);
+                _cleanup_free_ char *argv = sanitize_argv_line(rec->argv, 60);
                 json_t *code = json_object_get(o, "exit_code");
                 char cbuf[24] = "none";
                 if (json_is_integer(code))
@@ -169,7 +208,7 @@ json_t *mcp_list_runs(json_t *args)
         }
         if ((x = json_object_get(args, "label"))) {
                 const char *l = json_string_value(x);
-                if (!l || !cli_is_key_value(l))
+                if (!l || !is_key_value(l))
                         return mcp_result_error("label: expected KEY=VALUE");
                 f.label = l;
         }

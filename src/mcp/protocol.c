@@ -193,7 +193,7 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         _cleanup_(json_decrefp) json_t *labels = labels_for(s, meta, modern);
         _cleanup_(json_decrefp) json_t *req = NULL;
         _cleanup_free_ char *error = NULL;
-        if (mcp_tool_request(t, args, s->cfg->max_timeout_ms, labels, &req, &error) < 0) {
+        if (mcp_tool_request(t, args, s->cfg->max_timeout_ms, s->cfg->limits, labels, &req, &error) < 0) {
                 /* a model's mistake: a tool error it can read and correct */
                 send_result(s, id, modern, mcp_result_error("%s: %s", name, error));
                 return;

@@ -157,13 +157,128 @@ static int setup_fds(sigset_t *mask, int *ret_sigfd, int flags[2])
         return 0;
 }
 
+/* The fds of one round: the signalfd, stdin (when wanted), stdout (when
+ * output waits), then each call's output and input pipes. Caller frees. */
+static struct pollfd *poll_set(struct mcp_server *s, int sigfd, bool want_in, size_t *ret_n)
+{
+        size_t n_calls = 0, n = 0;
+        for (struct mcp_call *c = s->calls; c; c = c->next)
+                n_calls++;
+        struct pollfd *pf = xcalloc(3 + 2 * n_calls, sizeof(*pf));
+        pf[n++] = (struct pollfd) { .fd = sigfd, .events = POLLIN };
+        pf[n++] = (struct pollfd) { .fd = want_in ? STDIN_FILENO : -1, .events = POLLIN };
+        pf[n++] = (struct pollfd) { .fd = wire_out_pending(&s->out) ? STDOUT_FILENO : -1, .events = POLLOUT };
+        for (struct mcp_call *c = s->calls; c; c = c->next) {
+                pf[n++] = (struct pollfd) { .fd = c->out_fd, .events = POLLIN };
+                pf[n++] = (struct pollfd) { .fd = c->in_fd, .events = POLLOUT };
+        }
+        *ret_n = n;
+        return pf;
+}
+
+/* A signal but SIGCHLD closes the input (the runs in flight are
+ * cancelled); every one reaps what ended. */
+static void serve_signals(struct mcp_server *s, int sigfd, uint64_t now)
+{
+        struct signalfd_siginfo si;
+        while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+                if (si.ssi_signo != SIGCHLD) {
+                        log_info("mcp: %s: cancelling the runs in flight", strsignal((int)si.ssi_signo));
+                        close_input(s, now);
+                }
+        reap(s);
+}
+
+/* The requests waiting on stdin, until the output is too far behind;
+ * at the end of input, close it. */
+static void read_requests(struct mcp_server *s, uint64_t now)
+{
+        int r = wire_in_fill(&s->in);
+        if (r < 0)
+                log_error("mcp: reading stdin: %s", strerror(-r));
+        char *line;
+        enum wire_line w;
+        while (!s->closing && (w = wire_in_next(&s->in, &line)) != WIRE_NONE) {
+                if (w == WIRE_TOO_LONG)
+                        mcp_handle_too_long(s);
+                else {
+                        mcp_handle_line(s, line, now);
+                        free(line);
+                }
+                if (wire_out_pending(&s->out) >= MCP_OUT_HIGH)
+                        break;
+        }
+        if ((s->in.eof || r < 0) && !s->closing && (s->in.len == 0 || s->in.skipping)) {
+                log_debug("mcp: end of input");
+                close_input(s, now);
+        }
+}
+
+/* Whether the server is done: input closed, no call left, and the
+ * output written (or broken, or past its flush deadline). */
+static bool finished(struct mcp_server *s, uint64_t now, uint64_t *flush_until)
+{
+        if (!s->closing || s->calls)
+                return false;
+        if (!wire_out_pending(&s->out) || s->out.broken)
+                return true;
+        if (!*flush_until)
+                *flush_until = now + MCP_EXIT_FLUSH_MS;
+        return now >= *flush_until;
+}
+
+/* The loop, until finished() or poll() fails: 0 or -errno. */
+static int serve_loop(struct mcp_server *s, int sigfd)
+{
+        uint64_t flush_until = 0;
+
+        for (;;) {
+                uint64_t now = now_monotonic_ms();
+                if (!s->closing)
+                        start_queued(s);
+                finish_calls(s);
+                (void)wire_out_flush(&s->out);
+                if (s->out.broken)
+                        close_input(s, now);
+                if (finished(s, now, &flush_until))
+                        return 0;
+
+                bool want_in = !s->closing && wire_out_pending(&s->out) < MCP_OUT_HIGH;
+                size_t n;
+                struct pollfd *pf = poll_set(s, sigfd, want_in, &n);
+                int timeout = timers(s, now);
+                if (want_in && wire_in_has_line(&s->in))
+                        timeout = 0;    /* lines left from the last round */
+                if (flush_until)
+                        timeout = (int)MIN((uint64_t)(timeout < 0 ? INT32_MAX : timeout), flush_until - now);
+                if (poll(pf, n, timeout) < 0 && errno != EINTR) {
+                        int r = -errno;
+                        free(pf);
+                        return r;
+                }
+                now = now_monotonic_ms();
+
+                if (pf[0].revents)
+                        serve_signals(s, sigfd, now);
+                size_t k = 3;
+                for (struct mcp_call *c = s->calls; c; c = c->next, k += 2) {
+                        if (pf[k].revents)
+                                call_read(c);
+                        if (pf[k + 1].revents)
+                                call_write(c);
+                }
+                free(pf);
+                if (want_in)
+                        read_requests(s, now);
+        }
+}
+
 int mcp_serve(const struct mcp_config *cfg)
 {
         struct mcp_server s = { .cfg = cfg };
         sigset_t mask;
         int flags[2], r;
         _cleanup_close_ int sigfd = -1;
-        uint64_t flush_until = 0;
 
         r = ulid_new(s.session);
         if (r < 0)
@@ -180,89 +295,7 @@ int mcp_serve(const struct mcp_config *cfg)
         wire_out_init(&s.out, STDOUT_FILENO);
         log_info("mcp: session %s: serving on stdin/stdout", s.session);
 
-        for (;;) {
-                uint64_t now = now_monotonic_ms();
-                if (!s.closing)
-                        start_queued(&s);
-                finish_calls(&s);
-                (void)wire_out_flush(&s.out);
-                if (s.out.broken)
-                        close_input(&s, now);
-                if (s.closing && !s.calls) {
-                        if (!wire_out_pending(&s.out) || s.out.broken)
-                                break;
-                        if (!flush_until)
-                                flush_until = now + MCP_EXIT_FLUSH_MS;
-                        if (now >= flush_until)
-                                break;
-                }
-
-                size_t n_calls = 0;
-                for (struct mcp_call *c = s.calls; c; c = c->next)
-                        n_calls++;
-                struct pollfd *pf = xcalloc(3 + 2 * n_calls, sizeof(*pf));
-                size_t n = 0;
-                pf[n++] = (struct pollfd) { .fd = sigfd, .events = POLLIN };
-                bool want_in = !s.closing && wire_out_pending(&s.out) < MCP_OUT_HIGH;
-                pf[n++] = (struct pollfd) { .fd = want_in ? STDIN_FILENO : -1, .events = POLLIN };
-                pf[n++] = (struct pollfd) { .fd = wire_out_pending(&s.out) ? STDOUT_FILENO : -1, .events = POLLOUT };
-                for (struct mcp_call *c = s.calls; c; c = c->next) {
-                        pf[n++] = (struct pollfd) { .fd = c->out_fd, .events = POLLIN };
-                        pf[n++] = (struct pollfd) { .fd = c->in_fd, .events = POLLOUT };
-                }
-                int timeout = timers(&s, now);
-                if (want_in && wire_in_has_line(&s.in))
-                        timeout = 0;    /* lines left from the last round */
-                if (flush_until)
-                        timeout = (int)MIN((uint64_t)(timeout < 0 ? INT32_MAX : timeout), flush_until - now);
-                if (poll(pf, n, timeout) < 0 && errno != EINTR) {
-                        r = -errno;
-                        free(pf);
-                        break;
-                }
-                now = now_monotonic_ms();
-
-                if (pf[0].revents) {
-                        struct signalfd_siginfo si;
-                        while (read(sigfd, &si, sizeof(si)) == sizeof(si))
-                                if (si.ssi_signo != SIGCHLD) {
-                                        log_info("mcp: %s: cancelling the runs in flight", strsignal((int)si.ssi_signo));
-                                        close_input(&s, now);
-                                }
-                        reap(&s);
-                }
-                size_t k = 3;
-                for (struct mcp_call *c = s.calls; c; c = c->next, k += 2) {
-                        if (pf[k].revents)
-                                call_read(c);
-                        if (pf[k + 1].revents)
-                                call_write(c);
-                }
-                free(pf);
-
-                if (want_in) {
-                        r = wire_in_fill(&s.in);
-                        if (r < 0)
-                                log_error("mcp: reading stdin: %s", strerror(-r));
-                        char *line;
-                        enum wire_line w;
-                        while (!s.closing && (w = wire_in_next(&s.in, &line)) != WIRE_NONE) {
-                                if (w == WIRE_TOO_LONG)
-                                        mcp_handle_too_long(&s);
-                                else {
-                                        mcp_handle_line(&s, line, now);
-                                        free(line);
-                                }
-                                if (wire_out_pending(&s.out) >= MCP_OUT_HIGH)
-                                        break;
-                        }
-                        if ((s.in.eof || r < 0) && !s.closing && (s.in.len == 0 || s.in.skipping)) {
-                                log_debug("mcp: end of input");
-                                close_input(&s, now);
-                        }
-                        r = 0;
-                }
-        }
+        r = serve_loop(&s, sigfd);
 
         /* leave the client's descriptors as they were */
         for (int i = 0; i < 2; i++)

@@ -6,13 +6,17 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdint.h>
 
 struct mcp_config {
         uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
         unsigned max_concurrent;        /* runs at once; more queue */
         char **run_args;                /* added to each `hutch run`: the operator's
-                                         * profile, memory, network (owned by the caller) */
+                                         * profile and network (owned by the caller) */
+        json_t *limits;                 /* language ("" for the rest) -> the request
+                                         * "limits" its runs get, each at most the
+                                         * operator's ceiling (owned by the caller) */
 };
 
 /* Serve on stdin/stdout until end of input (or SIGTERM, SIGINT,

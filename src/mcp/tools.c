@@ -166,7 +166,8 @@ static int check_file(const char *path, json_t *v, char **ret_error)
         return -EINVAL;
 }
 
-int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, json_t *labels,
+int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, const json_t *limits,
+                     json_t *labels,
                      json_t **ret, char **ret_error)
 {
         json_t *req = json_pack("{s:s}", "schema", "hutch.request/1");
@@ -248,7 +249,14 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, jso
                 *ret_error = xstrdup("missing argument \"argv\"");
                 goto out;
         }
-        json_object_set_new(req, "limits", json_pack("{s:I}", "timeout_ms", (json_int_t)timeout_ms));
+        /* the limits of the profile the run will use, each held under
+         * the operator's ceiling (a language's profile may bring more) */
+        const char *lang = json_string_value(json_object_get(args, "language"));
+        json_t *base = json_object_get(limits, t == TOOL_RUN_CODE && lang && json_object_get(limits, lang)
+                                       ? lang : "");
+        json_t *lim = base ? json_deep_copy(base) : json_object();
+        json_object_set_new(lim, "timeout_ms", json_integer((json_int_t)timeout_ms));
+        json_object_set_new(req, "limits", lim);
         json_object_set(req, "labels", labels);
         *ret = TAKE_PTR(req);
         r = 0;

@@ -43,6 +43,9 @@ json_t *mcp_tool_output_schema(enum mcp_tool t);
 /* Check the arguments of a run_code or run_command call and build its
  * request: 0 and *ret (a new object), or -EINVAL and *ret_error (one
  * line naming the argument, for the model to correct). labels is an
- * object of label -> value (borrowed). */
-int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, json_t *labels,
+ * object of label -> value (borrowed); limits (mcp_config.limits, may
+ * be NULL) gives the request's limits by language, "" for the rest, and
+ * the timeout is the call's, at most max_timeout_ms. */
+int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, const json_t *limits,
+                     json_t *labels,
                      json_t **ret, char **ret_error);

@@ -23,7 +23,9 @@ struct egress_params {
         const struct egress_rules *rules;
         uint64_t max_connections;       /* open at once; 0: no limit */
         uint64_t max_bytes;             /* relayed both ways over the run; 0: no limit */
-        uint64_t max_records;           /* decisions kept for the record; the rest are counted */
+        uint64_t max_records;           /* decisions kept for the record, that many of the
+                                         * connections let through and as many of the
+                                         * rest (DNS, denied); the rest are counted */
         pid_t init_pid;                 /* the sandbox's init, for the job pid of each connection */
 };
 

@@ -203,3 +203,35 @@ enum peek_kind peek_parse(const uint8_t *buf, size_t n, struct peek_result *r)
                 return (r->kind = PEEK_OTHER);
         return (r->kind = parse_http(buf, n, r));
 }
+
+size_t peek_origin_form(uint8_t *buf, size_t n)
+{
+        static const char scheme[] = "http://";
+        size_t sp = 0, line = 0;
+
+        /* the request line: METHOD SP target SP version CRLF */
+        while (line < n && buf[line] != '\r' && buf[line] != '\n')
+                line++;
+        if (line == n)
+                return n;
+        while (sp < line && buf[sp] != ' ')
+                sp++;
+        size_t t = sp + 1;
+        if (sp == 0 || t + sizeof(scheme) - 1 > line ||
+            strncasecmp((const char *)buf + t, scheme, sizeof(scheme) - 1) != 0)
+                return n;
+        size_t a = t + sizeof(scheme) - 1, e = a;
+        while (e < line && buf[e] != '/' && buf[e] != ' ' && buf[e] != '?')
+                e++;
+        if (e == line)
+                return n;       /* no version after the target: not a request line */
+        if (buf[e] == '/') {
+                /* drop "http://authority", keep "/path..." */
+                memmove(buf + t, buf + e, n - e);
+                return n - (e - t);
+        }
+        /* "http://authority" or "http://authority?q": the path is "/" */
+        buf[t] = '/';
+        memmove(buf + t + 1, buf + e, n - e);
+        return n - (e - t) + 1;
+}

@@ -36,3 +36,12 @@ struct peek_result {
  * host name (egress_name_valid()) makes the result PEEK_OTHER with an
  * empty name, never a partial one. Returns r->kind. */
 enum peek_kind peek_parse(const uint8_t *buf, size_t n, struct peek_result *r);
+
+/* A request sent to a proxy names its target in absolute form ("GET
+ * http://api.test:8080/x HTTP/1.1"); an origin server expects origin
+ * form ("GET /x HTTP/1.1", RFC 9112 section 3.2), and many answer 404 to
+ * the other. If buf[0..n) starts with a request line whose target is an
+ * absolute http:// URI, rewrite it in place to origin form ("/" when the
+ * URI has no path) and return the new length; else return n. Headers,
+ * Host among them, are left as they are. */
+size_t peek_origin_form(uint8_t *buf, size_t n);

@@ -15,13 +15,17 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "record/blobstore.h"
+#include "record/store.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
 
@@ -36,10 +40,51 @@ struct staged {
 
 struct blobstore {
         int dirfd;
+        char tmp_prefix[48];    /* TMP_PREFIX "PID-START-": whose temporaries */
         bool batch;
         struct staged *staged;
         size_t n_staged, cap_staged;
 };
+
+/* Temporaries are named for their writer, ".tmp-PID-START-RANDOM" (START:
+ * the process's start time in ticks since boot, 0 if /proc cannot tell),
+ * so that gc can tell one a live writer owns from one a killed run left. */
+static void set_tmp_prefix(struct blobstore *bs)
+{
+        uint64_t start = 0;
+        pid_t pid = getpid();
+
+        if (proc_start_time(pid, &start) < 0)
+                start = 0;
+        snprintf(bs->tmp_prefix, sizeof(bs->tmp_prefix), TMP_PREFIX "%d-%llu-", (int)pid,
+                 (unsigned long long)start);
+}
+
+/* Whose is temporary name? 1: a process that still runs (or one we
+ * cannot check), 0: its writer is gone (the pid is free, or now another
+ * process: the start time differs), -1: not named so (an older hutch's). */
+static int tmp_owner_alive(const char *name)
+{
+        const char *p = name + strlen(TMP_PREFIX);
+        unsigned long long pid, start;
+        uint64_t now_start;
+        char *end;
+
+        errno = 0;
+        pid = strtoull(p, &end, 10);
+        if (errno || end == p || *end != '-' || pid == 0 || pid > INT_MAX)
+                return -1;
+        p = end + 1;
+        start = strtoull(p, &end, 10);
+        if (errno || end == p || *end != '-')
+                return -1;
+        int r = proc_start_time((pid_t)pid, &now_start);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return 1;
+        return start && now_start != start ? 0 : 1;
+}
 
 int blobstore_open_fd(int dirfd, struct blobstore **ret)
 {
@@ -50,6 +95,7 @@ int blobstore_open_fd(int dirfd, struct blobstore **ret)
                 return -errno;
         bs = xcalloc(1, sizeof(*bs));
         bs->dirfd = fd;
+        set_tmp_prefix(bs);
         *ret = bs;
         return 0;
 }
@@ -167,7 +213,7 @@ int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
         int64_t n;
         int r;
 
-        out = fs_create_unique(bs->dirfd, TMP_PREFIX, 'f', 0600, NULL, tmp, sizeof(tmp));
+        out = fs_create_unique(bs->dirfd, bs->tmp_prefix, 'f', 0600, NULL, tmp, sizeof(tmp));
         if (out < 0)
                 return out;
 
@@ -181,7 +227,7 @@ int blobstore_put_fd(struct blobstore *bs, int fd, uint64_t max_bytes,
 
         /* data on disk before the name points at it: here, or for a batch
          * with one syncfs at commit */
-        if (fchmod(out, 0444) < 0 || (!bs->batch && fsync(out) < 0)) {
+        if (fchmod(out, 0400) < 0 || (!bs->batch && fsync(out) < 0)) {
                 r = -errno;
                 goto fail;
         }
@@ -346,8 +392,11 @@ int blobstore_gc(struct blobstore *bs, const char *const *keep, size_t n_keep)
                 struct stat st;
 
                 if (startswith(*f, TMP_PREFIX)) {
-                        if (fstatat(bs->dirfd, *f, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                            S_ISREG(st.st_mode) && st.st_mtime + 3600 < now)
+                        /* a killed run's (its writer is gone) at once; one
+                         * of an older hutch's naming after an hour */
+                        int alive = tmp_owner_alive(*f);
+                        if (fstatat(bs->dirfd, *f, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                            (alive == 0 || (alive < 0 && st.st_mtime + 3600 < now)))
                                 (void)unlinkat(bs->dirfd, *f, 0);
                         continue;
                 }

@@ -4,9 +4,11 @@
  *
  *      ab/cdef0123…            a blob: the file whose SHA-256 is abcdef0123…,
  *                              first two hex digits as a fan-out directory,
- *                              the other 62 as the file name; mode 0444
- *      .tmp-<random>           a blob being written (same filesystem, so the
- *                              final rename is atomic); removed by gc
+ *                              the other 62 as the file name; mode 0400
+ *      .tmp-PID-START-<random> a blob being written (same filesystem, so the
+ *                              final rename is atomic) by process PID started
+ *                              at START (ticks since boot); removed by gc once
+ *                              that process is gone
  *
  * A blob is written once and never changed: a put of content already
  * stored leaves the existing file alone. Readers therefore never see a
@@ -76,7 +78,9 @@ bool blobstore_has(struct blobstore *bs, const char *hex);
 char *blobstore_relpath(const char *hex);
 
 /* Delete every blob whose hash is not in keep[0..n_keep) (any order;
- * duplicates fine), every temporary older than an hour, and fan-out
+ * duplicates fine), every temporary whose writer is gone (its pid free
+ * or now another process), one named otherwise (an older hutch) once
+ * older than an hour, and fan-out
  * directories left empty. Entries that are not blob-shaped are left
  * alone. Returns the number of blobs removed, or -errno (blobs already
  * removed stay removed).

@@ -256,6 +256,62 @@ static int get_labels(struct parser *p, const json_t *o, char ***ret)
         return 0;
 }
 
+/* A finished run's status. */
+static int get_status(struct parser *p, json_t *v, const char *field, enum run_status *ret)
+{
+        if (!json_is_string(v) || run_status_from_string(json_string_value(v)) < 0)
+                return fail(p, field, "expected a run status (success, failed, timeout, ...)");
+        *ret = run_status_from_string(json_string_value(v));
+        if (*ret == RUN_RUNNING)
+                return fail(p, field, "the run was still running when it was exported; "
+                            "export it again once it has ended");
+        return 0;
+}
+
+/* MiB as a number (or null: left alone), into bytes. */
+static int get_memory_mb(struct parser *p, json_t *v, const char *field, uint64_t *ret_bytes)
+{
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0 ||
+            json_number_value(v) > MAX_MEMORY_MB)
+                return fail(p, field, "expected a non-negative number or null, got %s", json_type_name(v));
+        *ret_bytes = (uint64_t)(json_number_value(v) * 1048576.0 + 0.5);
+        return 0;
+}
+
+/* A sha256 in lower-case hex, or null. */
+static int get_sha256(struct parser *p, json_t *v, const char *field, char **ret)
+{
+        int r = get_text(p, v, field, 64, true, ret);
+        if (r < 0 || !*ret)
+                return r;
+        if (strlen(*ret) != 64 || strspn(*ret, "0123456789abcdef") != 64)
+                return fail(p, field, "expected 64 lower-case hex digits or null");
+        return 0;
+}
+
+/* The run's --lang code, as the output fields are written, or null. */
+static int get_code(struct parser *p, json_t *v, const char *field, struct run_record *rec)
+{
+        if (json_is_null(v))
+                return 0;
+        struct run_output code = { 0 };
+        int r = get_output(p, v, field, &code);
+        rec->code = code.data;
+        rec->code_len = code.len;
+        return r;
+}
+
+/* The exporting host's name. */
+static int get_node(struct parser *p, json_t *v, const char *field, char **ret)
+{
+        int r = get_text(p, v, field, EXCHANGE_MAX_NODE, false, ret);
+        if (r == 0 && !exchange_node_valid(*ret))
+                return fail(p, field, "expected a host name (letters, digits, '.', '-', '_')");
+        return r;
+}
+
 static int parse_field(struct parser *p, struct exchange_record *x, const char *k, json_t *v)
 {
         struct run_record *rec = x->rec;
@@ -267,15 +323,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                 return 0;       /* checked first */
         if (streq(k, "id"))
                 return get_id(p, v, field, false, rec->id);
-        if (streq(k, "status")) {
-                if (!json_is_string(v) || run_status_from_string(json_string_value(v)) < 0)
-                        return fail(p, field, "expected a run status (success, failed, timeout, ...)");
-                rec->status = run_status_from_string(json_string_value(v));
-                if (rec->status == RUN_RUNNING)
-                        return fail(p, field, "the run was still running when it was exported; "
-                                    "export it again once it has ended");
-                return 0;
-        }
+        if (streq(k, "status"))
+                return get_status(p, v, field, &rec->status);
         if (streq(k, "exit_code"))
                 return get_small(p, v, field, 0, 255, -1, &rec->exit_code);
         if (streq(k, "signal"))
@@ -299,15 +348,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
         if (streq(k, "cpu_ms"))
                 /* the sum of the two above: checked, then made again from them */
                 return get_count(p, v, field, true, &u);
-        if (streq(k, "peak_memory_mb")) {
-                if (json_is_null(v))
-                        return 0;
-                if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0 ||
-                    json_number_value(v) > MAX_MEMORY_MB)
-                        return fail(p, field, "expected a non-negative number or null, got %s", json_type_name(v));
-                rec->peak_memory_bytes = (uint64_t)(json_number_value(v) * 1048576.0 + 0.5);
-                return 0;
-        }
+        if (streq(k, "peak_memory_mb"))
+                return get_memory_mb(p, v, field, &rec->peak_memory_bytes);
         if (streq(k, "stdout") || streq(k, "stderr")) {
                 x->with_output = true;
                 return get_output(p, v, field, streq(k, "stdout") ? &rec->out : &rec->err);
@@ -332,15 +374,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                 return get_object_text(p, v, field, &rec->enforcement_json);
         if (streq(k, "profile"))
                 return get_text(p, v, field, MAX_SHORT, true, &rec->profile);
-        if (streq(k, "profile_sha256")) {
-                r = get_text(p, v, field, 64, true, &rec->profile_sha256);
-                if (r < 0 || !rec->profile_sha256)
-                        return r;
-                if (strlen(rec->profile_sha256) != 64 ||
-                    strspn(rec->profile_sha256, "0123456789abcdef") != 64)
-                        return fail(p, field, "expected 64 lower-case hex digits or null");
-                return 0;
-        }
+        if (streq(k, "profile_sha256"))
+                return get_sha256(p, v, field, &rec->profile_sha256);
         if (streq(k, "rerun_of")) {
                 char id[ULID_LEN + 1];
                 r = get_id(p, v, field, true, id);
@@ -352,15 +387,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                 return get_text(p, v, field, MAX_SHORT, true, &rec->session);
         if (streq(k, "lang"))
                 return get_text(p, v, field, MAX_SHORT, true, &rec->lang);
-        if (streq(k, "code")) {
-                if (json_is_null(v))
-                        return 0;
-                struct run_output code = { 0 };
-                r = get_output(p, v, field, &code);
-                rec->code = code.data;
-                rec->code_len = code.len;
-                return r;
-        }
+        if (streq(k, "code"))
+                return get_code(p, v, field, rec);
         if (streq(k, "idempotency_key")) {
                 /* checked, not kept: see the top of this file */
                 _cleanup_free_ char *key = NULL;
@@ -368,12 +396,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
         }
         if (streq(k, "labels"))
                 return get_labels(p, v, &x->labels);
-        if (streq(k, "node")) {
-                r = get_text(p, v, field, EXCHANGE_MAX_NODE, false, &x->node);
-                if (r == 0 && !exchange_node_valid(x->node))
-                        return fail(p, field, "expected a host name (letters, digits, '.', '-', '_')");
-                return r;
-        }
+        if (streq(k, "node"))
+                return get_node(p, v, field, &x->node);
         if (streq(k, "imported"))
                 /* this store decides what it imported */
                 return get_bool(p, v, field, &(bool){ false });
@@ -427,6 +451,14 @@ int exchange_parse_record(const char *text, size_t len, struct exchange_record *
                 goto out;
         }
         struct run_record *rec = ret->rec;
+        /* export writes cpu_ms as the sum, and import reads it below
+         * 2^53: a record whose sum is past that could never be imported
+         * again, from this store or any, so it is not accepted either */
+        if (rec->cpu_user_ms != RUN_UNSET && rec->cpu_sys_ms != RUN_UNSET &&
+            rec->cpu_user_ms + rec->cpu_sys_ms >= (uint64_t)MAX_COUNT) {
+                r = fail(&p, "/cpu_sys_ms", "cpu_user_ms + cpu_sys_ms is not below 2^53");
+                goto out;
+        }
         json_t *cpu = json_object_get(root, "cpu_ms");
         if (json_is_integer(cpu) &&
             (uint64_t)json_integer_value(cpu) != (rec->cpu_user_ms == RUN_UNSET ? 0 : rec->cpu_user_ms) +

@@ -64,7 +64,11 @@ int store_files_add(struct store *s, const char *run_id, const struct file_recor
                 }
         }
         sqlite3_finalize(TAKE_PTR(st));
-        return store_commit(s);
+        /* durable: --apply installs these changes (fsynced) next, and a
+         * directory must not keep a job's changes after a power loss
+         * while the record of them is gone */
+        store_durable_begin(s);
+        return store_durable_end(s, store_commit(s));
 out:
         store_rollback(s);
         return r;

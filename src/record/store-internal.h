@@ -22,7 +22,28 @@ struct store {
         int busy_timeout_ms;    /* how long a write waits for the lock; 0: not at all */
         uint64_t busy_since_ms; /* when the current wait for it began */
         sqlite3_stmt *finish_st;/* store_run_prepare_finish()'s, until used */
+        bool marker_unsynced;   /* PATH-open says '1', maybe only in the page cache */
+        bool marker_created;    /* ... and its directory entry is new */
+        bool wal_created;       /* PATH-wal was missing at open: its entry is new */
 };
+
+/* ---- store.c ------------------------------------------------------------ */
+
+/* Make a commit durable: call store_durable_begin() before it and
+ * store_durable_end(s, r) with its result r after it; that returns r,
+ * or -errno when the sync failed. The store runs synchronous = NORMAL:
+ * a commit survives any crash of hutch, and only an OS crash or power
+ * loss can take back what was not synced yet. begin syncs the
+ * clean-shutdown marker's '1' (store.c, mark_open()), so a database
+ * that holds a synced change of ours never sits beside a marker that
+ * says it was closed cleanly; end syncs the WAL (with the directory
+ * when this connection created it), which holds the commit and every
+ * one before it. */
+void store_durable_begin(struct store *s);
+int store_durable_end(struct store *s, int r);
+/* What store_durable_begin() does, early: store_run_prepare_finish()
+ * calls it while the job runs, so the sync overlaps with the job. */
+void store_sync_marker(struct store *s);
 
 /* ---- store-migrations.c ------------------------------------------------- */
 

@@ -94,15 +94,6 @@ int run_record_begin(struct run_record *rec, char *const *argv, const char *cwd,
         return 0;
 }
 
-int run_output_from_capture(struct run_output *o, const struct capture *c)
-{
-        free(o->data);
-        capture_render(c, &o->data, &o->len, &o->truncated);
-        o->total_bytes = capture_total_bytes(c);
-        o->lines = capture_total_lines(c);
-        return 0;
-}
-
 int proc_start_time(pid_t pid, uint64_t *ret)
 {
         char path[64];

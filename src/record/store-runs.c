@@ -232,6 +232,10 @@ void store_run_prepare_finish(struct store *s)
          * store) is compiled again by its first step. */
         if (s && !s->finish_st && store_prepare(s, FINISH_SQL, &s->finish_st) < 0)
                 s->finish_st = NULL;
+        /* the final update is synced; the marker must be first, and
+         * syncing it now overlaps with the job */
+        if (s)
+                store_sync_marker(s);
 }
 
 /* The final update; without the output when output_lost is set (then
@@ -290,7 +294,9 @@ static int finish(struct store *s, const struct run_record *rec, const char *out
         return store_commit(s);
 }
 
-int store_run_finish(struct store *s, struct run_record *rec)
+/* The final update, or if that fails, the outcome without the output:
+ * 0, 1 with *ret_why (why the output is lost), or -errno. */
+static int finish_or_without_output(struct store *s, struct run_record *rec, char **ret_why)
 {
         _cleanup_free_ char *why = NULL;
         int r;
@@ -310,9 +316,25 @@ int store_run_finish(struct store *s, struct run_record *rec)
                 r = finish(s, rec, why);
         if (r < 0)
                 return r;
-        free(rec->output_lost);
-        rec->output_lost = TAKE_PTR(why);
+        *ret_why = TAKE_PTR(why);
         return 1;
+}
+
+int store_run_finish(struct store *s, struct run_record *rec)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        /* The run's outcome must outlive a power loss once hutch has
+         * reported it: the WAL is synced after this commit (after the
+         * job; nothing before it waits for a disk). */
+        store_durable_begin(s);
+        r = store_durable_end(s, finish_or_without_output(s, rec, &why));
+        if (r > 0) {
+                free(rec->output_lost);
+                rec->output_lost = TAKE_PTR(why);
+        }
+        return r;
 }
 
 /* Hand rec out only if its stored output matches its checksums. */

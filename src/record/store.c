@@ -432,14 +432,75 @@ static int mark_open(struct store *s, bool *ret_unclean)
         if (s->open_fd < 0)
                 return 0;       /* cannot tell: no check, as before */
         if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0) {
-                if (pread(s->open_fd, &c, 1, 0) == 1 && c == '1')
+                ssize_t n = pread(s->open_fd, &c, 1, 0);
+                if (n == 1 && c == '1')
                         *ret_unclean = true;
-                (void)pwrite(s->open_fd, "1", 1, 0);
+                else {
+                        /* not synced here, before the job: by the first
+                         * durable commit (store_durable_begin()) */
+                        (void)pwrite(s->open_fd, "1", 1, 0);
+                        s->marker_unsynced = true;
+                        s->marker_created = n != 1;
+                }
         }
         /* a holder of the exclusive lock keeps it only this long */
         if (flock(s->open_fd, LOCK_SH) < 0)
                 s->open_fd = close_fd(s->open_fd);
         return 0;
+}
+
+static bool wal_exists(const char *path)
+{
+        _cleanup_free_ char *wal = sibling(path, "-wal");
+        return access(wal, F_OK) == 0;
+}
+
+/* Sync the marker's '1' (and its directory entry, when new) if a commit
+ * is about to be synced: see store_durable_begin(). */
+void store_sync_marker(struct store *s)
+{
+        if (s->open_fd < 0 || !s->marker_unsynced)
+                return;
+        if (fdatasync(s->open_fd) < 0)
+                return;
+        if (s->marker_created) {
+                _cleanup_free_ char *copy = xstrdup(s->path);
+                _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fsync(dfd) < 0)
+                        return;
+        }
+        s->marker_unsynced = s->marker_created = false;
+}
+
+void store_durable_begin(struct store *s)
+{
+        store_sync_marker(s);
+}
+
+/* Not PRAGMA synchronous = FULL for the commit: SQLite would then sync
+ * the directory too, on the first WAL sync of every connection (it
+ * cannot tell that the WAL it opened was already there), a third disk
+ * flush per run. The WAL's frames are written (not yet synced) when the
+ * commit returns, so syncing the file gives the same guarantee; the
+ * directory is synced only when this connection created the WAL. */
+int store_durable_end(struct store *s, int r)
+{
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *wal = sibling(s->path, "-wal");
+        _cleanup_close_ int fd = open(wal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;    /* no WAL: committed to the database */
+        if (fdatasync(fd) < 0)
+                return store_fail_msg(s, -errno, "cannot sync the write-ahead log");
+        if (s->wal_created) {
+                _cleanup_free_ char *copy = xstrdup(s->path);
+                _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fsync(dfd) < 0)
+                        return store_fail_msg(s, -errno, "cannot sync the state dir");
+                s->wal_created = false;
+        }
+        return r;
 }
 
 static void mark_closed(struct store *s)
@@ -482,6 +543,67 @@ int store_quick_check(struct store *s, char **ret_problem)
         if (ret_problem)
                 *ret_problem = TAKE_PTR(problem);
         return -EBADMSG;
+}
+
+/* The state dir holds every run's argv, environment, output and the
+ * workspace blobs, and what apply installs comes from it: it must be
+ * the caller's own and writable by nobody else. A directory another
+ * user made (a HUTCH_STATE_DIR under /tmp they created first, say) could
+ * be read by them, or filled with a history of their choosing. So the
+ * directory path is in (following a symlink: the place it names is
+ * what counts) must be owned by the effective uid and not group- or
+ * world-writable, and a database file there must be ours too. Returns
+ * 0 or -EPERM / -errno with s->error saying what and how to fix it. */
+static int check_state_dir(struct store *s, const char *path)
+{
+        _cleanup_free_ char *copy = xstrdup(path);
+        const char *dir = dirname(copy);
+        uid_t me = geteuid();
+        struct stat st;
+
+        if (stat(dir, &st) < 0)
+                return store_fail_msg(s, -errno, strerror(errno));
+        if (st.st_uid != me) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "state dir %s is owned by uid %u, not you (%u): use a directory of your own "
+                        "(HUTCH_STATE_DIR)", dir, (unsigned)st.st_uid, (unsigned)me);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "state dir %s is writable by others (mode %04o): chmod go-w %s, or use a "
+                        "directory of your own (HUTCH_STATE_DIR)", dir, (unsigned)(st.st_mode & 07777), dir);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        if (lstat(path, &st) == 0 && st.st_uid != me) {
+                _cleanup_free_ char *msg = xasprintf(
+                        "%s is owned by uid %u, not you (%u): move it away, or use a directory of your "
+                        "own (HUTCH_STATE_DIR)", path, (unsigned)st.st_uid, (unsigned)me);
+                return store_fail_msg(s, -EPERM, msg);
+        }
+        return 0;
+}
+
+/* Make the database and its -wal, -shm, -open and -reserve files 0600:
+ * SQLite creates the -wal and -shm with the database's mode, so the
+ * database is created here first, 0600; files an older hutch made 0644
+ * are narrowed. Best effort, after check_state_dir(): the directory is
+ * ours and nobody else's to write in, so the names cannot change under
+ * us. */
+static void private_files(const char *path)
+{
+        static const char *const suffixes[] = { "", "-wal", "-shm", "-open", "-reserve" };
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+        if (fd >= 0)
+                close(fd);
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_free_ char *f = xasprintf("%s%s", path, suffixes[i]);
+                struct stat st;
+                if (lstat(f, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                    (st.st_mode & 077))
+                        (void)chmod(f, st.st_mode & 0600);
+        }
 }
 
 /* SQLite's process-wide settings, made before its first use (after
@@ -532,9 +654,14 @@ int store_open(const char *path, struct store **ret, char **ret_error)
         s = xcalloc(1, sizeof(*s));
         s->open_fd = -1;
         s->path = xstrdup(path);
+        r = check_state_dir(s, path);
+        if (r < 0)
+                goto fail;
         r = check_not_lost(s);
         if (r < 0)
                 goto fail;
+        private_files(path);
+        s->wal_created = !wal_exists(path);     /* by this connection, then */
         mark_open(s, &unclean);
         r = open_connection(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
         if (r < 0)
@@ -546,7 +673,9 @@ int store_open(const char *path, struct store **ret, char **ret_error)
          * automatic ones (see configure()), which amortise the syncs over
          * many runs. Committed rows are in the WAL either way; with
          * synchronous=NORMAL they survive any crash of hutch, and only an OS
-         * crash or power loss can lose the last few. */
+         * crash or power loss can lose the last few; the commits that must
+         * survive that too (a run's final update, its files) are synced
+         * (store_durable_begin()). */
         int on = 1;
         (void)sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
         (void)sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
@@ -614,6 +743,10 @@ int store_open_readonly(const char *path, struct store **ret, char **ret_error)
                 r = store_fail_msg(s, -errno, strerror(errno));
                 goto fail;
         }
+        /* a reader trusts what it reads (apply installs it): the same check */
+        r = check_state_dir(s, path);
+        if (r < 0)
+                goto fail;
         r = check_not_lost(s);
         if (r < 0)
                 goto fail;
@@ -696,6 +829,7 @@ void store_checkpoint_if_due(struct store *s)
          * reader or writer in the way makes this return busy at once and
          * leaves the WAL to a later run; so does a full disk. */
         store_set_busy_timeout(s, 0);
+        store_sync_marker(s);         /* the checkpoint syncs the database */
         if (sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
                 s->wal_frames = 0;
                 /* The first frame after a restart makes SQLite write and

@@ -20,14 +20,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "supervise/capture.h"
 #include "lib/digest.h"
-#include "supervise/status.h"
+#include "record/status.h"
 #include "record/ulid.h"
 
 /* enum run_status, run_status_to_string() ("unknown" for an invalid
- * value) and run_status_from_string() come from status.h, shared with
- * the supervisor. */
+ * value) and run_status_from_string() come from status.h: the status is
+ * what the record stores; the supervisor (supervise/) decides it. */
 
 /* Value of an unknown number in a record (stored as NULL, shown as null
  * or "-"). */
@@ -108,10 +107,6 @@ void run_record_free_many(struct run_record **recs, size_t n);
  * randomness). */
 int run_record_begin(struct run_record *rec, char *const *argv, const char *cwd,
                      const char *profile);
-
-/* Fill o from a finished capture (rendered bytes and counts); frees
- * whatever o held. Returns 0. */
-int run_output_from_capture(struct run_output *o, const struct capture *c);
 
 /* Start time of a process (field 22 of /proc/PID/stat, in clock ticks
  * since boot). 0, -ESRCH if the process does not exist or is a zombie, or
@@ -230,12 +225,16 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
  * (and the row's) says why, and 1 is returned; the space the store
  * reserved at open is given up for it if need be. 0 when all was
  * stored; -ENOENT if the row is gone; -errno if not even the outcome
- * could be written. */
+ * could be written. Durable: when it returns 0 or 1 the update (and
+ * every commit before it) is on disk, synced, so it outlives an OS crash
+ * or a power loss, not only a crash of hutch; the other writes before
+ * it, the row's insert included, are not synced on their own. */
 int store_run_finish(struct store *s, struct run_record *rec);
 /* Compile store_run_finish()'s statement now, while the job runs and
  * the supervisor has nothing else to do, so that the end of the run
- * only binds and steps it. A failure is left for the final update to
- * meet (and report) again. */
+ * only binds and steps it, and sync the clean-shutdown marker that its
+ * durable commit needs first (one fdatasync, overlapping the job). A
+ * failure is left for the final update to meet (and report) again. */
 void store_run_prepare_finish(struct store *s);
 
 /* Find a run by full id or by a unique prefix of at least 4 characters
@@ -311,7 +310,8 @@ struct file_record {
 void file_records_free(struct file_record *f, size_t n);
 
 /* Record f[0..n) for run run_id in one transaction (a row with the same
- * run, kind and path is replaced). 0 or -errno. */
+ * run, kind and path is replaced), synced to disk before it returns (it
+ * outlives a power loss, like store_run_finish()). 0 or -errno. */
 int store_files_add(struct store *s, const char *run_id, const struct file_record *f, size_t n);
 
 /* The files of run run_id (only those of kind, unless kind is NULL):

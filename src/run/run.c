@@ -43,7 +43,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "limits/cgroup.h"
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "limits/slurm.h"
 #include "limits/watchdog.h"
 #include "record/store.h"
@@ -509,6 +509,9 @@ static int connect_io(struct run *r)
 
         r->cap_out = capture_new(r->view.capture_bytes);
         r->cap_err = capture_new(r->view.capture_bytes);
+        /* redacted as it is read, before the head/tail cut can split a value */
+        capture_set_secrets(r->cap_out, r->view.secret_env);
+        capture_set_secrets(r->cap_err, r->view.secret_env);
         r->ctx = (struct run_ctx) { .store = r->store, .rec = r->rec, .out = r->cap_out, .err = r->cap_err,
                                     .ev = r->ev, .init_pid = r->sb.pid, .started_ms = now_monotonic_ms() };
         if (r->ev) {

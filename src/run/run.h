@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "config/lang.h"
+#include "workspace/apply.h"
 
 struct blobstore;
 struct changeset;
@@ -27,9 +28,12 @@ struct run_ui {
         /* The run as a hutch.result/1 object (s may be NULL). New reference. */
         json_t *(*result_object)(struct store *s, const struct run_record *rec);
         /* Apply change set cs to host dir target, blobs from bs, as `hutch
-         * apply` does (no force, no modes, no overwrite); an exit code,
-         * after printing what went wrong. */
-        int (*apply_changeset)(const struct changeset *cs, const char *target, struct blobstore *bs);
+         * apply` does (no force, no modes, no overwrite), protected paths
+         * (workspace/protected.h) by policy, the built-in list plus protect
+         * (NULL-terminated, may be NULL); an exit code, after printing
+         * what went wrong. */
+        int (*apply_changeset)(const struct changeset *cs, const char *target, struct blobstore *bs,
+                               enum apply_protected_policy policy, char *const *protect);
         /* --id: the answer of the run that took a's key; -1 when there
          * is none, else the exit code after printing it. */
         int (*answer_key)(const struct run_args *a, bool wait_running);
@@ -48,6 +52,8 @@ struct run_args {
         int verbosity;
         const char *workdir;    /* --workdir: host dir under the workspace */
         bool apply;
+        /* --skip-protected / --allow-protected; REFUSE by default (zero) */
+        enum apply_protected_policy apply_protected;
         char **inputs;          /* --input, as given */
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;

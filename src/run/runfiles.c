@@ -19,6 +19,7 @@
 
 #include "lib/jsonutil.h"
 #include "workspace/artifacts.h"
+#include "workspace/scrub.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
 #include "run/runfiles.h"
@@ -200,6 +201,13 @@ int runfiles_collect(struct store *s, const char *run_id, struct blobstore *bs,
         if (r < 0) {
                 artifact_list_done(&al);
                 return r;
+        }
+        /* named blobs only can be read back and scanned */
+        scrub_changeset(&ret->cs, bs, p->secrets);
+        if (scrub_artifacts(&al, bs, p->secrets)) {
+                ret->n_outputs = al.n_collected;
+                ret->n_outputs_skipped = al.n - al.n_collected + al.n_unlisted;
+                ret->output_bytes = al.bytes;
         }
 
         rows = xcalloc(ret->cs.n + al.n + 1, sizeof(*rows));

@@ -42,6 +42,8 @@ struct runfiles_params {
         uint64_t max_bytes;
         struct changeset_limits changes; /* change set caps (bytes: the run's
                                  * disk; also bounds the lower versions kept) */
+        char *const *secrets;   /* "NAME=VALUE", or NULL: scrubbed from paths,
+                                 * link targets and old versions (scrub.h) */
 };
 
 struct runfiles_result {

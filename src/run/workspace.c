@@ -298,6 +298,7 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                  * change set that claims more is holes, and is not expanded */
                 .changes = { .max_files = (size_t)cfg->max_changes, .max_bytes = cfg->disk_bytes,
                              .max_path = (size_t)cfg->max_path, .since = wp->lower_since },
+                .secrets = cfg->secret_env,
         };
         /* Collection has its own cap, as long as the job's wall timeout
          * and at least RUN_COLLECT_MIN_MS (hutch-run(1)): the job chooses
@@ -346,7 +347,8 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS)
                         log_info("not applying the changes: the job did not succeed");
                 else
-                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, a->apply_protected,
+                                                      cfg->apply_protect);
         }
         if (a->session) {
                 /* the session keeps a run's changes only when it succeeded
@@ -354,7 +356,9 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 if (out->status != RUN_SUCCESS && !a->commit_always)
                         log_info("session %s left as it was: the job did not succeed", a->session);
                 else if (res.cs.n) {
-                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs);
+                        /* the session's own tree, not the user's: protected
+                         * paths matter when it is applied elsewhere */
+                        code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, APPLY_PROTECTED_ALLOW, NULL);
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

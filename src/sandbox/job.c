@@ -165,17 +165,10 @@ void job_wait_start(int sync_fd)
                 fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
 }
 
-_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
-                        int sync_fd, const struct init_stdio *stdio, bool wait_start)
+/* The job's stdio: the pty (as its controlling terminal) or hutch's
+ * pipes, in a session of its own; every other fd closes at exec. */
+static void job_stdio(int sync_fd, const struct init_stdio *stdio)
 {
-        sigset_t none;
-        int r;
-
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int s = 1; s < NSIG; s++)
-                signal(s, SIG_DFL);
-
         if (setsid() < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "setsid", "");
         if (stdio->tty_slave >= 0) {
@@ -198,29 +191,29 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
         if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "close_range", "");
 
-        /* No core dumps, and the hard limit too, so the job cannot raise
-         * it: core_pattern is not namespaced, and where it pipes cores to
-         * a host program (systemd-coredump, apport) the kernel starts
-         * that program outside the sandbox, as root, fed by the job. */
-        struct rlimit core = { 0, 0 };
-        if (setrlimit(RLIMIT_CORE, &core) < 0)
-                fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CORE");
+}
 
-        /* Under gVisor the job's own limits go into its OCI spec and
-         * runsc's host processes get theirs there (gvisor-spec.c): the
-         * rlimits below would bind the sentry, not the job. runsc needs
-         * no capability of ours: it makes its own user namespace. */
-        if (in->gvisor) {
-                const char *step = "drop capabilities";
-                r = caps_drop_all();
-                if (r >= 0 && wait_start)
-                        job_wait_start(sync_fd);
-                if (r >= 0)
-                        r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg, in), argv == in->compile_argv, &step);
-                if (streq(step, "exec"))
-                        fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
-                fail(sync_fd, SYNC_SETUP_ERROR, -r, step, streq(step, "exec runsc") ? in->gvisor->path : "");
-        }
+/* runsc in the job's place, which applies the job's limits itself. runsc
+ * needs no capability of ours: it makes its own user namespace. */
+static _Noreturn void exec_under_gvisor(const struct run_config *cfg, char **argv,
+                                        const struct sandbox_inputs *in, int sync_fd, bool wait_start)
+{
+        int r;
+        const char *step = "drop capabilities";
+        r = caps_drop_all();
+        if (r >= 0 && wait_start)
+                job_wait_start(sync_fd);
+        if (r >= 0)
+                r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg, in), argv == in->compile_argv, &step);
+        if (streq(step, "exec"))
+                fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
+        fail(sync_fd, SYNC_SETUP_ERROR, -r, step, streq(step, "exec runsc") ? in->gvisor->path : "");
+}
+
+/* The job's rlimits: nofile, and what stands in for the cgroup limits
+ * without one. */
+static void job_limits(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd)
+{
         /* nofile is the hard limit, the job's real cap (never above what
          * we hold). The soft limit starts at 1024 as on most hosts: a
          * program that select()s must not see fds past FD_SETSIZE, and
@@ -272,6 +265,35 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                 if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_FSIZE");
         }
+}
+
+_Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
+                        int sync_fd, const struct init_stdio *stdio, bool wait_start)
+{
+        sigset_t none;
+        int r;
+
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int s = 1; s < NSIG; s++)
+                signal(s, SIG_DFL);
+
+        job_stdio(sync_fd, stdio);
+
+        /* No core dumps, and the hard limit too, so the job cannot raise
+         * it: core_pattern is not namespaced, and where it pipes cores to
+         * a host program (systemd-coredump, apport) the kernel starts
+         * that program outside the sandbox, as root, fed by the job. */
+        struct rlimit core = { 0, 0 };
+        if (setrlimit(RLIMIT_CORE, &core) < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CORE");
+
+        /* Under gVisor the job's own limits go into its OCI spec and
+         * runsc's host processes get theirs there (gvisor-spec.c): the
+         * rlimits below would bind the sentry, not the job. */
+        if (in->gvisor)
+                exec_under_gvisor(cfg, argv, in, sync_fd, wait_start);
+        job_limits(cfg, in, sync_fd);
 
         char **env = build_env(cfg, in);
 

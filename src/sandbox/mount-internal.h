@@ -1,6 +1,7 @@
 /* mount-internal.h - internal to the mount module: the scratch layout
- * and the helpers that mount.c (the root build) and mount-layers.c (the
- * overlays: workspace, image root, --lang code) share. Not an API:
+ * and the helpers that mount.c (the root build), mount-kernel.c (/proc
+ * and /dev) and mount-layers.c (the overlays: workspace, image root,
+ * --lang code) share. Not an API:
  * nothing outside those files includes it; sandbox/mount.h is the API.
  */
 #pragma once
@@ -53,6 +54,21 @@ int bind_with_attrs(const char *src, const char *dst, bool recursive, uint64_t a
 int bind_rw(const char *backing, const char *inside, struct setup_failure *fail);
 /* mkdir(path), or the missing parents too; an existing one is fine */
 int ensure_dir(const char *path);
+/* A directory (dir) or an empty file to mount on at path; an existing
+ * one is used as it is. 0 or -errno. */
+int make_mountpoint(const char *path, bool dir);
+/* Hide `inside` (a path in the new root, without the NEWROOT prefix)
+ * behind a sealed empty object of its kind; absent paths and links are
+ * left alone. */
+int mask_one(const char *inside, struct setup_failure *fail);
+
+/* mount-kernel.c */
+/* A fresh /proc in the new root: masked and read-only where it shows the
+ * host's kernel, whole (for runsc's gofer) when whole is set. */
+int setup_proc(bool whole, struct setup_failure *fail);
+/* A tmpfs /dev in the new root: six device nodes, the usual links, a
+ * private devpts and /dev/shm; read-only once built. */
+int setup_dev(struct setup_failure *fail);
 
 /* mount-layers.c */
 int setup_overlay_workspace(int lower_clone, struct setup_failure *fail);

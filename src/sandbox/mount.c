@@ -27,13 +27,7 @@
  *    the identity files are binds of the sealed masks dir, and a bind
  *    copies its source mount's flags, so each is read-only, nosuid,
  *    nodev and noexec from the moment it exists (bind_sealed());
- *  - /proc is a fresh instance for our pid namespace: it shows only the
- *    sandbox's processes; files that reveal or poke host kernel state are
- *    masked and /proc/sys & co. are read-only;
- *  - /dev holds only bind mounts of six harmless character devices, a
- *    private devpts instance, and symlinks; the tmpfs itself is made
- *    read-only so no device node can be added (mknod is denied in a user
- *    namespace anyway);
+ *  - /proc and /dev: see mount-kernel.c;
  *  - everything writable is nosuid,nodev and size-capped by the scratch:
  *    the writable areas are binds of the scratch mount, which is
  *    mounted nosuid,nodev, and so are born with both (bind_rw());
@@ -129,7 +123,7 @@ static int bind_sealed(const char *src, const char *dst)
         return sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
-static int make_mountpoint(const char *path, bool dir)
+int make_mountpoint(const char *path, bool dir)
 {
         if (dir) {
                 if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -285,7 +279,7 @@ static int attach_pending(struct pending_list *l, struct setup_failure *fail)
 
 /* Hide `path` (inside the new root, without the NEWROOT prefix) behind an
  * empty mode-0000 object of the same kind. */
-static int mask_one(const char *inside, struct setup_failure *fail)
+int mask_one(const char *inside, struct setup_failure *fail)
 {
         char dst[PATH_MAX];
         struct stat st;
@@ -373,149 +367,6 @@ static int mask_bound_specials(const struct pending_list *binds, struct setup_fa
 /* /proc entries that expose host kernel state or let a process poke it.
  * A fresh proc instance still shows these system-wide files. Listed with
  * their kind (1: dir), so masking one needs no lstat() probe first. */
-static const struct { const char *path; bool dir; } proc_masked[] = {
-        { "/proc/kcore", 0 }, { "/proc/keys", 0 }, { "/proc/key-users", 0 }, { "/proc/timer_list", 0 },
-        { "/proc/timer_stats", 0 }, { "/proc/latency_stats", 0 }, { "/proc/sched_debug", 0 },
-        { "/proc/sysrq-trigger", 0 }, { "/proc/kallsyms", 0 }, { "/proc/kpagecount", 0 },
-        { "/proc/kpageflags", 0 }, { "/proc/kpagecgroup", 0 }, { "/proc/vmallocinfo", 0 },
-        { "/proc/acpi", 1 }, { "/proc/scsi", 1 }, { "/proc/asound", 1 },
-};
-
-/* Mask an entry of the fresh /proc with one mount(2) bind of the sealed
- * empty object of its kind, not mask_one()'s open_tree+move_mount+close.
- * move_mount() is used elsewhere as it does not follow a symlink at the
- * destination; here none can be: every component is ours (the scratch,
- * the new root, a proc we just mounted, no job yet), proc's top-level
- * entries are the kernel's alone, and none of these is one of its links
- * (self, thread-self, mounts, net). The bind copies the sealed mount's
- * ro,nosuid,nodev,noexec as bind_sealed()'s does. ENOENT: this kernel
- * lacks it (the sources exist: setup_scratch() made them, and they are
- * sealed read-only). ENOTDIR: its kind is not the listed one (a file
- * does not mount on a dir, nor a dir on a file); mask_one() probes it. */
-static int mask_proc_entry(const char *inside, bool dir, struct setup_failure *fail)
-{
-        char dst[PATH_MAX];
-
-        snprintf(dst, sizeof(dst), NEWROOT "%s", inside);
-        if (mount(dir ? EMPTY_DIR : EMPTY_FILE, dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT)
-                return 0;
-        if (errno == ENOTDIR)
-                return mask_one(inside, fail);
-        return fail_with(fail, -errno, "mask", inside);
-}
-static const char *const proc_readonly[] = {
-        "/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
-};
-
-/* Under the gvisor runtime /proc stays whole: runsc's gofer mounts a
- * proc of its own, which the kernel allows only where one is fully
- * visible (no mask or read-only bind on it). That is safe because the
- * job never sees this /proc: gVisor gives it the sentry's (gvisor-spec.c);
- * only runsc's own processes do. */
-static int setup_proc(bool whole, struct setup_failure *fail)
-{
-        const char *dst = NEWROOT "/proc";
-        if (mkdir(dst, 0555) < 0 && errno != EEXIST)
-                return fail_with(fail, -errno, "mkdir", "/proc");
-        if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-                return fail_with(fail, -errno, "mount proc", "/proc");
-        if (whole)
-                return 0;
-        for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
-                char p[PATH_MAX];
-                snprintf(p, sizeof(p), NEWROOT "%s", proc_readonly[i]);
-                /* bound onto itself, then made read-only: the window
-                 * shows nothing the proc mount itself does not, and no
-                 * job exists yet */
-                if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        return fail_with(fail, -errno, "read-only", proc_readonly[i]);
-                }
-                struct mount_attr attr = {
-                        .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
-                };
-                if (sys_mount_setattr(AT_FDCWD, p, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr) < 0)
-                        return fail_with(fail, -errno, "read-only", proc_readonly[i]);
-        }
-        for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
-                int r = mask_proc_entry(proc_masked[i].path, proc_masked[i].dir, fail);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-static const struct { const char *name, *target; } dev_links[] = {
-        { "fd", "/proc/self/fd" },
-        { "stdin", "/proc/self/fd/0" },
-        { "stdout", "/proc/self/fd/1" },
-        { "stderr", "/proc/self/fd/2" },
-        { "ptmx", "pts/ptmx" },
-};
-
-/* The device nodes: binds of the host's, through the old root (still
- * ours until pivot_root); a node this host lacks is left out. A bind
- * keeps the host /dev mount's flags; nosuid,noexec are set on all of
- * them at once, before devpts and /dev/shm join the tree and before
- * any job exists. */
-static int bind_dev_nodes(const char *dev, struct setup_failure *fail)
-{
-        char host[64], p[PATH_MAX];
-
-        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-                snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
-                snprintf(p, sizeof(p), "%s/%s", dev, dev_nodes[i]);
-                int r = make_mountpoint(p, false);
-                if (r < 0)
-                        return fail_with(fail, r, "mkdir", p + strlen(NEWROOT));
-                /* host /dev is host root's; dst is on our own tmpfs */
-                if (mount(host, p, NULL, MS_BIND, NULL) < 0) {
-                        if (errno != ENOENT)
-                                return fail_with(fail, -errno, "bind", host);
-                        (void)unlink(p);
-                }
-        }
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
-        if (sys_mount_setattr(AT_FDCWD, dev, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr) < 0)
-                return fail_with(fail, -errno, "nosuid,noexec", "/dev");
-        return 0;
-}
-
-static int setup_dev(struct setup_failure *fail)
-{
-        const char *dev = NEWROOT "/dev";
-        char p[PATH_MAX];
-        int r;
-
-        if (mkdir(dev, 0755) < 0 && errno != EEXIST)
-                return fail_with(fail, -errno, "mkdir", "/dev");
-        if (mount("hutch-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
-                return fail_with(fail, -errno, "mount tmpfs", "/dev");
-        r = bind_dev_nodes(dev, fail);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ELEMENTSOF(dev_links); i++) {
-                snprintf(p, sizeof(p), "%s/%s", dev, dev_links[i].name);
-                if (symlink(dev_links[i].target, p) < 0)
-                        return fail_with(fail, -errno, "symlink", p + strlen(NEWROOT));
-        }
-        snprintf(p, sizeof(p), "%s/pts", dev);
-        if (mkdir(p, 0755) < 0)
-                return fail_with(fail, -errno, "mkdir", "/dev/pts");
-        /* newinstance: the job's ptys are its own; it cannot open the host's */
-        if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-                  "newinstance,ptmxmode=0666,mode=0620") < 0)
-                return fail_with(fail, -errno, "mount devpts", "/dev/pts");
-        r = bind_rw(RW "/shm", "/dev/shm", fail);
-        if (r < 0)
-                return r;
-        if (mount(NULL, dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
-                return fail_with(fail, -errno, "read-only", "/dev");
-        return 0;
-}
-
 /* Make MASKS read-only, nosuid, nodev, noexec: bound onto itself with
  * those attributes set before the bind is attached. Every mask and
  * identity file is a bind of something in it (bind_sealed()) and so
@@ -642,166 +493,214 @@ static int clone_inputs(struct pending_list *l, const struct run_config *cfg, ch
         return 0;
 }
 
-int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
-                     struct setup_failure *fail)
+/* Clone every host tree the root will hold, while the host's paths are
+ * still reachable: the system dirs (unless an image is the root), the
+ * user's --ro and --rw binds, and the --input dirs. Attached later. */
+static int clone_sources(const struct run_config *cfg, const struct mount_workspace *ws, bool image,
+                         struct pending_list *system, struct pending_list *binds,
+                         struct setup_failure *fail)
 {
-        struct pending_list system = { 0 }, binds = { 0 };
-        _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
+        const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        int r;
+
+        for (char **p = cfg->ro_binds; !image && p && *p; p++) {
+                r = clone_host(system, *p, *p, false, true, ro, NULL, fail);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; cfg->ro_paths && cfg->ro_paths[i]; i++) {
+                r = clone_user(binds, cfg->ro_paths[i], false, ws && ws->ro_clones ? &ws->ro_clones[i] : NULL,
+                               fail);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; cfg->rw_paths && cfg->rw_paths[i]; i++) {
+                r = clone_user(binds, cfg->rw_paths[i], true, ws && ws->rw_clones ? &ws->rw_clones[i] : NULL,
+                               fail);
+                if (r < 0)
+                        return r;
+        }
+        if (ws)
+                return clone_inputs(binds, cfg, ws->inputs, ws->input_clones, fail);
+        return 0;
+}
+
+/* The writable areas, all binds of the scratch: /tmp, /var/tmp (the
+ * FHS's other temp dir: programs use it by default (cvs, vim, rpm) and
+ * fail without it), home and the workspace. */
+static int bind_writable_areas(const struct run_config *cfg, struct setup_failure *fail)
+{
+        static const char *const backing[] = { RW "/tmp", RW "/var-tmp", RW "/home", RW "/workspace" };
+        const char *inside[] = { "/tmp", "/var/tmp", cfg->home, cfg->workdir_inside };
+
+        for (size_t i = 0; i < ELEMENTSOF(backing); i++) {
+                int r = bind_rw(backing[i], inside[i], fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Extra empty tmpfs dirs live on the scratch too, so they count against
+ * the disk limit like every other writable path. */
+static int bind_tmpfs_paths(const struct run_config *cfg, struct setup_failure *fail)
+{
+        for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
+                char backing[64];
+                snprintf(backing, sizeof(backing), RW "/tmpfs-%zu", i);
+                if (mkdir(backing, 0755) < 0)
+                        return fail_with(fail, -errno, "mkdir", backing);
+                int r = bind_rw(backing, cfg->tmpfs_paths[i], fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The user's binds go on top of the writable areas (a path under /tmp
+ * must not vanish under the sandbox's own /tmp), and the masks on top of
+ * everything, so no bind can uncover a secret. */
+static int attach_binds_and_masks(const struct run_config *cfg, const struct mount_workspace *ws,
+                                  struct pending_list *binds, struct setup_failure *fail)
+{
+        int r = attach_pending(binds, fail);
+        if (r < 0)
+                return r;
+        r = mask_bound_specials(binds, fail);
+        if (r < 0)
+                return r;
+        if (ws && ws->code_fd >= 0) {
+                r = setup_code(ws->code_fd, ws->code_name, fail);
+                if (r < 0)
+                        return r;
+        }
+        for (char **p = cfg->masks; p && *p; p++) {
+                r = mask_pattern(*p, fail);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Make the new root the root and leave the job's working dir current. */
+static int pivot(const struct run_config *cfg, bool image, struct setup_failure *fail)
+{
+        if (chdir(NEWROOT) < 0)
+                return fail_with(fail, -errno, "chdir", NEWROOT);
+        /* pivot_root(".", ".") stacks the old root on top of the new one;
+         * detaching it leaves nothing of the host but the binds above. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return fail_with(fail, -errno, "pivot_root", NEWROOT);
+        if (umount2(".", MNT_DETACH) < 0)
+                return fail_with(fail, -errno, "detach old root", "/");
+        if (chdir("/") < 0)
+                return fail_with(fail, -errno, "chdir", "/");
+        /* The root itself holds only mountpoints: nothing to write there.
+         * An image root is the exception: writable everywhere, on the
+         * scratch. */
+        if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                return fail_with(fail, -errno, "read-only", "/");
+        if (chdir(cfg->workdir_inside) < 0)
+                return fail_with(fail, -errno, "chdir", cfg->workdir_inside);
+        return 0;
+}
+
+/* A directory of the new root (a path inside it), opened. */
+static int open_inside(const char *inside, struct setup_failure *fail, int *ret_fd)
+{
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), NEWROOT "%s", inside);
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return fail_with(fail, -errno, "open", inside);
+        *ret_fd = fd;
+        return 0;
+}
+
+/* The scratch, then the lower layers: an image root and the workspace's
+ * overlay (*ret_upper_fd: its upper dir, when there is one). */
+static int setup_layers(const struct run_config *cfg, struct mount_workspace *ws, bool image,
+                        int lower_clone, struct setup_failure *fail, int *ret_upper_fd)
+{
+        int r = setup_scratch(cfg, fail);
+        if (r < 0)
+                return r;
+        if (image) {
+                r = setup_image_root(ws->root_clones, ws->n_root_clones, fail);
+                if (r < 0)
+                        return r;
+        }
+        if (lower_clone >= 0) {
+                r = setup_overlay_workspace(lower_clone, fail);
+                if (r < 0)
+                        return r;
+                *ret_upper_fd = open(RW "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (*ret_upper_fd < 0)
+                        return fail_with(fail, -errno, "open", RW "/upper");
+        }
+        return 0;
+}
+
+/* The build itself, in order; mount_build_root() owns what it leaves. */
+static int build_root(const struct run_config *cfg, struct mount_workspace *ws, int lower_clone,
+                      struct pending_list *system, struct pending_list *binds,
+                      struct setup_failure *fail, int *upper_fd, int *workspace_fd)
+{
+        bool image = ws && ws->n_root_clones > 0;
         int r;
 
         /* Our mounts must not propagate back to the host, and the host's
          * later mounts need not reach us. */
         if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
                 return fail_with(fail, -errno, "make private", "/");
-
-        const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-        bool image = ws && ws->n_root_clones > 0;
-        for (char **p = cfg->ro_binds; !image && p && *p; p++) {
-                r = clone_host(&system, *p, *p, false, true, ro, NULL, fail);
-                if (r < 0)
-                        goto out;
-        }
-        for (size_t i = 0; cfg->ro_paths && cfg->ro_paths[i]; i++) {
-                r = clone_user(&binds, cfg->ro_paths[i], false, ws && ws->ro_clones ? &ws->ro_clones[i] : NULL,
-                               fail);
-                if (r < 0)
-                        goto out;
-        }
-        for (size_t i = 0; cfg->rw_paths && cfg->rw_paths[i]; i++) {
-                r = clone_user(&binds, cfg->rw_paths[i], true, ws && ws->rw_clones ? &ws->rw_clones[i] : NULL,
-                               fail);
-                if (r < 0)
-                        goto out;
-        }
-        if (ws) {
-                r = clone_inputs(&binds, cfg, ws->inputs, ws->input_clones, fail);
-                if (r < 0)
-                        goto out;
-        }
+        r = clone_sources(cfg, ws, image, system, binds, fail);
+        if (r < 0)
+                return r;
         if (ws)
                 ws->lower_clone = -1;   /* ours now */
-
-        r = setup_scratch(cfg, fail);
+        r = setup_layers(cfg, ws, image, lower_clone, fail, upper_fd);
         if (r < 0)
-                goto out;
-        if (image) {
-                r = setup_image_root(ws->root_clones, ws->n_root_clones, fail);
-                if (r < 0)
-                        goto out;
-        }
-        if (lower_clone >= 0) {
-                r = setup_overlay_workspace(lower_clone, fail);
-                if (r < 0)
-                        goto out;
-                upper_fd = open(RW "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (upper_fd < 0) {
-                        r = fail_with(fail, -errno, "open", RW "/upper");
-                        goto out;
-                }
-        }
-        r = attach_pending(&system, fail);
+                return r;
+        r = attach_pending(system, fail);
         if (r < 0)
-                goto out;
+                return r;
         r = setup_identity(cfg, fail);
         if (r < 0)
-                goto out;
+                return r;
         r = setup_proc(cfg->runtime == RUNTIME_GVISOR, fail);
         if (r < 0)
-                goto out;
+                return r;
         r = setup_dev(fail);
         if (r < 0)
-                goto out;
-        r = bind_rw(RW "/tmp", "/tmp", fail);
+                return r;
+        r = bind_writable_areas(cfg, fail);
         if (r < 0)
-                goto out;
-        /* the FHS's other temp dir: programs use it by default (cvs,
-         * vim, rpm) and fail without it */
-        r = bind_rw(RW "/var-tmp", "/var/tmp", fail);
-        if (r < 0)
-                goto out;
-        r = bind_rw(RW "/home", cfg->home, fail);
-        if (r < 0)
-                goto out;
-        r = bind_rw(RW "/workspace", cfg->workdir_inside, fail);
-        if (r < 0)
-                goto out;
+                return r;
         if (ws) {
-                char p[PATH_MAX];
-                snprintf(p, sizeof(p), NEWROOT "%s", cfg->workdir_inside);
-                workspace_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (workspace_fd < 0) {
-                        r = fail_with(fail, -errno, "open", cfg->workdir_inside);
-                        goto out;
-                }
-        }
-        /* Extra empty tmpfs dirs live on the scratch too, so they count
-         * against the disk limit like every other writable path. */
-        for (size_t i = 0; cfg->tmpfs_paths && cfg->tmpfs_paths[i]; i++) {
-                char backing[64];
-                snprintf(backing, sizeof(backing), RW "/tmpfs-%zu", i);
-                if (mkdir(backing, 0755) < 0) {
-                        r = fail_with(fail, -errno, "mkdir", backing);
-                        goto out;
-                }
-                r = bind_rw(backing, cfg->tmpfs_paths[i], fail);
+                r = open_inside(cfg->workdir_inside, fail, workspace_fd);
                 if (r < 0)
-                        goto out;
+                        return r;
         }
-        /* The user's binds go on top of the writable areas (a path under
-         * /tmp must not vanish under the sandbox's own /tmp), and the
-         * masks on top of everything, so no bind can uncover a secret. */
-        r = attach_pending(&binds, fail);
+        r = bind_tmpfs_paths(cfg, fail);
         if (r < 0)
-                goto out;
-        r = mask_bound_specials(&binds, fail);
+                return r;
+        r = attach_binds_and_masks(cfg, ws, binds, fail);
         if (r < 0)
-                goto out;
-        if (ws && ws->code_fd >= 0) {
-                r = setup_code(ws->code_fd, ws->code_name, fail);
-                if (r < 0)
-                        goto out;
-        }
-        for (char **p = cfg->masks; p && *p; p++) {
-                r = mask_pattern(*p, fail);
-                if (r < 0)
-                        goto out;
-        }
+                return r;
+        return pivot(cfg, image, fail);
+}
 
-        if (chdir(NEWROOT) < 0) {
-                r = fail_with(fail, -errno, "chdir", NEWROOT);
-                goto out;
-        }
-        /* pivot_root(".", ".") stacks the old root on top of the new one;
-         * detaching it leaves nothing of the host but the binds above. */
-        if (syscall(SYS_pivot_root, ".", ".") < 0) {
-                r = fail_with(fail, -errno, "pivot_root", NEWROOT);
-                goto out;
-        }
-        if (umount2(".", MNT_DETACH) < 0) {
-                r = fail_with(fail, -errno, "detach old root", "/");
-                goto out;
-        }
-        if (chdir("/") < 0) {
-                r = fail_with(fail, -errno, "chdir", "/");
-                goto out;
-        }
-        /* The root itself holds only mountpoints: nothing to write there.
-         * An image root is the exception: writable everywhere, on the
-         * scratch. */
-        if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
-                r = fail_with(fail, -errno, "read-only", "/");
-                goto out;
-        }
-        if (chdir(cfg->workdir_inside) < 0) {
-                r = fail_with(fail, -errno, "chdir", cfg->workdir_inside);
-                goto out;
-        }
-        if (ws) {
+int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
+                     struct setup_failure *fail)
+{
+        struct pending_list system = { 0 }, binds = { 0 };
+        _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
+
+        int r = build_root(cfg, ws, lower_clone, &system, &binds, fail, &upper_fd, &workspace_fd);
+        if (r == 0 && ws) {
                 ws->ret_upper_fd = TAKE_FD(upper_fd);
                 ws->ret_workspace_fd = TAKE_FD(workspace_fd);
         }
-        r = 0;
-out:
         for (size_t i = 0; ws && i < ws->n_root_clones; i++)
                 if (ws->root_clones[i] >= 0) {
                         close(ws->root_clones[i]);

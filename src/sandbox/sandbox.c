@@ -180,26 +180,120 @@ int sandbox_drop_caller_stdio(void)
         return 0;
 }
 
-/* The job's stdio pipes (none in tty mode), each end as the supervisor
- * and the job want it. 0 or -errno; the caller closes what was opened
- * (-1 entries were not). */
-int sandbox_open_pipes(const struct run_config *cfg, int in_pipe[2], int out[2], int err[2])
+/* init holds no fd of the supervisor's but the ones it needs: not the
+ * host workspace dir, not whatever the caller passed hutch beyond stdio
+ * (3</etc/passwd), which the job could otherwise reach through
+ * /proc/1/fd as a way out of the sandbox; and not the caller's stdio
+ * either (sandbox_drop_caller_stdio()). Exits on failure. */
+static void keep_only_init_fds(const int *needed, size_t n_needed, struct named_clones *named)
 {
-        if (cfg->tty)
-                return 0;
-        /* stdin is a pipe too, whatever the caller's stdin is: the
-         * supervisor relays it (DESIGN §1) */
-        if (pipe2(in_pipe, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-                return -errno;
-        /* a larger pipe means fewer wakeups for chatty jobs */
-        (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
-        (void)fcntl(in_pipe[1], F_SETPIPE_SZ, 1 << 20);
-        /* the supervisor never blocks on a pipe; only our ends are
-         * non-blocking, the job's reads and writes block as usual */
-        if (fcntl(in_pipe[1], F_SETFL, O_NONBLOCK) < 0 ||
-            fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
-        return 0;
+        size_t n_keep = 0, max_keep = n_needed + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
+        int *keep = xcalloc(max_keep, sizeof(int));
+
+        for (size_t i = 0; i < n_needed; i++)
+                keep[n_keep++] = needed[i];
+        (void)named_fds(named, keep, &n_keep, max_keep);
+        sandbox_close_all_but(keep, n_keep);
+        free(keep);
+        if (sandbox_drop_caller_stdio() < 0)
+                _exit(EXIT_SETUP);
+}
+
+/* Become the sandbox user. KEEPCAPS keeps the permitted set across the
+ * uid change; the effective set is raised again below. These
+ * capabilities are only good inside our own user namespace. */
+static void become_sandbox_user(const struct run_config *cfg, int sync_fd)
+{
+        if (prctl(PR_SET_KEEPCAPS, 1) < 0)
+                sandbox_setup_failed(sync_fd, -errno, "keepcaps", "");
+        if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
+                sandbox_setup_failed(sync_fd, -errno, "setgid", "");
+        if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
+                sandbox_setup_failed(sync_fd, -errno, "setuid", "");
+        int r = caps_raise_effective();
+        if (r < 0)
+                sandbox_setup_failed(sync_fd, r, "capabilities", "");
+        (void)prctl(PR_SET_KEEPCAPS, 0);
+        /* a credential change clears the parent-death signal: arm it again */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                sandbox_setup_failed(sync_fd, -errno, "pdeathsig", "");
+        (void)prctl(PR_SET_NAME, "hutch-init");
+}
+
+/* The hostname, then the network: the netns built beside (joined now),
+ * or loopback up in our own, and the egress capture. */
+static void setup_names_and_network(const struct run_config *cfg, const struct sandbox_inputs *in,
+                                    const struct cpu_steer *steer, struct netns_build *net,
+                                    int egress_fd, int sync_fd)
+{
+        int r = ns_set_hostname(cfg->hostname);
+        if (r < 0)
+                sandbox_setup_failed(sync_fd, r, "hostname", cfg->hostname);
+        if (net_beside(cfg, steer)) {
+                r = ns_netns_join(net);
+                if (r < 0)
+                        sandbox_setup_failed(sync_fd, r, net->step, streq(net->step, "loopback up") ? "lo" : "");
+        } else if (cfg->net != NET_HOST) {
+                r = ns_loopback_up();
+                if (r < 0)
+                        sandbox_setup_failed(sync_fd, r, "loopback up", "lo");
+        }
+        if (egress_fd >= 0) {
+                /* every destination made local and caught; the sockets go
+                 * to the supervisor's egress helper and none stays here,
+                 * so the job never holds one (net/netns.c argues why) */
+                const char *step = "egress";
+                r = netns_capture_setup(egress_fd, in->egress_ports, in->n_egress_ports, &step);
+                if (r < 0)
+                        sandbox_setup_failed(sync_fd, r, step, "");
+                close(egress_fd);
+        }
+}
+
+/* A pty for the job; its master goes to the supervisor, which relays it. */
+static void hand_over_pty(const struct winsize *winsize, int sync_fd, struct init_stdio *stdio)
+{
+        int master = -1;
+        int r = open_pty(winsize, &master, &stdio->tty_slave);
+        if (r < 0)
+                sandbox_setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
+        struct sync_msg msg = { .kind = SYNC_READY };
+        char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &master, sizeof(int));
+        if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
+                _exit(EXIT_SETUP);
+        close(master);
+}
+
+/* The seccomp filter the supervisor built, into started (a copy of in).
+ * A job is never run without the filter it was promised. */
+static void receive_filter(const struct sandbox_inputs *in, int sync_fd, struct sandbox_inputs *started)
+{
+        size_t max = 1 << 16;
+        char *filter = xmalloc(max);
+        ssize_t n = recv(sync_fd, filter, max, 0);
+
+        *started = *in;
+        if (n < 1)
+                _exit(EXIT_SETUP);
+        if (filter[0] != SANDBOX_MSG_FILTER) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, EPROTO, 0, 0, "seccomp", "no filter message");
+                _exit(EXIT_SETUP);
+        }
+        if (n > 1) {
+                started->seccomp_blob = filter + 1;
+                started->seccomp_blob_len = (size_t)n - 1;
+        } else if (in->seccomp_required) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, EINVAL, 0, 0, "seccomp", "no filter received");
+                _exit(EXIT_SETUP);
+        }
 }
 
 /* The child's last steps, in both tiers: the pty, hutch's whole CPU mask
@@ -208,56 +302,20 @@ _Noreturn void sandbox_child_finish(const struct run_config *cfg, const struct s
                                     int stdin_r, int stdout_w, int stderr_w, const struct winsize *winsize,
                                     const struct cpu_steer *steer)
 {
-        ssize_t n;
-        int r;
         struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
                                     .tty_slave = -1 };
-        if (cfg->tty) {
-                int master = -1;
-                r = open_pty(winsize, &master, &stdio.tty_slave);
-                if (r < 0)
-                        sandbox_setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
-                /* hand the master to the supervisor, which relays it */
-                struct sync_msg msg = { .kind = SYNC_READY };
-                char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-                struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-                                     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &master, sizeof(int));
-                if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
-                        _exit(EXIT_SETUP);
-                close(master);
-        }
+        if (cfg->tty)
+                hand_over_pty(winsize, sync_fd, &stdio);
         /* every CPU hutch was given, before anything of the job can run */
-        r = steer ? cpu_steer_restore(steer) : 0;
+        int r = steer ? cpu_steer_restore(steer) : 0;
         if (r < 0)
                 sandbox_setup_failed(sync_fd, r, "cpu affinity", "");
         /* Built. The filter comes next, then init sets the job up and
          * waits for "start", which the supervisor sends once it has
          * recorded the run; EOF means it gave up (or died): then nothing
          * runs. */
-        struct sandbox_inputs started = *in;
-        size_t max = 1 << 16;
-        char *filter = xmalloc(max);
-        n = recv(sync_fd, filter, max, 0);
-        if (n < 1)
-                _exit(EXIT_SETUP);
-        if (filter[0] != SANDBOX_MSG_FILTER) {
-                init_report(sync_fd, SYNC_SETUP_ERROR, EPROTO, 0, 0, "seccomp", "no filter message");
-                _exit(EXIT_SETUP);
-        }
-        if (n > 1) {
-                started.seccomp_blob = filter + 1;
-                started.seccomp_blob_len = (size_t)n - 1;
-        } else if (in->seccomp_required) {
-                /* never run a job without the filter it was promised */
-                init_report(sync_fd, SYNC_SETUP_ERROR, EINVAL, 0, 0, "seccomp", "no filter received");
-                _exit(EXIT_SETUP);
-        }
+        struct sandbox_inputs started;
+        receive_filter(in, sync_fd, &started);
         init_main(cfg, &started, sync_fd, &stdio);
 }
 
@@ -269,31 +327,13 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         struct setup_failure fail = { 0 };
         char go;
         int r;
-        size_t n_keep = 0, max_keep = 7 + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
-        int *keep = xcalloc(max_keep, sizeof(int));
 
         /* If the supervisor is gone before we even start, so are we. */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        /* init holds no fd of the supervisor's but the ones it needs: not
-         * the host workspace dir, not whatever the caller passed hutch
-         * beyond stdio (3</etc/passwd), which the job could otherwise
-         * reach through /proc/1/fd as a way out of the sandbox; and not
-         * the caller's stdio either (sandbox_drop_caller_stdio()). */
         int egress_fd = cfg->net == NET_ALLOW ? in->egress_fd : -1;
-        keep[n_keep++] = sync_fd;
-        keep[n_keep++] = stdin_r;
-        keep[n_keep++] = stdout_w;
-        keep[n_keep++] = stderr_w;
-        keep[n_keep++] = in->code_fd;
-        keep[n_keep++] = idmapped_lower;
-        keep[n_keep++] = egress_fd;
-        (void)named_fds(named, keep, &n_keep, max_keep);
-        sandbox_close_all_but(keep, n_keep);
-        free(keep);
-        if (sandbox_drop_caller_stdio() < 0)
-                _exit(EXIT_SETUP);
-        ssize_t n = recv(sync_fd, &go, sizeof(go), 0);
-        if (n != (ssize_t)sizeof(go))
+        int needed[] = { sync_fd, stdin_r, stdout_w, stderr_w, in->code_fd, idmapped_lower, egress_fd };
+        keep_only_init_fds(needed, ELEMENTSOF(needed), named);
+        if (recv(sync_fd, &go, sizeof(go), 0) != (ssize_t)sizeof(go))
                 _exit(EXIT_SETUP);
 
         /* What the user named is resolved as the user who started hutch
@@ -307,24 +347,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         }
         int lower_clone = idmapped_lower >= 0 ? idmapped_lower : named->lower;
         named->lower = -1;
-
-        /* Become the sandbox user. KEEPCAPS keeps the permitted set across
-         * the uid change; the effective set is raised again below. These
-         * capabilities are only good inside our own user namespace. */
-        if (prctl(PR_SET_KEEPCAPS, 1) < 0)
-                sandbox_setup_failed(sync_fd, -errno, "keepcaps", "");
-        if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
-                sandbox_setup_failed(sync_fd, -errno, "setgid", "");
-        if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
-                sandbox_setup_failed(sync_fd, -errno, "setuid", "");
-        r = caps_raise_effective();
-        if (r < 0)
-                sandbox_setup_failed(sync_fd, r, "capabilities", "");
-        (void)prctl(PR_SET_KEEPCAPS, 0);
-        /* a credential change clears the parent-death signal: arm it again */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                sandbox_setup_failed(sync_fd, -errno, "pdeathsig", "");
-        (void)prctl(PR_SET_NAME, "hutch-init");
+        become_sandbox_user(cfg, sync_fd);
 
         /* Safety: until ns_netns_join() below, this process is still in
          * the supervisor's network namespace; nothing of the job exists
@@ -349,28 +372,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = sandbox_send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
         if (r < 0)
                 sandbox_setup_failed(sync_fd, r, "send workspace", "");
-        r = ns_set_hostname(cfg->hostname);
-        if (r < 0)
-                sandbox_setup_failed(sync_fd, r, "hostname", cfg->hostname);
-        if (net_beside(cfg, steer)) {
-                r = ns_netns_join(&net);
-                if (r < 0)
-                        sandbox_setup_failed(sync_fd, r, net.step, streq(net.step, "loopback up") ? "lo" : "");
-        } else if (cfg->net != NET_HOST) {
-                r = ns_loopback_up();
-                if (r < 0)
-                        sandbox_setup_failed(sync_fd, r, "loopback up", "lo");
-        }
-        if (egress_fd >= 0) {
-                /* every destination made local and caught; the sockets go
-                 * to the supervisor's egress helper and none stays here,
-                 * so the job never holds one (net/netns.c argues why) */
-                const char *step = "egress";
-                r = netns_capture_setup(egress_fd, in->egress_ports, in->n_egress_ports, &step);
-                if (r < 0)
-                        sandbox_setup_failed(sync_fd, r, step, "");
-                close(egress_fd);
-        }
+        setup_names_and_network(cfg, in, steer, &net, egress_fd, sync_fd);
 
         sandbox_child_finish(cfg, in, sync_fd, stdin_r, stdout_w, stderr_w, winsize, steer);
 }
@@ -403,6 +405,86 @@ static int sys_clone3(struct clone_args *args)
         return (int)syscall(SYS_clone3, args, sizeof(*args));
 }
 
+/* The job's stdin, stdout and stderr pipes (no pty): stdin is a pipe
+ * too, whatever the caller's stdin is: the supervisor relays it (DESIGN
+ * §1). 0 or -errno; the caller closes what was made. */
+static int make_job_pipes(int in_pipe[2], int out[2], int err[2])
+{
+        if (pipe2(in_pipe, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+                return -errno;
+        /* a larger pipe means fewer wakeups for chatty jobs */
+        (void)fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+        (void)fcntl(in_pipe[1], F_SETPIPE_SZ, 1 << 20);
+        /* the supervisor never blocks on a pipe; only our ends are
+         * non-blocking, the job's reads and writes block as usual */
+        if (fcntl(in_pipe[1], F_SETFL, O_NONBLOCK) < 0 ||
+            fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
+int sandbox_open_pipes(const struct run_config *cfg, int in_pipe[2], int out[2], int err[2])
+{
+        return cfg->tty ? 0 : make_job_pipes(in_pipe, out, err);
+}
+
+/* Root's sandbox user is host uid 65534, so a --workdir that root
+ * owns would be read-only to the job. Through an idmapped clone
+ * (host uid/gid 0 seen as 65534) its files are the sandbox user's,
+ * as a user's own files are when hutch runs as that user. Only a
+ * dir root owns: a session tree is chowned to 65534 after each
+ * commit and needs no mapping. Where the filesystem cannot be
+ * idmapped the plain clone is used, as before.
+ * Safety: the clone is read-only, nosuid, nodev like the plain
+ * one; the job writes to the overlay's upper on the scratch, and
+ * root's files reach the host again only through hutch apply, as
+ * root, after the run. */
+static int prepare_as_root(const struct run_config *cfg, const struct sandbox_inputs *in,
+                           int *idmapped_lower, struct named_clones *named, struct sandbox *ret)
+{
+        ret->failed_step = "workdir idmap";
+        if (in->workspace_lower)
+                *idmapped_lower = idmap_workdir(in->workspace_lower);
+
+        /* Real root opens what the run names now, with root's own access
+         * (named.c): the sandbox's setup runs as uid 65534 on the host,
+         * which a 0700 dir of root's keeps out. */
+        struct setup_failure nf = { 0 };
+        int r = named_open(cfg, in->inputs, *idmapped_lower < 0 ? in->workspace_lower : NULL, named, &nf);
+        if (r < 0) {
+                ret->failed_step = nf.step;
+                snprintf(ret->failed_path, sizeof(ret->failed_path), "%s", nf.path);
+                return r;
+        }
+
+        /* Root on the host keeps no supplementary groups into the sandbox:
+         * setgroups is denied inside, so they could never be shed there. */
+        ret->failed_step = "drop supplementary groups";
+        if (setgroups(0, NULL) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The child's uid/gid maps, then "go". On failure the child is killed
+ * and reaped; -errno. */
+static int map_and_start(const struct run_config *cfg, pid_t pid, int pidfd, int sync_fd,
+                         struct sandbox *ret)
+{
+        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
+        int r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
+        if (r == 0) {
+                ret->failed_step = "start the sandbox";
+                char go = SANDBOX_MSG_GO;
+                if (send(sync_fd, &go, sizeof(go), MSG_NOSIGNAL) < 0)
+                        r = -errno;
+        }
+        if (r < 0) {
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void)waitpid(pid, NULL, 0);
+        }
+        return r;
+}
+
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret)
 {
@@ -418,44 +500,16 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
                 return -errno;
         ret->failed_step = "pipes";
-        r = sandbox_open_pipes(cfg, in_pipe, out, err);
-        if (r < 0)
-                goto fail;
-
-        /* Root's sandbox user is host uid 65534, so a --workdir that root
-         * owns would be read-only to the job. Through an idmapped clone
-         * (host uid/gid 0 seen as 65534) its files are the sandbox user's,
-         * as a user's own files are when hutch runs as that user. Only a
-         * dir root owns: a session tree is chowned to 65534 after each
-         * commit and needs no mapping. Where the filesystem cannot be
-         * idmapped the plain clone is used, as before.
-         * Safety: the clone is read-only, nosuid, nodev like the plain
-         * one; the job writes to the overlay's upper on the scratch, and
-         * root's files reach the host again only through hutch apply, as
-         * root, after the run. */
-        ret->failed_step = "workdir idmap";
-        if (in->workspace_lower && ns_real_root())
-                idmapped_lower = idmap_workdir(in->workspace_lower);
-
-        /* Real root opens what the run names now, with root's own access
-         * (named.c): the sandbox's setup runs as uid 65534 on the host,
-         * which a 0700 dir of root's keeps out. */
-        if (ns_real_root()) {
-                struct setup_failure nf = { 0 };
-                r = named_open(cfg, in->inputs, idmapped_lower < 0 ? in->workspace_lower : NULL, &named, &nf);
-                if (r < 0) {
-                        ret->failed_step = nf.step;
-                        snprintf(ret->failed_path, sizeof(ret->failed_path), "%s", nf.path);
+        if (!cfg->tty) {
+                r = make_job_pipes(in_pipe, out, err);
+                if (r < 0)
                         goto fail;
-                }
         }
 
-        /* Root on the host keeps no supplementary groups into the sandbox:
-         * setgroups is denied inside, so they could never be shed there. */
-        ret->failed_step = "drop supplementary groups";
-        if (ns_real_root() && setgroups(0, NULL) < 0) {
-                r = -errno;
-                goto fail;
+        if (ns_real_root()) {
+                r = prepare_as_root(cfg, in, &idmapped_lower, &named, ret);
+                if (r < 0)
+                        goto fail;
         }
 
         struct clone_args args = {
@@ -509,21 +563,9 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                 in_pipe[0] = out[1] = err[1] = -1;
         }
 
-        ret->failed_step = ns_real_root() ? "map the sandbox user to uid 65534" : "write uid/gid map";
-        r = ns_write_id_maps(pid, cfg->uid, cfg->gid, ns_host_uid(), ns_host_gid());
-        if (r < 0) {
-                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                (void)waitpid(pid, NULL, 0);
+        r = map_and_start(cfg, pid, pidfd, sync_pair[0], ret);
+        if (r < 0)
                 goto fail;
-        }
-        ret->failed_step = "start the sandbox";
-        char go = SANDBOX_MSG_GO;
-        if (send(sync_pair[0], &go, sizeof(go), MSG_NOSIGNAL) < 0) {
-                r = -errno;
-                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                (void)waitpid(pid, NULL, 0);
-                goto fail;
-        }
 
         *ret = (struct sandbox) {
                 .pid = pid, .pidfd = pidfd, .sync_fd = sync_pair[0],

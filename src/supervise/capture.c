@@ -16,7 +16,9 @@
 #endif
 
 #include "supervise/capture.h"
+#include "lib/redact.h"
 #include "lib/util.h"
+#include "record/store.h"
 
 struct capture {
         size_t limit;
@@ -28,6 +30,14 @@ struct capture {
         uint64_t total;         /* bytes appended */
         uint64_t newlines;      /* '\n' appended */
         char last;              /* last byte appended (valid if total > 0) */
+        /* With secrets, what is kept is the stream redacted before it is
+         * cut (a value across the head's end would otherwise be kept
+         * in part); kept_* count that stream, pending its bytes that
+         * could still start a value. Without, kept_* equal the above. */
+        char *const *secrets;
+        uint64_t kept_total, kept_newlines;
+        char *pending;
+        size_t pending_len;
 };
 
 #define HIGHS 0x8080808080808080ULL
@@ -116,8 +126,16 @@ struct capture *capture_free(struct capture *c)
                 return NULL;
         free(c->head);
         free(c->tail);
+        if (c->pending)
+                explicit_bzero(c->pending, c->pending_len);
+        free(c->pending);
         free(c);
         return NULL;
+}
+
+void capture_set_secrets(struct capture *c, char *const *secrets)
+{
+        c->secrets = secrets && secrets[0] ? secrets : NULL;
 }
 
 static void tail_append(struct capture *c, const char *p, size_t n)
@@ -138,16 +156,12 @@ static void tail_append(struct capture *c, const char *p, size_t n)
         c->tail_len = MIN(c->tail_len + n, c->limit);
 }
 
-void capture_append(struct capture *c, const void *buf, size_t n)
+/* Keep n more bytes of the (redacted) stream in head and tail. */
+static void keep(struct capture *c, const char *p, size_t n)
 {
-        const char *p = buf;
-
-        if (n == 0)
-                return;
-        c->total += n;
-        c->newlines += count_newlines(p, n);
-        c->last = p[n - 1];
-
+        c->kept_total += n;
+        if (c->secrets)
+                c->kept_newlines += count_newlines(p, n);
         if (c->head_len < c->limit) {
                 size_t take = MIN(n, c->limit - c->head_len);
                 memcpy(c->head + c->head_len, p, take);
@@ -157,6 +171,45 @@ void capture_append(struct capture *c, const void *buf, size_t n)
         }
         if (n > 0)
                 tail_append(c, p, n);
+}
+
+/* Redact what can be judged of pending + p[0..n) and keep it; the rest
+ * waits in pending (at most the longest value minus one byte). With
+ * flush, everything is judged (the end of the stream). */
+static void keep_redacted(struct capture *c, const char *p, size_t n, bool flush)
+{
+        _cleanup_free_ char *work = xmalloc(c->pending_len + n + 1), *clean = NULL;
+        size_t len = c->pending_len + n, cut, clean_len;
+
+        memcpy(work, c->pending, c->pending_len);
+        if (n)
+                memcpy(work + c->pending_len, p, n);
+        cut = flush ? len : redact_cut(work, len, c->secrets);
+        clean = redact(work, cut, c->secrets, &clean_len);
+        keep(c, clean ? clean : work, clean ? clean_len : cut);
+        if (clean)
+                explicit_bzero(clean, clean_len);
+        free(c->pending);
+        c->pending_len = len - cut;
+        c->pending = c->pending_len ? xmalloc(c->pending_len) : NULL;
+        if (c->pending_len)
+                memcpy(c->pending, work + cut, c->pending_len);
+        explicit_bzero(work, len);
+}
+
+void capture_append(struct capture *c, const void *buf, size_t n)
+{
+        const char *p = buf;
+
+        if (n == 0)
+                return;
+        c->total += n;
+        c->newlines += count_newlines(p, n);
+        c->last = p[n - 1];
+        if (c->secrets)
+                keep_redacted(c, p, n, false);
+        else
+                keep(c, p, n);
 }
 
 uint64_t capture_total_bytes(const struct capture *c)
@@ -171,7 +224,7 @@ uint64_t capture_total_lines(const struct capture *c)
 
 bool capture_truncated(const struct capture *c)
 {
-        return c->total > (uint64_t)c->head_len + c->tail_len;
+        return c->kept_total + c->pending_len > (uint64_t)c->head_len + c->tail_len;
 }
 
 size_t capture_limit(const struct capture *c)
@@ -189,15 +242,38 @@ static size_t copy_tail(const struct capture *c, char *dst)
         return c->tail_len;
 }
 
+/* A copy of c with its pending bytes judged and kept: rendering happens
+ * once, at the end of a run, and must not change c. */
+static struct capture *finished_copy(const struct capture *c)
+{
+        struct capture *d = capture_new(c->limit);
+        memcpy(d->head, c->head, c->head_len);
+        memcpy(d->tail, c->tail, c->limit);
+        char *head = d->head, *tail = d->tail;
+        *d = *c;
+        d->head = head;
+        d->tail = tail;
+        d->pending = c->pending_len ? xmalloc(c->pending_len) : NULL;
+        if (c->pending_len)
+                memcpy(d->pending, c->pending, c->pending_len);
+        keep_redacted(d, NULL, 0, true);
+        return d;
+}
+
 int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *ret_truncated)
 {
+        if (c->pending_len) {
+                _cleanup_capture_ struct capture *d = finished_copy(c);
+                return capture_render(d, ret, ret_len, ret_truncated);
+        }
         bool truncated = capture_truncated(c);
+        uint64_t kept_newlines = c->secrets ? c->kept_newlines : c->newlines;
         _cleanup_free_ char *marker = NULL;
         size_t marker_len = 0, len = 0;
         char *out;
 
         if (truncated) {
-                uint64_t omitted = c->total - c->head_len - c->tail_len;
+                uint64_t omitted = c->kept_total - c->head_len - c->tail_len;
                 uint64_t head_nl = count_newlines(c->head, c->head_len);
                 uint64_t tail_nl = 0;
                 size_t start = (c->tail_pos + c->limit - c->tail_len) % (c->limit ? c->limit : 1);
@@ -208,7 +284,7 @@ int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *r
                 marker = xasprintf("%s[\xe2\x80\xa6 %llu bytes, %llu lines omitted \xe2\x80\xa6]\n",
                                    need_nl ? "\n" : "",
                                    (unsigned long long)omitted,
-                                   (unsigned long long)(c->newlines - head_nl - tail_nl));
+                                   (unsigned long long)(kept_newlines - head_nl - tail_nl));
                 marker_len = strlen(marker);
         }
 
@@ -227,5 +303,14 @@ int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *r
                 *ret_len = len;
         if (ret_truncated)
                 *ret_truncated = truncated;
+        return 0;
+}
+
+int run_output_from_capture(struct run_output *o, const struct capture *c)
+{
+        free(o->data);
+        capture_render(c, &o->data, &o->len, &o->truncated);
+        o->total_bytes = capture_total_bytes(c);
+        o->lines = capture_total_lines(c);
         return 0;
 }

@@ -23,6 +23,14 @@ struct capture *capture_free(struct capture *c);
 static inline void capture_freep(struct capture **c) { capture_free(*c); }
 #define _cleanup_capture_ __attribute__((cleanup(capture_freep)))
 
+/* Redact secrets ("NAME=VALUE", redact.h; not copied, must outlive c;
+ * NULL or empty: none) from what is kept, before it is cut into head
+ * and tail, so a value across the cut is replaced whole. Call before
+ * the first capture_append(). The totals still count the job's bytes;
+ * the omitted-bytes line counts the redacted stream. Appending then
+ * allocates. */
+void capture_set_secrets(struct capture *c, char *const *secrets);
+
 /* Account for n more bytes of the stream. Cheap and allocation-free: it is
  * called for every read() of a job's stdout/stderr. buf may be NULL when
  * n == 0. */
@@ -52,3 +60,11 @@ int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *r
 /* Count '\n' in buf[0..n). Exposed for the tests and for callers that
  * need to count lines of a stored buffer. */
 uint64_t count_newlines(const void *buf, size_t n);
+
+/* Fill the record's o from a finished capture c (rendered bytes and
+ * counts); frees whatever o held. Returns 0. The capture is the
+ * supervisor's and the run_output the record's (record/store.h): the
+ * conversion lives on this side, so the record never includes the
+ * supervisor. */
+struct run_output;
+int run_output_from_capture(struct run_output *o, const struct capture *c);

@@ -25,7 +25,6 @@ struct events {
         bool broken, started, exited;
         uint64_t seq;
         char *const *secrets;
-        size_t max_secret;
         struct pending streams[2];      /* stdout, stderr */
 };
 
@@ -34,7 +33,6 @@ struct events *events_new(int fd, char *const *secrets)
         struct events *ev = xcalloc(1, sizeof(*ev));
         ev->out = hostio_new(fd, true, EVENTS_BUFFER_BYTES);
         ev->secrets = secrets;
-        ev->max_secret = redact_max_len(secrets);
         return ev;
 }
 
@@ -119,32 +117,10 @@ static size_t utf8_incomplete(const unsigned char *buf, size_t n)
         return 0;
 }
 
-/* The longest tail of buf[0..n) that is the start (not the whole) of a
- * secret's value. */
-static size_t secret_prefix(const struct events *ev, const char *buf, size_t n)
-{
-        size_t best = 0;
-        for (char *const *s = ev->secrets; s && *s; s++) {
-                const char *v = strchr(*s, '=');
-                size_t vlen;
-                if (!v || !*++v)
-                        continue;
-                vlen = strlen(v);
-                for (size_t k = MIN(vlen - 1, n); k > best; k--)
-                        if (memcmp(buf + n - k, v, k) == 0) {
-                                best = k;
-                                break;
-                        }
-        }
-        return best;
-}
-
-static void emit_output(struct events *ev, enum output_stream stream, const char *buf, size_t n,
+/* Emit buf[0..n), already redacted. */
+static void emit_output(struct events *ev, enum output_stream stream, const char *data, size_t len,
                         uint64_t offset)
 {
-        size_t len = n;
-        _cleanup_free_ char *clean = redact(buf, n, ev->secrets, &len);
-        const char *data = clean ? clean : buf;
         json_t *o = json_object(), *text = json_stringn(data, len);
 
         json_object_set_new(o, "stream", json_string(stream == STREAM_STDERR ? "stderr" : "stdout"));
@@ -164,9 +140,9 @@ static void emit_output(struct events *ev, enum output_stream stream, const char
 void events_output(struct events *ev, enum output_stream stream, const void *buf, size_t n)
 {
         struct pending *p = &ev->streams[stream == STREAM_STDERR];
-        _cleanup_free_ char *owned = NULL;
-        const char *work = buf;
-        size_t len = n, hold;
+        _cleanup_free_ char *owned = NULL, *clean = NULL;
+        const char *work = buf, *data;
+        size_t len = n, cut, clean_len, part;
 
         if (n == 0)
                 return;
@@ -177,14 +153,26 @@ void events_output(struct events *ev, enum output_stream stream, const void *buf
                 work = owned;
                 len = p->len + n;
         }
-        hold = MAX(utf8_incomplete((const unsigned char *)work, len), secret_prefix(ev, work, len));
-        if (len > hold)
-                emit_output(ev, stream, work, len - hold, p->offset);
-        p->offset += len - hold;
-        /* hold is at most 3 or a secret's length: tiny */
+        /* never inside a full match, never before the start of a value
+         * that may go on (redact.h) */
+        cut = redact_cut(work, len, ev->secrets);
+        clean = redact(work, cut, ev->secrets, &clean_len);
+        data = clean ? clean : work;
+        if (!clean)
+                clean_len = cut;
+        /* An incomplete UTF-8 character at the end of what is emitted is
+         * the job's own bytes, never part of a match (a marker is
+         * ASCII): those bytes wait too. */
+        part = utf8_incomplete((const unsigned char *)data, clean_len);
+        cut -= part;
+        if (clean_len > part)
+                emit_output(ev, stream, data, clean_len - part, p->offset);
+        p->offset += cut;
+        /* what waits is at most 3 bytes or a value's length: tiny */
+        size_t hold = len - cut;
         char *keep = hold ? xmalloc(hold) : NULL;
         if (hold)
-                memcpy(keep, work + len - hold, hold);
+                memcpy(keep, work + cut, hold);
         free(p->buf);
         p->buf = keep;
         p->len = hold;
@@ -196,7 +184,10 @@ void events_flush(struct events *ev)
                 struct pending *p = &ev->streams[i];
                 if (!p->len)
                         continue;
-                emit_output(ev, i ? STREAM_STDERR : STREAM_STDOUT, p->buf, p->len, p->offset);
+                size_t len;
+                _cleanup_free_ char *clean = redact(p->buf, p->len, ev->secrets, &len);
+                emit_output(ev, i ? STREAM_STDERR : STREAM_STDOUT, clean ? clean : p->buf,
+                            clean ? len : p->len, p->offset);
                 p->offset += p->len;
                 free(p->buf);
                 p->buf = NULL;

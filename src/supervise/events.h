@@ -12,6 +12,9 @@
  * that could be the start of a secret's value (redact.h); those few
  * bytes wait for the next read or the end of the run, so no secret is
  * ever split past the redaction and no character is split into base64.
+ * A cut never falls inside a full match of a value, even one whose end
+ * could also start it again ("abcXabc"): that match goes out whole,
+ * redacted. The same stream feeds the --detach spool and logs --follow.
  */
 #pragma once
 

@@ -311,3 +311,13 @@ size_t hostio_drain(struct hostio *h, uint64_t stall_ms)
                 }
         }
 }
+
+int hostio_write_bounded(int fd, const void *buf, size_t n, uint64_t stall_ms)
+{
+        _cleanup_(hostio_freep) struct hostio *h = hostio_new(fd, true, n);
+        if (hostio_send(h, buf, n) < 0)
+                return -EPIPE;
+        if (hostio_drain(h, stall_ms) == 0)
+                return 0;
+        return hostio_gone(h) ? -EPIPE : -EAGAIN;
+}

@@ -68,3 +68,10 @@ bool hostio_gone(const struct hostio *h);
  * giving up when it takes nothing for stall_ms. Returns the bytes
  * dropped (0: everything was written). */
 size_t hostio_drain(struct hostio *h, uint64_t stall_ms);
+
+/* Write buf[0..n) to the caller's fd the same way, in one go: what the
+ * fd takes without blocking, then waiting for the reader while it takes
+ * something at least every stall_ms. 0 when all was written; -EAGAIN
+ * when the rest was dropped (a reader that takes nothing); -EPIPE when
+ * the reader is gone. For hutch's own messages (log_set_writer()). */
+int hostio_write_bounded(int fd, const void *buf, size_t n, uint64_t stall_ms);

@@ -67,7 +67,7 @@ static size_t escape_filter(struct loop *l, const char *in, size_t n, char *out)
                 if (l->esc == ESC_TILDE) {
                         if (c == '.') {
                                 l->esc = ESC_NORMAL;
-                                kill_now(l, STOP_CANCEL_ESCAPE);
+                                loop_event(l, EV_ESCAPE, NULL);
                                 return w;
                         }
                         if (c != '~')

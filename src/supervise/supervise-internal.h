@@ -2,8 +2,10 @@
  * share. Not an API; everything else includes supervise/supervise.h.
  *
  * The supervisor is split by concern:
- *   supervise.c          the event loop, its timers, signals and the
- *                        termination state table
+ *   supervise.c          the event loop: its fds, timers and signals,
+ *                        turned into the events below
+ *   supervise-table.c    the termination state table: state x event ->
+ *                        action and next state
  *   supervise-input.c    the caller's stdin relayed to the job, and the
  *                        "~." escape of a raw terminal
  *   supervise-outcome.c  what ended the run: status, exit code, message
@@ -24,7 +26,45 @@
 #include "supervise/supervise.h"
 
 
-enum phase { PHASE_RUNNING, PHASE_TERMINATING, PHASE_KILLED };
+/* The termination states (supervise-table.c). */
+enum phase {
+        PHASE_RUNNING,          /* the job runs; nothing asked it to stop */
+        PHASE_TERMINATING,      /* it was asked to stop; SIGKILL after the grace */
+        PHASE_KILLED,           /* SIGKILL was sent to init: everything dies */
+        PHASE_DONE,             /* init was reaped: nothing is left to signal */
+        _PHASE_MAX,
+};
+/* What may end a run, as the loop sees it. */
+enum event {
+        EV_TIMER,               /* the timerfd fired: the deadline while running,
+                                 * the end of the grace while terminating */
+        EV_CPU_LIMIT,           /* cpu time over the limit (cgroup or watchdog) */
+        EV_MEMORY_LIMIT,        /* the watchdog saw the tree over the memory limit */
+        EV_SIGINT,              /* the first SIGINT to hutch (Ctrl-C) */
+        EV_SIGINT_AGAIN,        /* a second (or later) SIGINT to hutch */
+        EV_SIGTERM,             /* a plain SIGTERM to hutch */
+        EV_KILL_REQUEST,        /* hutch kill (cancel.h) with a signal but SIGKILL */
+        EV_KILL_REQUEST_SIGKILL,/* hutch kill --signal KILL */
+        EV_ESCAPE,              /* "~." typed on a raw terminal */
+        EV_FAILURE,             /* the loop itself failed (poll()) */
+        EV_INIT_EXITED,         /* init was reaped */
+        _EV_MAX,
+};
+/* What a cell of the table does. Every action but NONE and FORWARD
+ * first gives the run its reason, the event's, if it has none yet. */
+enum action {
+        ACT_NONE,               /* nothing */
+        ACT_NOTE,               /* only the reason */
+        ACT_FORWARD,            /* SIGINT to init, which passes it to the job */
+        ACT_TERM,               /* SIGTERM to init, arm the profile's grace */
+        ACT_REQUEST,            /* hutch kill's signal to init, arm its grace */
+        ACT_KILL,               /* SIGKILL to init */
+        _ACT_MAX,
+};
+struct transition {
+        enum action action;
+        enum phase next;
+};
 enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_CANCEL_ESCAPE,
                    STOP_CANCEL_KILL, STOP_OOM, STOP_CPU };
 /* where the "~." escape stands in what the terminal typed */
@@ -48,6 +88,8 @@ struct loop {
         struct cgroup_stats cg_stats;   /* read after init was reaped */
         bool have_cg_stats;
         bool init_exited, master_open;
+        bool sync_open;                 /* the sync channel is still to be read */
+        uint64_t drain_deadline;        /* after init's exit: stop waiting for EOF then */
         bool awaited_report;            /* await_job_report() was called */
         struct hostio *host_in, *host_out, *host_err;   /* the caller's, or NULL */
         bool stdin_open;                /* the caller's stdin is still to be read */
@@ -65,10 +107,20 @@ struct loop {
         char buf[512 * 1024];
 };
 
-/* ---- supervise.c -------------------------------------------------------- */
+/* ---- supervise-table.c -------------------------------------------------- */
 
-/* End everything now: SIGKILL to init, for reason (the first reason wins). */
-void kill_now(struct loop *l, enum stop_reason reason);
+/* Feed event ev to the table: do termination[l->phase][ev]'s action and
+ * move to its next state. req is hutch kill's request for
+ * EV_KILL_REQUEST and EV_KILL_REQUEST_SIGKILL (kept in l->cancel when it
+ * gives the run its reason), NULL for the other events. */
+void loop_event(struct loop *l, enum event ev, const struct cancel_request *req);
+/* The cell for state and ev, for the tests. */
+struct transition loop_transition(enum phase state, enum event ev);
+/* sig to init through its pidfd; nothing once init was reaped. 0 or
+ * -errno (ESRCH, init already gone, is 0). */
+int send_init(struct loop *l, int sig);
+/* Arm the loop's one-shot timer ms (0: 1) from now. */
+void arm_timer(struct loop *l, uint64_t ms);
 
 /* ---- supervise-input.c -------------------------------------------------- */
 

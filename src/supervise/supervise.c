@@ -16,18 +16,12 @@
  * SIGPIPE, as `job | head` would. Input flows the other way the same
  * way, and the caller's EOF becomes EOF on the job's stdin.
  *
- * Termination is a small state table:
- *
- *   state        event                   action                next
- *   RUNNING      deadline                SIGTERM to job        TERMINATING (reason timeout)
- *   RUNNING      SIGINT to hutch           SIGINT to job         RUNNING (count it)
- *   any          2nd SIGINT to hutch       SIGKILL init          KILLED (reason cancelled)
- *   RUNNING      SIGTERM to hutch          SIGTERM to job        TERMINATING (reason cancelled)
- *   RUNNING      hutch kill (cancel.h)   its signal to job     TERMINATING (its grace; cancelled)
- *   TERMINATING  grace expired           SIGKILL init          KILLED
- *
- * Killing init kills the whole pid namespace, so "SIGKILL init" is
- * "SIGKILL everything the job started".
+ * Termination is a state table (supervise-table.c): the handlers below
+ * turn what they see (the timer, the watchdog, a signal to hutch, init's
+ * exit) into an event for loop_event(), which alone, while the loop
+ * runs, sends init a stopping signal and changes the state. Outside the
+ * loop, a failed setup (loop_open()) and the final reaping
+ * (loop_finish()) SIGKILL init directly: nothing is left to decide.
  */
 #include "config.h"
 
@@ -40,7 +34,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -66,64 +59,11 @@
 #define WATCHDOG_INTERVAL_MS 50
 #define WATCHDOG_SLICE_MS 10
 
-static int send_init(struct loop *l, int sig)
-{
-        if (l->init_exited)
-                return 0;
-        if (syscall(SYS_pidfd_send_signal, l->sb->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-                return -errno;
-        return 0;
-}
-
-static void arm_timer(struct loop *l, uint64_t ms)
-{
-        struct itimerspec its = { 0 };
-        if (ms == 0)
-                ms = 1;
-        its.it_value.tv_sec = (time_t)(ms / 1000);
-        its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
-        (void)timerfd_settime(l->timer_fd, 0, &its, NULL);
-}
-
-/* Ask the job to stop; SIGKILL follows after the grace period. */
-static void begin_termination(struct loop *l, enum stop_reason reason)
-{
-        if (l->reason == STOP_NONE)
-                l->reason = reason;
-        if (l->phase != PHASE_RUNNING)
-                return;
-        l->phase = PHASE_TERMINATING;
-        if (reason == STOP_CANCEL_KILL) {
-                /* init forwards the signal to the job; SIGKILL to init
-                 * after the grace ends everything, whatever the job did */
-                (void)send_init(l, l->cancel.signal);
-                if (l->cancel.signal == SIGKILL) {
-                        l->phase = PHASE_KILLED;
-                        return;
-                }
-                arm_timer(l, l->cancel.grace_given ? l->cancel.grace_ms : l->cfg->grace_ms);
-                return;
-        }
-        (void)send_init(l, SIGTERM);
-        arm_timer(l, l->cfg->grace_ms);
-}
-
-void kill_now(struct loop *l, enum stop_reason reason)
-{
-        if (l->reason == STOP_NONE)
-                l->reason = reason;
-        l->phase = PHASE_KILLED;
-        (void)send_init(l, SIGKILL);
-}
-
 static void on_timer(struct loop *l)
 {
         uint64_t ticks;
         (void)!read(l->timer_fd, &ticks, sizeof(ticks));
-        if (l->phase == PHASE_RUNNING)
-                begin_termination(l, STOP_TIMEOUT);
-        else if (l->phase == PHASE_TERMINATING)
-                kill_now(l, l->reason);
+        loop_event(l, EV_TIMER, NULL);
 }
 
 /* The 50 ms tick: cpu time from the run cgroup's cpu.stat when there
@@ -142,7 +82,7 @@ static void on_watchdog(struct loop *l)
         bool cg_cpu = l->cg && cgroup_run_sample(l->cg, &usec) == 0;
         if (cg_cpu && l->cfg->cpu_time_ms && usec / 1000 >= l->cfg->cpu_time_ms) {
                 l->cg_cpu_ms = usec / 1000;
-                kill_now(l, STOP_CPU);
+                loop_event(l, EV_CPU_LIMIT, NULL);
                 return;
         }
         bool tree_memory = l->cfg->memory_bytes && !l->cg_memory;
@@ -161,16 +101,17 @@ static void on_watchdog(struct loop *l)
         l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
         if (tree_memory && s.memory_bytes > l->cfg->memory_bytes) {
                 l->worst = s;
-                kill_now(l, STOP_OOM);
+                loop_event(l, EV_MEMORY_LIMIT, NULL);
         } else if (tree_cpu && s.cpu_ms >= l->cfg->cpu_time_ms) {
                 l->worst = s;
-                kill_now(l, STOP_CPU);
+                loop_event(l, EV_CPU_LIMIT, NULL);
         }
 }
 
 static void on_signal(struct loop *l)
 {
         struct signalfd_siginfo si;
+        struct cancel_request req;
         while (read(l->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 int sig = (int)si.ssi_signo;
                 switch (sig) {
@@ -178,18 +119,15 @@ static void on_signal(struct loop *l)
                 case SIGPIPE:
                         break;
                 case SIGINT:
-                        if (++l->sigints >= 2)
-                                kill_now(l, STOP_CANCEL_INT);
-                        else
-                                (void)send_init(l, SIGINT);
+                        loop_event(l, ++l->sigints >= 2 ? EV_SIGINT_AGAIN : EV_SIGINT, NULL);
                         break;
                 case SIGTERM:
                         /* hutch kill queues its request with the signal */
-                        if (si.ssi_code == SI_QUEUE && l->phase == PHASE_RUNNING &&
-                            cancel_decode(si.ssi_ptr, &l->cancel))
-                                begin_termination(l, STOP_CANCEL_KILL);
+                        if (si.ssi_code == SI_QUEUE && cancel_decode(si.ssi_ptr, &req))
+                                loop_event(l, req.signal == SIGKILL ? EV_KILL_REQUEST_SIGKILL
+                                                                    : EV_KILL_REQUEST, &req);
                         else
-                                begin_termination(l, STOP_CANCEL_TERM);
+                                loop_event(l, EV_SIGTERM, NULL);
                         break;
                 case SIGWINCH:
                         if (l->tty_master >= 0) {
@@ -295,6 +233,7 @@ static void on_init_exit(struct loop *l)
                         hostio_grow(l->host_out, l->cfg->tty ? (1u << 20) : l->stdout_capacity);
                 if (l->host_err)
                         hostio_grow(l->host_err, l->stderr_capacity);
+                loop_event(l, EV_INIT_EXITED, NULL);
         }
 }
 
@@ -455,12 +394,11 @@ static void pace_output(struct loop *l, size_t out_moved, size_t err_moved)
         pace_resumed(&l->pace, now_monotonic_ns());
 }
 
-int supervise(const struct run_config *cfg, struct sandbox *sb,
-              const struct supervise_hooks *hooks, struct run_outcome *out)
+/* A new loop for one run; its fds are opened by loop_open(). */
+static struct loop *loop_new(const struct run_config *cfg, struct sandbox *sb,
+                             const struct supervise_hooks *hooks)
 {
         struct loop *l = xcalloc(1, sizeof(*l));
-        sigset_t set;
-        int r = 0;
 
         /* Field by field, not `*l = (struct loop){ ... }`: a compound
          * literal would zero all of l again, its buffers included, and
@@ -469,9 +407,10 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
         l->cfg = cfg;
         l->sb = sb;
         l->hooks = hooks;
-        l->tty_master = l->watchdog_fd = l->heartbeat_fd = -1;
+        l->tty_master = l->watchdog_fd = l->heartbeat_fd = l->signal_fd = l->timer_fd = -1;
         l->started_ms = now_monotonic_ms();
         l->master_open = cfg->tty;
+        l->sync_open = true;
         l->host_in = hooks ? hooks->host_in : NULL;
         l->host_out = hooks ? hooks->host_out : NULL;
         l->host_err = hooks ? hooks->host_err : NULL;
@@ -484,181 +423,261 @@ int supervise(const struct run_config *cfg, struct sandbox *sb,
                 l->stderr_capacity = c2 > 0 ? (size_t)c2 : 65536;
         }
         pace_init(&l->pace, now_monotonic_ns());
+        return l;
+}
+
+/* A periodic timerfd, or -1 (the tick it serves is then skipped). */
+static int interval_timer(uint64_t ms)
+{
+        struct itimerspec its = {
+                .it_value = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L },
+                .it_interval = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L },
+        };
+        int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (fd >= 0)
+                (void)timerfd_settime(fd, 0, &its, NULL);
+        return fd;
+}
+
+/* The signalfd and the deadline's timer, which the loop cannot do
+ * without, then the heartbeat and the watchdog's tick, which it can.
+ * 0, or -errno with init killed and reaped. */
+static int loop_open(struct loop *l)
+{
+        sigset_t set;
+
         sandbox_signal_set(&set);
         l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (l->signal_fd < 0 || l->timer_fd < 0) {
-                r = -errno;
+                int r = -errno;
                 (void)send_init(l, SIGKILL);
-                (void)waitpid(sb->pid, NULL, 0);
-                goto finish;
+                (void)waitpid(l->sb->pid, NULL, 0);
+                return r;
         }
-        if (cfg->timeout_ms)
-                arm_timer(l, cfg->timeout_ms);
-        if (hooks && hooks->on_heartbeat && hooks->heartbeat_ms) {
-                struct itimerspec its = {
-                        .it_value = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
-                        .it_interval = { (time_t)(hooks->heartbeat_ms / 1000), (long)(hooks->heartbeat_ms % 1000) * 1000000L },
-                };
-                l->heartbeat_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-                if (l->heartbeat_fd >= 0)
-                        (void)timerfd_settime(l->heartbeat_fd, 0, &its, NULL);
-        }
-        if (cfg->memory_bytes || cfg->cpu_time_ms) {
-                struct itimerspec its = {
-                        .it_value = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
-                        .it_interval = { 0, WATCHDOG_INTERVAL_MS * 1000000L },
-                };
-                l->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-                if (l->watchdog_fd >= 0)
-                        (void)timerfd_settime(l->watchdog_fd, 0, &its, NULL);
-        }
+        if (l->cfg->timeout_ms)
+                arm_timer(l, l->cfg->timeout_ms);
+        if (l->hooks && l->hooks->on_heartbeat && l->hooks->heartbeat_ms)
+                l->heartbeat_fd = interval_timer(l->hooks->heartbeat_ms);
+        if (l->cfg->memory_bytes || l->cfg->cpu_time_ms)
+                l->watchdog_fd = interval_timer(WATCHDOG_INTERVAL_MS);
+        return 0;
+}
 
-        bool sync_open = true;
-        uint64_t drain_deadline = 0;
+/* The fds of one poll() round: slot -> index in p, or -1 when the slot
+ * is not watched this round. */
+enum { SLOT_SYNC, SLOT_OUT, SLOT_ERR, SLOT_MASTER, SLOT_STDIN, SLOT_JOBIN, SLOT_HOUT, SLOT_HERR,
+       SLOT_SIG, SLOT_TIMER, SLOT_WATCHDOG, SLOT_HEARTBEAT, SLOT_PIDFD, SLOT_MAX };
+struct watch {
+        struct pollfd p[SLOT_MAX];
+        int idx[SLOT_MAX], n;
+        bool want_stdin, stdin_now;     /* the caller's stdin is wanted; and readable */
+        bool output_pending;            /* a job pipe or the pty is still open */
+};
+
+static void watch(struct watch *w, int slot, int fd, bool cond, short events)
+{
+        if (!cond)
+                return;
+        w->idx[slot] = w->n;
+        w->p[w->n++] = (struct pollfd){ .fd = fd, .events = events };
+}
+
+/* The caller's side of a stream for poll(): its fd (-1 without one), and
+ * whether it has output waiting for room. */
+static int host_fd(const struct hostio *h)
+{
+        return h ? hostio_fd(h) : -1;
+}
+
+static short host_wants_out(const struct hostio *h)
+{
+        return h && hostio_pending(h) ? POLLOUT : 0;
+}
+
+static void watch_fds(struct loop *l, struct watch *w)
+{
+        struct sandbox *sb = l->sb;
+        bool have_master = l->master_open && l->tty_master >= 0;
+
+        w->n = 0;
+        for (int i = 0; i < SLOT_MAX; i++)
+                w->idx[i] = -1;
+        watch(w, SLOT_SYNC, sb->sync_fd, l->sync_open, POLLIN);
+        watch(w, SLOT_OUT, sb->stdout_fd, sb->stdout_fd >= 0 && can_take(l, STREAM_STDOUT), POLLIN);
+        watch(w, SLOT_ERR, sb->stderr_fd, sb->stderr_fd >= 0 && can_take(l, STREAM_STDERR), POLLIN);
+        watch(w, SLOT_MASTER, l->tty_master, have_master,
+              (can_take(l, STREAM_STDOUT) ? POLLIN : 0) | (l->in_len ? POLLOUT : 0));
+        /* input: the caller's stdin is read only when what was
+         * read before has been taken, so one buffer bounds it */
+        w->want_stdin = l->stdin_open && l->in_len == 0 && !l->init_exited && input_target(l) >= 0;
+        w->stdin_now = w->want_stdin && stdin_readable_now(l);
+        watch(w, SLOT_STDIN, host_fd(l->host_in), w->stdin_now, POLLIN);
+        /* events 0 still reports POLLERR: the job closed its stdin */
+        watch(w, SLOT_JOBIN, sb->stdin_fd, sb->stdin_fd >= 0, l->in_len ? POLLOUT : 0);
+        watch(w, SLOT_HOUT, host_fd(l->host_out), l->host_out && !hostio_gone(l->host_out),
+              host_wants_out(l->host_out));
+        watch(w, SLOT_HERR, host_fd(l->host_err), l->host_err && !hostio_gone(l->host_err),
+              host_wants_out(l->host_err));
+        watch(w, SLOT_SIG, l->signal_fd, true, POLLIN);
+        watch(w, SLOT_TIMER, l->timer_fd, !l->init_exited, POLLIN);
+        watch(w, SLOT_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0, POLLIN);
+        watch(w, SLOT_HEARTBEAT, l->heartbeat_fd, !l->init_exited && l->heartbeat_fd >= 0, POLLIN);
+        watch(w, SLOT_PIDFD, sb->pidfd, !l->init_exited, POLLIN);
+        w->output_pending = sb->stdout_fd >= 0 || sb->stderr_fd >= 0 || have_master;
+}
+
+static short revents(const struct watch *w, int slot)
+{
+        return w->idx[slot] >= 0 ? w->p[w->idx[slot]].revents : 0;
+}
+
+static bool ready(const struct watch *w, int slot)
+{
+        return revents(w, slot) & (POLLIN | POLLHUP | POLLERR);
+}
+
+/* The caller's readers first: what they took makes room. */
+static void serve_caller_output(struct loop *l, const struct watch *w)
+{
+        for (int slot = SLOT_HOUT; slot <= SLOT_HERR; slot++) {
+                enum output_stream stream = slot == SLOT_HOUT ? STREAM_STDOUT : STREAM_STDERR;
+                struct hostio *h = host_for(l, stream);
+                short ev = revents(w, slot);
+                if (ev & (POLLERR | POLLHUP | POLLNVAL))
+                        hostio_set_gone(h);
+                else if (ev & POLLOUT)
+                        (void)hostio_flush(h);
+                if (ev && hostio_gone(h) && !l->cfg->tty)
+                        reader_gone(l, stream);
+        }
+}
+
+/* Serve every fd poll() found ready, in a fixed order. */
+static void serve(struct loop *l, const struct watch *w)
+{
+        struct sandbox *sb = l->sb;
+
+        if (ready(w, SLOT_SYNC))
+                l->sync_open = on_sync(l);
+        serve_caller_output(l, w);
+        /* a pty replaces both pipes: its output counts as stdout */
+        size_t out_moved = 0, err_moved = 0;
+        if (ready(w, SLOT_OUT) && !relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved))
+                reader_gone(l, STREAM_STDOUT);  /* EOF: close our end */
+        if (ready(w, SLOT_ERR) && !relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved))
+                reader_gone(l, STREAM_STDERR);
+        if ((revents(w, SLOT_MASTER) & POLLIN) ||
+            ((revents(w, SLOT_MASTER) & (POLLHUP | POLLERR)) && can_take(l, STREAM_STDOUT)))
+                l->master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
+        if (ready(w, SLOT_STDIN))
+                read_stdin(l);
+        if (revents(w, SLOT_JOBIN) & (POLLERR | POLLHUP)) {
+                /* the job closed its stdin: read no more of the caller's */
+                l->stdin_open = false;
+                l->in_len = 0;
+                close_job_stdin(l);
+        }
+        if ((revents(w, SLOT_JOBIN) & POLLOUT) || (revents(w, SLOT_MASTER) & POLLOUT))
+                flush_input(l);
+        if (ready(w, SLOT_SIG))
+                on_signal(l);
+        if (ready(w, SLOT_TIMER))
+                on_timer(l);
+        if (ready(w, SLOT_WATCHDOG))
+                on_watchdog(l);
+        if (ready(w, SLOT_HEARTBEAT)) {
+                uint64_t ticks;
+                (void)!read(l->heartbeat_fd, &ticks, sizeof(ticks));
+                l->hooks->on_heartbeat(l->hooks->userdata);
+        }
+        if (ready(w, SLOT_PIDFD))
+                on_init_exit(l);
+        if (l->cfg->tty && l->tty_master < 0 && !l->sync_open)
+                l->master_open = false;
+        pace_output(l, out_moved, err_moved);
+}
+
+/* Drain whatever init sent before it died. */
+static void drain_sync(struct loop *l)
+{
+        while (on_sync(l) && l->sync_open) {
+                struct pollfd q = { .fd = l->sb->sync_fd, .events = POLLIN };
+                if (poll(&q, 1, 0) <= 0)
+                        break;
+        }
+        l->sync_open = false;
+}
+
+/* poll()'s timeout for this round, -1 for none; 0 when the drain after
+ * init's exit is over and the loop should end. */
+static int round_timeout(struct loop *l, const struct watch *w)
+{
+        int timeout = -1;
+        if (w->want_stdin && !w->stdin_now)
+                timeout = FOREGROUND_CHECK_MS;  /* see stdin_readable_now() */
+        if (l->init_exited) {
+                /* Every writer died with the pid namespace, so EOF is
+                 * due; a fd smuggled out of the sandbox must not keep
+                 * us here forever. */
+                uint64_t now = now_monotonic_ms();
+                if (!l->drain_deadline)
+                        l->drain_deadline = now + 2000;
+                if (now >= l->drain_deadline)
+                        return 0;
+                timeout = (int)(l->drain_deadline - now);
+        }
+        return timeout;
+}
+
+/* The loop: until init is reaped and its pipes are drained, or the run
+ * can be recorded while init exits (out->init_exiting). 0 or -errno. */
+static int loop_run(struct loop *l, struct run_outcome *out)
+{
+        struct watch w;
 
         /* no input at all: the job reads EOF at once */
         flush_input(l);
         for (;;) {
-                enum { P_SYNC, P_OUT, P_ERR, P_MASTER, P_STDIN, P_JOBIN, P_HOUT, P_HERR,
-                       P_SIG, P_TIMER, P_WATCHDOG, P_HEARTBEAT, P_PIDFD, P_MAX };
-                struct pollfd p[P_MAX];
-                int idx[P_MAX], n = 0;
-                for (int i = 0; i < P_MAX; i++)
-                        idx[i] = -1;
-#define WATCH_EV(slot, fdv, cond, ev) do { if (cond) { idx[slot] = n; p[n++] = (struct pollfd){ .fd = (fdv), .events = (ev) }; } } while (0)
-#define WATCH(slot, fdv, cond) WATCH_EV(slot, fdv, cond, POLLIN)
-                bool have_master = l->master_open && l->tty_master >= 0;
-                WATCH(P_SYNC, sb->sync_fd, sync_open);
-                WATCH(P_OUT, sb->stdout_fd, sb->stdout_fd >= 0 && can_take(l, STREAM_STDOUT));
-                WATCH(P_ERR, sb->stderr_fd, sb->stderr_fd >= 0 && can_take(l, STREAM_STDERR));
-                WATCH_EV(P_MASTER, l->tty_master, have_master,
-                         (can_take(l, STREAM_STDOUT) ? POLLIN : 0) | (l->in_len ? POLLOUT : 0));
-                /* input: the caller's stdin is read only when what was
-                 * read before has been taken, so one buffer bounds it */
-                bool want_stdin = l->stdin_open && l->in_len == 0 && !l->init_exited &&
-                                  input_target(l) >= 0;
-                bool stdin_now = want_stdin && stdin_readable_now(l);
-                WATCH(P_STDIN, hostio_fd(l->host_in), stdin_now);
-                /* events 0 still reports POLLERR: the job closed its stdin */
-                WATCH_EV(P_JOBIN, sb->stdin_fd, sb->stdin_fd >= 0, l->in_len ? POLLOUT : 0);
-                WATCH_EV(P_HOUT, hostio_fd(l->host_out), l->host_out && !hostio_gone(l->host_out),
-                         hostio_pending(l->host_out) ? POLLOUT : 0);
-                WATCH_EV(P_HERR, hostio_fd(l->host_err), l->host_err && !hostio_gone(l->host_err),
-                         hostio_pending(l->host_err) ? POLLOUT : 0);
-                WATCH(P_SIG, l->signal_fd, true);
-                WATCH(P_TIMER, l->timer_fd, !l->init_exited);
-                WATCH(P_WATCHDOG, l->watchdog_fd, !l->init_exited && l->watchdog_fd >= 0);
-                WATCH(P_HEARTBEAT, l->heartbeat_fd, !l->init_exited && l->heartbeat_fd >= 0);
-                WATCH(P_PIDFD, sb->pidfd, !l->init_exited);
-#undef WATCH
-#undef WATCH_EV
-
-                bool output_pending = sb->stdout_fd >= 0 || sb->stderr_fd >= 0 || have_master;
-                if (l->init_exited && !sync_open && !output_pending)
-                        break;
-                if (!output_pending && recordable_before_reap(l)) {
+                watch_fds(l, &w);
+                if (l->init_exited && !l->sync_open && !w.output_pending)
+                        return 0;
+                if (!w.output_pending && recordable_before_reap(l)) {
                         out->init_exiting = true;
-                        break;
+                        return 0;
                 }
-                if (l->init_exited && !output_pending && sync_open) {
-                        /* drain whatever init sent before it died */
-                        while (on_sync(l) && sync_open) {
-                                struct pollfd q = { .fd = sb->sync_fd, .events = POLLIN };
-                                if (poll(&q, 1, 0) <= 0)
-                                        break;
-                        }
-                        sync_open = false;
+                if (l->init_exited && !w.output_pending && l->sync_open) {
+                        drain_sync(l);
                         continue;
                 }
-                int timeout = -1;
-                if (want_stdin && !stdin_now)
-                        timeout = FOREGROUND_CHECK_MS;  /* see stdin_readable_now() */
-                if (l->init_exited) {
-                        /* Every writer died with the pid namespace, so EOF is
-                         * due; a fd smuggled out of the sandbox must not keep
-                         * us here forever. */
-                        uint64_t now = now_monotonic_ms();
-                        if (!drain_deadline)
-                                drain_deadline = now + 2000;
-                        if (now >= drain_deadline)
-                                break;
-                        timeout = (int)(drain_deadline - now);
-                }
-                if (!output_pending && !l->awaited_report)
+                int timeout = round_timeout(l, &w);
+                if (timeout == 0 && l->init_exited)
+                        return 0;
+                if (!w.output_pending && !l->awaited_report)
                         await_job_report(l);
-                int pr = poll(p, (nfds_t)n, timeout);
-                if (pr < 0) {
+                if (poll(w.p, (nfds_t)w.n, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        r = -errno;
-                        kill_now(l, l->reason);
-                        break;
+                        int r = -errno;
+                        loop_event(l, EV_FAILURE, NULL);
+                        return r;
                 }
-#define REVENTS(slot) (idx[slot] >= 0 ? p[idx[slot]].revents : 0)
-#define READY(slot) (REVENTS(slot) & (POLLIN | POLLHUP | POLLERR))
-                if (READY(P_SYNC))
-                        sync_open = on_sync(l);
-                /* the caller's readers first: what they took makes room */
-                for (int slot = P_HOUT; slot <= P_HERR; slot++) {
-                        enum output_stream stream = slot == P_HOUT ? STREAM_STDOUT : STREAM_STDERR;
-                        struct hostio *h = host_for(l, stream);
-                        short ev = REVENTS(slot);
-                        if (ev & (POLLERR | POLLHUP | POLLNVAL))
-                                hostio_set_gone(h);
-                        else if (ev & POLLOUT)
-                                (void)hostio_flush(h);
-                        if (ev && hostio_gone(h) && !cfg->tty)
-                                reader_gone(l, stream);
-                }
-                /* a pty replaces both pipes: its output counts as stdout */
-                size_t out_moved = 0, err_moved = 0;
-                if (READY(P_OUT) && !relay(l, sb->stdout_fd, STREAM_STDOUT, &out_moved))
-                        reader_gone(l, STREAM_STDOUT);  /* EOF: close our end */
-                if (READY(P_ERR) && !relay(l, sb->stderr_fd, STREAM_STDERR, &err_moved))
-                        reader_gone(l, STREAM_STDERR);
-                if ((REVENTS(P_MASTER) & POLLIN) ||
-                    ((REVENTS(P_MASTER) & (POLLHUP | POLLERR)) && can_take(l, STREAM_STDOUT)))
-                        l->master_open = relay(l, l->tty_master, STREAM_STDOUT, &out_moved);
-                if (READY(P_STDIN))
-                        read_stdin(l);
-                if (REVENTS(P_JOBIN) & (POLLERR | POLLHUP)) {
-                        /* the job closed its stdin: read no more of the caller's */
-                        l->stdin_open = false;
-                        l->in_len = 0;
-                        close_job_stdin(l);
-                }
-                if ((REVENTS(P_JOBIN) & POLLOUT) || (REVENTS(P_MASTER) & POLLOUT))
-                        flush_input(l);
-                if (READY(P_SIG))
-                        on_signal(l);
-                if (READY(P_TIMER))
-                        on_timer(l);
-                if (READY(P_WATCHDOG))
-                        on_watchdog(l);
-                if (READY(P_HEARTBEAT)) {
-                        uint64_t ticks;
-                        (void)!read(l->heartbeat_fd, &ticks, sizeof(ticks));
-                        hooks->on_heartbeat(hooks->userdata);
-                }
-                if (READY(P_PIDFD))
-                        on_init_exit(l);
-#undef READY
-#undef REVENTS
-                if (cfg->tty && l->tty_master < 0 && !sync_open)
-                        l->master_open = false;
-                pace_output(l, out_moved, err_moved);
+                serve(l, &w);
         }
+}
 
-finish:
+/* After the loop: init reaped (killed first unless it is exiting on its
+ * own), the job metered, and out filled. */
+static void loop_finish(struct loop *l, struct run_outcome *out)
+{
         if (!l->init_exited && !out->init_exiting) {
                 (void)send_init(l, SIGKILL);
                 int status;
-                if (wait4(sb->pid, &status, 0, &l->rusage) == sb->pid) {
+                if (wait4(l->sb->pid, &status, 0, &l->rusage) == l->sb->pid) {
                         l->init_exited = true;
                         l->init_status = status;
                 }
-                sandbox_end_orphans(sb);
+                sandbox_end_orphans(l->sb);
         }
         out->wall_ms = now_monotonic_ms() - l->started_ms;
         meter_job(l, out);
@@ -685,18 +704,26 @@ finish:
                          (unsigned long long)out->pids_max_events,
                          out->pids_max_events == 1 ? "" : "s", len ? ")" : "");
         }
+}
 
-        if (l->tty_master >= 0)
-                close(l->tty_master);
-        if (l->signal_fd >= 0)
-                close(l->signal_fd);
-        if (l->timer_fd >= 0)
-                close(l->timer_fd);
-        if (l->watchdog_fd >= 0)
-                close(l->watchdog_fd);
+static void loop_free(struct loop *l)
+{
+        int fds[] = { l->tty_master, l->signal_fd, l->timer_fd, l->watchdog_fd, l->heartbeat_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
         l->wd = watchdog_free(l->wd);
-        if (l->heartbeat_fd >= 0)
-                close(l->heartbeat_fd);
         free(l);
+}
+
+int supervise(const struct run_config *cfg, struct sandbox *sb,
+              const struct supervise_hooks *hooks, struct run_outcome *out)
+{
+        struct loop *l = loop_new(cfg, sb, hooks);
+        int r = loop_open(l);
+        if (r == 0)
+                r = loop_run(l, out);
+        loop_finish(l, out);
+        loop_free(l);
         return r;
 }

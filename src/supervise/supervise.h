@@ -8,7 +8,7 @@
 
 #include "config/run-config.h"
 #include "sandbox/sandbox.h"
-#include "supervise/status.h"
+#include "record/status.h"
 
 enum output_stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 

@@ -84,102 +84,67 @@ static bool based_on_unknown(struct ctx *x, const struct change *c)
         return true;
 }
 
-void apply_check_entry(struct ctx *x, size_t i)
+/* The parent of c's path could not be opened (pfd, -errno): a deletion
+ * of what has no parent is done already; anything else conflicts. */
+static void refuse_parent(struct ctx *x, const struct change *c, struct step *s, int pfd)
 {
-        const struct change *c = &x->cs->entries[i];
-        struct step *s = &x->steps[i];
-        struct step *ps;
-        _cleanup_close_ int pfd = -1;
-        const char *name;
-        struct stat st;
-        bool absent, perms_differ;
-        int m_old, m_new;
+        if ((pfd == -ENOENT || pfd == -ENOTDIR) && c->kind == CHANGE_DELETED)
+                s->already = true;      /* no parent dir, so no entry either */
+        /* -ELOOP: a symlink where a directory was; even a deletion
+         * is refused, since the path now names something else */
+        else if (pfd == -ENOENT)
+                conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
+        else if (pfd == -ELOOP || pfd == -ENOTDIR || pfd == -EXDEV)
+                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, pfd);
+        else
+                conflict(x, c->path, APPLY_CONFLICT_ERROR, pfd);
+}
 
-        if (c->skip != CHANGE_SKIP_NONE) {
-                x->res->n_skipped++;
-                return;
-        }
-        if (!fs_path_valid(c->path)) {
-                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
-                return;
-        }
-        ps = parent_step(x, c->path);
-        if (ps && (ps->install == INST_MKDIR || ps->install == INST_INSIDE)) {
-                /* inside a directory that does not exist yet */
-                if (c->kind != CHANGE_DELETED)
-                        s->install = INST_INSIDE;
-                return;
-        }
-        s->under_trash = ps && (ps->trash || ps->under_trash);
+/* A deletion: done already when absent, refused when the host's entry
+ * is not the one the run saw; a directory's contents are checked too. */
+static void check_deleted(struct ctx *x, const struct change *c, struct step *s, int pfd,
+                          const char *name, struct stat *st, bool absent)
+{
+        int m_old;
 
-        pfd = fs_open_parent(x->root, c->path, &name);
-        if (pfd < 0) {
-                if ((pfd == -ENOENT || pfd == -ENOTDIR) && c->kind == CHANGE_DELETED)
-                        s->already = true;      /* no parent dir, so no entry either */
-                /* -ELOOP: a symlink where a directory was; even a deletion
-                 * is refused, since the path now names something else */
-                else if (pfd == -ENOENT)
-                        conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
-                else if (pfd == -ELOOP || pfd == -ENOTDIR || pfd == -EXDEV)
-                        conflict(x, c->path, APPLY_CONFLICT_UNSAFE, pfd);
-                else
-                        conflict(x, c->path, APPLY_CONFLICT_ERROR, pfd);
-                return;
-        }
-        if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                absent = false;
-        else if (errno == ENOENT)
-                absent = true;
-        else {
-                conflict(x, c->path, APPLY_CONFLICT_ERROR, -errno);
-                return;
-        }
-        s->cur_mode = absent ? 0 : st.st_mode;
-
-        if (c->kind == CHANGE_DELETED) {
-                if (absent) {
-                        s->already = true;
-                        return;
-                }
-                if (based_on_unknown(x, c))
-                        return;
-                m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
-                if (m_old < 0) {
-                        conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
-                        return;
-                }
-                if (!m_old) {
-                        bool same_type = (st.st_mode & S_IFMT) == (c->old_mode & S_IFMT);
-                        conflict(x, c->path, same_type ? APPLY_CONFLICT_CHANGED : APPLY_CONFLICT_TYPE, 0);
-                        return;
-                }
-                if (S_ISDIR(c->old_mode))
-                        check_dir_deleted(x, pfd, name, c->path);
-                s->trash = !s->under_trash;
-                return;
-        }
-        if (c->kind != CHANGE_ADDED && c->kind != CHANGE_MODIFIED) {
-                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
-                return;
-        }
         if (absent) {
-                if (based_on_unknown(x, c))
-                        return;
-                if (c->kind == CHANGE_MODIFIED)
-                        conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
-                else
-                        s->install = S_ISDIR(c->mode) ? INST_MKDIR : INST_CREATE;
+                s->already = true;
                 return;
         }
+        if (based_on_unknown(x, c))
+                return;
+        m_old = matches(pfd, name, st, c->old_mode, c->old_sha256);
+        if (m_old < 0) {
+                conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
+                return;
+        }
+        if (!m_old) {
+                bool same_type = (st->st_mode & S_IFMT) == (c->old_mode & S_IFMT);
+                conflict(x, c->path, same_type ? APPLY_CONFLICT_CHANGED : APPLY_CONFLICT_TYPE, 0);
+                return;
+        }
+        if (S_ISDIR(c->old_mode))
+                check_dir_deleted(x, pfd, name, c->path);
+        s->trash = !s->under_trash;
+}
+
+/* An addition or modification where the host has an entry (st): left
+ * alone when it is the new version already, installed over it when it
+ * is the old one, else a conflict. */
+static void check_over_existing(struct ctx *x, const struct change *c, struct step *s, int pfd,
+                                const char *name, struct stat *st)
+{
+        bool perms_differ;
+        int m_old, m_new;
 
         /* Already the new version? Then leave it (fixing permission bits
          * if only those differ): applying twice changes nothing. */
-        m_new = matches(pfd, name, &st, c->mode, c->sha256);
+        m_new = matches(pfd, name, st, c->mode, c->sha256);
         if (m_new < 0) {
                 conflict(x, c->path, APPLY_CONFLICT_ERROR, m_new);
                 return;
         }
-        perms_differ = !S_ISLNK(c->mode) && (st.st_mode & 07777) != perms_of(x, c->mode);
+        perms_differ = !S_ISLNK(c->mode) && (st->st_mode & 07777) != perms_of(x, c->mode);
         if (m_new && !perms_differ) {
                 s->already = true;
                 return;
@@ -187,7 +152,7 @@ void apply_check_entry(struct ctx *x, size_t i)
         if (based_on_unknown(x, c))
                 return;
         if (c->kind == CHANGE_MODIFIED) {
-                m_old = matches(pfd, name, &st, c->old_mode, c->old_sha256);
+                m_old = matches(pfd, name, st, c->old_mode, c->old_sha256);
                 if (m_old < 0) {
                         conflict(x, c->path, APPLY_CONFLICT_ERROR, m_old);
                         return;
@@ -214,8 +179,71 @@ void apply_check_entry(struct ctx *x, size_t i)
         }
         if (c->kind == CHANGE_ADDED)
                 conflict(x, c->path, APPLY_CONFLICT_EXISTS, 0);
-        else if ((st.st_mode & S_IFMT) != (c->old_mode & S_IFMT))
+        else if ((st->st_mode & S_IFMT) != (c->old_mode & S_IFMT))
                 conflict(x, c->path, APPLY_CONFLICT_TYPE, 0);
         else
                 conflict(x, c->path, APPLY_CONFLICT_CHANGED, 0);
+}
+
+void apply_check_entry(struct ctx *x, size_t i)
+{
+        const struct change *c = &x->cs->entries[i];
+        struct step *s = &x->steps[i];
+        struct step *ps;
+        _cleanup_close_ int pfd = -1;
+        const char *name;
+        struct stat st;
+        bool absent;
+
+        if (c->skip != CHANGE_SKIP_NONE) {
+                x->res->n_skipped++;
+                return;
+        }
+        if (!fs_path_valid(c->path)) {
+                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
+                return;
+        }
+        ps = parent_step(x, c->path);
+        if (ps && (ps->install == INST_MKDIR || ps->install == INST_INSIDE)) {
+                /* inside a directory that does not exist yet */
+                if (c->kind != CHANGE_DELETED)
+                        s->install = INST_INSIDE;
+                return;
+        }
+        s->under_trash = ps && (ps->trash || ps->under_trash);
+
+        pfd = fs_open_parent(x->root, c->path, &name);
+        if (pfd < 0) {
+                refuse_parent(x, c, s, pfd);
+                return;
+        }
+        if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                absent = false;
+        else if (errno == ENOENT)
+                absent = true;
+        else {
+                conflict(x, c->path, APPLY_CONFLICT_ERROR, -errno);
+                return;
+        }
+        s->cur_mode = absent ? 0 : st.st_mode;
+
+        if (c->kind == CHANGE_DELETED) {
+                check_deleted(x, c, s, pfd, name, &st, absent);
+                return;
+        }
+        if (c->kind != CHANGE_ADDED && c->kind != CHANGE_MODIFIED) {
+                conflict(x, c->path, APPLY_CONFLICT_UNSAFE, -EINVAL);
+                return;
+        }
+        if (absent) {
+                if (based_on_unknown(x, c))
+                        return;
+                if (c->kind == CHANGE_MODIFIED)
+                        conflict(x, c->path, APPLY_CONFLICT_MISSING, 0);
+                else
+                        s->install = S_ISDIR(c->mode) ? INST_MKDIR : INST_CREATE;
+                return;
+        }
+
+        check_over_existing(x, c, s, pfd, name, &st);
 }

@@ -50,6 +50,7 @@ struct ctx {
         size_t n_journal;
         mode_t perm_mask;               /* permission bits apply may install */
         bool overwrite;                 /* lower_changed entries are not conflicts */
+        const struct apply_options *opts; /* may be NULL */
 };
 static inline char *parent_of(const char *path)
 {

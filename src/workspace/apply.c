@@ -27,6 +27,7 @@
 
 #include "workspace/apply.h"
 #include "workspace/apply-internal.h"
+#include "workspace/protected.h"
 #include "record/blobstore.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
@@ -39,6 +40,15 @@ mode_t apply_default_umask(void)
         mode_t m = umask(022);
         umask(m);
         return m;
+}
+
+/* Tell the caller about a temporary just made in the parent of path. */
+static void note_temp(struct ctx *x, const char *path, const char *name)
+{
+        if (!x->opts || !x->opts->note_temp)
+                return;
+        _cleanup_free_ char *dir = parent_of(path);
+        x->opts->note_temp(x->opts->note_userdata, dir, name);
 }
 
 /* Open the new content of c from the source; the caller verifies it. */
@@ -155,6 +165,8 @@ static int stage_all(struct ctx *x)
                                 return dfd;
                         r = stage_one(x, c, dfd, true, s->tmp_name, sizeof(s->tmp_name), &created);
                         s->staged = created;    /* even on failure: cleanup removes it */
+                        if (created)
+                                note_temp(x, c->path, s->tmp_name);
                         if (r < 0)
                                 return r;
                         s->stage_path = join(dir, s->tmp_name);
@@ -279,6 +291,7 @@ static int install_one(struct ctx *x, size_t i)
                                 return -errno;
                 }
                 s->backed_up = true;
+                note_temp(x, c->path, s->backup_name);
                 if (renameat(pfd, s->tmp_name, pfd, name) < 0)
                         return -errno;
                 s->installed = true;
@@ -396,10 +409,57 @@ static int fault(const struct apply_options *opts, unsigned *n)
         return opts && opts->fail_before_step && ++*n == opts->fail_before_step ? -EIO : 0;
 }
 
+/* Phase 0: list the carried entries at protected paths in ret. */
+static void find_protected(const struct changeset *cs, const struct apply_options *opts,
+                           struct apply_result *ret)
+{
+        for (size_t i = 0; i < cs->n; i++) {
+                const struct change *c = &cs->entries[i];
+                const char *why;
+
+                if (c->skip != CHANGE_SKIP_NONE)
+                        continue;
+                why = protected_change_reason(c, opts ? opts->protect : NULL);
+                if (!why)
+                        continue;
+                ret->protected = xrealloc(ret->protected, (ret->n_protected + 1) * sizeof(*ret->protected));
+                ret->protected[ret->n_protected++] = (struct apply_protected){ .path = xstrdup(c->path),
+                                                                               .reason = why };
+        }
+}
+
+/* --skip-protected: apply cs without the entries ret lists as protected
+ * (both in path order), the protected list kept in ret. */
+static int apply_unprotected(const struct changeset *cs, int target_fd, const struct apply_source *src,
+                             const struct apply_options *opts, struct apply_result *ret)
+{
+        struct apply_options inner = *opts;
+        struct changeset rest = { .entries = xcalloc(cs->n ? cs->n : 1, sizeof(*cs->entries)) };
+        struct apply_protected *prot = ret->protected;
+        size_t n_prot = ret->n_protected, k = 0;
+        int r;
+
+        for (size_t i = 0; i < cs->n; i++) {
+                const struct change *c = &cs->entries[i];
+                if (k < n_prot && streq(c->path, prot[k].path) && c->skip == CHANGE_SKIP_NONE) {
+                        k++;
+                        continue;
+                }
+                rest.entries[rest.n++] = *c;
+                rest.n_carried += c->skip == CHANGE_SKIP_NONE;
+        }
+        inner.protected_policy = APPLY_PROTECTED_ALLOW;
+        r = apply_changeset(&rest, target_fd, src, &inner, ret);
+        free(rest.entries);
+        ret->protected = prot;
+        ret->n_protected = n_prot;
+        return r;
+}
+
 int apply_changeset(const struct changeset *cs, int target_fd, const struct apply_source *src,
                     const struct apply_options *opts, struct apply_result *ret)
 {
-        struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret };
+        struct ctx x = { .cs = cs, .root = target_fd, .src = src, .res = ret, .opts = opts };
         x.overwrite = opts && opts->overwrite;
         x.perm_mask = opts && opts->keep_modes ? (mode_t)01777
                       : 0777 & ~(opts && opts->set_umask ? opts->umask : apply_default_umask());
@@ -411,6 +471,17 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
         for (size_t i = 1; i < cs->n; i++)
                 if (fs_path_compare(cs->entries[i - 1].path, cs->entries[i].path) >= 0)
                         return -EINVAL;
+
+        /* 0. protected paths: the job must not choose what the user's own
+         * tools run next (protected.h); only the caller's policy lets
+         * such a change through */
+        enum apply_protected_policy policy = opts ? opts->protected_policy : APPLY_PROTECTED_REFUSE;
+        if (policy != APPLY_PROTECTED_ALLOW)
+                find_protected(cs, opts, ret);
+        if (ret->n_protected && policy == APPLY_PROTECTED_SKIP)
+                return apply_unprotected(cs, target_fd, src, opts, ret);
+        if (ret->n_protected && policy != APPLY_PROTECTED_ALLOW)
+                return -EPERM;
         x.steps = xcalloc(cs->n ? cs->n : 1, sizeof(*x.steps));
         x.journal = xcalloc(cs->n ? cs->n * 2 : 1, sizeof(*x.journal));
 
@@ -450,6 +521,7 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
                 if (r < 0)
                         goto undo;
                 s->trashed = true;
+                note_temp(&x, cs->entries[i].path, s->trash_name);
                 x.journal[x.n_journal++] = (struct done_op){ .step = i, .install = false };
         }
         /* Installs parents first; permission changes of existing
@@ -513,6 +585,9 @@ void apply_result_done(struct apply_result *r)
         for (size_t i = 0; i < r->n_conflicts; i++)
                 free(r->conflicts[i].path);
         free(r->conflicts);
+        for (size_t i = 0; i < r->n_protected; i++)
+                free(r->protected[i].path);
+        free(r->protected);
         memset(r, 0, sizeof(*r));
 }
 

@@ -46,8 +46,10 @@
  * apart from temporaries that could not be removed (counted). The set as
  * a whole is NOT atomic: a crash or SIGKILL in phase 3 leaves some paths
  * new and some old, with the old versions kept under ".hutch-apply-*" names
- * in their directories. Concurrent writers to the target are not locked
- * out: the check is against the target as it was at phase 1.
+ * in their directories (apply_options.note_temp tells the caller each
+ * such name, so that it can remove them later). Concurrent writers to
+ * the target are not locked out: the check is against the target as it
+ * was at phase 1.
  *
  * Permission bits are preserved except set-user-ID and set-group-ID,
  * which are dropped (a job must not leave a set-uid-to-you program in your
@@ -84,9 +86,26 @@ struct apply_conflict {
         int error;                /* -errno for APPLY_CONFLICT_ERROR, else 0 */
 };
 
+/* A change at a protected path (protected.h) and why it is one. */
+struct apply_protected {
+        char *path;
+        const char *reason;       /* static text */
+};
+
+/* What to do with changes at protected paths (protected.h). */
+enum apply_protected_policy {
+        APPLY_PROTECTED_REFUSE,   /* default: apply nothing, -EPERM */
+        APPLY_PROTECTED_SKIP,     /* apply the rest, leave those out */
+        APPLY_PROTECTED_ALLOW,    /* apply them like any other change */
+        _APPLY_PROTECTED_MAX,
+        _APPLY_PROTECTED_INVALID = -22,
+};
+
 struct apply_result {
         struct apply_conflict *conflicts; /* in path order */
         size_t n_conflicts;
+        struct apply_protected *protected; /* in path order (policy allow: none listed) */
+        size_t n_protected;
         size_t n_applied;         /* entries that changed the target */
         size_t n_already;         /* entries the target already matched */
         size_t n_skipped;         /* entries not carried (skip reason set) */
@@ -113,6 +132,19 @@ struct apply_options {
          * during the run) instead of refusing them as conflicts; the
          * target must still hold the version seen at collection */
         bool overwrite;
+        /* changes at protected paths: refused (the default, also when
+         * opts is NULL), skipped or allowed; protect: the profile's
+         * extra patterns ([apply] protect), NULL-terminated or NULL */
+        enum apply_protected_policy protected_policy;
+        char *const *protect;
+        /* called with (dir, name) right after each temporary is made in
+         * the target (dir relative to it, "" for its top; name starts
+         * with ".hutch-apply-"): new versions being staged and old ones
+         * renamed aside. A SIGKILL leaves such names behind (see above);
+         * a caller that records them can remove them later, knowing they
+         * are apply's own. May be NULL. */
+        void (*note_temp)(void *userdata, const char *dir, const char *name);
+        void *note_userdata;
         /* tests only: fail with -EIO before the n-th commit step (1-based;
          * 0 = never), to exercise rollback */
         unsigned fail_before_step;
@@ -122,7 +154,13 @@ struct apply_options {
  * per path, as changeset_compute() returns it (changeset_sort() after
  * building one by hand); -EINVAL otherwise. opts may be NULL. *ret is
  * always filled (free it with apply_result_done, also on error).
- * Returns 0 when applied; -ESTALE when there were conflicts (listed in
+ * Phase 0, before the check: every carried entry at a protected path
+ * (protected.h) is listed in ret->protected (unless the policy is
+ * allow, which does not look). With the default policy
+ * (refuse) any such entry makes it return -EPERM, having touched
+ * nothing; with skip those entries are left out and the rest is applied
+ * as below (ret->n_skipped does not count them; n_protected does).
+ * Returns 0 when applied; -EPERM as just said; -ESTALE when there were conflicts (listed in
  * ret->conflicts; the target was not touched); -EBADMSG when new content
  * from src does not hash to the recorded sha256, -ENOENT when it is
  * missing, another -errno when staging or committing failed (in all

@@ -451,6 +451,7 @@ const char *artifact_skip_to_string(enum artifact_skip s)
                 [ARTIFACT_SKIP_UNREADABLE] = "unreadable",
                 [ARTIFACT_SKIP_TOO_DEEP] = "too_deep",
                 [ARTIFACT_SKIP_TIME] = "time",
+                [ARTIFACT_SKIP_SECRET] = "secret",
         };
         return s >= 0 && s < _ARTIFACT_SKIP_MAX ? names[s] : NULL;
 }

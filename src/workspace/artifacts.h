@@ -45,6 +45,8 @@ enum artifact_skip {
         ARTIFACT_SKIP_UNREADABLE,  /* could not be read (error says why) */
         ARTIFACT_SKIP_TOO_DEEP,    /* directory deeper than ARTIFACTS_MAX_DEPTH */
         ARTIFACT_SKIP_TIME,        /* collection ran past artifacts_limits.deadline */
+        ARTIFACT_SKIP_SECRET,      /* its path or link target held a secret's
+                                    * value: recorded redacted (scrub.h) */
         _ARTIFACT_SKIP_MAX,
         _ARTIFACT_SKIP_INVALID = -22,
 };

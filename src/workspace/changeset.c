@@ -311,13 +311,98 @@ static int emit_deleted_children(struct walker *w, int lfd, const char *name,
 }
 
 /* A regular file or symlink in upper: added, modified or unchanged. */
+/* Read a regular file of the upper's content: into the blob store when
+ * there is one, else only hashed; new_hex and *size get what was read.
+ * 0; 1 when it was skipped instead (recorded as such, path taken); or
+ * -errno (our store failing, or -EAGAIN: it changed between two reads). */
+static int read_content(struct walker *w, int ufd, const char *name, char *path, enum change_kind kind,
+                        const struct stat *ust, char new_hex[DIGEST_HEX_SIZE], uint64_t *size)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat fst;
+        int r;
+
+        fd = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+                add_skipped(w, path, kind, CHANGE_SKIP_UNREADABLE,
+                            fd < 0 ? -errno : -EAGAIN, ust);
+                return 1;
+        }
+        if (w->bs) {
+                char stored_hex[DIGEST_HEX_SIZE];
+                uint64_t stored_size;
+
+                r = blobstore_put_fd(w->bs, fd, bytes_left(w), stored_hex, &stored_size);
+                if (r == -EFBIG) {      /* grew past the budget since its stat */
+                        add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
+                        return 1;
+                }
+                if (r < 0)
+                        return r;       /* our store failing is our error */
+                if (new_hex[0] && !streq(new_hex, stored_hex))
+                        return -EAGAIN; /* changed between two reads */
+                memcpy(new_hex, stored_hex, DIGEST_HEX_SIZE);
+                *size = stored_size;
+        } else {
+                struct digest d;
+                int64_t n;
+
+                digest_init(&d);
+                n = fs_copy_digest(fd, -1, &d, bytes_left(w));
+                if (n == -EFBIG) {
+                        add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
+                        return 1;
+                }
+                if (n >= 0)
+                        digest_final_hex(&d, new_hex);
+                if (n < 0) {
+                        add_skipped(w, path, kind, CHANGE_SKIP_UNREADABLE, (int)n, ust);
+                        return 1;
+                }
+                *size = (uint64_t)n;
+        }
+        return 0;
+}
+
+/* Record the carried change at path (taken), with what the upper
+ * (ust, new_hex, size, target: taken) and the lower (lst, old_hex; NULL
+ * when there is none) hold. */
+static void add_change(struct walker *w, int ufd, int lfd, const char *name, char *path,
+                       enum change_kind kind, const struct stat *ust, const struct stat *lst,
+                       const char *new_hex, const char *old_hex, uint64_t size, char *target)
+{
+        struct change *c = add_entry(w, path, kind);
+        c->mode = ust->st_mode;
+        c->size = S_ISLNK(ust->st_mode) ? strlen(target) : size;
+        memcpy(c->sha256, new_hex, DIGEST_HEX_SIZE);
+        c->link_target = target;
+        if (lst) {
+                c->old_mode = lst->st_mode;
+                c->old_size = S_ISREG(lst->st_mode) ? (uint64_t)lst->st_size : 0;
+                memcpy(c->old_sha256, old_hex, DIGEST_HEX_SIZE);
+                c->lower_changed = lower_changed(w, lst);
+        } else {
+                /* Copied up, yet no lower now: the job renamed a lower
+                 * file here, or the host removed it during the run. The
+                 * lower directory's ctime tells the second apart (the
+                 * job's rename never touches the lower); a host change
+                 * to another entry of the same directory is flagged
+                 * too, the safe side. */
+                struct stat dst;
+                c->lower_changed = lfd >= 0 && fstat(lfd, &dst) == 0 && lower_changed(w, &dst) &&
+                                   copied_up(ufd, name);
+        }
+        w->n_carried++;
+        if (S_ISREG(ust->st_mode))
+                w->bytes += size;
+}
+
 static int visit_leaf(struct walker *w, int ufd, int lfd, const char *name, char *path,
                       const struct stat *ust, const struct stat *lst)
 {
         enum change_kind kind = lst ? CHANGE_MODIFIED : CHANGE_ADDED;
         char new_hex[DIGEST_HEX_SIZE] = "", old_hex[DIGEST_HEX_SIZE] = "";
         _cleanup_free_ char *target = NULL;
-        _cleanup_close_ int fd = -1;
         bool same_type = lst && (lst->st_mode & S_IFMT) == (ust->st_mode & S_IFMT);
         uint64_t size = S_ISREG(ust->st_mode) ? (uint64_t)ust->st_size : 0;
         int r;
@@ -366,73 +451,12 @@ static int visit_leaf(struct walker *w, int ufd, int lfd, const char *name, char
                 }
         }
         if (S_ISREG(ust->st_mode) && (w->bs || !new_hex[0])) {
-                struct stat fst;
-
-                fd = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
-                        add_skipped(w, path, kind, CHANGE_SKIP_UNREADABLE,
-                                    fd < 0 ? -errno : -EAGAIN, ust);
-                        return 0;
-                }
-                if (w->bs) {
-                        char stored_hex[DIGEST_HEX_SIZE];
-                        uint64_t stored_size;
-
-                        r = blobstore_put_fd(w->bs, fd, bytes_left(w), stored_hex, &stored_size);
-                        if (r == -EFBIG) {      /* grew past the budget since its stat */
-                                add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
-                                return 0;
-                        }
-                        if (r < 0)
-                                return r;       /* our store failing is our error */
-                        if (new_hex[0] && !streq(new_hex, stored_hex))
-                                return -EAGAIN; /* changed between two reads */
-                        memcpy(new_hex, stored_hex, sizeof(new_hex));
-                        size = stored_size;
-                } else {
-                        struct digest d;
-                        int64_t n;
-
-                        digest_init(&d);
-                        n = fs_copy_digest(fd, -1, &d, bytes_left(w));
-                        if (n == -EFBIG) {
-                                add_skipped(w, path, kind, CHANGE_SKIP_MAX_BYTES, 0, ust);
-                                return 0;
-                        }
-                        if (n >= 0)
-                                digest_final_hex(&d, new_hex);
-                        if (n < 0) {
-                                add_skipped(w, path, kind, CHANGE_SKIP_UNREADABLE, (int)n, ust);
-                                return 0;
-                        }
-                        size = (uint64_t)n;
-                }
+                r = read_content(w, ufd, name, path, kind, ust, new_hex, &size);
+                if (r != 0)
+                        return r < 0 ? r : 0;
         }
 
-        struct change *c = add_entry(w, path, kind);
-        c->mode = ust->st_mode;
-        c->size = S_ISLNK(ust->st_mode) ? strlen(target) : size;
-        memcpy(c->sha256, new_hex, sizeof(new_hex));
-        c->link_target = TAKE_PTR(target);
-        if (lst) {
-                c->old_mode = lst->st_mode;
-                c->old_size = S_ISREG(lst->st_mode) ? (uint64_t)lst->st_size : 0;
-                memcpy(c->old_sha256, old_hex, sizeof(old_hex));
-                c->lower_changed = lower_changed(w, lst);
-        } else {
-                /* Copied up, yet no lower now: the job renamed a lower
-                 * file here, or the host removed it during the run. The
-                 * lower directory's ctime tells the second apart (the
-                 * job's rename never touches the lower); a host change
-                 * to another entry of the same directory is flagged
-                 * too, the safe side. */
-                struct stat dst;
-                c->lower_changed = lfd >= 0 && fstat(lfd, &dst) == 0 && lower_changed(w, &dst) &&
-                                   copied_up(ufd, name);
-        }
-        w->n_carried++;
-        if (S_ISREG(ust->st_mode))
-                w->bytes += size;
+        add_change(w, ufd, lfd, name, path, kind, ust, lst, new_hex, old_hex, size, TAKE_PTR(target));
         return 0;
 }
 
@@ -460,10 +484,63 @@ static bool is_whiteout(const struct stat *st)
 /* Walk upper dir ufd (path prefix) against lower dir lfd (-1: none).
  * hidden: the lower dir's entries are not part of the merged view (an
  * opaque dir or one below it), so those absent from upper were deleted. */
+/* A directory's own entry, when it is new or its mode changed (a copy
+ * of path is taken; lst NULL: no lower). A file or symlink it replaced is
+ * recorded as what it was, for apply's check. */
+static void add_dir_entry(struct walker *w, int lfd, const char *name, const char *path,
+                          const struct stat *ust, const struct stat *lst)
+{
+        enum change_kind kind = lst ? CHANGE_MODIFIED : CHANGE_ADDED;
+        char old_hex[DIGEST_HEX_SIZE] = "";
+        int hr = 0;
+
+        if (lst && !S_ISDIR(lst->st_mode))
+                hr = fs_hash_at(lfd, name, lst, old_hex, NULL);
+        if (hr < 0)
+                add_skipped(w, xstrdup(path), kind, CHANGE_SKIP_UNREADABLE, hr, ust);
+        else if (files_full(w))
+                add_skipped(w, xstrdup(path), kind, CHANGE_SKIP_MAX_FILES, 0, ust);
+        else {
+                struct change *c = add_entry(w, xstrdup(path), kind);
+                c->mode = ust->st_mode;
+                if (lst) {
+                        c->lower_changed = lower_changed(w, lst);
+                        c->old_mode = lst->st_mode;
+                        c->old_size = S_ISREG(lst->st_mode) ? (uint64_t)lst->st_size : 0;
+                        memcpy(c->old_sha256, old_hex, sizeof(old_hex));
+                }
+                w->n_carried++;
+        }
+}
+
+/* Under an opaque directory: the lower entries the upper does not have
+ * (unames) are gone from the merged view. */
+static int emit_hidden_lower(struct walker *w, int lfd, char **unames, const char *prefix, int depth)
+{
+        _cleanup_strv_ char **lnames = NULL;
+        int r = fs_list_dir(lfd, &lnames);
+        if (r < 0)
+                return r;
+        for (char **n = lnames; *n; n++) {
+                _cleanup_free_ char *path = NULL;
+                struct stat lst;
+
+                if (name_in(unames, *n))
+                        continue;       /* handled above (whiteout or new version) */
+                if (fstatat(lfd, *n, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                path = join(prefix, *n);
+                r = emit_deleted_tree(w, lfd, *n, path, &lst, depth);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
                 const char *prefix, int depth)
 {
-        _cleanup_strv_ char **unames = NULL, **lnames = NULL;
+        _cleanup_strv_ char **unames = NULL;
         int r;
 
         if (has_redirect(ufd))
@@ -525,31 +602,8 @@ static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
                         }
                         child_mark = opaque_mark(cu);
 
-                        if (!lower_dir || (lst.st_mode & 07777) != (ust.st_mode & 07777)) {
-                                enum change_kind kind = have_lower ? CHANGE_MODIFIED : CHANGE_ADDED;
-                                char old_hex[DIGEST_HEX_SIZE] = "";
-                                int hr = 0;
-
-                                /* a file or symlink replaced by a directory:
-                                 * record what it was, for apply's check */
-                                if (have_lower && !lower_dir)
-                                        hr = fs_hash_at(lfd, *n, &lst, old_hex, NULL);
-                                if (hr < 0)
-                                        add_skipped(w, xstrdup(path), kind, CHANGE_SKIP_UNREADABLE, hr, &ust);
-                                else if (files_full(w))
-                                        add_skipped(w, xstrdup(path), kind, CHANGE_SKIP_MAX_FILES, 0, &ust);
-                                else {
-                                        struct change *c = add_entry(w, xstrdup(path), kind);
-                                        c->mode = ust.st_mode;
-                                        if (have_lower) {
-                                                c->lower_changed = lower_changed(w, &lst);
-                                                c->old_mode = lst.st_mode;
-                                                c->old_size = S_ISREG(lst.st_mode) ? (uint64_t)lst.st_size : 0;
-                                                memcpy(c->old_sha256, old_hex, sizeof(old_hex));
-                                        }
-                                        w->n_carried++;
-                                }
-                        }
+                        if (!lower_dir || (lst.st_mode & 07777) != (ust.st_mode & 07777))
+                                add_dir_entry(w, lfd, *n, path, &ust, have_lower ? &lst : NULL);
                         if (lower_dir) {
                                 cl = openat(lfd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                                 if (cl < 0) {
@@ -588,25 +642,7 @@ static int walk(struct walker *w, int ufd, int lfd, bool hidden, char mark,
 
         if (lfd < 0 || !hidden)
                 return 0;
-
-        /* Opaque (or under one): lower entries upper does not have are gone. */
-        r = fs_list_dir(lfd, &lnames);
-        if (r < 0)
-                return r;
-        for (char **n = lnames; *n; n++) {
-                _cleanup_free_ char *path = NULL;
-                struct stat lst;
-
-                if (name_in(unames, *n))
-                        continue;       /* handled above (whiteout or new version) */
-                if (fstatat(lfd, *n, &lst, AT_SYMLINK_NOFOLLOW) < 0)
-                        return -errno;
-                path = join(prefix, *n);
-                r = emit_deleted_tree(w, lfd, *n, path, &lst, depth);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return emit_hidden_lower(w, lfd, unames, prefix, depth);
 }
 
 static int cmp_change(const void *a, const void *b)
@@ -692,6 +728,7 @@ const char *change_skip_to_string(enum change_skip s)
                 [CHANGE_SKIP_TOO_DEEP] = "too_deep",
                 [CHANGE_SKIP_PATH_TOO_LONG] = "path_too_long",
                 [CHANGE_SKIP_TIME] = "time",
+                [CHANGE_SKIP_SECRET] = "secret",
         };
         return s >= 0 && s < _CHANGE_SKIP_MAX ? names[s] : NULL;
 }

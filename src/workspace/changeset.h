@@ -65,6 +65,8 @@ enum change_skip {
         CHANGE_SKIP_TOO_DEEP,   /* more than CHANGESET_MAX_DEPTH levels down */
         CHANGE_SKIP_PATH_TOO_LONG, /* path longer than max_path: never listed, only counted */
         CHANGE_SKIP_TIME,       /* collection ran past changeset_limits.deadline */
+        CHANGE_SKIP_SECRET,     /* its path or link target held a secret's
+                                 * value: recorded redacted (scrub.h) */
         _CHANGE_SKIP_MAX,
         _CHANGE_SKIP_INVALID = -22,
 };

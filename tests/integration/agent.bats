@@ -310,6 +310,46 @@ EOF2
         grep -rqaF "$value" "$HUTCH_STATE_DIR"
 }
 
+@test "secrets: a value across the 64 KiB head/tail cut is redacted whole, not kept in part" {
+        value="cut-$(unique)-end"
+        # the value starts 10 bytes before the head's end; far more
+        # follows, so the stream is cut there
+        run --separate-stderr env TOK="$value" "$HUTCH" run --json --secret TOK -- \
+                sh -c 'head -c 65526 /dev/zero | tr "\0" a; printf %s "$TOK"; head -c 200000 /dev/zero | tr "\0" b'
+        [ "$status" -eq 0 ]
+        id=$(echo "$output" | json "o['id']")
+        [[ "$("$HUTCH" logs "$id" 2>&1)" != *"${value:0:10}"* ]]
+        # the marker stands where the value started (and is itself cut)
+        [[ "$("$HUTCH" logs "$id" 2>&1)" == *"aaaa[secret TO"* ]]
+        # the count is still of the job's bytes
+        [ "$(echo "$output" | json "o['stdout_bytes']")" = $((65526 + ${#value} + 200000)) ]
+        not grep -rqaF "${value:0:10}" "$HUTCH_STATE_DIR"
+        not grep -rqaF "${value:10}" "$HUTCH_STATE_DIR"
+}
+
+@test "secrets: a value in a path, a symlink's target or the old version of a changed file is stored nowhere" {
+        value="pth$(unique)"
+        work="$BATS_TEST_TMPDIR/work"
+        mkdir -p "$work"
+        # the user's file holds the value; the job changes it
+        printf 'old %s\n' "$value" > "$work/keep.txt"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --json --workdir "$work" --secret TOK -- \
+                sh -c 'echo new > keep.txt; echo hi > "f-$TOK"; ln -s "/x/$TOK" link
+                       mkdir -p output; echo z > "output/o-$TOK"; ln -s "$TOK" output/l'
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        id=$(echo "$output" | json "o['id']")
+        files=$("$HUTCH" show --json "$id" | json "sorted((f['kind'], f['path'], f.get('link_target'), f.get('skip')) for f in o['files'])")
+        [[ "$files" == *"('added', 'f-[secret TOK]', None, 'secret')"* ]]
+        [[ "$files" == *"('added', 'link', '/x/[secret TOK]', 'secret')"* ]]
+        [[ "$files" == *"('output', 'o-[secret TOK]', None, 'secret')"* ]]
+        [[ "$files" == *"('output', 'l', '[secret TOK]', 'secret')"* ]]
+        [[ "$files" == *"('modified', 'keep.txt', None, None)"* ]]
+        [[ "$("$HUTCH" diff "$id")" == *"content not kept (it held a secret's value"* ]]
+        # the database, its WAL and the blobs (the old keep.txt among them)
+        not grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}
+
 @test "secrets: an unset variable and an inline value are usage errors" {
         run env -u NOPE_SECRET "$HUTCH" run --secret NOPE_SECRET -- true
         [ "$status" -eq 2 ]
@@ -407,6 +447,54 @@ EOF2
           "[('new.txt', 'added'), ('src/a.txt', 'deleted')]" ]
         # nothing staged is left behind
         [ -z "$(ls -A "$stage")" ]
+}
+
+@test "request: staged files are private to the run (0700 directories, 0600 files) while it runs" {
+        stage=$(host_dir)
+        # the shared place: $XDG_RUNTIME_DIR is used only when it is the
+        # caller's own and the sandbox maps the caller
+        env -u XDG_RUNTIME_DIR TMPDIR="$stage" "$HUTCH" run --events --request - > "$BATS_TEST_TMPDIR/out" <<'EOF2' &
+{"argv": ["sh", "-c", "cat sub/k.txt; echo ready; exec sleep 60"], "files": {"sub/k.txt": "key\n", "top.txt": "x"}}
+EOF2
+        pid=$!
+        # wait for the job to have read its file, however slow the host
+        for _ in $(seq 600); do
+                grep -q ready "$BATS_TEST_TMPDIR/out" 2>/dev/null && break
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        grep -q ready "$BATS_TEST_TMPDIR/out"
+        dir=$(echo "$stage"/hutch-request-*)
+        [ -d "$dir" ]
+        modes=$(stat -c '%a %n' "$dir" "$dir/sub" "$dir/sub/k.txt" "$dir/top.txt" | sed "s|$dir|D|")
+        kill "$pid"
+        wait "$pid" || true
+        [ "$modes" = "$(printf '700 D\n700 D/sub\n600 D/sub/k.txt\n600 D/top.txt')" ]
+        [ -z "$(ls -A "$stage")" ]
+}
+
+@test "request: argv, labels, env and secrets are bounded, named when over, and read in linear time" {
+        # 160,000 empty argv items took 17 s of CPU before the run's clock
+        # started: now refused at once, naming the field
+        python3 -c 'import json; print(json.dumps({"argv": ["true"] + [""] * 159999}))' > "$BATS_TEST_TMPDIR/big"
+        run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/big"
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /argv ]
+        [[ "$stderr" == *"/argv: more than 65536 items"* ]]
+        # the most allowed runs, well inside the bound
+        python3 -c 'import json; print(json.dumps({"argv": ["sh", "-c", "echo $#", "x"] + [""] * 65532}))' > "$BATS_TEST_TMPDIR/max"
+        run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/max"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['stdout']")" = 65532 ]
+        for field in labels env secrets; do
+                python3 -c 'import json, sys
+n = {"labels": 257, "env": 4097, "secrets": 257}[sys.argv[1]]
+o = {"argv": ["true"], sys.argv[1]: {"K%d" % i: ("v" if sys.argv[1] != "secrets" else {"value": "v"}) for i in range(n)}}
+print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
+                run --separate-stderr timeout 5 "$HUTCH" run --request "$BATS_TEST_TMPDIR/$field"
+                [ "$status" -eq 2 ]
+                [ "$(echo "$output" | json "o['pointer']")" = "/$field" ]
+        done
 }
 
 @test "request: files with a workdir, or a missing host file, are refused naming /files" {

@@ -165,9 +165,34 @@ except Exception as e:
         job "$code" --allow "api.test:$PORT" --add-host api.test=127.0.0.1 --add-host denied.test=127.0.0.1
         [ "$status" -eq 0 ]
         [[ "$output" == *"http://127.0.0.1:3128"* ]]
-        [[ "$output" == *"hello api.test:$PORT http://api.test:$PORT/viaproxy"* ]]
+        # the origin gets the request in origin form (RFC 9112 3.2)
+        [[ "$output" == *"hello api.test:$PORT /viaproxy"* ]]
         [[ "$output" == *"DENIED-FAILED"* ]]
         [ "$(grep -c accepted "$LOG")" -eq 1 ]
+}
+
+@test "egress: through the proxy, a stock python3 -m http.server gets origin-form requests" {
+        local dir="$BATS_TEST_TMPDIR/www" port
+        mkdir -p "$dir/sub"
+        echo "stock server file" > "$dir/sub/f.txt"
+        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        python3 -m http.server "$port" --bind 127.0.0.1 --directory "$dir" >/dev/null 2>&1 &
+        SERVERS+=("$!")
+        # wait until it listens
+        for _ in $(seq 100); do
+                python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" \
+                        2>/dev/null && break
+                sleep 0.1
+        done
+        code='
+import urllib.request
+print(urllib.request.urlopen("http://api.test:'"$port"'/sub/f.txt", timeout=5).read().decode().strip())
+print(urllib.request.urlopen("http://api.test:'"$port"'/sub/f.txt?x=1", timeout=5).read().decode().strip())
+'
+        job "$code" --allow "api.test:$port" --add-host api.test=127.0.0.1
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf 'stock server file\nstock server file')" ]
 }
 
 @test "egress: the stub DNS answers allowed names only; other UDP reaches nothing" {
@@ -310,6 +335,38 @@ assert r["enforcement"]["network"].startswith("allow"), r["enforcement"]
         run "$HUTCH" show "$("$HUTCH" ls --json | head -n 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
         [[ "$output" == *"--- connections ---"* ]]
         [[ "$output" == *"allowed  tcp   api.test:$PORT"* ]]
+}
+
+@test "egress: a flood of denied DNS queries never pushes out a later allowed connection" {
+        start http
+        # 10,050 denied queries (more than the 10,000 records kept), then
+        # one connection that carries data: it must be in the record
+        code='
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+for i in range(10050):
+    msg = struct.pack(">HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0)
+    for l in ("n%d" % i, "denied", "test"):
+        msg += bytes([len(l)]) + l.encode()
+    msg += b"\0" + struct.pack(">HH", 1, 1)
+    s.sendto(msg, ("203.0.113.53", 53))
+    s.recvfrom(512)
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(b"GET /x HTTP/1.0\r\nHost: api.test\r\n\r\n")
+print("GOT", len(c.recv(65536)) > 0)
+'
+        run "$HUTCH" run --json --timeout 60s --allow "api.test:$PORT" --add-host api.test=127.0.0.1 -- \
+                /usr/bin/python3 -c "$code" api.test "$PORT"
+        [ "$status" -eq 0 ]
+        echo "$output" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read().strip().splitlines()[-1])
+assert "GOT True" in r["stdout"], r["stdout"]
+tcp = [c for c in r["connections"] if c["proto"] == "tcp" and c["decision"] == "allowed"]
+assert len(tcp) == 1 and tcp[0]["bytes_in"] > 0, [c for c in r["connections"] if c["proto"] != "dns"]
+summary = [c for c in r["connections"] if c["proto"] == "summary"]
+assert summary and summary[0]["dropped"] >= 50, summary
+'
 }
 
 @test "egress: a job flooding connections is held to max_connections and the run still ends on time" {

@@ -116,6 +116,22 @@ EOF2
         [[ "$output" == *'"data":"[secret TOK]\n"'* ]]
 }
 
+@test "events: a value whose start is also its end is never split over two events" {
+        # "uXu" ends with a tail that could start it again: the held tail
+        # used to cut the full match, and it left whole, in two events
+        u="b$(unique)"
+        value="${u}X${u}"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --events --secret TOK -- \
+                sh -c 'printf %s "$TOK"; sleep 0.2; printf "%s\n" "tail"'
+        [ "$status" -eq 0 ]
+        joined=$(printf '%s\n' "$output" | python3 -c '
+import json, sys
+print("".join(e.get("data", "") for e in map(json.loads, sys.stdin) if e["type"] == "output"))')
+        [[ "$joined" != *"$value"* ]]
+        [[ "$joined" != *"$u"* ]]
+        [ "$joined" = "[secret TOK]tail" ]
+}
+
 @test "events: a run that cannot start still ends with one exit event" {
         run --separate-stderr "$HUTCH" run --events --workdir /nonexistent/dir -- true
         [ "$status" -ne 0 ]

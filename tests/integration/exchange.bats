@@ -92,6 +92,18 @@ json() {
         check "$(echo "$good" | sed 's/"argv":\[/"argv":[1,/')" '/argv/0: expected a string'
         check "$(echo "$good" | sed 's/"schema":"hutch.result\/1"/"schema":"hutch.result\/1","extra":1/')" '/extra: unknown field'
         check "$(echo "$good" | sed 's/"started_at":"[^"]*"/"started_at":"yesterday"/')" '/started_at: expected a time'
+        # each below 2^53, no cpu_ms: the sum export would write is not,
+        # and no import (this store's or another's) would take it back
+        check "$(echo "$good" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.read()); o["cpu_user_ms"] = o["cpu_sys_ms"] = 2**52; del o["cpu_ms"]
+print(json.dumps(o, separators=(",", ":")))')" '/cpu_sys_ms: cpu_user_ms + cpu_sys_ms is not below 2^53'
+        # at the edge: the sum 2^53 - 1 is taken, exported and taken again
+        echo "$good" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.read()); o["cpu_user_ms"] = 2**52; o["cpu_sys_ms"] = 2**52 - 1; del o["cpu_ms"]
+print(json.dumps(o, separators=(",", ":")))' >"$BATS_TEST_TMPDIR/edge.jsonl"
+        HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/c" "$HUTCH" import "$BATS_TEST_TMPDIR/edge.jsonl"
+        HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/c" "$HUTCH" export >"$BATS_TEST_TMPDIR/edge2.jsonl"
+        HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/d" "$HUTCH" import "$BATS_TEST_TMPDIR/edge2.jsonl"
         run in_b ls --json
         [ -z "$output" ]
 

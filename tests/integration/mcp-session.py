@@ -348,6 +348,39 @@ def scenario_profile_ceilings(c):
     c.close()
 
 
+def scenario_lang_ceilings(c):
+    """--max-memory 768M and no --profile: run_code in python and node
+    runs under the language's profile (1G, 60s, named in the record) but
+    every limit stays at most the ceiling: the default profile's and
+    --max-memory's."""
+    c.handshake()
+    for lang, code in (("python", "print('hi')"), ("node", "console.log('hi')")):
+        r = c.run("run_code", {"language": lang, "code": code})
+        sc = r["structuredContent"]
+        check(not r["isError"], "%s failed: %r" % (lang, sc))
+        lim = sc["limits"]
+        check(lim["memory_bytes"] == 768 << 20, "%s: memory over the ceiling: %r" % (lang, lim))
+        check(lim["timeout_ms"] == 30000, "%s: timeout over the ceiling: %r" % (lang, lim))
+        check(lim["pids"] <= 256 and lim["cpus"] <= 1 and lim["disk_bytes"] <= 1 << 30,
+              "%s: a limit over the default profile's: %r" % (lang, lim))
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["limits"]["memory_bytes"] == 512 << 20,
+          "--max-memory raised the default profile's memory: %r" % r["structuredContent"]["limits"])
+    c.close()
+
+
+def scenario_big_argv(c):
+    """160,000 empty argv items under --max-timeout 2s: refused at once,
+    naming /argv (reading them took 13 s before the run's clock)."""
+    c.handshake()
+    t = time.monotonic()
+    r = c.run("run_command", {"argv": ["true"] + [""] * 159999})
+    took = time.monotonic() - t
+    check(r["isError"] and "/argv" in text_of(r), "not refused: %r" % text_of(r)[:300])
+    check(took < 2, "the refusal took %.1f s" % took)
+    c.close()
+
+
 def scenario_queue(c):
     """--max-concurrent 1: a second call waits, both report progress."""
     c.handshake()
@@ -389,6 +422,41 @@ def scenario_output(c):
     check(r["structuredContent"]["total"] == 0 and r["structuredContent"]["eof"], "stderr page")
     r = c.run("read_output", {"run_id": sc["id"], "stream": "stdin"})
     check(r["isError"], "bad stream accepted")
+    c.close()
+
+
+def scenario_prefixes(c):
+    """A run-id prefix is resolved among the server's runs only: a prefix
+    that only the operator's runs share is "no run", not "several"."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"]})
+    mine = r["structuredContent"]["id"]
+    # operator runs, one after the other, until two of them share a prefix
+    # (at least 4 characters) that this server's run does not have
+    ids, prefix = [], None
+    for _ in range(300):
+        ids.append(json.loads(subprocess.run([HUTCH, "run", "--json", "--", "true"], stdout=subprocess.PIPE,
+                                             check=True).stdout)["id"])
+        if len(ids) >= 2:
+            a, b = ids[-2], ids[-1]
+            n = 0
+            while n < len(a) and a[n] == b[n]:
+                n += 1
+            if n >= 4 and not mine.startswith(a[:n]):
+                prefix = a[:n]
+                break
+    check(prefix is not None, "no two operator runs shared a prefix apart from %s: %r" % (mine, ids))
+    r = c.run("read_output", {"run_id": prefix, "stream": "stdout"})
+    check(r["isError"] and "no run of this server" in text_of(r) and "several" not in text_of(r),
+          "a prefix of the operator's runs only: %r" % text_of(r))
+    # a prefix this run shares with the operator's is this run
+    common = 0
+    while mine[common] == ids[0][common]:
+        common += 1
+    if common >= 4:
+        r = c.run("read_output", {"run_id": mine[:common], "stream": "stdout"})
+        check(not r["isError"] and r["structuredContent"]["run_id"] == mine,
+              "a prefix shared with the operator's runs did not find ours: %r" % text_of(r))
     c.close()
 
 

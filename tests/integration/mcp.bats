@@ -70,6 +70,31 @@ session() {
         echo "$output"
 }
 
+@test "mcp: a language's profile stays under the ceilings (--max-memory, the default profile's)" {
+        run -0 session lang_ceilings -- --max-memory 768M
+        echo "$output"
+        # the record names the profile used and the limits it got
+        "$HUTCH" ls --json > "$BATS_TEST_TMPDIR/runs"
+        run -0 python3 - "$BATS_TEST_TMPDIR/runs" <<'EOF2'
+import json, sys
+text = open(sys.argv[1]).read()
+runs = json.loads(text) if text.lstrip().startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
+got = sorted((r["argv"][0], r["profile"], r["limits"]["memory_bytes"]) for r in runs)
+print(got)
+assert got == [("node", "node", 768 << 20), ("python3", "python", 768 << 20), ("true", "default", 512 << 20)], got
+EOF2
+}
+
+@test "mcp: a run-id prefix is resolved among the server's runs only" {
+        run -0 session prefixes
+        echo "$output"
+}
+
+@test "mcp: a call with 160,000 argv items is refused at once, naming /argv" {
+        run -0 session big_argv -- --max-timeout 2s
+        echo "$output"
+}
+
 @test "mcp: a profile that does not load stops the server with 125" {
         run -125 "$HUTCH" mcp --profile no-such-profile </dev/null
         [[ "$output" == *'no-such-profile'* ]]

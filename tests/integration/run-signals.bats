@@ -115,3 +115,37 @@ setup() { common_setup; }
         host_has_process "$m"
         kill "$outside"
 }
+
+@test "a stderr nobody reads does not hold hutch after the deadline: its closing line is bounded too" {
+        # stderr is a pipe, filled, whose reader never reads: the job's
+        # output was never the problem, hutch's own "timed out after 2s"
+        # written blocking was, and held hutch until someone read
+        run python3 - "$HUTCH" <<'EOF2'
+import fcntl, os, subprocess, sys, time
+r, w = os.pipe()
+fl = fcntl.fcntl(w, fcntl.F_GETFL)
+fcntl.fcntl(w, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+try:
+    while True:
+        os.write(w, b"x" * 4096)
+except BlockingIOError:
+    pass
+fcntl.fcntl(w, fcntl.F_SETFL, fl)
+t = time.monotonic()
+p = subprocess.Popen([sys.argv[1], "run", "--timeout", "2s", "--grace", "2s", "--", "sleep", "60"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w)
+os.close(w)
+try:
+    rc = p.wait(timeout=2 + 2 + 4)    # the deadline, the grace, and room for a slow host
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+    print("still running after %.1f s" % (time.monotonic() - t))
+    sys.exit(1)
+print("exit", rc, "after %.1f s" % (time.monotonic() - t))
+EOF2
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "exit 124 after"* ]]
+        [[ "$("$HUTCH" ls --json | head -n 1)" == *'"status":"timeout"'* ]]
+}

@@ -26,6 +26,7 @@
 #include "workspace/apply.h"
 #include "record/blobstore.h"
 #include "workspace/changeset.h"
+#include "workspace/protected.h"
 #include "lib/fsutil.h"
 #include "fstest.h"
 #include "lib/util.h"
@@ -349,6 +350,53 @@ static void skipped_and_unsafe_entries(void **state)
         fst_rm_rf(base);
 }
 
+/* Which paths are protected (protected.h): components at any depth,
+ * case folded, subtrees, symlink targets read as text, profile globs. */
+static void protected_paths(void **state)
+{
+        static const char *const yes[] = {
+                ".git", ".git/hooks/pre-commit", ".git/config", ".GIT/Config", "sub/.git/hooks/x",
+                ".gitmodules", "a/.gitattributes", ".envrc", ".env", ".env.local", ".bashrc", "home/.zshenv",
+                ".vscode/tasks.json", ".VSCode/settings.json", ".idea/workspace.xml", ".mcp.json",
+                ".claude/settings.json", ".cursor/mcp.json", ".devcontainer/devcontainer.json",
+                ".github/workflows/ci.yml", ".npmrc", ".yarnrc.yml", "mise.toml", ".ssh/authorized_keys",
+                NULL,
+        };
+        static const char *const no[] = {
+                "git", ".gitignore", "src/main.c", ".github/CODEOWNERS", "a.git/x", "x.envrc", "envrc",
+                "workflows/x", ".vscodex/y", "README.md", ".environment", NULL,
+        };
+        char *extra[] = { "secrets", "deploy/*.sh", NULL };
+        struct change c = { .kind = CHANGE_ADDED, .mode = S_IFLNK | 0777 };
+
+        (void)state;
+        for (size_t i = 0; yes[i]; i++)
+                if (!protected_path_reason(yes[i], NULL))
+                        fail_msg("%s should be protected", yes[i]);
+        for (size_t i = 0; no[i]; i++)
+                if (protected_path_reason(no[i], NULL))
+                        fail_msg("%s should not be protected", no[i]);
+        /* a profile's patterns: a name anywhere, a directory's subtree, a glob */
+        assert_non_null(protected_path_reason("a/secrets/key", extra));
+        assert_non_null(protected_path_reason("Secrets", extra));
+        assert_non_null(protected_path_reason("deploy/run.sh", extra));
+        assert_null(protected_path_reason("deploy/run.py", extra));
+        assert_null(protected_path_reason("a/secrets-not", extra));
+        /* symlinks: their target, read lexically from the link's directory */
+        c.path = "docs/hook";
+        c.link_target = "../.git/hooks/pre-commit";
+        assert_non_null(protected_change_reason(&c, NULL));
+        c.link_target = "/home/u/.bashrc";
+        assert_non_null(protected_change_reason(&c, NULL));
+        c.link_target = "../src/./main.c";
+        assert_null(protected_change_reason(&c, NULL));
+        c.link_target = "../../../.git";
+        assert_non_null(protected_change_reason(&c, NULL));
+        c.kind = CHANGE_DELETED;        /* a removed link points nowhere */
+        c.link_target = "../.git/config";
+        assert_null(protected_change_reason(&c, NULL));
+}
+
 int main(void)
 {
         tap_skip_filter();
@@ -360,6 +408,7 @@ int main(void)
                 cmocka_unit_test(verifies_source),
                 cmocka_unit_test(without_rename_flags),
                 cmocka_unit_test(skipped_and_unsafe_entries),
+                cmocka_unit_test(protected_paths),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, setup, teardown);

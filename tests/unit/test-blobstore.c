@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "record/blobstore.h"
+#include "record/store.h"
 #include "fstest.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
@@ -54,7 +55,7 @@ static void put_open_dedup(void **state)
         assert_int_equal(rel[2], '/');
         blob = fst_path(dir, rel);
         assert_int_equal(stat(blob, &st1), 0);
-        assert_int_equal(st1.st_mode & 0777, 0444);
+        assert_int_equal(st1.st_mode & 0777, 0400);
 
         assert_int_equal(put_text(bs, "hello blob\n", hex2), 0);        /* already there */
         assert_string_equal(hex, hex2);
@@ -119,6 +120,57 @@ static void gc_keeps_the_set(void **state)
         fst_rm_rf(dir);
 }
 
+/* Temporaries carry their writer's pid and start time; gc removes those
+ * whose writer is gone at once, a live writer's never, and an older
+ * hutch's (no owner in the name) only after an hour. */
+static void gc_temporaries(void **state)
+{
+        _cleanup_free_ char *dir = fst_mkdtemp("blobs"), *mine = NULL, *dead = NULL, *reused = NULL;
+        _cleanup_blobstore_ struct blobstore *bs = NULL;
+        _cleanup_strv_ char **names = NULL;
+        uint64_t start;
+        pid_t child;
+        int status;
+        char a[DIGEST_HEX_SIZE];
+
+        (void)state;
+        assert_non_null(dir);
+        assert_int_equal(proc_start_time(getpid(), &start), 0);
+        /* a pid that is surely free: a child we reaped */
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0)
+                _exit(0);
+        assert_int_equal(waitpid(child, &status, 0), child);
+
+        assert_int_equal(blobstore_open(dir, &bs), 0);
+        /* a batch's temporaries stay until committed: named for us */
+        blobstore_batch_begin(bs);
+        assert_int_equal(put_text(bs, "staged\n", a), 1);
+        assert_true(fs_list_dir(blobstore_dirfd(bs), &names) >= 1);
+        mine = xasprintf(".tmp-%d-%llu-", (int)getpid(), (unsigned long long)start);
+        bool found = false;
+        for (char **n = names; *n; n++)
+                found |= startswith(*n, mine);
+        assert_true(found);
+
+        dead = xasprintf(".tmp-%d-%llu-0123456789abcdef", (int)child, (unsigned long long)start);
+        reused = xasprintf(".tmp-%d-%llu-0123456789abcdef", (int)getpid(), (unsigned long long)start + 1);
+        assert_int_equal(fst_write(dir, dead, "half", 0600), 0);
+        assert_int_equal(fst_write(dir, reused, "half", 0600), 0);
+        assert_int_equal(fst_write(dir, ".tmp-0123456789abcdef", "old style, fresh", 0600), 0);
+        assert_int_equal(blobstore_gc(bs, (const char *[]){ a }, 1), 0);
+        _cleanup_free_ char *p_dead = fst_path(dir, dead), *p_reused = fst_path(dir, reused),
+                            *p_old = fst_path(dir, ".tmp-0123456789abcdef");
+        assert_int_equal(access(p_dead, F_OK), -1);     /* writer gone */
+        assert_int_equal(access(p_reused, F_OK), -1);   /* pid now another process */
+        assert_int_equal(access(p_old, F_OK), 0);       /* cannot tell: the hour rule */
+        /* the live batch's own temporary survived: it still commits */
+        assert_int_equal(blobstore_batch_commit(bs), 0);
+        assert_true(blobstore_has(bs, a));
+        fst_rm_rf(dir);
+}
+
 /* Where renameat2 flags are unsupported (EINVAL), a hard link stands in
  * for RENAME_NOREPLACE: same result, still never replacing. */
 /* Batch mode: staged blobs are usable through the handle but have no
@@ -151,7 +203,7 @@ static void batch_commit_and_drop(void **state)
                 assert_int_equal(stat(path_a, &st), -1);
                 assert_int_equal(blobstore_batch_commit(bs), 0);
                 assert_int_equal(stat(path_a, &st), 0);
-                assert_int_equal(st.st_mode & 0777, 0444);
+                assert_int_equal(st.st_mode & 0777, 0400);
                 assert_true(blobstore_has(bs, b));
                 /* a second batch that is never committed */
                 blobstore_batch_begin(bs);
@@ -222,6 +274,7 @@ int main(void)
                 cmocka_unit_test(put_open_dedup),
                 cmocka_unit_test(too_big_stores_nothing),
                 cmocka_unit_test(gc_keeps_the_set),
+                cmocka_unit_test(gc_temporaries),
                 cmocka_unit_test(batch_commit_and_drop),
                 cmocka_unit_test(without_rename_noreplace),
         };

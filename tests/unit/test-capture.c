@@ -197,6 +197,40 @@ static void newline_counter(void **state)
         assert_int_equal(count_newlines(big, 1 << 20), 1 << 20);
 }
 
+/* With secrets, the stream is redacted before it is cut into head and
+ * tail: a value across the head's end, the tail's start or inside
+ * either is never kept, not even in part (it used to be kept minus the
+ * bytes past the cut, redaction then running on the cut pieces). Every
+ * position of the value and several read sizes are tried. */
+static void secrets_before_cut(void **state)
+{
+        /* none of the value's letters is in "[secret TOK]" or the
+         * omitted-bytes line */
+        char *secrets[] = { "TOK=QWERYUIPAS", NULL };
+        const char *value = "QWERYUIPAS";
+        const size_t limit = 16, vlen = strlen(value);
+        const size_t reads[] = { 1, 3, 7, 64 };
+        (void)state;
+        for (size_t pos = 0; pos < 4 * limit; pos++)
+                for (size_t r = 0; r < sizeof(reads) / sizeof(reads[0]); r++) {
+                        size_t n = pos + vlen + 2 * limit;
+                        _cleanup_free_ char *in = xmalloc(n);
+                        memset(in, 'a', pos);
+                        memcpy(in + pos, value, vlen);
+                        memset(in + pos + vlen, 'b', n - pos - vlen);
+                        _cleanup_capture_ struct capture *c = capture_new(limit);
+                        capture_set_secrets(c, secrets);
+                        for (size_t at = 0; at < n; at += reads[r])
+                                capture_append(c, in + at, MIN(reads[r], n - at));
+                        _cleanup_free_ char *out = NULL;
+                        size_t len;
+                        capture_render(c, &out, &len, NULL);
+                        assert_int_equal(capture_total_bytes(c), n);
+                        if (memchr(out, 'Q', len) || strpbrk(out, "WERYUIPAS"))
+                                fail_msg("value at %zu, reads of %zu: kept '%s'", pos, reads[r], out);
+                }
+}
+
 static void big_stream(void **state)
 {
         /* 64 MiB through a 64 KiB capture: only counts and ends survive */
@@ -228,6 +262,7 @@ int main(void)
                 cmocka_unit_test(random_streams),
                 cmocka_unit_test(newline_counter),
                 cmocka_unit_test(big_stream),
+                cmocka_unit_test(secrets_before_cut),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

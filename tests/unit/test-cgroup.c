@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "limits/cgroup.h"
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "lib/util.h"
 
 static void keyed(void **state)

@@ -143,6 +143,32 @@ static size_t query(uint8_t *b, const char *name, uint16_t type)
         return p;
 }
 
+/* A request in absolute form, rewritten to origin form for the origin. */
+static void origin_form(void **state)
+{
+        static const struct { const char *in, *out; } cases[] = {
+                { "GET http://api.test:8080/x/y?q=1 HTTP/1.1\r\nHost: api.test:8080\r\n\r\n",
+                  "GET /x/y?q=1 HTTP/1.1\r\nHost: api.test:8080\r\n\r\n" },
+                { "POST HTTP://api.test HTTP/1.0\r\n\r\nbody", "POST / HTTP/1.0\r\n\r\nbody" },
+                { "GET http://api.test?x HTTP/1.1\r\n\r\n", "GET /?x HTTP/1.1\r\n\r\n" },
+                /* already origin form, or not a request line: unchanged */
+                { "GET /x HTTP/1.1\r\n\r\n", "GET /x HTTP/1.1\r\n\r\n" },
+                { "GET http://api.test/x", "GET http://api.test/x" },
+                { "GET http://api.test\r\n\r\n", "GET http://api.test\r\n\r\n" },
+                { " http://a/ HTTP/1.1\r\n", " http://a/ HTTP/1.1\r\n" },
+                { "GET https://api.test/ HTTP/1.1\r\n", "GET https://api.test/ HTTP/1.1\r\n" },
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                uint8_t buf[256];
+                size_t n = strlen(cases[i].in);
+                memcpy(buf, cases[i].in, n);
+                n = peek_origin_form(buf, n);
+                assert_int_equal(n, strlen(cases[i].out));
+                assert_memory_equal(buf, cases[i].out, n);
+        }
+}
+
 static void dns(void **state)
 {
         uint8_t q[512], out[512];
@@ -193,6 +219,7 @@ int main(void)
                 cmocka_unit_test(tls),
                 cmocka_unit_test(http),
                 cmocka_unit_test(dns),
+                cmocka_unit_test(origin_form),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

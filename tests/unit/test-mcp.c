@@ -76,7 +76,7 @@ static json_t *req(enum mcp_tool t, const char *args, uint64_t max_ms, char **re
 {
         json_t *a = json_loads(args, 0, NULL), *labels = json_pack("{s:s}", "mcp.client", "t"), *r = NULL;
         assert_non_null(a);
-        if (mcp_tool_request(t, a, max_ms, labels, &r, ret_error) < 0)
+        if (mcp_tool_request(t, a, max_ms, NULL, labels, &r, ret_error) < 0)
                 r = NULL;
         json_decref(a);
         json_decref(labels);

@@ -50,6 +50,7 @@ static void table(void **state)
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
+                                    startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
         }
         assert_ptr_equal(profile_key_find("memory_high"), profile_key_find("memory-high"));
@@ -333,10 +334,10 @@ static void errors(void **state)
                   "profile t.ini:2: expected a variable name (letters, digits, '_'), got \"1BAD\"" },
                 /* structure */
                 { "[limit]\nmemory = 1G\n", -EINVAL,
-                  "profile t.ini:1: unknown section [limit] (known: artifacts, env, filesystem, limits, network, "
+                  "profile t.ini:1: unknown section [limit] (known: apply, artifacts, env, filesystem, limits, network, "
                   "sandbox, seccomp)" },
                 { "[limits]\n[emptymisspelt]\n", -EINVAL,
-                  "profile t.ini:2: unknown section [emptymisspelt] (known: artifacts, env, filesystem, limits, "
+                  "profile t.ini:2: unknown section [emptymisspelt] (known: apply, artifacts, env, filesystem, limits, "
                   "network, sandbox, seccomp)" },
                 { "[limits]\nmemroy = 1G\n", -EINVAL, "profile t.ini:2: memroy: unknown key in [limits]" },
                 { "[sandbox]\nmemory = 1G\n", -EINVAL,
@@ -505,6 +506,8 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[apply]\n"
+                "protect =\n"
                 "\n[artifacts]\n"
                 "dir = /workspace/output\n"
                 "max_bytes = 128M\n"
@@ -560,7 +563,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "a324319e26516131f3cdc1bebd8ad0a40f236d729375434044598479f8942544");
+        assert_string_equal(sha, "3bbc5c73308a35373cf1f308b8dcf307ef82267f0bd13e4d949999159e5bac66");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -1,6 +1,7 @@
 /* test-redact.c - unit tests for secrets (redact.c) and base64
  * (base64.c): values replaced wherever they occur, names checked,
- * NAME=@FILE read, and base64 round trips with strict decoding. */
+ * NAME=@FILE read, the --events stream never splitting a value over
+ * two events, and base64 round trips with strict decoding. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -9,9 +10,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include "lib/base64.h"
 #include "lib/redact.h"
 #include "lib/util.h"
+#include "supervise/events.h"
 
 static void replaces(void **state)
 {
@@ -69,6 +75,90 @@ static void resolve(void **state)
         assert_int_equal(secret_resolve(spec, &kv, &err), -ENOENT);
 }
 
+/* Feed text to an events stream in the pieces cut at the offsets in
+ * cuts[0..ncuts), and return the text of all its output events joined:
+ * a value split over two events shows there whole and unredacted. */
+static char *stream_through_events(const char *text, const size_t *cuts, size_t ncuts,
+                                   char *const *secrets)
+{
+        FILE *f = tmpfile();
+        assert_non_null(f);
+        struct events *ev = events_new(fileno(f), secrets);
+        size_t at = 0, n = strlen(text);
+        for (size_t i = 0; i <= ncuts; i++) {
+                size_t to = i < ncuts ? cuts[i] : n;
+                events_output(ev, STREAM_STDOUT, text + at, to - at);
+                at = to;
+        }
+        events_flush(ev);
+        events_free(ev);
+        rewind(f);
+        char line[4096], *joined = xstrdup("");
+        while (fgets(line, sizeof(line), f)) {
+                json_t *o = json_loads(line, 0, NULL);
+                assert_non_null(o);
+                const char *data = json_string_value(json_object_get(o, "data"));
+                if (data) {
+                        assert_false(json_is_true(json_object_get(o, "base64")));
+                        char *next = xasprintf("%s%s", joined, data);
+                        free(joined);
+                        joined = next;
+                }
+                json_decref(o);
+        }
+        fclose(f);
+        return joined;
+}
+
+/* Whether text holds any secret's value. */
+static bool holds_value(const char *text, char *const *secrets)
+{
+        for (char *const *s = secrets; *s; s++)
+                if (strstr(text, strchr(*s, '=') + 1))
+                        return true;
+        return false;
+}
+
+/* Check one text cut at cuts[0..ncuts): no value comes out whole, and
+ * unless matches overlap (where which secret wins may depend on the
+ * cuts), the text is what redacting it whole gives. */
+static void check_cuts(const char *text, const size_t *cuts, size_t ncuts, char *const *secrets,
+                       bool overlapping)
+{
+        size_t len;
+        _cleanup_free_ char *want = redact(text, strlen(text), secrets, &len);
+        _cleanup_free_ char *got = stream_through_events(text, cuts, ncuts, secrets);
+        if (holds_value(got, secrets) || (!overlapping && strcmp(got, want ? want : text) != 0))
+                fail_msg("'%s' cut at %zu and %zu: got '%s', want '%s'", text, ncuts ? cuts[0] : 0,
+                         ncuts > 1 ? cuts[1] : 0, got, want ? want : text);
+}
+
+/* A value with a border (its start is also its end: "abcXabc") written
+ * last used to leave as "abcX" then "abc", whole, past the redaction:
+ * the held tail ("abc", the start of a value) cut a full match in two.
+ * Every way of cutting the stream in two and in three is tried. */
+static void events_never_split(void **state)
+{
+        char *secrets[] = { "TOKEN=abcXabc", "AA=aaaa", "SHORT=Xa", NULL };
+        const char *texts[] = {
+                "abcXabc", "pre abcXabc", "abcXabc post", "abcXabcXabc", "xxabcXabcabcXabcyy",
+                "aaaaaaa", "ab abcXab", "Xaaaa abc", "aXaaaaX", NULL,
+        };
+        (void)state;
+        for (const char **t = texts; *t; t++) {
+                size_t n = strlen(*t);
+                /* "Xa" and "aaaa" overlap in the last three */
+                bool overlapping = t - texts >= 7;
+                check_cuts(*t, NULL, 0, secrets, false);
+                for (size_t i = 0; i <= n; i++)
+                        for (size_t j = i; j <= n; j++) {
+                                size_t cuts[2] = { i, j };
+                                check_cuts(*t, cuts, 1, secrets, overlapping);
+                                check_cuts(*t, cuts, 2, secrets, overlapping);
+                        }
+        }
+}
+
 static void base64(void **state)
 {
         static const struct { const char *raw, *enc; } v[] = {
@@ -110,6 +200,7 @@ int main(void)
                 cmocka_unit_test(replaces),
                 cmocka_unit_test(names),
                 cmocka_unit_test(resolve),
+                cmocka_unit_test(events_never_split),
                 cmocka_unit_test(base64),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

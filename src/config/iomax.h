@@ -4,6 +4,9 @@
  * or wbps (bytes per second, K/M/G units) or riops or wiops (operations
  * per second); VALUE is a number above 0 or "max". The cgroup's io.max
  * takes one line per disk in the kernel's own form, "8:0 wbps=1048576".
+ *
+ * Parsing lives here with the profile key it checks; limits/ writes the
+ * lines into the run cgroup.
  */
 #pragma once
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "limits/iomax.h"
+#include "config/iomax.h"
 #include "lib/util.h"
 
 static bool all_digits(const char *s, size_t n)

@@ -1,7 +1,7 @@
 /* status.c - names of run statuses, as stored and printed. */
 #include "config.h"
 
-#include "supervise/status.h"
+#include "record/status.h"
 #include "lib/util.h"
 
 static const char *const names[_RUN_STATUS_MAX] = {

@@ -1,4 +1,6 @@
-/* status.h - the one status every run ends with (DESIGN §3). */
+/* status.h - the one status every run ends with (DESIGN §3): a value of
+ * the record, as stored and shown; the supervisor (supervise/) decides
+ * which one a run gets. */
 #pragma once
 
 enum run_status {

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/durability.sh - what making a run's final record durable costs.
+#
+# `hutch run` syncs its final update (and the change set it records) to
+# disk before it returns, so a run it reported survives a power loss.
+# This measures that cost against a build without it (HUTCH_BASE), in the
+# same rounds: each round runs `hutch run -- true` with either build, in
+# an order that alternates from round to round, each build with its own
+# state dir on the filesystem of TMPDIR (a tmpfs makes every sync free:
+# put TMPDIR on the disk the state dir will live on). Times come from
+# bash's $EPOCHREALTIME.
+#
+# Prints, for each build, the median and mean milliseconds per run and
+# runs per second; then new/base of the medians, and the fsync and
+# fdatasync calls per run of the new build (strace, when installed).
+#
+#   HUTCH_BASE=path/to/old/hutch bench/durability.sh [ROUNDS]   (default 200;
+#       HUTCH=path/to/hutch; WORKDIR=1 runs with --workdir on a small tree,
+#       so the change set is recorded too)
+set -euo pipefail
+rounds=${1:-200}
+hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
+base=${HUTCH_BASE:?set HUTCH_BASE to a hutch built without the change, to compare with}
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/durability.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-durability.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+mkdir -m 0700 "$tmp/new" "$tmp/base"
+args=(-- true)
+if [ "${WORKDIR:-0}" = 1 ]; then
+        mkdir -p "$tmp/w"
+        echo x > "$tmp/w/a"
+        chmod -R a+rwX "$tmp/w"
+        args=(--workdir "$tmp/w" -- sh -c 'echo $RANDOM > b')
+fi
+
+run_one() { # BIN STATE -> ms on stdout
+        local t0 t1
+        t0=$EPOCHREALTIME
+        HUTCH_STATE_DIR=$2 "$1" run -q "${args[@]}" > /dev/null
+        t1=$EPOCHREALTIME
+        echo "$t0 $t1" | awk '{ printf "%.3f\n", ($2 - $1) * 1000 }'
+}
+
+# warm up both (page cache, the first store's creation)
+for _ in 1 2 3; do run_one "$hutch" "$tmp/new" > /dev/null; run_one "$base" "$tmp/base" > /dev/null; done
+: > "$tmp/new.ms"
+: > "$tmp/base.ms"
+for ((i = 0; i < rounds; i++)); do
+        if ((i % 2)); then
+                run_one "$hutch" "$tmp/new" >> "$tmp/new.ms"
+                run_one "$base" "$tmp/base" >> "$tmp/base.ms"
+        else
+                run_one "$base" "$tmp/base" >> "$tmp/base.ms"
+                run_one "$hutch" "$tmp/new" >> "$tmp/new.ms"
+        fi
+done
+
+stats() { # FILE -> "median mean"
+        sort -n "$1" | awk '{ v[NR] = $1; s += $1 } END {
+                m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                printf "%.2f %.2f\n", m, s / NR }'
+}
+read -r nm nmean < <(stats "$tmp/new.ms")
+read -r bm bmean < <(stats "$tmp/base.ms")
+printf '%-6s median %7.2f ms  mean %7.2f ms  %6.1f runs/s\n' new "$nm" "$nmean" "$(awk -v m="$nmean" 'BEGIN { print 1000 / m }')"
+printf '%-6s median %7.2f ms  mean %7.2f ms  %6.1f runs/s\n' base "$bm" "$bmean" "$(awk -v m="$bmean" 'BEGIN { print 1000 / m }')"
+awk -v n="$nm" -v b="$bm" 'BEGIN { printf "new/base (medians): %.3f (%+.2f ms per run)\n", n / b, n - b }'
+if command -v strace > /dev/null; then
+        for bin in "$hutch" "$base"; do
+                st=$tmp/new
+                [ "$bin" = "$hutch" ] || st=$tmp/base
+                total=0
+                for _ in 1 2 3 4 5 6 7 8 9 10; do
+                        n=$(HUTCH_STATE_DIR=$st strace -f -e trace=fsync,fdatasync -o /dev/stdout \
+                                "$bin" run -q "${args[@]}" 2> /dev/null | grep -c 'sync(' || true)
+                        total=$((total + n))
+                done
+                printf '%-6s syncs per run (10 runs): %s\n' "$([ "$bin" = "$hutch" ] && echo new || echo base)" \
+                        "$(awk -v t="$total" 'BEGIN { print t / 10 }')"
+        done
+fi

@@ -198,10 +198,16 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
             "reachable");
         ADD("the disk limit holds per file (RLIMIT_FSIZE): nothing bounds the total the job writes to its "
             "scratch");
-        if (ll->job.uid == getuid())
+        ADD("without a cgroup the pids limit is RLIMIT_NPROC over every task of the job's uid on the host "
+            "(those at the start plus pids): partial");
+        if (ll->job.uid == getuid()) {
                 ADD("the job runs as the caller's own uid: the caller's other processes are its peers (signals "
-                    "are scoped only from Landlock ABI 6), and RLIMIT_NPROC would count them, so only a cgroup "
-                    "holds the pids limit");
+                    "are scoped only from Landlock ABI 6), and it keeps the host's capability bounding set "
+                    "(dropping it needs CAP_SETPCAP; no_new_privs keeps every capability out of reach)");
+                ADD("the job can change the metadata (mode, times, extended attributes) of the caller's own "
+                    "files anywhere it can name them: Landlock holds content, not metadata; as root the job is "
+                    "uid 65534 and owns nothing of the host's");
+        }
         for (char **m = ll->plan.missing; m && *m; m++)
                 ADD(*m);
 #undef ADD
@@ -248,10 +254,11 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
                 set_limit(limits, "disk", "rlimit",
                           "the landlock tier has no scratch tmpfs: RLIMIT_FSIZE bounds each file, not the total",
                           true);
-        if (cfg->pids && !pids_in_cgroup && ll->job.uid == getuid())
-                set_limit(limits, "pids", "not enforced",
-                          "no cgroup, and RLIMIT_NPROC would count every process of the caller's uid on the "
-                          "host (no user namespace)", false);
+        if (cfg->pids && !pids_in_cgroup)
+                set_limit(limits, "pids", "rlimit",
+                          "no cgroup, and no user namespace: RLIMIT_NPROC counts every task of the job's uid on "
+                          "the host, so it is set to those at the start plus pids, a bound that moves with that "
+                          "uid's other processes", true);
 }
 
 void run_landlock_settle(const struct run_landlock *ll)

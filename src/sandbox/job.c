@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "sandbox/gvisor.h"
 #include "sandbox/job.h"
 #include "sandbox/landlock.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/sync.h"
@@ -239,13 +241,24 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
          * the pids limit alone: RLIMIT_NPROC is checked first in fork, so
          * it would hide every refusal from pids.events. */
         /* In the landlock tier there is no user namespace: RLIMIT_NPROC
-         * would count every process of the caller's uid on the host, so
-         * it is set only when the job has a uid of its own (hutch run as
-         * root: 65534); otherwise the pids limit is the cgroup's or the
-         * report says it is not held. */
-        bool own_uid = !in->landlock || in->landlock->uid != getuid();
-        if (cfg->pids && !in->pids_in_cgroup && own_uid) {
-                struct rlimit rl = { cfg->pids, cfg->pids };
+         * counts every task of the job's uid on the host, the caller's
+         * other processes (or other runs' jobs as 65534) included. It is
+         * set to those there now plus pids, a bound that moves with that
+         * uid's other processes (the report calls it partial). */
+        if (cfg->pids && !in->pids_in_cgroup) {
+                rlim_t n = cfg->pids;
+                if (in->landlock) {
+                        /* As in the namespace tier, init and the job
+                         * count against pids. With the caller's uid the
+                         * count has both already; root's job takes uid
+                         * 65534 only later (init stays root): neither. */
+                        long others = reaper_count_tasks(in->landlock->uid);
+                        if (others < 0)
+                                fail(sync_fd, SYNC_SETUP_ERROR, (int)-others, "count tasks", "/proc");
+                        long own = in->landlock->uid == getuid() ? 2 : 1;
+                        n = (rlim_t)MAX(others + (long)MIN(cfg->pids, (uint64_t)LONG_MAX / 2) - own, 1L);
+                }
+                struct rlimit rl = { n, n };
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");
         }

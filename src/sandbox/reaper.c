@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "sandbox/reaper.h"
@@ -53,6 +54,37 @@ int reaper_children(pid_t *pids, size_t max)
         }
         closedir(d);
         return (int)MIN(n, (size_t)INT_MAX);
+}
+
+long reaper_count_tasks(uid_t uid)
+{
+        struct stat self_ns;
+        if (stat("/proc/self/ns/user", &self_ns) < 0)
+                return -errno;
+        DIR *d = opendir("/proc");
+        if (!d)
+                return -errno;
+        long n = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                char path[64];
+                struct stat st, ns;
+                snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
+                /* the task dir's links: 2 + one per thread */
+                if (stat(path, &st) < 0 || st.st_uid != uid)
+                        continue;
+                /* only our user namespace's: a namespace tier's sandbox
+                 * shows its mapped uid here, but its tasks are charged to
+                 * its creator's count, not to uid's */
+                snprintf(path, sizeof(path), "/proc/%s/ns/user", de->d_name);
+                if (stat(path, &ns) == 0 && (ns.st_ino != self_ns.st_ino || ns.st_dev != self_ns.st_dev))
+                        continue;
+                n += st.st_nlink > 2 ? (long)st.st_nlink - 2 : 1;
+        }
+        closedir(d);
+        return n;
 }
 
 static bool kept(pid_t pid, const pid_t *keep, size_t n_keep)

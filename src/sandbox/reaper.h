@@ -24,6 +24,13 @@ int reaper_become(void);
  * were found (may exceed max: only max are stored), or -errno. */
 int reaper_children(pid_t *pids, size_t max);
 
+/* How many tasks (threads included, as RLIMIT_NPROC counts them) of uid
+ * in the caller's user namespace run on the host now, as far as /proc
+ * shows them (a process whose /proc entry is root's because it is not
+ * dumpable is missed). For the landlock tier's pids limit without a
+ * cgroup. -errno if /proc cannot be read. */
+long reaper_count_tasks(uid_t uid);
+
 /* SIGKILL every child of the calling process except the n_keep pids in
  * keep (NULL: none), reap them, and repeat for what re-parents to us,
  * until every child left is in keep. Blocks until then (a process stuck

@@ -330,6 +330,7 @@ except OSError as e:
 }
 
 @test "fs: an --ro bind cannot be written, chmod'ed, renamed or emptied" {
+        am_root || landlock_skip "run by a user other than root, the job is that user, and Landlock holds a file's content, not its metadata: it can chmod the caller's own files (as root the job is uid 65534)"
         local d="$WORK/ro"
         mkdir -p "$d/sub"
         echo keep >"$d/file"

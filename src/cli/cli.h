@@ -111,13 +111,20 @@ int cli_no_operands(const char *verb, int argc, char **argv, int first);
 const char *cli_nearest_option(const struct option *opts, const char *name);
 
 /* The hutch.error/1 object (cli/json-error.c) as one line of JSON text:
- * error is a short code ("usage", "request", "setup", "busy", "store",
+ * error is a short kind ("usage", "request", "setup", "busy", "store",
  * "not_found"), message the one line also logged, pointer the JSON
  * pointer of the bad request field (NULL: none), exit_code what hutch
- * exits with. Caller frees; never NULL. cli_print_error_json() prints it
- * on stdout with a newline. */
+ * exits with. The object also carries a stable "code" (the one chosen
+ * with cli_error_code(), else the kind's: "request" -> "bad_request",
+ * "busy" -> "idempotency_in_flight", "setup" -> "setup_refused", ...)
+ * and "retryable" (hutch-json(7)). Caller frees; never NULL.
+ * cli_print_error_json() prints it on stdout with a newline. */
 char *cli_error_json(const char *error, const char *message, const char *pointer, int exit_code);
 void cli_print_error_json(const char *error, const char *message, const char *pointer, int exit_code);
+/* Choose the code of the hutch.error/1 object this process will answer
+ * with (a static string from hutch-json(7)'s table, e.g. "store_busy"),
+ * where the exit code alone does not tell it. */
+void cli_error_code(const char *code);
 
 /* Shared by verbs: an option that wants a value got a bad one. Prints
  * "hutch: <verb>: --<opt>: <what>" and returns EXIT_USAGE. */
@@ -149,6 +156,17 @@ int cli_apply_changeset_protected(const char *verb, const struct changeset *cs, 
  * session_ttl (cli/session.c), printing one summary line; with dry_run
  * only count them. Returns an exit code. */
 int cli_session_gc(struct store *s, bool dry_run);
+
+/* `hutch stats --openmetrics` (cli/metrics.c): the runs matching filter
+ * as metrics in the text format monitors scrape, with the run labels
+ * of label_keys (NULL-terminated, may be NULL; each a valid label name,
+ * at most METRICS_LABEL_KEYS_MAX) as labels of hutch_runs_total; on
+ * stdout, or replacing the file output atomically. Returns an exit
+ * code, having logged. */
+#define METRICS_LABEL_KEYS_MAX 4
+struct store_filter;
+int cli_stats_openmetrics(struct store *s, const struct store_filter *filter, char **label_keys,
+                          const char *output);
 
 /* When stdout (stderr) is a terminal, route it through a filter that
  * neutralises escape sequences and control characters (see

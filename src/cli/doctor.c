@@ -32,10 +32,13 @@
 #include "sandbox/gvisor.h"
 #include "sandbox/mount.h"
 #include "sandbox/ns.h"
+#include "config/profile.h"
 #include "config/run-config.h"
 #include "record/store.h"
+#include "run/admission.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/specials.h"
+#include "sandbox/userns-diag.h"
 #include "supervise/supervise.h"
 
 enum check_result { CHECK_OK, CHECK_MISSING, CHECK_WARN };
@@ -142,38 +145,46 @@ static int try_proc(void *arg)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
 }
 
-static bool check_userns(void)
+/* Says what refuses user namespaces and how to fix it, in the words the
+ * run's setup error uses (sandbox/userns-diag.c). r is in_child()'s:
+ * 100 + errno when unshare() failed, 99 when writing the id maps did. */
+static void explain_userns(int r)
 {
-        const char *zero;
-        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
-        if (r == 0) {
-                report(CHECK_OK, "unprivileged user namespaces", NULL, NULL);
-                return true;
-        }
-        long v;
-        if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0)
-                report(CHECK_MISSING, "unprivileged user namespaces", "kernel.unprivileged_userns_clone = 0",
-                       "sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d/)");
-        else if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v == 1)
-                report(CHECK_MISSING, "unprivileged user namespaces",
-                       "AppArmor restricts them (kernel.apparmor_restrict_unprivileged_userns = 1)",
-                       "add an AppArmor profile allowing 'userns' for the hutch binary, or "
-                       "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-        else if ((zero = ns_limit_at_zero(true))) {
+        const char *zero = ns_limit_at_zero(true);
+        if (zero && !streq(zero, "user")) {
+                /* another kind's limit: clone would refuse that one */
                 _cleanup_free_ char *what = xasprintf("user.max_%s_namespaces = 0", zero);
                 _cleanup_free_ char *fix = xasprintf("sysctl -w user.max_%s_namespaces=15000", zero);
                 report(CHECK_MISSING, "unprivileged user namespaces", what, fix);
+                return;
         }
-        else if (r == 100 + (ENOSPC & 0x1f))
-                report(CHECK_MISSING, "unprivileged user namespaces",
-                       "user.max_user_namespaces is used up (clone: ENOSPC)",
-                       "sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d/)");
+        struct userns_facts f;
+        char text[512], fix[1024];
+        userns_facts_gather(&f, r >= 100 ? r - 100 : EPERM, r >= 100, NULL);
+        enum userns_cause c = userns_classify(&f);
+        if (userns_cause_text(c, &f, text, sizeof(text)))
+                report(CHECK_MISSING, "unprivileged user namespaces", text,
+                       userns_cause_fix(c, &f, fix, sizeof(fix)));
         else
                 report(CHECK_MISSING, "unprivileged user namespaces",
                        "creating them is refused (inside a container? a seccomp filter or LSM may block unshare)",
                        "run hutch on the host, or start the container with user namespaces allowed "
                        "(e.g. a seccomp profile permitting unshare/clone with CLONE_NEWUSER)");
+}
+
+static bool check_userns(void)
+{
+        int r = in_child(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                         CLONE_NEWIPC | CLONE_NEWUTS, NULL, NULL);
+        if (r == 0) {
+                struct userns_facts f;
+                userns_facts_gather(&f, 0, false, NULL);
+                report(CHECK_OK, "unprivileged user namespaces",
+                       f.restrict_userns == 1 && !f.privileged
+                       ? "AppArmor restricts them, and hutch's AppArmor profile allows them" : NULL, NULL);
+                return true;
+        }
+        explain_userns(r);
         return false;
 }
 
@@ -312,7 +323,8 @@ static void check_ipc_limits(void)
                         r = -EIO, step = "unshare an IPC namespace";
                 else
                         r = ipcns_apply(pidfd, 0, 0, &l, &step);
-                (void)!write(sp[0], &c, 1);
+                /* the child may be gone (unshare refused): no SIGPIPE */
+                (void)!send(sp[0], &c, 1, MSG_NOSIGNAL);
                 close(sp[0]);
                 if (pidfd >= 0)
                         close(pidfd);
@@ -562,6 +574,41 @@ static void check_store(void)
         report(CHECK_WARN, "run store", detail, fix);
 }
 
+/* Admission (run/admission.h): the node's allocatable resources, and
+ * what the default profile's caps come to, "auto" worked out. */
+static void check_admission(void)
+{
+        struct node_resources node;
+        struct admission_caps caps;
+        struct run_config cfg;
+        _cleanup_free_ char *err = NULL;
+        char mem[32];
+
+        if (node_resources_read(&node) < 0) {
+                report(CHECK_WARN, "admission", "cannot read the node's memory (/proc/meminfo)",
+                       "max_running = auto and max_memory = auto need /proc");
+                return;
+        }
+        run_config_init(&cfg);
+        if (profile_load(&cfg, "default", &err) < 0)
+                log_debug("doctor: default profile: %s", err);
+        admission_caps_resolve(&cfg, &node, &caps);
+        /* what auto would give, even when the profile sets no cap */
+        struct run_config as_auto = cfg;
+        struct admission_caps autos;
+        as_auto.admission_max_running = (char *)"auto";
+        as_auto.admission_max_memory = (char *)"auto";
+        admission_caps_resolve(&as_auto, &node, &autos);
+        _cleanup_free_ char *detail = xasprintf(
+                "node: memory %s (%s), cpus %g (%s); default profile: %s; with auto and its limits: %s",
+                format_size(node.memory_bytes, mem, sizeof(mem)), node.memory_from, node.cpus, node.cpus_from,
+                caps.how ? caps.how : "no cap ([admission] max_running = none, max_memory = none)", autos.how);
+        report(CHECK_OK, "admission", detail, NULL);
+        admission_caps_done(&caps);
+        admission_caps_done(&autos);
+        run_config_done(&cfg);
+}
+
 /* Run `argv` in a real sandbox (under runsc when gv is set) with its
  * output discarded; 0 and *out filled, or -errno. */
 static int run_probe(char **argv, const struct gvisor_info *gv, struct run_outcome *out)
@@ -654,7 +701,9 @@ int verb_doctor(int argc, char **argv)
                         printf("Usage: hutch doctor\n\n"
                                "Say how this hutch was built (static, with glibc inside, or\n"
                                "linked against the system's), then check what this host\n"
-                               "supports (user namespaces, /proc in a pid\n"
+                               "supports (user namespaces, naming what refuses them: AppArmor's\n"
+                               "restriction, a container's seccomp filter, a kernel switch\n"
+                               "or limit; /proc in a pid\n"
                                "namespace, overlayfs in a user namespace, for root idmapped\n"
                                "workdirs, seccomp, cgroup v2 delegation or a systemd manager\n"
                                "that hands out delegated scopes, a Slurm job step and its\n"
@@ -679,6 +728,7 @@ int verb_doctor(int argc, char **argv)
         check_seccomp();
         check_cgroup();
         check_slurm();
+        check_admission();
         check_store();
         if (userns)
                 check_egress();

@@ -16,6 +16,19 @@
 #include "run/runfiles.h"
 #include "record/store.h"
 
+/* A store that stayed locked past the busy timeout is worth trying
+ * again (exit 75, retryable); any other failure is not. */
+static int open_failed(const char *verb, int r, const char *what)
+{
+        log_error("%s: run store: %s", verb, what);
+        if (r == -EBUSY) {
+                cli_error_code("store_busy");
+                return EXIT_BUSY;
+        }
+        cli_error_code("store_unusable");
+        return EXIT_SETUP;
+}
+
 int cli_open_store(const char *verb, struct store **ret)
 {
         _cleanup_free_ char *path = NULL;
@@ -28,10 +41,8 @@ int cli_open_store(const char *verb, struct store **ret)
                 return EXIT_SETUP;
         }
         r = store_open(path, ret, &error);
-        if (r < 0) {
-                log_error("%s: run store: %s", verb, error ? error : path);
-                return EXIT_SETUP;
-        }
+        if (r < 0)
+                return open_failed(verb, r, error ? error : path);
         return EXIT_OK;
 }
 
@@ -51,10 +62,8 @@ int cli_open_store_readonly(const char *verb, struct store **ret)
          * before, or says why it cannot */
         if (r == -ENOENT)
                 return cli_open_store(verb, ret);
-        if (r < 0) {
-                log_error("%s: run store: %s", verb, error ? error : path);
-                return EXIT_SETUP;
-        }
+        if (r < 0)
+                return open_failed(verb, r, error ? error : path);
         return EXIT_OK;
 }
 
@@ -67,6 +76,7 @@ int cli_find_run(const char *verb, struct store *s, const char *id, struct run_r
         r = store_run_get(s, id, &rec, &candidates);
         if (r == -ENOENT || r == -EINVAL) {
                 log_error("%s: no run matches '%s'", verb, id);
+                cli_error_code("not_found");
                 return EXIT_FAILURE_GENERIC;
         }
         if (r == -ENOTUNIQ) {

@@ -225,6 +225,11 @@ int verb_mcp(int argc, char **argv)
                 return r;
         /* never the host's network unless the operator says so */
         run_args = strv_append(strv_append(run_args, "--net"), net ? net : "none");
+        /* a node whose [admission] cap is reached queues the call, as long
+         * as a run may last, instead of failing it: the server's own
+         * queue (max_concurrent) comes first, the node's count second */
+        _cleanup_free_ char *queue_wait = xasprintf("%llums", (unsigned long long)cfg.max_timeout_ms);
+        run_args = strv_append(strv_append(run_args, "--queue-wait"), queue_wait);
         cfg.run_args = run_args;
         if (isatty(STDIN_FILENO))
                 log_warning("mcp: stdin is a terminal; this server speaks JSON-RPC, one message per line, "

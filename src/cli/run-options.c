@@ -92,6 +92,8 @@ static void run_help(FILE *f)
 "      --session-wait DURATION  wait this long for another run of the session\n"
 "                           (default: fail at once)\n"
 "      --commit success|always  when to keep a session's changes (default success)\n"
+"      --queue-wait DURATION  when the node's [admission] cap is reached, wait\n"
+"                           this long for a slot (default: exit 75 at once)\n"
 "      --workdir-inside DIR the job's working directory inside the sandbox\n"
 "                           (profile key workdir, default /workspace)\n"
 "  -v, --verbose            say what hutch is doing (the run id, ...)\n"
@@ -153,6 +155,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "input",   required_argument, NULL, 'i' },
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
+                { "queue-wait", required_argument, NULL, OPT_QUEUE_WAIT },
                 { "commit",  required_argument, NULL, OPT_COMMIT },
                 { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
                 { "request", required_argument, NULL, OPT_REQUEST },
@@ -238,6 +241,10 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                                                      "expected 1-64 letters, digits, '.', '_' or '-', "
                                                      "not starting with '.'");
                         a->session = optarg;
+                        break;
+                case OPT_QUEUE_WAIT:
+                        if (parse_duration_ms(optarg, &a->queue_wait_ms) < 0)
+                                return cli_bad_value("run", "queue-wait", optarg, "expected a duration");
                         break;
                 case OPT_SESSION_WAIT:
                         if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)

@@ -19,9 +19,11 @@ static void help(void)
         printf("Usage: hutch session ls [--json]\n"
                "       hutch session rm NAME...\n"
                "\n"
-               "List or remove the persistent workspaces of hutch run --session NAME.\n"
+               "List or remove the persistent workspaces of hutch run --session NAME,\n"
+               "with their age, how long they have been unused, their ttl and size.\n"
                "A session in use by a run is not removed. hutch gc removes sessions\n"
-               "unused for longer than the profile key session_ttl (default 1d).\n"
+               "unused for longer than their ttl: the profile key session_ttl of the\n"
+               "run that used them last (default 1d).\n"
                "\n"
                "  --json      ls: one JSON object per line\n"
                "  -h, --help  this text\n");
@@ -30,6 +32,45 @@ static void help(void)
 static char *root_of(struct store *s)
 {
         return session_root(store_path(s));
+}
+
+/* The default profile's session_ttl: the ttl of a session that has
+ * none recorded (one from before ttl files, or whose run could not
+ * write it). */
+static uint64_t default_ttl(void)
+{
+        struct run_config cfg;
+        _cleanup_free_ char *err = NULL;
+
+        run_config_init(&cfg);
+        if (profile_load(&cfg, "default", &err) < 0)
+                log_debug("session: default profile: %s; session_ttl at its built-in default", err);
+        uint64_t ttl_ms = cfg.session_ttl_ms;
+        run_config_done(&cfg);
+        return ttl_ms;
+}
+
+static uint64_t ttl_of(const struct session_info *si, uint64_t fallback)
+{
+        return si->ttl_ms == UINT64_MAX ? fallback : si->ttl_ms;
+}
+
+/* "1h" for people, "-" when unknown (UINT64_MAX), "never" for 0 when
+ * zero_never. */
+static const char *duration_or(uint64_t ms, bool zero_never, char *buf, size_t len)
+{
+        if (ms == UINT64_MAX)
+                return "-";
+        if (zero_never && ms == 0)
+                return "never";
+        /* whole seconds: an age to the millisecond is noise */
+        return format_duration_ms(ms < 1000 ? ms : ms / 1000 * 1000, buf, len);
+}
+
+static json_t *json_time_or_null(uint64_t ms)
+{
+        char when[32];
+        return ms && ms != UINT64_MAX ? json_string(format_iso8601_ms(ms, when, sizeof(when))) : json_null();
 }
 
 static int session_ls(struct store *s, bool json)
@@ -42,25 +83,39 @@ static int session_ls(struct store *s, bool json)
                 log_error_errno(r, "session: %s: %m", root);
                 return EXIT_FAILURE_GENERIC;
         }
+        uint64_t now = now_realtime_ms(), fallback = n ? default_ttl() : 0;
         if (!json && n)
-                printf("%-24s %-20s %10s %8s  %s\n", "NAME", "LAST USED", "SIZE", "ENTRIES", "STATE");
+                printf("%-24s %8s %8s %8s %10s %8s  %s\n", "NAME", "AGE", "IDLE", "TTL", "SIZE", "ENTRIES", "STATE");
         for (size_t i = 0; i < n; i++) {
-                char when[32], size[32];
+                char when[32], size[32], age[32], idle[32], ttl[32];
+                uint64_t ttl_ms = ttl_of(&v[i], fallback);
+                uint64_t age_ms = v[i].created_ms && v[i].created_ms <= now ? now - v[i].created_ms : UINT64_MAX;
+                uint64_t idle_ms = v[i].last_used_ms <= now ? now - v[i].last_used_ms : 0;
                 format_iso8601_ms(v[i].last_used_ms, when, sizeof(when));
                 if (json) {
                         json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "schema", "hutch.session/1",
                                               "name", v[i].name, "last_used", when,
                                               "bytes", (json_int_t)v[i].bytes, "entries", (json_int_t)v[i].files,
                                               "in_use", v[i].in_use);
+                        json_object_set_new(o, "created", json_time_or_null(v[i].created_ms));
+                        json_object_set_new(o, "age_ms", age_ms == UINT64_MAX ? json_null()
+                                                                              : json_integer((json_int_t)age_ms));
+                        json_object_set_new(o, "idle_ms", json_integer((json_int_t)idle_ms));
+                        json_object_set_new(o, "ttl_ms", json_integer((json_int_t)ttl_ms));
+                        /* when gc may remove it; null: never (or in use now) */
+                        json_object_set_new(o, "expires_at", ttl_ms && !v[i].in_use
+                                                ? json_time_or_null(v[i].last_used_ms + ttl_ms) : json_null());
                         _cleanup_free_ char *t = json_dumps(o, JSON_COMPACT);
                         json_decref(o);
                         puts(t ? t : "{}");
                 } else {
-                        when[19] = '\0';
-                        when[10] = ' ';
-                        printf("%-24s %-20s %10s %8llu  %s\n", v[i].name, when,
-                               format_size(v[i].bytes, size, sizeof(size)),
-                               (unsigned long long)v[i].files, v[i].in_use ? "in use" : "idle");
+                        bool expired = ttl_ms && !v[i].in_use && idle_ms >= ttl_ms;
+                        printf("%-24s %8s %8s %8s %10s %8llu  %s\n", v[i].name,
+                               duration_or(age_ms, false, age, sizeof(age)),
+                               duration_or(idle_ms, false, idle, sizeof(idle)),
+                               duration_or(ttl_ms, true, ttl, sizeof(ttl)),
+                               format_size(v[i].bytes, size, sizeof(size)), (unsigned long long)v[i].files,
+                               v[i].in_use ? "in use" : expired ? "expired" : "idle");
                 }
         }
         session_info_free(v, n);
@@ -88,40 +143,36 @@ static int session_rm(struct store *s, char **names)
 
 int cli_session_gc(struct store *s, bool dry_run)
 {
-        struct run_config cfg;
-        _cleanup_free_ char *err = NULL, *root = root_of(s);
+        _cleanup_free_ char *root = root_of(s);
         struct session_info *v = NULL;
         size_t n = 0, removed = 0;
-        char ttl[32];
 
-        /* the TTL is the default profile's (a session outlives any one run) */
-        run_config_init(&cfg);
-        if (profile_load(&cfg, "default", &err) < 0)
-                log_debug("gc: default profile: %s; session_ttl at its built-in default", err);
-        uint64_t ttl_ms = cfg.session_ttl_ms;
-        run_config_done(&cfg);
-        format_duration_ms(ttl_ms, ttl, sizeof(ttl));
-        if (ttl_ms == 0)
-                return EXIT_OK;
         int r = session_list(root, &v, &n);
         if (r < 0) {
                 log_error_errno(r, "gc: sessions in %s: %m", root);
                 return EXIT_FAILURE_GENERIC;
         }
-        uint64_t now = now_realtime_ms();
+        /* each session's own ttl (its last run's profile), else the
+         * default profile's: a session outlives any one run */
+        uint64_t now = now_realtime_ms(), fallback = n ? default_ttl() : 0;
         for (size_t i = 0; i < n; i++) {
-                if (v[i].in_use || v[i].last_used_ms + ttl_ms > now)
+                uint64_t ttl_ms = ttl_of(&v[i], fallback);
+                /* a session in use is never removed: its run holds the
+                 * lock, which session_remove() takes first */
+                if (ttl_ms == 0 || v[i].in_use || v[i].last_used_ms + ttl_ms > now)
                         continue;
                 if (!dry_run && (r = session_remove(root, v[i].name)) < 0) {
                         if (r != -EBUSY)
                                 log_error_errno(r, "gc: removing session %s: %m", v[i].name);
                         continue;
                 }
+                if (dry_run)
+                        printf("would remove session %s (unused for longer than its ttl)\n", v[i].name);
                 removed++;
         }
         session_info_free(v, n);
-        printf("%s %zu session%s unused for %s\n", dry_run ? "would remove" : "removed", removed,
-               removed == 1 ? "" : "s", ttl);
+        printf("%s %zu session%s unused for longer than %s ttl\n", dry_run ? "would remove" : "removed", removed,
+               removed == 1 ? "" : "s", removed == 1 ? "its" : "their");
         return EXIT_OK;
 }
 

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
+#include "lib/openmetrics.h"
 #include "lib/sanitize.h"
 #include "record/store.h"
 
@@ -178,6 +179,7 @@ static void print_text(json_t *o)
 static void help(void)
 {
         printf("Usage: hutch stats [--since DURATION] [--label KEY=VALUE] [--json]\n"
+               "       hutch stats --openmetrics [--output FILE] [--label-key KEY]...\n"
                "\n"
                "Summarise the recorded runs: how many ended how, the failure rate\n"
                "(runs that ended other than success, among those that ended),\n"
@@ -187,6 +189,13 @@ static void help(void)
                "  --since DURATION   only runs started within DURATION (1h, 7d, ...)\n"
                "  --label KEY=VALUE  only runs with this label\n"
                "  --json             one JSON object (schema hutch.stats/1)\n"
+               "  --openmetrics      metrics in the text format Prometheus scrapes\n"
+               "                     (see hutch-stats(1) for the names and buckets)\n"
+               "  --output FILE      with --openmetrics: replace FILE atomically (for\n"
+               "                     node_exporter's textfile collector)\n"
+               "  --label-key KEY    with --openmetrics: export run label KEY as the\n"
+               "                     label label_KEY of hutch_runs_total (at most 4 keys;\n"
+               "                     20 values each, the rest \"other\")\n"
                "  -h, --help         this text\n");
 }
 
@@ -196,11 +205,16 @@ int verb_stats(int argc, char **argv)
                 { "since", required_argument, NULL, 'S' },
                 { "label", required_argument, NULL, 'l' },
                 { "json",  no_argument,       NULL, 'j' },
+                { "openmetrics", no_argument, NULL, 'm' },
+                { "output", required_argument, NULL, 'o' },
+                { "label-key", required_argument, NULL, 'k' },
                 { "help",  no_argument,       NULL, 'h' },
                 {}
         };
         _cleanup_(store_closep) struct store *s = NULL;
-        _cleanup_strv_ char **langs = NULL;
+        _cleanup_strv_ char **langs = NULL, **label_keys = NULL;
+        const char *output = NULL;
+        bool openmetrics = false;
         struct store_filter f = STORE_FILTER_ALL;
         struct tally t = { .commands = json_object(), .session_cpu = json_object() };
         bool json = false;
@@ -222,6 +236,24 @@ int verb_stats(int argc, char **argv)
                 case 'j':
                         json = true;
                         break;
+                case 'm':
+                        openmetrics = true;
+                        break;
+                case 'o':
+                        if (!*optarg)
+                                return cli_bad_value("stats", "output", optarg, "expected a file name");
+                        output = optarg;
+                        break;
+                case 'k':
+                        if (!om_label_name_valid(optarg))
+                                return cli_bad_value("stats", "label-key", optarg,
+                                                     "expected a label name ([A-Za-z_][A-Za-z0-9_]*)");
+                        if (strv_length(label_keys) >= METRICS_LABEL_KEYS_MAX)
+                                return cli_bad_value("stats", "label-key", optarg,
+                                                     "at most 4 label keys (each multiplies the series)");
+                        if (!strv_contains(label_keys, optarg))
+                                label_keys = strv_append(label_keys, optarg);
+                        break;
                 case 'h':
                         help();
                         return EXIT_OK;
@@ -231,9 +263,21 @@ int verb_stats(int argc, char **argv)
         r = cli_no_operands("stats", argc, argv, optind);
         if (r != EXIT_OK)
                 return r;
+        if (openmetrics && json) {
+                log_error("stats: --json and --openmetrics are two formats; choose one");
+                return EXIT_USAGE;
+        }
+        if (!openmetrics && (output || label_keys)) {
+                log_error("stats: --%s goes with --openmetrics", output ? "output" : "label-key");
+                return EXIT_USAGE;
+        }
         r = cli_open_store_readonly("stats", &s);
         if (r != EXIT_OK)
                 return r;
+        if (openmetrics) {
+                code = cli_stats_openmetrics(s, &f, label_keys, output);
+                goto out;
+        }
         r = store_run_foreach(s, &f, count_one, &t);
         if (r >= 0)
                 r = store_lang_counts(s, &f, &langs);

@@ -11,6 +11,8 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -169,6 +171,26 @@ static const char *check_seccomp_action(const char *s)
                        ? NULL : "one of errno, kill, log";
 }
 
+/* [admission]: a count or a size, "auto" or "none" (admission.h reads them) */
+static const char *check_max_running(const char *s)
+{
+        static const char expect[] = "a number of runs (1 or more), auto or none";
+        char *end;
+        if (streq(s, "auto") || streq(s, "none"))
+                return NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        return s[0] >= '1' && s[0] <= '9' && !*end && errno == 0 && v <= 1000000 ? NULL : expect;
+}
+
+static const char *check_max_memory(const char *s)
+{
+        uint64_t v;
+        if (streq(s, "auto") || streq(s, "none"))
+                return NULL;
+        return parse_size(s, &v) == 0 && v >= (1ULL << 20) ? NULL : "a size of 1M or more, auto or none";
+}
+
 /* root as written -> root_layers */
 static void split_root(struct run_config *cfg)
 {
@@ -209,6 +231,17 @@ const struct profile_key profile_keys[] = {
           "one line saying what the profile is for (shown by hutch profile list)",
           FIELD(description) },
 
+        { "admission", "max_memory", "max-memory", PROFILE_STRING, "none", "bytes",
+          "most memory (the sum of memory limits) this user's running runs may hold on the node: "
+          "a size, auto (the node's allocatable memory times redundancy) or none",
+          FIELD(admission_max_memory), .check = check_max_memory },
+        { "admission", "max_running", "max-running", PROFILE_STRING, "none", "runs",
+          "most runs of this user running at once on the node: a number, auto (from the node's "
+          "allocatable memory and cpus, redundancy and the run's limits) or none",
+          FIELD(admission_max_running), .check = check_max_running },
+        { "admission", "redundancy", "admission-redundancy", PROFILE_NUMBER, "0.8", NULL,
+          "share of the node's allocatable memory and cpus the auto caps fill (0.1 to 1)",
+          FIELD(admission_redundancy), .min = 100, .max = 1000 },
         { "apply", "protect", "apply-protect", PROFILE_LIST, "", "globs",
           "workspace paths apply refuses on top of the built-in list (hutch-apply(1)); "
           "a directory protects its subtree, a bare name any component",
@@ -368,7 +401,7 @@ const size_t profile_n_keys = ELEMENTSOF(profile_keys);
 
 /* Sections a profile may have, besides the top level. */
 static const char *const known_sections[] = {
-        "apply", "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
+        "admission", "apply", "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
 };
 
 bool profile_section_known(const char *s)

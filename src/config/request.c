@@ -39,6 +39,28 @@ struct parser {
         size_t n_overrides, n_argv, n_labels, n_secret_specs, n_secret_values;
 };
 
+/* The error is one line on a terminal or in a log, whatever the document
+ * holds: a key or value's control characters (a newline in a field name)
+ * become \xNN. Takes s; returns the text to use. */
+static char *one_line(char *s)
+{
+        size_t extra = 0;
+        for (const char *c = s; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        extra += 3;
+        if (!extra)
+                return s;
+        char *out = xmalloc(strlen(s) + extra + 1), *o = out;
+        for (const char *c = s; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        o += sprintf(o, "\\x%02x", (unsigned char)*c);
+                else
+                        *o++ = *c;
+        *o = '\0';
+        free(s);
+        return out;
+}
+
 static int fail(struct parser *p, const char *pointer, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct parser *p, const char *pointer, const char *fmt, ...)
 {
@@ -52,7 +74,7 @@ static int fail(struct parser *p, const char *pointer, const char *fmt, ...)
         free(p->pointer);
         free(p->error);
         p->pointer = xstrdup(pointer);
-        p->error = xasprintf("request: %s: %s", *pointer ? pointer : "(document)", what ? what : "bad value");
+        p->error = one_line(xasprintf("request: %s: %s", *pointer ? pointer : "(document)", what ? what : "bad value"));
         return -EINVAL;
 }
 
@@ -461,8 +483,8 @@ int request_parse(const char *text, size_t len, struct request *ret, char **ret_
         root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (!root) {
                 *ret_pointer = xstrdup("");
-                *ret_error = xasprintf("request: not valid JSON at line %d, column %d: %s",
-                                       jerr.line, jerr.column, jerr.text);
+                *ret_error = one_line(xasprintf("request: not valid JSON at line %d, column %d: %s",
+                                                jerr.line, jerr.column, jerr.text));
                 return -EINVAL;
         }
         r = parse_top(&p, root);

@@ -48,6 +48,8 @@ void run_config_done(struct run_config *cfg)
         free(cfg->root);
         strv_free(cfg->root_layers);
         free(cfg->seccomp_default_action);
+        free(cfg->admission_max_running);
+        free(cfg->admission_max_memory);
         strv_free(cfg->seccomp_deny);
         strv_free(cfg->seccomp_allow);
         free(cfg->artifacts_dir);

@@ -91,6 +91,11 @@ struct run_config {
         enum runtime runtime;   /* runtime: native | gvisor */
         enum isolation isolation; /* isolation: namespaces | landlock | auto */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
+
+        /* [admission]: this user's runs on the node (run/admission.c) */
+        char *admission_max_running; /* max_running: "N", "auto" or "none" */
+        char *admission_max_memory;  /* max_memory: a size, "auto" or "none" */
+        double admission_redundancy; /* redundancy: share of the node auto fills */
         bool snapshot;          /* snapshot: --workdir's lower is a copy taken at the start */
 
         /* [network] */

@@ -10,7 +10,10 @@ enum {
         EXIT_USAGE = 2,           /* bad command line or --request document */
         EXIT_DAMAGED = 3,         /* logs/show/cp: stored output or a blob does not match
                                    * its checksum (the record is damaged) */
-        EXIT_BUSY = 75,           /* run --id KEY: a run with KEY is still running (EX_TEMPFAIL) */
+        EXIT_BUSY = 75,           /* a retryable refusal (EX_TEMPFAIL): run --id KEY while a
+                                   * run with KEY is still running, a store locked past its
+                                   * busy timeout, a full node (admission); the hutch.error/1
+                                   * answer says retryable: true and which code */
         EXIT_TIMEOUT = 124,       /* wall-clock or cpu-time limit hit */
         EXIT_SETUP = 125,         /* sandbox could not be built, bad profile, store unusable */
         EXIT_NOT_EXECUTABLE = 126,/* command found but could not be executed */

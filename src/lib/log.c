@@ -105,3 +105,7 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
 
 void log_keep_first_error(void) { keep_first_error = true; }
 const char *log_first_error(void) { return first_error; }
+
+static const char *error_code;
+void log_set_error_code(const char *code) { error_code = code; }
+const char *log_error_code(void) { return error_code; }

@@ -43,6 +43,12 @@ void log_keep_first_error(void);
  * hostio_write_bounded(). */
 void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms));
 const char *log_first_error(void);
+/* The stable code (hutch-json(7), a static string: "store_busy",
+ * "admission_full", ...) of the error hutch is about to end with, where
+ * its exit code alone does not tell it; NULL when none was set. For the
+ * same answer; set by whichever module knows (cli/, run/). */
+void log_set_error_code(const char *code);
+const char *log_error_code(void);
 
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)

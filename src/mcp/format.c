@@ -83,7 +83,7 @@ json_t *mcp_result_from_run(json_t *run)
 
         FILE *f = open_memstream(&text, &tlen);
         if (!f)
-                return mcp_result_error("out of memory formatting run %s", id);
+                return mcp_result_error_code("failed", false, "out of memory formatting run %s", id);
         fprintf(f, "exit_code=%s status=%s %s id=%s\n", codebuf, status, durbuf, id);
         if (message)
                 fprintf(f, "message: %s\n", message);
@@ -100,6 +100,18 @@ json_t *mcp_result_from_run(json_t *run)
                          !streq(status, "success"));
 }
 
+/* The isError result of text (NUL-free; NULL: out of memory), with
+ * the error's stable code and retryable flag in _meta, as hutch.error/1
+ * carries them (hutch-json(7)). */
+static json_t *error_result(const char *code, bool retryable, const char *text)
+{
+        json_t *t = json_string(text ? text : "error");
+        if (!t)
+                t = json_string("error (message not valid UTF-8)");
+        return json_pack("{s:[{s:s, s:o}], s:b, s:{s:{s:s, s:b}}}", "content", "type", "text", "text", t, "isError", 1,
+                         "_meta", MCP_META_ERROR, "code", code, "retryable", retryable);
+}
+
 json_t *mcp_result_error(const char *fmt, ...)
 {
         va_list ap;
@@ -108,10 +120,18 @@ json_t *mcp_result_error(const char *fmt, ...)
         if (vasprintf(&text, fmt, ap) < 0)
                 text = NULL;
         va_end(ap);
-        json_t *t = json_string(text ? text : "error");
-        if (!t)
-                t = json_string("error (message not valid UTF-8)");
-        return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", t, "isError", 1);
+        return error_result("bad_request", false, text);
+}
+
+json_t *mcp_result_error_code(const char *code, bool retryable, const char *fmt, ...)
+{
+        va_list ap;
+        _cleanup_free_ char *text = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&text, fmt, ap) < 0)
+                text = NULL;
+        va_end(ap);
+        return error_result(code, retryable, text);
 }
 
 json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus)
@@ -122,8 +142,8 @@ json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int ws
         else
                 snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(wstatus));
         if (overflow)
-                return mcp_result_error("hutch run %s; its result was over the %u MiB this server keeps "
-                                        "(list_runs and read_output find the run)", how, 32u);
+                return mcp_result_error_code("failed", false, "hutch run %s; its result was over the %u MiB this "
+                                             "server keeps (list_runs and read_output find the run)", how, 32u);
         json_t *j = out ? json_loadb(out, len, 0, NULL) : NULL;
         const char *schema = json_string_value(json_object_get(j, "schema"));
         json_t *r;
@@ -131,11 +151,15 @@ json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int ws
                 r = mcp_result_from_run(j);
         else if (schema && streq(schema, "hutch.error/1")) {
                 const char *ptr = json_string_value(json_object_get(j, "pointer"));
-                r = mcp_result_error("no run: %s%s%s%s (exit_code=%lld)", str_or(j, "message", "?"),
-                                     ptr && *ptr ? " (at " : "", ptr && *ptr ? ptr : "", ptr && *ptr ? ")" : "",
-                                     (long long)json_integer_value(json_object_get(j, "exit_code")));
+                r = mcp_result_error_code(str_or(j, "code", "failed"),
+                                          json_is_true(json_object_get(j, "retryable")),
+                                          "no run: %s%s%s%s (exit_code=%lld)", str_or(j, "message", "?"),
+                                          ptr && *ptr ? " (at " : "", ptr && *ptr ? ptr : "", ptr && *ptr ? ")" : "",
+                                          (long long)json_integer_value(json_object_get(j, "exit_code")));
         } else
-                r = mcp_result_error("hutch run %s without a result (its messages went to the server's stderr)", how);
+                r = mcp_result_error_code("failed", false,
+                                          "hutch run %s without a result (its messages went to the server's stderr)",
+                                          how);
         json_decref(j);
         return r;
 }

@@ -26,8 +26,16 @@ json_t *mcp_result_from_run(json_t *run);
  * ended (wstatus from waitpid). */
 json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus);
 
-/* A CallToolResult with isError and one text block. */
+/* Where an error result's stable code and retryable flag go in its
+ * _meta: { "hutch/error": { "code": ..., "retryable": ... } }, the
+ * codes of hutch.error/1 (hutch-json(7)). */
+#define MCP_META_ERROR "hutch/error"
+
+/* A CallToolResult with isError and one text block: a caller's mistake
+ * (code bad_request, not retryable). */
 json_t *mcp_result_error(const char *fmt, ...) _printf_(1, 2);
+/* The same with another code (a static string) and retryable flag. */
+json_t *mcp_result_error_code(const char *code, bool retryable, const char *fmt, ...) _printf_(3, 4);
 
 /* text[0..len) as at most about budget bytes: the whole text when it
  * fits, else its head and tail (never splitting a UTF-8 character)

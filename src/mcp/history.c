@@ -21,12 +21,13 @@ static json_t *open_store(struct store **ret)
 {
         _cleanup_free_ char *path = NULL, *error = NULL;
         if (store_default_path(&path) < 0)
-                return mcp_result_error("run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME for the server");
+                return mcp_result_error_code("store_unusable", false, "run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME for the server");
         int r = store_open_readonly(path, ret, &error);
         if (r == -ENOENT)
                 return NO_STORE;
         if (r < 0)
-                return mcp_result_error("run store: %s", error ? error : path);
+                return mcp_result_error_code(r == -EBUSY ? "store_busy" : "store_unusable", r == -EBUSY,
+                                             "run store: %s", error ? error : path);
         return NULL;
 }
 
@@ -89,11 +90,11 @@ static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
                 free(c.first);
         }
         if (r == -EBADMSG)
-                return mcp_result_error("run %s: its stored output is damaged", id);
+                return mcp_result_error_code("damaged", false, "run %s: its stored output is damaged", id);
         if (r < 0 || !started_here(s, (*ret)->id)) {
                 if (r == 0)
                         run_record_free(TAKE_PTR(*ret));
-                return mcp_result_error("run_id \"%s\": no run of this server's tools has this id", id);
+                return mcp_result_error_code("not_found", false, "run_id \"%s\": no run of this server's tools has this id", id);
         }
         return NULL;
 }
@@ -141,7 +142,7 @@ json_t *mcp_read_output(json_t *args)
         if (!get_uint(args, "limit", 1, MCP_PAGE_MAX, &limit))
                 return mcp_result_error("limit: expected an integer from 1 to %u", MCP_PAGE_MAX);
         if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
-                return e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
+                return e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
 
         /* the same sanitised text as the run's result carried, so the
          * offsets its cut marker names are offsets here */
@@ -226,13 +227,13 @@ json_t *mcp_list_runs(json_t *args)
         c.text = open_memstream(&text, &tlen);
         if (!c.text) {
                 json_decref(c.runs);
-                return mcp_result_error("out of memory");
+                return mcp_result_error_code("failed", false, "out of memory");
         }
         int r = store_run_foreach(s, &f, list_one, &c);
         fclose(c.text);
         if (r < 0 && r != -ECANCELED) {
                 json_decref(c.runs);
-                return mcp_result_error("run store: %s", store_error(s));
+                return mcp_result_error_code("store_unusable", false, "run store: %s", store_error(s));
         }
         json_t *t = json_string(tlen ? text : "no runs\n");
         return json_pack("{s:[{s:s, s:o}], s:{s:o}, s:b}", "content", "type", "text", "text",
@@ -255,9 +256,9 @@ json_t *mcp_get_file(json_t *args)
         if (!path || !*path)
                 return mcp_result_error("path: expected a file's path");
         if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
-                return e == NO_STORE ? mcp_result_error("no runs recorded yet") : e;
+                return e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
         if (store_files_list(s, rec->id, NULL, &files, &n) < 0)
-                return mcp_result_error("run store: %s", store_error(s));
+                return mcp_result_error_code("store_unusable", false, "run store: %s", store_error(s));
         /* as hutch cp: an artifact by its name, then a workspace file, then "output/NAME" */
         const char *out = startswith(path, "output/") ? path + strlen("output/") : NULL;
         for (int pass = 0; pass < 3 && !hit; pass++)

@@ -75,7 +75,7 @@ static void send_error(struct mcp_server *s, json_t *id, int code, const char *m
 static void send_result(struct mcp_server *s, json_t *id, bool modern, json_t *result)
 {
         if (!result)
-                result = mcp_result_error("internal error: the result could not be encoded");
+                result = mcp_result_error_code("failed", false, "internal error: the result could not be encoded");
         if (modern) {
                 json_object_set_new(result, "resultType", json_string("complete"));
                 json_t *meta = json_object_get(result, "_meta");
@@ -185,9 +185,10 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 waiting += c->state == CALL_QUEUED;
         if (waiting >= MCP_QUEUE_MAX) {
                 /* each queued call holds its request: bound them */
-                send_result(s, id, modern, mcp_result_error("%s: %zu calls are already waiting for one of the "
-                                                            "%u run slots; try again later", name, waiting,
-                                                            s->cfg->max_concurrent));
+                send_result(s, id, modern,
+                            mcp_result_error_code("admission_full", true,
+                                                  "%s: %zu calls are already waiting for one of the %u run slots; "
+                                                  "try again later", name, waiting, s->cfg->max_concurrent));
                 return;
         }
         _cleanup_(json_decrefp) json_t *labels = labels_for(s, meta, modern);

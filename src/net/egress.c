@@ -39,6 +39,7 @@
 
 #include "lib/util.h"
 #include "net/dns.h"
+#include "net/confine.h"
 #include "net/egress.h"
 #include "net/netns.h"
 #include "net/owner.h"
@@ -684,6 +685,21 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         for (size_t i = 0; i < h.n_fds; i++)
                 (void)fcntl(h.fds[i], F_SETFL, O_NONBLOCK);
         own_addresses(&h);
+        /* Before the allow-list (confine.c): what would need more later.
+         * A lookup of "localhost" loads the resolver's configuration and
+         * any NSS module the host's nsswitch.conf names (mapping code,
+         * which the filter refuses after); jansson seeds its hash from
+         * /dev/urandom at the first object. */
+        struct egress_addr warm[2];
+        (void)egress_resolve_system("localhost", warm, ELEMENTSOF(warm), NULL);
+        json_object_seed(0);
+        int r = egress_confine(p->init_pid);
+        if (r < 0) {
+                /* never parse the job's bytes unconfined: no decision is
+                 * made, so every connection and query of the job fails */
+                dprintf(STDERR_FILENO, "hutch: egress: cannot confine the helper: %s\n", strerror(-r));
+                _exit(1);
+        }
         helper_loop(&h);
         write_report(&h);
         _exit(0);

@@ -8,8 +8,10 @@
  * Why a process and not the supervisor's loop: the relay's work (name
  * resolution, thousands of connections, a slow upstream) must never
  * delay the supervisor's deadline, and a bug in it must not take the
- * record down. It dies with the supervisor (PR_SET_PDEATHSIG) and holds
- * no fd of the supervisor's but its own two.
+ * record down. It dies with the supervisor (PR_SET_PDEATHSIG), holds
+ * no fd of the supervisor's but its own two, and reads nothing of the
+ * job's before it is confined (confine.h: no capabilities,
+ * no_new_privs, a seccomp allow-list).
  */
 #pragma once
 

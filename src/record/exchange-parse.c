@@ -398,9 +398,14 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                 return get_labels(p, v, &x->labels);
         if (streq(k, "node"))
                 return get_node(p, v, field, &x->node);
-        if (streq(k, "imported"))
-                /* this store decides what it imported */
+        if (streq(k, "imported") || streq(k, "retryable"))
+                /* this store decides what it imported; retryable and
+                 * error_code follow from the status */
                 return get_bool(p, v, field, &(bool){ false });
+        if (streq(k, "error_code")) {
+                _cleanup_free_ char *ignored = NULL;
+                return get_text(p, v, field, MAX_SHORT, true, &ignored);
+        }
         return fail(p, field, "unknown field (import reads what hutch export writes)");
 }
 

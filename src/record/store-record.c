@@ -198,6 +198,14 @@ static json_t *json_argv(char *const *argv)
         return a;
 }
 
+const char *run_status_error_code(enum run_status st)
+{
+        if (st == RUN_RUNNING || st == RUN_SUCCESS || st < 0 || st >= _RUN_STATUS_MAX)
+                return NULL;
+        /* the same word as hutch.error/1 for a sandbox that was refused */
+        return st == RUN_SETUP_ERROR ? "setup_refused" : run_status_to_string(st);
+}
+
 json_t *run_record_to_json(const struct run_record *rec, bool with_output)
 {
         json_t *o = json_object();
@@ -208,6 +216,13 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "exit_code", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null());
         json_object_set_new(o, "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null());
         json_object_set_new(o, "message", json_text(rec->message));
+        /* a failed run's stable error code (hutch-json(7); "code" is a
+         * --lang run's program), and whether running it again as it was
+         * may succeed: only when hutch lost the run, not when the job
+         * ended by itself or by its limits */
+        const char *error_code = run_status_error_code(rec->status);
+        json_object_set_new(o, "error_code", error_code ? json_string(error_code) : json_null());
+        json_object_set_new(o, "retryable", json_boolean(rec->status == RUN_ORPHANED));
         json_object_set_new(o, "argv", json_argv(rec->argv));
         json_object_set_new(o, "cwd", json_text(rec->cwd));
         json_object_set_new(o, "started_at", json_time(rec->started_at_ms));

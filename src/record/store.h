@@ -118,8 +118,13 @@ int proc_start_time(pid_t pid, uint64_t *ret);
  * False for every other status. */
 bool run_record_is_orphan(const struct run_record *rec);
 
+/* The stable error code of a run that ended with st (hutch-json(7)):
+ * the status's name, "setup_refused" for setup_error; NULL while
+ * running and for success. */
+const char *run_status_error_code(enum run_status st);
+
 /* The JSON view of a run (schema "hutch.result/1"): the fields id, status,
- * exit_code, signal, message, argv, cwd, started_at, finished_at (ISO-8601
+ * exit_code, signal, message, error_code, retryable, argv, cwd, started_at, finished_at (ISO-8601
  * UTC with ms, or null), duration_ms, cpu_user_ms, cpu_sys_ms, cpu_ms,
  * peak_memory_mb, stdout, stderr (only when with_output: sanitised text,
  * see sanitize.h), stdout_bytes, stderr_bytes, stdout_lines,
@@ -364,3 +369,17 @@ json_t *store_labels_json(struct store *s, const char *run_id);
  * only), most first: "LANG=COUNT" strings in a new vector (NULL when
  * none). 0 or -errno. */
 int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret);
+
+/* For `hutch stats --openmetrics` (store-metrics.c). Egress decisions
+ * of the runs matching f (its since_ms and label only), by verdict:
+ * "DECISION=COUNT" strings ("allowed", "denied"; "unknown" for a row
+ * without one) in a new vector, NULL when none. 0 or -errno. */
+int store_decision_counts(struct store *s, const struct store_filter *f, char ***ret);
+/* The value of label key of every run that has it, as a new JSON
+ * object { RUN_ID: VALUE } (values that are not valid UTF-8 are left
+ * out). 0 or -errno. */
+int store_label_values(struct store *s, const char *key, json_t **ret);
+/* Bytes the store takes on disk: the database with its -wal and -shm
+ * files, and the blobs beside it (regular files' sizes; no symlink is
+ * followed). 0 or -errno. */
+int store_disk_bytes(struct store *s, uint64_t *ret);

@@ -3,6 +3,7 @@
  *     run_start()          the host side: stdio, signals, Slurm, gVisor
  *     prepare_workspace()  --workdir and --input resolved on the host
  *     open_record()        the record begun (and --detach, --session, --snapshot)
+ *     admit()              the node's [admission] cap: wait for a slot, or exit 75
  *     prepare_limits()     io.max and the run's cgroup
  *     build_sandbox()      the clone, the egress helper, the profile text
  *     build_policy()       the syscall filter and the enforcement report
@@ -40,6 +41,7 @@
 #include "run/run-internal.h"
 #include "config/profile.h"
 #include "config/run-config.h"
+#include "lib/errcode.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "limits/cgroup.h"
@@ -47,6 +49,7 @@
 #include "limits/slurm.h"
 #include "limits/watchdog.h"
 #include "record/store.h"
+#include "run/admission.h"
 #include "run/enforce.h"
 #include "run/landlock.h"
 #include "sandbox/gvisor.h"
@@ -88,6 +91,7 @@ struct run {
         unsigned slurm_capped;
 
         struct run_record *rec;
+        int admit_fd;                   /* the admission lock, held until the row is written */
         int detach_notify;
         bool detached_parent;           /* the caller's side of --detach: done */
         struct events *ev;              /* --events, or NULL */
@@ -283,6 +287,11 @@ static int open_record(struct run *r)
                 code = run_open_session(a, db_path, &r->wp);
                 if (code != EXIT_OK)
                         return code;
+                /* how long it may stay unused: this run's profile says */
+                k = session_set_ttl(&r->wp.session, r->cfg->session_ttl_ms);
+                if (k < 0)
+                        log_warning("run: session %s: cannot record its ttl (hutch gc uses the default "
+                                    "profile's): %s", a->session, strerror(-k));
                 r->rec->session = xstrdup(a->session);
                 r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
         }
@@ -295,6 +304,100 @@ static int open_record(struct run *r)
                 return EXIT_SETUP;
         }
         return RUN_NEXT;
+}
+
+/* A store that failed with error: busy past its timeout is worth
+ * trying again (75, store_busy); anything else is not (125). */
+static int store_failed(int error)
+{
+        log_set_error_code(error == -EBUSY ? "store_busy" : "store_unusable");
+        return error == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
+}
+
+/* Admission (run/admission.h), before anything of the sandbox exists:
+ * a run over the node's cap waits for a slot (--queue-wait, with a
+ * queued event on --events) or is refused with 75 and the retryable
+ * code admission_full, and is then not recorded at all: the caller,
+ * told to retry, holds the only copy of the request. An admitted run
+ * keeps the lock until its row is written (record_start()), so the
+ * count and the insert are one step for every run with a cap. */
+static int admit(struct run *r)
+{
+        const struct run_config *view = &r->view;
+        struct node_resources node;
+        struct admission_caps caps;
+        _cleanup_free_ char *db = NULL, *error = NULL;
+        _cleanup_store_ struct store *s = NULL;
+        uint64_t start = now_monotonic_ms(), running = 0, memory = 0, shown = UINT64_MAX;
+        int k, code = RUN_NEXT;
+
+        if ((!view->admission_max_running || streq(view->admission_max_running, "none")) &&
+            (!view->admission_max_memory || streq(view->admission_max_memory, "none")))
+                return RUN_NEXT;
+        k = node_resources_read(&node);
+        if (k < 0)
+                return log_error_errno(k, "run: admission: cannot read the node's resources: %m"), EXIT_SETUP;
+        admission_caps_resolve(view, &node, &caps);
+        log_debug("admission: %s", caps.how);
+        if (store_default_path(&db) < 0) {
+                log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
+                admission_caps_done(&caps);
+                return EXIT_SETUP;
+        }
+        /* made if need be: the lock lives beside it */
+        k = store_open(db, &s, &error);
+        if (k < 0) {
+                log_error("run: run store: %s", error ? error : db);
+                admission_caps_done(&caps);
+                return store_failed(k);
+        }
+        for (;;) {
+                int fd = admission_lock(db);
+                if (fd < 0) {
+                        code = EXIT_SETUP;
+                        log_error_errno(fd, "run: admission lock beside %s: %m", db);
+                        break;
+                }
+                k = admission_usage(s, caps.max_memory, &running, &memory);
+                if (k < 0) {
+                        close(fd);
+                        code = EXIT_SETUP;
+                        log_error("run: admission: run store: %s", store_error(s));
+                        break;
+                }
+                if (admission_fits(&caps, running, memory, view->memory_bytes)) {
+                        r->admit_fd = fd;
+                        break;
+                }
+                close(fd);
+                uint64_t now = now_monotonic_ms(), waited = now - start;
+                if (waited >= r->a->queue_wait_ms) {
+                        char d[32];
+                        log_set_error_code("admission_full");
+                        log_error("run: the node is full: %llu run%s of yours running (%s); %s%s",
+                                  (unsigned long long)running, running == 1 ? "" : "s", caps.how,
+                                  r->a->queue_wait_ms ? "no slot within --queue-wait " : "try again later, or wait "
+                                                                                         "with --queue-wait DURATION",
+                                  r->a->queue_wait_ms ? format_duration_ms(r->a->queue_wait_ms, d, sizeof(d)) : "");
+                        code = EXIT_BUSY;
+                        break;
+                }
+                if (running != shown) {
+                        /* once, and again when the count changes */
+                        events_queued(r->ev, r->rec->id, running, caps.max_running, waited);
+                        log_info("run %s: queued: %llu of %llu running", r->rec->id, (unsigned long long)running,
+                                 (unsigned long long)caps.max_running);
+                        shown = running;
+                }
+                /* a slot frees when a run ends: look again soon, not in step */
+                usleep((useconds_t)(MIN(r->a->queue_wait_ms - waited, 50 + (uint64_t)(random() % 100)) * 1000));
+        }
+        if (code == RUN_NEXT && now_monotonic_ms() - start > 1) {
+                /* the run starts now, not when it began to wait */
+                r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
+        }
+        admission_caps_done(&caps);
+        return code;
 }
 
 /* The run's cgroup (or the reason there is none) comes before the
@@ -428,18 +531,21 @@ static int build_policy(struct run *r)
         return RUN_NEXT;
 }
 
-/* The run store, opened for writing; EXIT_OK or EXIT_SETUP (logged). */
+/* The run store, opened for writing; EXIT_OK, or EXIT_SETUP or
+ * EXIT_BUSY (logged). */
 static int open_store(struct store **ret)
 {
         _cleanup_free_ char *path = NULL, *error = NULL;
+        int k;
 
         if (store_default_path(&path) < 0) {
                 log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
-                return EXIT_SETUP;
+                return store_failed(-ENOENT);
         }
-        if (store_open(path, ret, &error) < 0) {
+        k = store_open(path, ret, &error);
+        if (k < 0) {
                 log_error("run: run store: %s", error ? error : path);
-                return EXIT_SETUP;
+                return store_failed(k);
         }
         return EXIT_OK;
 }
@@ -489,10 +595,15 @@ static int record_start(struct run *r)
                 k = store_workspace_set(r->store, rec->id, a->session ? NULL : r->wp.workdir, a->session);
         if (k == 0)
                 k = store_batch_end(r->store, true);
+        /* the row counts now: the next run's admission sees it */
+        if (r->admit_fd >= 0) {
+                close(r->admit_fd);
+                r->admit_fd = -1;
+        }
         if (k < 0) {
                 (void)store_batch_end(r->store, false);
                 log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
-                return EXIT_SETUP;
+                return store_failed(k);
         }
         run_detach_started(&r->detach_notify);
         log_info("run %s", rec->id);
@@ -667,6 +778,12 @@ static void say_not_started(struct run *r, int code)
         if (!r->rec->message)
                 r->rec->message = xstrdup("the run could not start (hutch's message is on stderr)");
         json_t *o = r->a->ui->result_object(NULL, r->rec);
+        /* refused rather than failed (admission_full, store_busy): the
+         * exit event says so as hutch.error/1 would */
+        if (log_error_code()) {
+                json_object_set_new(o, "error_code", json_string(log_error_code()));
+                json_object_set_new(o, "retryable", json_boolean(errcode_retryable(log_error_code())));
+        }
         events_exit(r->ev, o);
         json_decref(o);
 }
@@ -690,6 +807,7 @@ static int run_done(struct run *r, int code)
                 close(r->detach_notify);
         if (r->ev && !events_have_exited(r->ev) && !r->key_taken && !r->detached_parent)
                 say_not_started(r, code);
+        close_if(r->admit_fd);
         close_if(r->workspace_fd);
         close_if(r->upper_fd);
         close_if(r->wp.lower_fd);
@@ -735,7 +853,7 @@ int run_execute(const struct run_config *cfg, const struct lang_job *lj, const s
                 const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init)
 {
         static int (*const stages[])(struct run *) = {
-                prepare_workspace, open_record, prepare_limits, build_sandbox, build_policy,
+                prepare_workspace, open_record, admit, prepare_limits, build_sandbox, build_policy,
                 record_start, connect_io, supervise_job, collect,
         };
         struct run r = {
@@ -743,7 +861,7 @@ int run_execute(const struct run_config *cfg, const struct lang_job *lj, const s
                 .wp = { .lower_fd = -1, .session.lock_fd = -1 },
                 .workspace_fd = -1, .upper_fd = -1,
                 .egress = { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } },
-                .detach_notify = -1,
+                .detach_notify = -1, .admit_fd = -1,
                 .sb = { .pidfd = -1, .sync_fd = -1, .stdout_fd = -1, .stderr_fd = -1 },
                 .stdin_fd = -1, .files_code = -1,
         };

@@ -57,6 +57,7 @@ struct run_args {
         char **inputs;          /* --input, as given */
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;
+        uint64_t queue_wait_ms; /* --queue-wait: how long to wait for admission */
         bool commit_always;
         bool trust_profile;     /* --trust-profile */
         const char *request;    /* --request FILE|- */

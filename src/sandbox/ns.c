@@ -14,6 +14,7 @@
 #include <linux/sockios.h>
 
 #include "sandbox/ns.h"
+#include "sandbox/userns-diag.h"
 #include "lib/util.h"
 
 #define OVERFLOW_ID 65534
@@ -267,6 +268,8 @@ const char *ns_explain_refusal(int r, const char *step, bool net, char *buf, siz
                          "supplementary groups cannot be shed: run hutch outside it, or as an unprivileged user");
                 return buf;
         }
+        if (r == -EPERM || r == -EACCES || r == -ENOSYS)
+                return userns_explain(-r, step, buf, len);
         if (r != -ENOSPC)
                 return NULL;
         const char *kind = NULL;

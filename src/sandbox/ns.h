@@ -60,6 +60,9 @@ const char *ns_limit_at_zero(bool net);
  * the fix, in buf: ENOSPC making the namespaces ("clone namespaces",
  * "network namespace"; ENOSPC is "No space left on device") names the
  * limit that refused; EPERM dropping root's supplementary groups where
- * setgroups is denied says so. NULL when strerror() says it well enough. r is
+ * setgroups is denied says so; EPERM, EACCES and ENOSYS name what
+ * refuses user namespaces here when userns_explain() finds it (AppArmor,
+ * a container's seccomp filter, Debian's switch). NULL when strerror()
+ * says it well enough. r is
  * -errno; net: the sandbox has a network namespace of its own. */
 const char *ns_explain_refusal(int r, const char *step, bool net, char *buf, size_t len);

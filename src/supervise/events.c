@@ -224,6 +224,19 @@ void events_warning(struct events *ev, const char *message)
         emit(ev, "warning", o);
 }
 
+void events_queued(struct events *ev, const char *id, uint64_t running, uint64_t max_running, uint64_t waited_ms)
+{
+        if (!ev)
+                return;
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(id));
+        json_object_set_new(o, "running", json_integer((json_int_t)running));
+        json_object_set_new(o, "max_running", max_running ? json_integer((json_int_t)max_running) : json_null());
+        json_object_set_new(o, "waited_ms", json_integer((json_int_t)waited_ms));
+        emit(ev, "queued", o);
+        (void)hostio_drain(ev->out, EVENTS_STALL_MS);
+}
+
 void events_exit(struct events *ev, json_t *result)
 {
         if (ev->exited)

@@ -52,6 +52,10 @@ void events_heartbeat(struct events *ev, uint64_t elapsed_ms, bool have_sample, 
                       uint64_t memory_bytes);
 void events_truncated(struct events *ev, enum output_stream stream, uint64_t offset);
 void events_warning(struct events *ev, const char *message);
+/* A "queued" event: run id waits for admission, running of max_running
+ * (0: no count cap) of the user's runs are running, waited_ms so far.
+ * ev may be NULL (nothing is written). Written at once. */
+void events_queued(struct events *ev, const char *id, uint64_t running, uint64_t max_running, uint64_t waited_ms);
 /* The last event: result is the hutch.result/1 object. Flushes the
  * held-back output first, then waits for the reader to take everything
  * (giving up when it takes nothing for 5 s). Only the first call emits. */

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -106,6 +108,44 @@ int session_acquire(const char *root, const char *name, uint64_t wait_ms, struct
 void session_touch(struct session *s)
 {
         (void)futimens(s->lock_fd, NULL);
+}
+
+int session_set_ttl(struct session *s, uint64_t ttl_ms)
+{
+        _cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char text[32];
+        int r = 0;
+
+        if (dfd < 0)
+                return -errno;
+        int n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)ttl_ms);
+        /* one writer: the holder of the session's lock */
+        int fd = openat(dfd, "ttl.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (write_all(fd, text, (size_t)n) < 0)
+                r = -errno;
+        close(fd);
+        if (r == 0 && renameat(dfd, "ttl.tmp", dfd, "ttl") < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlinkat(dfd, "ttl.tmp", 0);
+        return r;
+}
+
+/* The ttl file of the session at dfd, UINT64_MAX when there is none. */
+static uint64_t read_ttl(int dfd)
+{
+        _cleanup_close_ int fd = openat(dfd, "ttl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        char buf[32];
+        ssize_t n;
+        char *end;
+
+        if (fd < 0 || (n = read_full(fd, buf, sizeof(buf) - 1)) <= 0)
+                return UINT64_MAX;
+        buf[n] = '\0';
+        unsigned long long v = strtoull(buf, &end, 10);
+        return end != buf && (*end == '\n' || *end == '\0') ? (uint64_t)v : UINT64_MAX;
 }
 
 static int chown_below(int dirfd, uid_t uid, gid_t gid, int depth)
@@ -199,7 +239,10 @@ int session_list(const char *root, struct session_info **ret, size_t *ret_n)
                 _cleanup_close_ int dfd = openat(rootfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (dfd < 0)
                         continue;
-                struct session_info si = { .name = xstrdup(*p) };
+                struct session_info si = { .name = xstrdup(*p), .ttl_ms = read_ttl(dfd) };
+                struct statx sx;
+                if (statx(dfd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+                        si.created_ms = (uint64_t)sx.stx_btime.tv_sec * 1000 + sx.stx_btime.tv_nsec / 1000000;
                 _cleanup_close_ int lfd = openat(dfd, "lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 struct stat st;
                 if (lfd >= 0 && fstat(lfd, &st) == 0) {

@@ -8,6 +8,8 @@
  *                              `hutch session rm`) using the session; its
  *                              mtime is the session's last use
  *      sessions/NAME/tree/     the workspace itself
+ *      sessions/NAME/ttl       the session_ttl (ms, decimal) of the run that
+ *                              used it last: how long it may stay unused
  *
  * A run mounts overlay(lower = tree, upper = scratch) and, only when it
  * succeeds, applies its change set to tree (apply.h) while still holding
@@ -42,6 +44,11 @@ int session_acquire(const char *root, const char *name, uint64_t wait_ms, struct
 /* Record now as the session's last use. */
 void session_touch(struct session *s);
 
+/* Record ttl_ms (0: never expires) as how long the session may stay
+ * unused before `hutch gc` removes it: the profile of the run that used
+ * it last decides. Replaces the ttl file atomically. 0 or -errno. */
+int session_set_ttl(struct session *s, uint64_t ttl_ms);
+
 /* Give every entry of the tree to uid:gid (no symlink followed): after
  * root applied a change set, the files belong to the id root's sandbox
  * runs as, like everything else in the session. 0 or -errno. */
@@ -53,6 +60,9 @@ void session_release(struct session *s);
 struct session_info {
         char *name;
         uint64_t last_used_ms;  /* lock file mtime */
+        uint64_t created_ms;    /* the session dir's birth time; 0: unknown */
+        uint64_t ttl_ms;        /* its ttl file; UINT64_MAX: none recorded
+                                 * (a session from before, gc uses the default) */
         uint64_t bytes;         /* sum of file sizes in tree */
         uint64_t files;         /* entries in tree */
         bool in_use;            /* a run holds it now */

@@ -76,11 +76,24 @@ EOF2
 }
 
 @test "request: every document the reader accepts is valid against hutch.request/1" {
-        for doc in '{"argv":["true"]}' \
-                   '{"language":"python","code":"print(1)","limits":{"cpu_cores":0.5}}' \
-                   '{"argv":["true"],"secrets":["A"],"session":"s-1","idempotency_key":"k"}'; do
+        # each document goes through hutch's reader (and runs); one the
+        # reader takes must be one the schema allows
+        while read -r doc; do
+                run --separate-stderr env A=a-secret B="$BATS_TEST_TMPDIR" "$HUTCH" run -q --json --request - <<< "$doc"
+                [ "$status" -eq 0 ] || { echo "hutch refused $doc: $stderr" >&2; false; }
+                [ "$(echo "$output" | json "o['status']")" = success ]
                 echo "$doc" | schema hutch.request/1
-        done
+        done <<'EOF2'
+{"argv":["true"]}
+{"schema":"hutch.request/1","argv":["true"]}
+{"language":"python","code":"print(1)","limits":{"cpu_cores":0.5}}
+{"argv":["true"],"secrets":["A"],"session":"s-1","idempotency_key":"k"}
+{"argv":["true"],"secrets":{"S":{"env":"A"},"T":{"value":"v"}}}
+{"argv":["sh","-c","cat f d/g >/dev/null"],"files":{"f":"x","d/g":{"content":"AAEC","encoding":"base64"}}}
+{"argv":["cat"],"stdin":{"content":"aGk=","encoding":"base64"},"env":{"MODE":"test"}}
+{"argv":["cat"],"stdin":"hi","labels":{"agent":"planner","task":"42"},"network":"none"}
+{"argv":["true"],"limits":{"timeout_ms":10000,"memory_mb":256,"cpu_cores":1,"disk_mb":100,"pids":64,"cpu_time_ms":5000}}
+EOF2
 }
 
 @test "request: unknown fields, wrong types and unknown versions are refused with a JSON pointer, exit 2" {
@@ -91,6 +104,8 @@ EOF2
                 echo "$output" | schema hutch.error/1
                 [ "$(echo "$output" | json "o['pointer']")" = "$pointer" ]
                 [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
+                [ "$(echo "$output" | json "o['code']")" = bad_request ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
                 [[ "$stderr" == "hutch: run: request: $pointer"* ]]
                 # and nothing was refused silently against the schema
                 not schema hutch.request/1 <<< "$doc" 2>/dev/null
@@ -112,6 +127,7 @@ EOF2
         [ "$status" -eq 2 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['pointer']")" = "" ]
+        [ "$(echo "$output" | json "o['code']")" = bad_request ]
         [[ "$stderr" == *"not valid JSON"* ]]
 }
 
@@ -125,6 +141,8 @@ EOF2
                 echo "$output" | schema hutch.result/1
                 ids+=("$(echo "$output" | json "o['id']")")
                 [ "$(echo "$output" | json "o['idempotency_key']")" = build-42 ]
+                [ "$(echo "$output" | json "o['error_code']")" = failed ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
         done
         [ "$(wc -l < "$d/count")" -eq 1 ]
         [ "${ids[0]}" = "${ids[1]}" ] && [ "${ids[1]}" = "${ids[2]}" ]
@@ -152,10 +170,13 @@ EOF2
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
-        "$HUTCH" run --id slow --id-wait --json -- true >"$d/waited" 2>&1 &
+        [ "$(echo "$output" | json "o['code']")" = idempotency_in_flight ]
+        [ "$(echo "$output" | json "o['retryable']")" = true ]
+        "$HUTCH" run -v --id slow --id-wait --json -- true >"$d/waited" 2>"$d/waited.err" &
         waiter=$!
-        # still there: it waits for the run rather than answering busy
-        sleep 1
+        # it says it waits for the run, and is still there, rather than
+        # answering busy
+        wait_until grep -q "with key slow is running: waiting for it" "$d/waited.err"
         kill -0 "$waiter"
         touch "$d/go"
         rc=0
@@ -259,6 +280,8 @@ EOF2
         run --separate-stderr "$HUTCH" wait --json --timeout 300ms "$id"
         [ "$status" -eq 124 ]
         echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['code']")" = wait_timeout ]
+        [ "$(echo "$output" | json "o['retryable']")" = true ]
         [ "$("$HUTCH" ps --json | json "o['id']")" = "$id" ]
         "$HUTCH" kill "$id"
         run wait %1
@@ -513,6 +536,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         [ "$(echo "$output" | wc -l)" -eq 1 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = usage ]
+        [ "$(echo "$output" | json "o['code']")" = usage ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         [[ "$(echo "$output" | json "o['message']")" == *"--no-such-flag"* ]]
         [ "$(echo "$output" | json "o['exit_code']")" = 2 ]
 
@@ -523,6 +548,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         run --separate-stderr "$HUTCH" show --json 0000NOSUCHRUN
         [ "$status" -eq 1 ]
         echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['code']")" = not_found ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         [[ "$(echo "$output" | json "o['message']")" == *"0000NOSUCHRUN"* ]]
 
         local bad="$BATS_TEST_TMPDIR/badstore"
@@ -534,6 +561,8 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
                 [ "$(echo "$output" | wc -l)" -eq 1 ]
                 echo "$output" | schema hutch.error/1
                 [ "$(echo "$output" | json "o['error']")" = setup ]
+                [ "$(echo "$output" | json "o['code']")" = store_unusable ]
+                [ "$(echo "$output" | json "o['retryable']")" = false ]
         done
 
         # a run that happened answers with its result, never an error too
@@ -541,6 +570,15 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
         [ "$status" -eq 4 ]
         [ "$(echo "$output" | wc -l)" -eq 1 ]
         echo "$output" | schema hutch.result/1
+        [ "$(echo "$output" | json "o['error_code']")" = failed ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
+        # a success has no error code; a refused sandbox is setup_refused
+        run --separate-stderr "$HUTCH" run --json -- true
+        [ "$(echo "$output" | json "o['error_code']")" = null ]
+        run --separate-stderr "$HUTCH" run --json --timeout 1s -- sleep 5
+        [ "$status" -eq 124 ]
+        [ "$(echo "$output" | json "o['error_code']")" = timeout ]
+        [ "$(echo "$output" | json "o['retryable']")" = false ]
         # the job's own "--json" is not hutch's
         run --separate-stderr "$HUTCH" run -- sh -c 'exit 5' --json
         [ "$status" -eq 5 ]

@@ -442,6 +442,44 @@ print("received", n)
         [[ "$output" == *"more than 128 ports"* ]]
 }
 
+# The status of the running egress helper of hutch process $1, once it
+# is confined (Seccomp: 2); fails if it never is.
+helper_status() {
+        local helper
+        helper_confined() {
+                helper=$(pgrep -P "$1" -x hutch-egress) || return 1
+                grep -q '^Seccomp:[[:space:]]*2$' "/proc/$helper/status"
+        }
+        WAIT_TENTHS=100 wait_until helper_confined "$1" || return 1
+        cat "/proc/$helper/status"
+}
+
+@test "egress: the helper runs with no_new_privs, no capabilities and its seccomp filter" {
+        start http
+        out="$BATS_TEST_TMPDIR/out"
+        "$HUTCH" run --allow "api.test:$PORT" --add-host api.test=127.0.0.1 -- \
+                sh -c 'echo ready; sleep 30' < /dev/null > "$out" 2>&1 &
+        pid=$!
+        wait_for_file "$out"
+        run helper_status "$pid"
+        kill -TERM "$pid"
+        wait "$pid" || true
+        [ "$status" -eq 0 ] || { echo "no confined hutch-egress under $pid" >&2; false; }
+        [[ "$output" == *$'\nNoNewPrivs:\t1\n'* ]]
+        [[ "$output" == *$'\nSeccomp:\t2\n'* ]]
+        [[ "$output" == *$'\nCapEff:\t0000000000000000\n'* ]]
+        [[ "$output" == *$'\nCapPrm:\t0000000000000000\n'* ]]
+        [[ "$output" == *$'\nCapInh:\t0000000000000000\n'* ]]
+        [[ "$output" == *$'\nCapAmb:\t0000000000000000\n'* ]]
+        if [ "$(id -u)" -eq 0 ]; then
+                # root's helper: an empty bounding set, and files touched as
+                # the sandbox's uid (the fourth Uid field), never as root
+                [[ "$output" == *$'\nCapBnd:\t0000000000000000\n'* ]]
+                fsuid=$(echo "$output" | awk '/^Uid:/ {print $5}')
+                [ "$fsuid" != 0 ]
+        fi
+}
+
 @test "egress: --net none keeps its meaning with allow rules" {
         start http
         get api.test "$PORT" --net none --allow "api.test:$PORT" --add-host api.test=127.0.0.1

@@ -178,7 +178,8 @@ print("".join(e.get("data", "") for e in map(json.loads, sys.stdin) if e["type"]
 
 @test "detach: follow from an offset, as events; kill cancels a detached run" {
         id=$("$HUTCH" run --detach -- sh -c 'echo 0123456789; sleep 0.5; echo abc; exec sleep 60')
-        sleep 0.2
+        # the first line is in the spool before the follower starts after it
+        wait_until grep -q '"data":"0123456789\\n"' "$HUTCH_STATE_DIR/spool/$id.events"
         "$HUTCH" logs --follow --events --since-offset 11 "$id" > "$BATS_TEST_TMPDIR/ev" &
         # kill once the follower has seen the second line, however slow
         # the machine

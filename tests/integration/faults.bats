@@ -73,8 +73,10 @@ EOF
         jq -r .output_lost "$s" | grep -q "No space left on device"
         [ "$(jq -r .output_lost "$r")" = "$(jq -r .output_lost "$s")" ]
         grep -q "recorded without its output" "$BATS_TEST_TMPDIR/run.err"
-        ! grep -q "cannot complete" "$BATS_TEST_TMPDIR/run.err"
-        ! grep -q orphaned "$BATS_TEST_TMPDIR/gc.out"
+        run grep "cannot complete" "$BATS_TEST_TMPDIR/run.err"
+        [ "$status" -eq 1 ]
+        run grep orphaned "$BATS_TEST_TMPDIR/gc.out"
+        [ "$status" -eq 1 ]
         [ ! -s "$BATS_TEST_TMPDIR/orphans.json" ]
 }
 

@@ -171,11 +171,14 @@ ESCAPES='\033]52;c;aGk=\007\033]0;title\007\033[2J\302\235evil\r\b\bsafe\n'
         for verb in "diff $id" "show $id" "logs $id" "logs --stderr $id" "ls"; do
                 hex=$(on_tty "$HUTCH" $verb)
                 [ -n "$hex" ]
-                # no ESC, BEL, BS, U+009D; CR only as the pty's CR LF
-                [[ "$hex" != *1b* || $(echo "$hex" | fold -w2 | grep -cx 1b) -eq 0 ]]
-                ! echo "$hex" | fold -w2 | grep -qx -e 1b -e 07 -e 08
-                ! echo "$hex" | grep -q c29d
-                ! echo "$hex" | fold -w2 | paste -sd' ' | grep -q '0d [^0][^a]'
+                # the bytes, one per word: no ESC, BEL, BS, U+009D (C2 9D);
+                # CR only as the pty's CR LF
+                bytes=" $(echo "$hex" | fold -w2 | paste -sd' ') "
+                [[ "$bytes" != *" 1b "* ]] || { echo "$verb: ESC reached the terminal" >&2; false; }
+                [[ "$bytes" != *" 07 "* ]] || { echo "$verb: BEL reached the terminal" >&2; false; }
+                [[ "$bytes" != *" 08 "* ]] || { echo "$verb: BS reached the terminal" >&2; false; }
+                [[ "$bytes" != *" c2 9d "* ]] || { echo "$verb: U+009D reached the terminal" >&2; false; }
+                [[ "${bytes//0d 0a/crlf}" != *" 0d "* ]] || { echo "$verb: a bare CR reached the terminal" >&2; false; }
         done
         hex=$(on_tty "$HUTCH" diff "$id")
         [[ "$(echo "$hex" | xxd -r -p)" == *"^[]52;c;aGk=^G"* ]]

@@ -75,3 +75,47 @@ tree_digest() {
         (cd "$1" && find . -mindepth 1 \( -type f -printf '%p f %m ' -exec sha256sum {} \; \) -o \
                 \( -type d -printf '%p d %m\n' \) -o \( -type l -printf '%p l %l\n' \) | sort)
 }
+
+# Run CMD... every tenth of a second until it succeeds, for up to
+# $WAIT_TENTHS (default 50) tenths: wait for a state, never for a time.
+# Fails (with CMD's last status) when the state never came.
+wait_until() {
+        local i st=0
+        for ((i = 0; i < ${WAIT_TENTHS:-50}; i++)); do
+                "$@" && return 0
+                st=$?
+                sleep 0.1
+        done
+        "$@" || { st=$?; return "$st"; }
+}
+
+# Every process under PID, as "pid:starttime" (the start time tells a
+# process from a later one that reuses its pid). Take it while PID lives.
+descendants() {
+        local c
+        for c in $(pgrep -P "$1"); do
+                echo "$c:$(awk '{print $22}' "/proc/$c/stat" 2>/dev/null)"
+                descendants "$c"
+        done
+}
+
+# Succeeds, printing them, when any of the "pid:starttime" words given
+# (as descendants prints them) is still the same live process.
+any_alive() {
+        local p alive=1
+        for p in "$@"; do
+                [ "$(awk '{print $22}' "/proc/${p%%:*}/stat" 2>/dev/null)" = "${p#*:}" ] || continue
+                echo "${p%%:*} $(tr '\0' ' ' < "/proc/${p%%:*}/cmdline" 2>/dev/null)"
+                alive=0
+        done
+        return "$alive"
+}
+
+# Whether process $1 has a file whose path ends in $2 open.
+has_open() {
+        local f
+        for f in /proc/"$1"/fd/*; do
+                [[ "$(readlink "$f" 2>/dev/null)" == *"$2" ]] && return 0
+        done
+        return 1
+}

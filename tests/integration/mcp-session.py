@@ -136,6 +136,10 @@ class Client:
                 raise Fail("%s: structuredContent does not match its outputSchema: %s" % (tool, e.message))
         else:
             check(r["isError"], "%s: a result without structuredContent must be an error" % tool)
+            # every error says what kind, and whether trying again may help
+            e = r.get("_meta", {}).get("hutch/error")
+            check(isinstance(e, dict) and isinstance(e.get("code"), str) and isinstance(e.get("retryable"), bool),
+                  "%s: an error without _meta hutch/error {code, retryable}: %r" % (tool, r))
         return r
 
     def run(self, tool, args, meta=None, timeout=60):
@@ -236,16 +240,19 @@ def scenario_session(c):
     r = c.run("run_command", {"argv": ["sh", "-c", "echo oops >&2; exit 3"]})
     sc = r["structuredContent"]
     check(r["isError"] and sc["status"] == "failed" and sc["exit_code"] == 3, "failure: %r" % text_of(r))
+    check(sc["error_code"] == "failed" and sc["retryable"] is False, "failure's code: %r" % sc)
     check(text_of(r).splitlines()[0].startswith("exit_code=3 status=failed "), "header: %r" % text_of(r))
     check("oops" in text_of(r), "stderr missing")
 
     r = c.run("run_command", {"argv": ["sleep", "30"], "timeout_s": 1})
     sc = r["structuredContent"]
     check(r["isError"] and sc["status"] == "timeout" and sc["limits"]["timeout_ms"] == 1000, "timeout: %r" % text_of(r))
+    check(sc["error_code"] == "timeout" and sc["retryable"] is False, "timeout's code: %r" % sc)
 
     # a model's bad arguments are a tool error it can read, not a protocol error
     r = c.run("run_command", {"argv": "ls"})
     check(r["isError"] and "argv" in text_of(r), "bad argv: %r" % r)
+    check(r["_meta"]["hutch/error"] == {"code": "bad_request", "retryable": False}, "bad argv's code: %r" % r)
     r = c.run("run_command", {"argv": ["cat", "x"], "files": {"x": {"host_path": "/etc/passwd"}}})
     check(r["isError"] and "host_path" in text_of(r), "host_path accepted: %r" % r)
 
@@ -396,6 +403,21 @@ def scenario_queue(c):
     check(pa and "running" in pa[0]["message"], "no progress for the running call: %r" % prog)
     check(pb and "queued" in pb[0]["message"], "no progress for the queued call: %r" % prog)
     check(all(x["progress"] < y["progress"] for x, y in zip(pa, pa[1:])), "progress must increase")
+    c.close()
+
+
+def scenario_node_queue(c):
+    """The server's profile has [admission] max_running = 1 and
+    --max-concurrent 2: the second call waits on the node's count (hutch
+    run --queue-wait), it is not refused, and the runs never overlap."""
+    c.handshake()
+    a = c.call(None, "run_command", {"argv": ["sleep", "2"]})
+    b = c.call(None, "run_command", {"argv": ["echo", "second"]})
+    ra = c.tool_result(a, "run_command")
+    rb = c.tool_result(b, "run_command")
+    check(not ra["isError"] and not rb["isError"], "a call failed: %r / %r" % (text_of(ra), text_of(rb)))
+    first, second = sorted([ra["structuredContent"], rb["structuredContent"]], key=lambda r: r["started_at"])
+    check(second["started_at"] >= first["finished_at"], "two runs at once under max_running = 1")
     c.close()
 
 

@@ -105,6 +105,12 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: the server's runs wait on the node's [admission] count instead of failing" {
+        printf '[admission]\nmax_running = 1\n' > "$BATS_TEST_TMPDIR/one.ini"
+        run -0 session node_queue -- --max-concurrent 2 --profile "$BATS_TEST_TMPDIR/one.ini"
+        echo "$output"
+}
+
 @test "mcp: long output is cut head and tail with a marker; read_output pages all of it" {
         run -0 session output --era modern
         echo "$output"

@@ -80,11 +80,13 @@ setup() { common_setup; }
 
 @test "a second SIGINT cancels the run and kills the tree (130)" {
         out="$BATS_TEST_TMPDIR/out"
-        "$HUTCH" run -- sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
+        "$HUTCH" run -- sh -c 'trap "echo got-int" INT; echo ready; while :; do sleep 0.05; done' > "$out" 2>&1 &
         pid=$!
         wait_for_file "$out"
         kill -INT "$pid"
-        sleep 0.2
+        # the first reached the job, which goes on; only then the second
+        # (two at once would be one pending signal)
+        wait_until grep -q got-int "$out"
         kill -INT "$pid"
         st=0; wait "$pid" || st=$?
         [ "$st" -eq 130 ]
@@ -97,14 +99,19 @@ setup() { common_setup; }
         pid=$!
         wait_for_file "$out"
         host_has_process "$m"
+        # every process hutch started (the sandbox's init, the job, any
+        # helper), taken while hutch lives: after the kill none may stay
+        tree=$(descendants "$pid")
+        [ -n "$tree" ]
         kill -KILL "$pid"
         for i in $(seq 50); do
-                host_has_process "$m" || break
+                any_alive $tree || break
                 sleep 0.1
         done
-        ! host_has_process "$m"
-        # and init is gone too
-        ! pgrep -P "$pid" >/dev/null
+        run any_alive $tree
+        [ "$status" -eq 1 ] || { echo "still alive: $output" >&2; false; }
+        run host_has_process "$m"
+        [ "$status" -eq 1 ]
 }
 
 @test "kill -9 -1 inside kills only the sandbox" {

@@ -52,14 +52,16 @@ teardown() {
 @test "kill -9 of the supervisor leaves the session as it was, and unlocked" {
         "$HUTCH" run -q --session s -- sh -c 'echo keep > a'
         before=$(tree_digest "$TREE")
-        "$HUTCH" run -q --session s -- sh -c 'echo junk > a; echo n > new; sleep 60' &
+        "$HUTCH" run -q --session s -- sh -c 'echo junk > a; echo n > new; echo written; sleep 60' \
+                > "$BATS_TEST_TMPDIR/out" &
         pid=$!
         for _ in $(seq 50); do
                 [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ] && break
                 sleep 0.1
         done
         [ "$("$HUTCH" session ls --json | jq -r .in_use)" = true ]
-        sleep 0.5
+        # the job has changed the tree it sees before hutch dies
+        wait_for_file "$BATS_TEST_TMPDIR/out"
         kill -9 "$pid"
         wait "$pid" || true
         [ "$(tree_digest "$TREE")" = "$before" ]
@@ -87,8 +89,9 @@ teardown() {
         "$HUTCH" run -q --session s --session-wait 60s -- sh -c 'echo $(( $(cat n) + 1 )) > n; cat n' \
                 >"$d/waited" 2>&1 &
         waiter=$!
-        # still there: it waits for the session rather than failing
-        sleep 1
+        # it has the session's lock open, and is still there: it waits
+        # for the session rather than failing
+        wait_until has_open "$waiter" /s/lock
         kill -0 "$waiter"
         touch "$d/go"
         wait "$waiter"
@@ -153,6 +156,57 @@ teardown() {
         [[ "$output" == *"removed 1 session"* ]]
         [ ! -e "$HUTCH_STATE_DIR/sessions/old" ]
         [ -d "$HUTCH_STATE_DIR/sessions/fresh/tree" ]
+}
+
+@test "a session's ttl is its last run's profile key; gc honours it, never for a session in use" {
+        "$HUTCH" run -q --session short --session-ttl 1h -- sh -c 'echo 1 > f'
+        "$HUTCH" run -q --session long -- sh -c 'echo 1 > f'
+        "$HUTCH" run -q --session legacy -- true
+        # a session from before ttl files: the default profile's ttl (1d)
+        rm "$HUTCH_STATE_DIR/sessions/legacy/ttl"
+        for s in short long; do
+                touch -d '2 hours ago' "$HUTCH_STATE_DIR/sessions/$s/lock"
+        done
+        touch -d '2 days ago' "$HUTCH_STATE_DIR/sessions/legacy/lock"
+        run "$HUTCH" session ls --json
+        [ "$status" -eq 0 ]
+        python3 -c '
+import json, sys
+s = {o["name"]: o for o in map(json.loads, sys.stdin)}
+assert s["short"]["ttl_ms"] == 3600000, s["short"]
+assert s["long"]["ttl_ms"] == 86400000, s["long"]
+assert s["legacy"]["ttl_ms"] == 86400000, s["legacy"]
+assert s["short"]["idle_ms"] >= 7200000 - 60000, s["short"]
+assert s["short"]["age_ms"] is None or s["short"]["age_ms"] >= 0
+assert s["short"]["bytes"] == 2 and s["short"]["entries"] == 1
+' <<< "$output"
+        run "$HUTCH" session ls
+        [[ "$output" == *"AGE"*"IDLE"*"TTL"*"SIZE"* ]]
+        grep -q '^short .* 1h .*expired$' <<< "$output"
+        grep -q '^long .*idle$' <<< "$output"
+        run "$HUTCH" gc
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"removed 2 sessions unused for longer than their ttl"* ]]
+        [ ! -e "$HUTCH_STATE_DIR/sessions/short" ]
+        [ ! -e "$HUTCH_STATE_DIR/sessions/legacy" ]
+        [ -d "$HUTCH_STATE_DIR/sessions/long/tree" ]
+
+        # expired but in use: its run holds the lock, gc leaves it
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run -q --session busy --session-ttl 1h --timeout 60s --rw "$d" -- \
+                sh -c "while [ ! -e $d/go ]; do sleep 0.05; done" &
+        pid=$!
+        for _ in $(seq 100); do
+                "$HUTCH" session ls | grep -q 'busy.*in use' && break
+                sleep 0.1
+        done
+        touch -d '2 hours ago' "$HUTCH_STATE_DIR/sessions/busy/lock"
+        run "$HUTCH" gc
+        [[ "$output" == *"removed 0 sessions"* ]]
+        [ -d "$HUTCH_STATE_DIR/sessions/busy/tree" ]
+        touch "$d/go"
+        wait "$pid"
 }
 
 @test "bad session names and option combinations are usage errors" {

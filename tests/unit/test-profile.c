@@ -49,6 +49,7 @@ static void table(void **state)
                                 *c = '-';
                 if (!streq(k->flag, dashed))
                         assert_true(streq(k->flag, "network") || startswith(k->flag, "seccomp-") ||
+                                    startswith(k->flag, "admission-") ||
                                     startswith(k->flag, "artifacts-") || startswith(k->flag, "net-") ||
                                     startswith(k->flag, "apply-") ||
                                     streq(k->flag, "workdir-inside"));
@@ -506,6 +507,10 @@ static void canonical(void **state)
         ta = profile_canonical_text(&a);
         assert_string_equal(ta,
                 "description =\n"
+                "\n[admission]\n"
+                "max_memory = none\n"
+                "max_running = none\n"
+                "redundancy = 0.8\n"
                 "\n[apply]\n"
                 "protect =\n"
                 "\n[artifacts]\n"
@@ -563,7 +568,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "3bbc5c73308a35373cf1f308b8dcf307ef82267f0bd13e4d949999159e5bac66");
+        assert_string_equal(sha, "fb4e7a72ab028f889e35ebc1a94b851b775b2e1fb6413689169649286b443b14");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

@@ -115,6 +115,8 @@ static void errors(void **state)
                 { "{\"schema\":\"hutch.request/2\",\"argv\":[\"x\"]}", "/schema", "hutch.request/1",
                   -EPROTONOSUPPORT },
                 { "{\"schema\":1,\"argv\":[\"x\"]}", "/schema", "unsupported", -EPROTONOSUPPORT },
+                /* the error stays one line: a newline in a key is shown, not written */
+                { "{\"argv\":[\"x\"],\"a\\nb\":1}", "/a\nb", "request: /a\\x0ab: unknown", -EINVAL },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct request r;

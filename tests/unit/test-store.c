@@ -589,8 +589,8 @@ static void statuses(void **state)
 static void json_view(void **state)
 {
         static const char *const fields[] = {
-                "schema", "id", "status", "exit_code", "signal", "message", "argv", "cwd",
-                "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms",
+                "schema", "id", "status", "exit_code", "signal", "message", "error_code", "retryable",
+                "argv", "cwd", "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms",
                 "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes",
                 "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated",
                 "stderr_truncated", "output_lost", "limits", "enforcement", "profile", "profile_sha256", "rerun_of",
@@ -627,6 +627,8 @@ static void json_view(void **state)
         assert_string_equal(json_string_value(json_object_get(j, "status")), "signaled");
         assert_true(json_is_null(json_object_get(j, "exit_code")));
         assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);
+        assert_string_equal(json_string_value(json_object_get(j, "error_code")), "signaled");
+        assert_true(json_is_false(json_object_get(j, "retryable")));
         assert_string_equal(json_string_value(json_object_get(j, "started_at")), "2016-07-30T22:36:16.385Z");
         assert_string_equal(json_string_value(json_object_get(j, "finished_at")), "2016-07-30T22:36:16.395Z");
         assert_int_equal(json_integer_value(json_object_get(j, "cpu_ms")), 7);
@@ -642,6 +644,23 @@ static void json_view(void **state)
         assert_string_equal(json_string_value(json_array_get(json_object_get(j, "argv"), 2)), "echo hi");
         assert_string_equal(json_string_value(json_object_get(j, "profile")), "default");
         json_decref(j);
+
+        /* the codes of the other statuses: only a lost run is retryable */
+        rec->status = RUN_SETUP_ERROR;
+        j = run_record_to_json(rec, false);
+        assert_string_equal(json_string_value(json_object_get(j, "error_code")), "setup_refused");
+        json_decref(j);
+        rec->status = RUN_ORPHANED;
+        j = run_record_to_json(rec, false);
+        assert_string_equal(json_string_value(json_object_get(j, "error_code")), "orphaned");
+        assert_true(json_is_true(json_object_get(j, "retryable")));
+        json_decref(j);
+        rec->status = RUN_SUCCESS;
+        j = run_record_to_json(rec, false);
+        assert_true(json_is_null(json_object_get(j, "error_code")));
+        assert_true(json_is_false(json_object_get(j, "retryable")));
+        json_decref(j);
+        rec->status = RUN_SIGNALED;
 
         /* without output: no text, counts stay */
         j = run_record_to_json(rec, false);

@@ -1,0 +1,8 @@
+#!/bin/sh
+# check-bare-bang.sh - `make check` lint (TAP): no assertion in the bats
+# tests, or in the helpers they load, is a bare `! cmd` that bats'
+# errexit ignores (see bare-bang.py). Files are named from the source
+# tree's top, as tests/integration/foo.bats:LINE.
+set -u
+cd "${TESTS_DIR:?}/.." || exit 1
+exec python3 tests/lint/bare-bang.py $(find tests \( -name '*.bats' -o -name '*.bash' \) -type f | LC_ALL=C sort)

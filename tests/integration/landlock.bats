@@ -169,6 +169,13 @@ record_says() {
 }
 
 @test "container: the default fails with the cause, and runs nothing" { default_fails container; }
+@test "container: doctor points at the landlock tier" {
+        on_host container
+        run "${W[@]}" "$HUTCH" doctor
+        [ "$status" -ne 0 ]
+        echo "$output" | grep -q '^MISSING unprivileged user namespaces'
+        echo "$output" | grep -q '^WARN    landlock tier.*Landlock ABI [0-9].*hutch run --isolation auto'
+}
 @test "container: --isolation landlock runs a real job" { real_job container landlock; }
 @test "container: --isolation auto runs a real job" { real_job container auto; }
 @test "container: /etc/passwd cannot be written, the host's is unchanged" { passwd_refused container; }

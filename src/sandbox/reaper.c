@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ long reaper_count_tasks(uid_t uid)
         DIR *d = opendir("/proc");
         if (!d)
                 return -errno;
+        int dfd = dirfd(d);
         long n = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
@@ -71,16 +73,20 @@ long reaper_count_tasks(uid_t uid)
                         continue;
                 char path[64];
                 struct stat st, ns;
-                snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
-                /* the task dir's links: 2 + one per thread */
-                if (stat(path, &st) < 0 || st.st_uid != uid)
+                /* one lookup per process: /proc/PID belongs to its euid;
+                 * only a match costs two more */
+                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != uid)
                         continue;
                 /* only our user namespace's: a namespace tier's sandbox
                  * shows its mapped uid here, but its tasks are charged to
                  * its creator's count, not to uid's */
-                snprintf(path, sizeof(path), "/proc/%s/ns/user", de->d_name);
-                if (stat(path, &ns) == 0 && (ns.st_ino != self_ns.st_ino || ns.st_dev != self_ns.st_dev))
+                snprintf(path, sizeof(path), "%s/ns/user", de->d_name);
+                if (fstatat(dfd, path, &ns, 0) == 0 && (ns.st_ino != self_ns.st_ino || ns.st_dev != self_ns.st_dev))
                         continue;
+                /* the task dir's links: 2 + one per thread */
+                snprintf(path, sizeof(path), "%s/task", de->d_name);
+                if (fstatat(dfd, path, &st, 0) < 0)
+                        continue;       /* gone meanwhile */
                 n += st.st_nlink > 2 ? (long)st.st_nlink - 2 : 1;
         }
         closedir(d);

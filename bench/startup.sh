@@ -25,11 +25,16 @@
 # set-up plus date's own start, the same in every command) and from
 # the print to the caller's wake-up ("after the job": date's exit, the
 # sandbox's teardown and, for hutch, the record's final update).
+# hutch-static (./configure --enable-static), when it is built next to
+# hutch (or HUTCH_STATIC=path names it; HUTCH_STATIC= leaves it out), is
+# a fourth command, "static", with its own state dir: both builds against
+# bwrap in one run, "ratio" lines for each.
 # HUTCH_BASE=path/to/another/hutch adds that build as a fourth command,
 # "base", with its own state dir, and prints hutch/base too: the way to
 # measure a change on a host whose load moves between two runs.
 #
-#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, LOAD=2; LOAD=0: no loaded pass;
+#   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, HUTCH_STATIC=path/to/hutch-static,
+#                                LOAD=2; LOAD=0: no loaded pass;
 #                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier)
 set -euo pipefail
 rounds=${1:-200}
@@ -56,6 +61,13 @@ if [ "${LANDLOCK:-1}" != 0 ]; then
                 echo "bench/startup.sh: no landlock row: $(tail -n 1 "$tmp/landlock.err")" >&2
         fi
 fi
+static=${HUTCH_STATIC-$(dirname "$hutch")/hutch-static}
+if [ -n "$static" ] && [ -x "$static" ]; then
+        names+=(static)
+        mkdir -p "$tmp/state-static"
+else
+        static=
+fi
 base=${HUTCH_BASE:-}
 if [ -n "$base" ]; then
         names+=(base)
@@ -72,6 +84,7 @@ run_named() {
         bwrap) "${cmd_bwrap[@]}" "$@" ;;
         unshare) "${cmd_unshare[@]}" "$@" ;;
         landlock) "${cmd_landlock[@]}" "$@" ;;
+        static) HUTCH_STATE_DIR=$tmp/state-static "$static" run -- "$@" ;;
         base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- "$@" ;;
         esac
 }
@@ -161,6 +174,12 @@ report() {
                 awk -v l="$(stats landlock "$file")" -v h="$h" -v b="$b" 'BEGIN {
                         split(l, L, " "); split(h, H, " "); split(b, B, " ")
                         printf "           landlock tier: %.2f of bwrap, %.2f of the namespace tier (medians)\n", L[1] / B[1], L[1] / H[1]
+                }'
+        fi
+        if [ -n "$static" ]; then
+                awk -v s="$(stats static "$file")" -v b="$b" 'BEGIN {
+                        split(s, S, " "); split(b, B, " ")
+                        printf "           %.2f hutch-static/bwrap of the medians, %.2f of the p99s\n", S[1] / B[1], S[3] / B[3]
                 }'
         fi
         if [ -n "$base" ]; then

@@ -307,7 +307,10 @@ static void journal_note(void *userdata, const char *dir, const char *name)
         rec = xmalloc(a + b);
         memcpy(rec, dir, a);
         memcpy(rec + a, name, b);
-        (void)write(fd, rec, a + b);    /* O_APPEND: one record, one write */
+        /* O_APPEND: one record, one write; a journal line lost only
+         * leaves that temporary to be named, never removed wrongly */
+        if (write(fd, rec, a + b) != (ssize_t)(a + b))
+                log_debug("apply: cannot journal a temporary: %m");
 }
 
 /* The journal's temporaries still in the target that are ours, as

@@ -26,6 +26,7 @@
 #include "limits/ipcns.h"
 #include "limits/slurm.h"
 #include "cli/cli.h"
+#include "lib/build-kind.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "net/netns.h"
@@ -210,17 +211,18 @@ static void check_landlock(bool userns)
         report(userns ? CHECK_OK : CHECK_WARN, what, detail, NULL);
 }
 
-/* How hutch was linked: a static hutch carries its own copy of glibc
- * (configure.ac says why), which the system's updates do not reach. */
+/* How hutch was linked: hutch-static carries its own copy of glibc and
+ * the libraries (configure.ac says why it exists), which the system's
+ * updates do not reach, and it cannot ask systemd for a scope. */
 static void check_build(void)
 {
-#ifdef HUTCH_STATIC_BINARY
-        _cleanup_free_ char *detail = xasprintf("one static binary, glibc %s and the libraries inside; "
-                                                "a glibc, SQLite or libseccomp fix reaches hutch only when it "
-                                                "is built again", gnu_get_libc_version());
-#else
-        _cleanup_free_ char *detail = xasprintf("linked against the system's glibc %s", gnu_get_libc_version());
-#endif
+        _cleanup_free_ char *detail =
+                build_is_static()
+                        ? xasprintf("static (hutch-static): glibc %s and the libraries inside, so their fixes "
+                                    "reach it only when it is built again; it does not ask systemd for a "
+                                    "delegated scope", gnu_get_libc_version())
+                        : xasprintf("dynamic: the system's glibc %s and libraries, updated with the system",
+                                    gnu_get_libc_version());
         report(CHECK_OK, "build", detail, NULL);
 }
 

@@ -2,8 +2,9 @@
  *
  * hutch names every stored blob, changed file and artifact by the SHA-256
  * of its content, written as 64 lowercase hex digits plus a NUL
- * (DIGEST_HEX_SIZE bytes). The context is a plain struct so callers can
- * keep it on the stack; its fields are private to digest.c.
+ * (DIGEST_HEX_SIZE bytes), computed by nettle. The context is a plain
+ * struct so callers can keep it on the stack; its fields are private to
+ * digest.c.
  *
  *      struct digest d;
  *      digest_init(&d);
@@ -17,14 +18,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <nettle/sha2.h>
+
 #define DIGEST_RAW_SIZE 32
 #define DIGEST_HEX_SIZE 65      /* 64 hex digits + NUL */
 
 struct digest {
-        uint32_t h[8];          /* chaining state */
-        uint64_t length;        /* bytes hashed so far */
-        uint8_t block[64];      /* partial block */
-        size_t used;            /* bytes in block */
+        struct sha256_ctx ctx;
 };
 
 /* Start a new hash. Cannot fail. */

@@ -26,7 +26,6 @@
 
 #include "limits/cgroup-systemd.h"
 #include "limits/cgroup.h"
-#include "limits/dbus.h"
 #include "lib/util.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -36,8 +35,6 @@
 #define SYSTEMD_DEST "org.freedesktop.systemd1"
 #define SYSTEMD_PATH "/org/freedesktop/systemd1"
 #define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
-/* how long `hutch doctor` waits for the manager to answer */
-#define SYSTEMD_PROBE_TIMEOUT_MS 5000
 
 /* This user's runtime directory: $XDG_RUNTIME_DIR when it is ours (one
  * left over by sudo or su is not: its manager would refuse us anyway),
@@ -82,87 +79,209 @@ static bool socket_present(void)
         return stat(bus, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+/* The static build (hutch-static, HUTCH_STATIC_BUILD) has the C
+ * library inside: a dlopen()ed libsystemd would bring the system's
+ * second copy of it into the process, so that build does not ask
+ * systemd. It still says where it would have asked, so the enforcement
+ * report and `hutch doctor` name the reason and the way round it. */
+#if !defined(HAVE_SD_BUS) || defined(HUTCH_STATIC_BUILD)
+
+bool cgroup_systemd_built(void)
+{
+        return false;
+}
+
 bool cgroup_systemd_available(void)
 {
         return unified_hierarchy() && socket_present();
 }
 
-/* The bus the manager is also on, as a D-Bus address: for root the
- * system bus, for a user their user bus, at the address the
- * environment names or else in the runtime dir we trust (see
- * runtime_dir()). Allocated. */
+int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_unit, char **ret_reason)
+{
+#ifdef HUTCH_STATIC_BUILD
+        *ret_reason = xstrdup("hutch-static, the static build, does not load libsystemd, so it cannot ask "
+                              "systemd for a delegated scope: use the dynamic hutch, or start it in a scope "
+                              "(systemd-run --user --scope -p Delegate=yes hutch-static run ...)");
+#else
+        *ret_reason = xstrdup("this hutch was built without sd-bus (libsystemd-dev), so it cannot ask "
+                              "systemd for a delegated scope");
+#endif
+        return -EOPNOTSUPP;
+}
+
+int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **ret_reason)
+{
+        *ret_controllers = 0;
+        return cgroup_systemd_scope(NULL, 0, NULL, ret_reason);
+}
+
+#else /* HAVE_SD_BUS && !HUTCH_STATIC_BUILD */
+
+bool cgroup_systemd_built(void)
+{
+        return true;
+}
+
+bool cgroup_systemd_available(void)
+{
+        return unified_hierarchy() && socket_present();
+}
+
+#include <dlfcn.h>
+#include <systemd/sd-bus.h>
+
+/* The part of sd-bus we use, resolved from libsystemd.so.0. typeof keeps
+ * each pointer's type the header's, so a mismatch does not compile. */
+#define SDBUS_FUNCTIONS(X)                                                     \
+        X(sd_bus_new) X(sd_bus_set_address) X(sd_bus_start)                    \
+        X(sd_bus_set_bus_client) X(sd_bus_open_system) X(sd_bus_flush_close_unref) \
+        X(sd_bus_message_new_method_call) X(sd_bus_message_append)             \
+        X(sd_bus_call) X(sd_bus_message_read) X(sd_bus_message_unref)          \
+        X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_process)          \
+        X(sd_bus_wait) X(sd_bus_error_free) X(sd_bus_get_property_string)
+
+struct sdbus {
+        void *dl;
+#define SDBUS_MEMBER(f) __typeof__(f) *f;
+        SDBUS_FUNCTIONS(SDBUS_MEMBER)
+#undef SDBUS_MEMBER
+};
+
+static int sdbus_load(struct sdbus *api, char **ret_reason)
+{
+        memset(api, 0, sizeof(*api));
+        /* RTLD_LOCAL: its symbols stay out of ours; NODELETE: sd-bus
+         * keeps per-thread state we must not unmap under it */
+        api->dl = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        if (!api->dl) {
+                *ret_reason = xasprintf("cannot load libsystemd.so.0 to talk to systemd: %s", dlerror());
+                return -ENOENT;
+        }
+#define SDBUS_RESOLVE(f)                                                                        \
+        if (!(api->f = (__typeof__(f) *)dlsym(api->dl, #f))) {                                  \
+                *ret_reason = xstrdup("libsystemd.so.0 lacks " #f " (systemd older than 246?)"); \
+                return -EOPNOTSUPP;                                                             \
+        }
+        SDBUS_FUNCTIONS(SDBUS_RESOLVE)
+#undef SDBUS_RESOLVE
+        return 0;
+}
+
+/* A D-Bus address's value must escape all but [-0-9A-Za-z_/.\*]. */
+static char *dbus_unix_address(const char *path)
+{
+        size_t len = strlen(path);
+        char *ret = xmalloc(strlen("unix:path=") + 3 * len + 1), *o = ret;
+        o += sprintf(o, "unix:path=");
+        for (const char *p = path; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    strchr("-_/.\\*", c))
+                        *o++ = (char)c;
+                else
+                        o += sprintf(o, "%%%02x", c);
+        }
+        *o = '\0';
+        return ret;
+}
+
+/* The bus the manager is also on, as a D-Bus address, or NULL for the
+ * system bus (sd-bus knows where that is). */
 static char *bus_address(void)
 {
-        const char *env = getenv(geteuid() == 0 ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS");
+        if (geteuid() == 0)
+                return NULL;
+        const char *env = getenv("DBUS_SESSION_BUS_ADDRESS");
         if (env && *env)
                 return xstrdup(env);
-        if (geteuid() == 0)
-                return dbus_unix_address("/run/dbus/system_bus_socket");
         _cleanup_free_ char *rt = runtime_dir();
         _cleanup_free_ char *path = xasprintf("%s/bus", rt);
         return dbus_unix_address(path);
 }
 
-/* Connect to the manager: its private socket (a peer-to-peer
- * connection, no bus daemon in between), else the bus. *ret_where
- * names it, for messages. */
-static int manager_connect(const char *priv, const char *bus_address, uint64_t deadline_ms, struct dbus_conn **ret,
-                           bool *ret_bus, char **ret_where, char **ret_reason)
+/* A started connection to one D-Bus address: a peer-to-peer one to a
+ * private socket, or (bus_client) one that says Hello to a bus. */
+static int connect_to(struct sdbus *api, const char *address, bool bus_client, sd_bus **ret)
 {
-        _cleanup_free_ char *why_priv = NULL, *why_bus = NULL;
+        sd_bus *bus = NULL;
+        int r = api->sd_bus_new(&bus);
+        if (r >= 0)
+                r = api->sd_bus_set_address(bus, address);
+        if (r >= 0 && bus_client)
+                r = api->sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = api->sd_bus_start(bus);
+        if (r < 0) {
+                if (bus)
+                        api->sd_bus_flush_close_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
+}
+
+/* Connect to the manager: its private socket, else the bus. *ret_where
+ * says which, for messages. */
+static int manager_connect(struct sdbus *api, sd_bus **ret, char **ret_where, char **ret_reason)
+{
+        _cleanup_free_ char *priv = private_socket();
         struct stat st;
         int r;
 
-        if (priv && stat(priv, &st) == 0 && S_ISSOCK(st.st_mode)) {
-                if (dbus_conn_open_path(priv, false, deadline_ms, ret, &why_priv) >= 0) {
-                        *ret_bus = false;
+        if (stat(priv, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                _cleanup_free_ char *addr = dbus_unix_address(priv);
+                if (connect_to(api, addr, false, ret) >= 0) {
                         *ret_where = xstrdup(priv);
                         return 0;
                 }
                 /* on to the bus: the private socket may be stale, or
                  * refuse us */
         }
-        const char *kind = geteuid() == 0 ? "system" : "user";
-        r = dbus_conn_open_address(bus_address, true, deadline_ms, ret, &why_bus);
+        bool system = geteuid() == 0;
+        _cleanup_free_ char *addr = bus_address();
+        /* for a user, the address sd_bus_open_user() would take, but from
+         * the runtime dir we trust (see runtime_dir()) */
+        r = system ? api->sd_bus_open_system(ret) : connect_to(api, addr, true, ret);
         if (r < 0) {
                 *ret_reason = xasprintf("no systemd %s manager to ask for a delegated scope: %s: %s; "
-                                        "the %s bus (%s): %s", kind, priv ? priv : "no private socket",
-                                        why_priv ? why_priv : "no such socket", kind, bus_address, why_bus);
+                                        "the %s bus: %s", system ? "system" : "user", priv,
+                                        access(priv, F_OK) == 0 ? "cannot connect" : "no such socket",
+                                        system ? "system" : "user", strerror(-r));
                 return r;
         }
-        *ret_bus = true;
-        *ret_where = xasprintf("the %s bus (%s)", kind, bus_address);
+        *ret_where = system ? xstrdup("the system bus") : xasprintf("the user bus (%s)", addr);
         return 0;
 }
 
+/* libsystemd loaded and a connection to the manager made. */
+static int manager_open(struct sdbus *api, sd_bus **ret, char **ret_where, char **ret_reason)
+{
+        int r = sdbus_load(api, ret_reason);
+        if (r < 0)
+                return r;
+        return manager_connect(api, ret, ret_where, ret_reason);
+}
+
 struct job_wait {
-        const char *unit;
-        char *job;              /* object path of our job, once known */
-        char *removed_job;      /* a JobRemoved for our unit: its job, */
-        char result[32];        /* and how it ended */
+        struct sdbus *api;
+        const char *job;        /* object path of our job, once known */
+        bool done;
+        char result[32];
 };
 
-/* JobRemoved(u id, o job, s unit, s result) from the manager, for our
- * unit. Who sent it is not checked here: anyone on a bus can send us a
- * signal that looks like it, so the scope is believed only once our
- * own cgroup says we are in it (in_unit()). Returns 1 once our job is
- * done. */
-static int on_job_removed(const struct dbus_message *m, void *userdata)
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
         struct job_wait *w = userdata;
-        struct dbus_reader r;
-        const char *job, *unit, *result;
+        const char *path, *unit, *result;
         uint32_t id;
 
-        if (!m->member || !streq(m->member, "JobRemoved") || !m->interface ||
-            !streq(m->interface, SYSTEMD_MANAGER) || dbus_body_reader(m, "uoss", &r) < 0 ||
-            dbus_get_u32(&r, &id) < 0 || dbus_get_string(&r, &job) < 0 || dbus_get_string(&r, &unit) < 0 ||
-            dbus_get_string(&r, &result) < 0 || !streq(unit, w->unit))
+        if (w->api->sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
                 return 0;
-        free(w->removed_job);
-        w->removed_job = xstrdup(job);
-        snprintf(w->result, sizeof(w->result), "%s", result);
-        return w->job && streq(w->job, job);
+        if (w->job && streq(path, w->job)) {
+                w->done = true;
+                snprintf(w->result, sizeof(w->result), "%s", result);
+        }
+        return 0;
 }
 
 /* Our own cgroup's last component is the unit: the move happened. */
@@ -175,97 +294,77 @@ static bool in_unit(const char *unit)
         return last && streq(last + 1, unit);
 }
 
-/* StartTransientUnit's arguments: the unit, mode "fail" (never replace
- * a job someone else queued), its properties, no auxiliary units. The
- * scope holds this process, is delegated to us, and is collected even
- * if it fails, so nothing piles up. */
-void cgroup_systemd_scope_args(struct dbus_writer *w, const char *unit, const char *desc, uint32_t pid)
-{
-        dbus_put_string(w, unit);
-        dbus_put_string(w, "fail");
-        struct dbus_array props = dbus_array_open(w, 8);
-        dbus_put_struct(w);
-        dbus_put_string(w, "Description");
-        dbus_put_variant(w, "s");
-        dbus_put_string(w, desc);
-        dbus_put_struct(w);
-        dbus_put_string(w, "PIDs");
-        dbus_put_variant(w, "au");
-        struct dbus_array pids = dbus_array_open(w, 4);
-        dbus_put_u32(w, pid);
-        dbus_array_close(w, pids);
-        dbus_put_struct(w);
-        dbus_put_string(w, "Delegate");
-        dbus_put_variant(w, "b");
-        dbus_put_bool(w, true);
-        dbus_put_struct(w);
-        dbus_put_string(w, "CollectMode");
-        dbus_put_variant(w, "s");
-        dbus_put_string(w, "inactive-or-failed");
-        dbus_array_close(w, props);
-        struct dbus_array aux = dbus_array_open(w, 8);
-        dbus_array_close(w, aux);
-}
-
-int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const char *run_id, unsigned timeout_ms,
-                            char **ret_unit, char **ret_reason)
+int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_unit, char **ret_reason)
 {
         _cleanup_free_ char *unit = xasprintf("hutch-%s.scope", run_id);
         _cleanup_free_ char *desc = xasprintf("hutch run %s", run_id);
-        _cleanup_free_ char *where = NULL, *why = NULL, *rule = NULL;
-        _cleanup_dbus_conn_ struct dbus_conn *c = NULL;
-        struct dbus_writer body = { 0 };
-        struct dbus_message reply = { 0 };
-        struct job_wait w = { .unit = unit };
+        _cleanup_free_ char *where = NULL;
+        struct sdbus api;
+        sd_bus *bus = NULL;
+        sd_bus_slot *slot = NULL;
+        sd_bus_message *call = NULL, *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        struct job_wait w = { .api = &api };
         uint64_t deadline = now_monotonic_ms() + timeout_ms;
-        struct dbus_reader rd;
         const char *job;
-        bool bus;
         int r;
 
-        r = manager_connect(priv, bus_address, deadline, &c, &bus, &where, ret_reason);
+        r = manager_open(&api, &bus, &where, ret_reason);
         if (r < 0)
                 return r;
 
-        /* Listen before asking: the job may be done before its reply is
-         * read. On a private socket systemd sends every signal; on a bus
-         * the daemon forwards what matches. */
-        if (bus) {
-                struct dbus_message ok;
-                rule = xasprintf("type='signal',sender='%s',path='%s',interface='%s',member='JobRemoved'",
-                                 SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER);
-                dbus_put_string(&body, rule);
-                r = dbus_conn_call(c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                   "AddMatch", "s", &body, deadline, NULL, NULL, &ok, &why);
-                if (r < 0) {
-                        *ret_reason = xasprintf("systemd on %s: cannot watch for JobRemoved: %s", where, why);
-                        goto out;
-                }
-                dbus_message_done(&ok);
-                body.len = 0;
-        }
-        cgroup_systemd_scope_args(&body, unit, desc, (uint32_t)getpid());
-        r = dbus_conn_call(c, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StartTransientUnit",
-                           "ssa(sv)a(sa(sv))", &body, deadline, on_job_removed, &w, &reply, &why);
+        /* Listen before asking: the job may be done before the reply is
+         * read (on a private socket systemd sends every signal; on a bus
+         * the requester of a job always gets its JobRemoved). */
+        r = api.sd_bus_match_signal(bus, &slot, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                    "JobRemoved", on_job_removed, &w);
         if (r < 0) {
-                *ret_reason = r == -EREMOTEIO ? xasprintf("systemd on %s refused %s: %s", where, unit, why)
-                              : r == -ETIMEDOUT ? xasprintf("systemd on %s did not answer for %s within %u ms",
-                                                            where, unit, timeout_ms)
-                              : xasprintf("systemd on %s: asking for %s: %s", where, unit, why);
+                *ret_reason = xasprintf("systemd on %s: cannot watch for JobRemoved: %s", where, strerror(-r));
                 goto out;
         }
-        if (dbus_body_reader(&reply, "o", &rd) < 0 || dbus_get_string(&rd, &job) < 0) {
-                r = -EBADMSG;
+        r = api.sd_bus_message_new_method_call(bus, &call, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                               "StartTransientUnit");
+        /* mode "fail": never replace a job someone else queued. The scope
+         * is collected even if it fails, so nothing piles up. */
+        if (r >= 0)
+                r = api.sd_bus_message_append(call, "ssa(sv)a(sa(sv))", unit, "fail", 4,
+                                              "Description", "s", desc,
+                                              "PIDs", "au", 1, (uint32_t)getpid(),
+                                              "Delegate", "b", 1,
+                                              "CollectMode", "s", "inactive-or-failed",
+                                              0);
+        if (r < 0) {
+                *ret_reason = xasprintf("building the StartTransientUnit call: %s", strerror(-r));
+                goto out;
+        }
+        r = api.sd_bus_call(bus, call, (uint64_t)timeout_ms * 1000, &error, &reply);
+        if (r < 0) {
+                *ret_reason = xasprintf("systemd on %s refused %s: %s", where, unit,
+                                        error.message ? error.message : strerror(-r));
+                goto out;
+        }
+        r = api.sd_bus_message_read(reply, "o", &job);
+        if (r < 0) {
                 *ret_reason = xasprintf("systemd on %s: unexpected reply to StartTransientUnit", where);
                 goto out;
         }
-        w.job = xstrdup(job);
-        if (!w.removed_job || !streq(w.removed_job, w.job)) {
-                r = dbus_conn_wait(c, deadline, on_job_removed, &w, &why);
+        w.job = job;
+        while (!w.done) {
+                uint64_t now = now_monotonic_ms();
+                if (now >= deadline) {
+                        r = -ETIMEDOUT;
+                        *ret_reason = xasprintf("systemd on %s did not start %s within %u ms", where, unit,
+                                                timeout_ms);
+                        goto out;
+                }
+                r = api.sd_bus_process(bus, NULL);
+                if (r > 0)
+                        continue;
+                if (r == 0)
+                        r = api.sd_bus_wait(bus, (deadline - now) * 1000);
                 if (r < 0) {
-                        *ret_reason = r == -ETIMEDOUT
-                                ? xasprintf("systemd on %s did not start %s within %u ms", where, unit, timeout_ms)
-                                : xasprintf("systemd on %s: connection lost waiting for %s: %s", where, unit, why);
+                        *ret_reason = xasprintf("systemd on %s: connection lost waiting for %s: %s", where,
+                                                unit, strerror(-r));
                         goto out;
                 }
         }
@@ -282,59 +381,43 @@ int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const cha
         *ret_unit = TAKE_PTR(unit);
         r = 0;
 out:
-        free(w.job);
-        free(w.removed_job);
-        dbus_message_done(&reply);
-        dbus_writer_done(&body);
+        api.sd_bus_error_free(&error);
+        if (reply)
+                api.sd_bus_message_unref(reply);
+        if (call)
+                api.sd_bus_message_unref(call);
+        if (slot)
+                api.sd_bus_slot_unref(slot);
+        api.sd_bus_flush_close_unref(bus);
         return r;
 }
 
-/* A string property of the manager, with Properties.Get. */
-static int manager_property(struct dbus_conn *c, const char *name, uint64_t deadline, char **ret, char **ret_reason)
+int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **ret_reason)
 {
-        struct dbus_writer body = { 0 };
-        struct dbus_message reply;
-        struct dbus_reader rd;
-        const char *value;
-
-        dbus_put_string(&body, SYSTEMD_MANAGER);
-        dbus_put_string(&body, name);
-        int r = dbus_conn_call(c, SYSTEMD_DEST, SYSTEMD_PATH, "org.freedesktop.DBus.Properties", "Get", "ss", &body,
-                               deadline, NULL, NULL, &reply, ret_reason);
-        dbus_writer_done(&body);
-        if (r < 0)
-                return r;
-        r = dbus_body_reader(&reply, "v", &rd);
-        if (r >= 0)
-                r = dbus_get_variant_string(&rd, &value);
-        if (r >= 0)
-                *ret = xstrdup(value);
-        else
-                *ret_reason = xasprintf("%s: not a string", name);
-        dbus_message_done(&reply);
-        return r;
-}
-
-int cgroup_systemd_probe_at(const char *priv, const char *bus_address, char **ret_detail, unsigned *ret_controllers,
-                            char **ret_reason)
-{
-        _cleanup_free_ char *where = NULL, *file = NULL, *text = NULL, *version = NULL, *cgpath = NULL,
-                               *why = NULL;
-        _cleanup_dbus_conn_ struct dbus_conn *c = NULL;
-        uint64_t deadline = now_monotonic_ms() + SYSTEMD_PROBE_TIMEOUT_MS;
-        bool bus;
+        _cleanup_free_ char *where = NULL, *file = NULL, *text = NULL;
+        char *version = NULL, *cgpath = NULL;
+        struct sdbus api;
+        sd_bus *bus = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
         *ret_controllers = 0;
-        r = manager_connect(priv, bus_address, deadline, &c, &bus, &where, ret_reason);
+        if (!unified_hierarchy()) {
+                *ret_reason = xstrdup("cgroup v2 is not the unified hierarchy at /sys/fs/cgroup");
+                return -EOPNOTSUPP;
+        }
+        r = manager_open(&api, &bus, &where, ret_reason);
         if (r < 0)
                 return r;
-        r = manager_property(c, "Version", deadline, &version, &why);
+        r = api.sd_bus_get_property_string(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "Version",
+                                           &error, &version);
         if (r >= 0)
-                r = manager_property(c, "ControlGroup", deadline, &cgpath, &why);
+                r = api.sd_bus_get_property_string(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                                   "ControlGroup", &error, &cgpath);
         if (r < 0) {
-                *ret_reason = xasprintf("systemd on %s does not answer: %s", where, why);
-                return r;
+                *ret_reason = xasprintf("systemd on %s does not answer: %s", where,
+                                        error.message ? error.message : strerror(-r));
+                goto out;
         }
         /* the controllers the manager's cgroup has are the ones a
          * delegated scope below it can be given */
@@ -343,22 +426,13 @@ int cgroup_systemd_probe_at(const char *priv, const char *bus_address, char **re
                 *ret_controllers = cgroup_parse_controllers(text);
         *ret_detail = xasprintf("systemd %s %s manager on %s (cgroup %s)", version,
                                 geteuid() == 0 ? "system" : "user", where, *cgpath ? cgpath : "/");
-        return 0;
+        r = 0;
+out:
+        free(version);
+        free(cgpath);
+        api.sd_bus_error_free(&error);
+        api.sd_bus_flush_close_unref(bus);
+        return r;
 }
 
-int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_unit, char **ret_reason)
-{
-        _cleanup_free_ char *priv = private_socket(), *bus = bus_address();
-        return cgroup_systemd_scope_at(priv, bus, run_id, timeout_ms, ret_unit, ret_reason);
-}
-
-int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **ret_reason)
-{
-        *ret_controllers = 0;
-        if (!unified_hierarchy()) {
-                *ret_reason = xstrdup("cgroup v2 is not the unified hierarchy at /sys/fs/cgroup");
-                return -EOPNOTSUPP;
-        }
-        _cleanup_free_ char *priv = private_socket(), *bus = bus_address();
-        return cgroup_systemd_probe_at(priv, bus, ret_detail, ret_controllers, ret_reason);
-}
+#endif /* HAVE_SD_BUS && !HUTCH_STATIC_BUILD */

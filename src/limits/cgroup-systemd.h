@@ -13,8 +13,9 @@
  * The manager is reached on its private socket when there is one
  * ($XDG_RUNTIME_DIR/systemd/private for a user, /run/systemd/private
  * for root: no bus daemon in between), else on the user (system) bus.
- * hutch speaks the D-Bus protocol itself (dbus.h), so no library is
- * loaded for it and the runs that never ask pay nothing.
+ * libsystemd's sd-bus does the talking; it is loaded with dlopen() only
+ * when this code runs, so the runs that have a delegated cgroup (or no
+ * systemd) never pay for loading it.
  *
  * Functions return 0 or -errno and set an allocated one-line reason on
  * failure; nothing here logs.
@@ -22,9 +23,12 @@
 #pragma once
 
 #include <stdbool.h>
-#include <stdint.h>
 
-struct dbus_writer;
+/* Whether this hutch can ask systemd at all: built with sd-bus and not
+ * the static build (hutch-static loads no libsystemd; there
+ * cgroup_systemd_scope() and cgroup_systemd_probe() fail with a reason
+ * that says so and how to get a scope by hand). */
+bool cgroup_systemd_built(void);
 
 /* Whether asking systemd makes sense here: cgroup v2 is the unified
  * hierarchy at /sys/fs/cgroup and a manager socket for this user
@@ -42,17 +46,3 @@ int cgroup_systemd_scope(const char *run_id, unsigned timeout_ms, char **ret_uni
  * controllers (CGROUP_* mask) its cgroup has, which a delegated scope
  * below it can use. Changes nothing. */
 int cgroup_systemd_probe(char **ret_detail, unsigned *ret_controllers, char **ret_reason);
-
-/* The two above, asking the manager at the private socket priv (may be
- * NULL) or else on the bus at bus_address (a D-Bus address), instead of
- * where this user's are: for the unit tests, which stand up their own.
- * The probe here does not look at /sys/fs/cgroup first. */
-int cgroup_systemd_scope_at(const char *priv, const char *bus_address, const char *run_id, unsigned timeout_ms,
-                            char **ret_unit, char **ret_reason);
-int cgroup_systemd_probe_at(const char *priv, const char *bus_address, char **ret_detail, unsigned *ret_controllers,
-                            char **ret_reason);
-
-/* The arguments of StartTransientUnit ("ssa(sv)a(sa(sv))") that ask for
- * the scope unit, described as desc, holding pid, into w: what
- * cgroup_systemd_scope() sends, for the tests to check byte by byte. */
-void cgroup_systemd_scope_args(struct dbus_writer *w, const char *unit, const char *desc, uint32_t pid);

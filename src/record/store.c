@@ -34,6 +34,7 @@
 
 #include "record/store.h"
 #include "record/store-internal.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 /* Long enough for dozens of concurrent hutch processes queueing for the
@@ -438,7 +439,8 @@ static int mark_open(struct store *s, bool *ret_unclean)
                 else {
                         /* not synced here, before the job: by the first
                          * durable commit (store_durable_begin()) */
-                        (void)pwrite(s->open_fd, "1", 1, 0);
+                        if (pwrite(s->open_fd, "1", 1, 0) != 1)
+                                log_debug("store: cannot set the open marker: %m");
                         s->marker_unsynced = true;
                         s->marker_created = n != 1;
                 }
@@ -507,8 +509,8 @@ static void mark_closed(struct store *s)
 {
         if (s->open_fd < 0)
                 return;
-        if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0)
-                (void)pwrite(s->open_fd, "0", 1, 0);
+        if (flock(s->open_fd, LOCK_EX | LOCK_NB) == 0 && pwrite(s->open_fd, "0", 1, 0) != 1)
+                log_debug("store: cannot clear the open marker: %m");
         /* explicitly: a child that inherited the descriptor (a sandbox
          * still being torn down) must not keep the lock after we close */
         (void)flock(s->open_fd, LOCK_UN);

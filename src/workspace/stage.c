@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/fsutil.h"
 #include "lib/util.h"
 #include "workspace/stage.h"
@@ -34,8 +35,9 @@ static int stage_one(int dirfd, const struct request_file *f, uid_t uid, gid_t g
                 int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0)
                         return -errno;
-                if (uid != (uid_t)-1)
-                        (void)fchown(next, uid, gid);
+                /* best effort, as before: the job may then only read it */
+                if (uid != (uid_t)-1 && fchown(next, uid, gid) < 0)
+                        log_debug("stage: cannot chown a directory of the request's files: %m");
                 close(dir);
                 dir = next;
                 name = slash + 1;

@@ -81,10 +81,19 @@ hutch_with_limit_zero() {
         line=$(printf '%s\n' "$output" | sed -n 2p)
         glibc=$(getconf GNU_LIBC_VERSION | sed 's/^glibc //')
         if file -L "$HUTCH" | grep -q 'static-pie linked\|statically linked'; then
-                [[ "$line" == "OK      build: one static binary, glibc $glibc and the libraries inside; "* ]]
+                [[ "$line" == "OK      build: static (hutch-static): glibc $glibc and the libraries inside"* ]]
         else
-                [ "$line" = "OK      build: linked against the system's glibc $glibc" ]
+                [ "$line" = "OK      build: dynamic: the system's glibc $glibc and libraries, updated with the system" ]
         fi
+}
+
+@test "doctor in hutch-static says it is the static build, and why it asks systemd for no scope" {
+        local static="$TOP_BUILDDIR/src/hutch-static"
+        [ -x "$static" ] || skip "hutch-static is built only with ./configure --enable-static"
+        file -L "$static" | grep -q 'static-pie linked\|statically linked'
+        run "$static" doctor
+        line=$(printf '%s\n' "$output" | sed -n 2p)
+        [[ "$line" == "OK      build: static (hutch-static): "*"it does not ask systemd for a delegated scope" ]]
 }
 
 @test "doctor --help" {

@@ -12,7 +12,8 @@
 #                      removed at the end unless CHECK_DEB_KEEP=1)
 #   CHECK_DEB_CACHE    directory for the bootstrapped root's tarball, reused
 #                      on the next run (default: none, bootstrap every time)
-#   CHECK_DEB_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   CHECK_DEB_MIRROR   Debian mirror (default: the first source of the suite
+#                      in this machine's /etc/apt/sources.list*)
 #   CHECK_DEB_SUITE    suite to bootstrap (default bookworm)
 #   DEB_BUILD_OPTIONS  passed to dpkg-buildpackage (nocheck skips its unit tests)
 #
@@ -22,8 +23,18 @@
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-mirror=${CHECK_DEB_MIRROR:-http://deb.debian.org/debian}
 suite=${CHECK_DEB_SUITE:-bookworm}
+# the mirror this machine's apt uses for the suite (.list or deb822 .sources)
+apt_mirror() {
+        {
+                cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+                        awk -v s="$suite" '$1 == "deb" { for (i = 2; i < NF; i++) if ($(i + 1) == s) { print $i; exit } }'
+                cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+                        awk -v s="$suite" '/^URIs:/ { u = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) print u } /^$/ { u = "" }'
+        } | head -n1
+}
+mirror=${CHECK_DEB_MIRROR:-$(apt_mirror)}
+[ -n "$mirror" ] || { echo "1..0 # SKIP no $suite source in /etc/apt/sources.list*: set CHECK_DEB_MIRROR"; exit 0; }
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); echo "not ok $n - $*"; echo "1..$n"; exit 1; }

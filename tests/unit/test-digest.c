@@ -1,7 +1,6 @@
 /* test-digest.c - SHA-256 against the FIPS 180-4 / NIST example vectors,
  * padding boundaries (lengths around 55/56/64 bytes, values from an
- * independent implementation), streaming in odd pieces, digest_fd, and
- * the SHA-extension blocks against the portable ones. */
+ * independent implementation), streaming in odd pieces and digest_fd. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -13,7 +12,6 @@
 #include <string.h>
 
 #include "lib/digest.h"
-#include "lib/digest-internal.h"
 #include "lib/util.h"
 #include "tap-skip.h"
 
@@ -143,33 +141,6 @@ static void from_fd(void **state)
         assert_true(digest_fd(-1, hex) == -EBADF);
 }
 
-/* The SHA-extension blocks give the portable ones' state, bit for bit:
- * from the initial state and from arbitrary ones, for runs of 1 to 40
- * blocks of pseudo-random bytes at every alignment. (The vectors above
- * check whichever of the two this CPU uses through digest_update().) */
-static void shani_matches_portable(void **state)
-{
-        if (!digest_shani_usable())
-                tap_skip("this CPU has no SHA instructions");
-        static uint8_t buf[41 * 64];
-        uint64_t x = 0x9e3779b97f4a7c15ull;
-        for (size_t i = 0; i < sizeof(buf); i++) {
-                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                buf[i] = (uint8_t)x;
-        }
-        for (size_t n = 1; n <= 40; n++) {
-                uint32_t a[8], b[8];
-                for (int i = 0; i < 8; i++) {
-                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                        a[i] = b[i] = n == 1 ? 0x6a09e667u + (uint32_t)i : (uint32_t)x;
-                }
-                size_t offset = n % 16;         /* unaligned loads too */
-                digest_blocks_portable(a, buf + offset, n);
-                digest_blocks_shani(b, buf + offset, n);
-                assert_memory_equal(a, b, sizeof(a));
-        }
-}
-
 static void hex_validity(void **state)
 {
         assert_true(digest_hex_valid("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
@@ -189,7 +160,6 @@ int main(void)
                 cmocka_unit_test(padding_boundaries),
                 cmocka_unit_test(streaming_pieces),
                 cmocka_unit_test(from_fd),
-                cmocka_unit_test(shani_matches_portable),
                 cmocka_unit_test(hex_validity),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

@@ -79,6 +79,15 @@ for c in memory pids cpu; do
         esac
 done
 
+# hutch dlopens libsystemd.so.0 by name: it must be in a directory of the
+# dynamic loader's system search path (there is no ld.so.cache here)
+lib=""
+for d in $(/lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | sed -n 's/^ *\(\/[^ ]*\) (system search path)$/\1/p'); do
+        [ -e "$d/libsystemd.so.0" ] && lib=$d/libsystemd.so.0 && break
+done
+t_diag "libsystemd: ${lib:-none} -> $(readlink "$lib" 2>/dev/null)"
+check "libsystemd.so.0 is in the loader's system search path" test -n "$lib"
+
 check "hutch run -- true" "$HUTCH" run -- true
 t_diag "hutch doctor on cgroups: $("$HUTCH" doctor 2>&1 | grep -i cgroup | head -n 3 | tr '\n' ' ')"
 

@@ -160,7 +160,11 @@ static const char *check_limit_name(const char *s)
 {
         static const char expect[] =
                 "a limit name (timeout, cpu_time, memory, memory_high, cpus, pids, nofile, disk, max_file_size, "
-                "io_max)";
+                "io_max) or isolation=namespaces";
+        /* the isolation tier that must run: the namespace tier, or at
+         * least the landlock tier (which any tier that ran satisfies) */
+        if (streq(s, "isolation=namespaces") || streq(s, "isolation=landlock"))
+                return NULL;
         for (size_t i = 0; i < ELEMENTSOF(enforceable_limits); i++)
                 if (streq(s, enforceable_limits[i]))
                         return NULL;
@@ -231,6 +235,9 @@ static const char *const net_words[] = {
 };
 static const char *const runtime_words[] = {
         [RUNTIME_NATIVE] = "native", [RUNTIME_GVISOR] = "gvisor", NULL
+};
+static const char *const isolation_words[] = {
+        [ISOLATION_NAMESPACES] = "namespaces", [ISOLATION_LANDLOCK] = "landlock", [ISOLATION_AUTO] = "auto", NULL
 };
 static const char *const seccomp_mode_words[] = {
         [SECCOMP_MODE_DENY] = "deny", [SECCOMP_MODE_ALLOW] = "allow", NULL
@@ -379,6 +386,11 @@ const struct profile_key profile_keys[] = {
         { "sandbox", "hostname", "hostname", PROFILE_STRING, "sandbox", NULL,
           "host name inside the sandbox",
           FIELD(hostname), .check = check_hostname },
+        { "sandbox", "isolation", "isolation", PROFILE_ENUM, "namespaces", NULL,
+          "namespaces: user, mount, pid, ipc, uts (and net) namespaces; landlock: no namespace, the job "
+          "held by Landlock, seccomp and an unprivileged uid, for hosts that refuse user namespaces "
+          "(weaker: see hutch-run(1) ISOLATION); auto: landlock only when namespaces are refused",
+          FIELD(isolation), .words = isolation_words },
         { "sandbox", "runtime", "runtime", PROFILE_ENUM, "native", NULL,
           "native: hutch's own namespaces; gvisor: the job under gVisor's runsc (a user-space kernel)",
           FIELD(runtime), .words = runtime_words },

@@ -35,6 +35,17 @@ enum runtime {
         _RUNTIME_INVALID = -EINVAL,
 };
 
+/* What isolates the job (DESIGN §10). Never weaker than asked, never
+ * silently: auto picks landlock only when the host refuses user
+ * namespaces, and says so. */
+enum isolation {
+        ISOLATION_NAMESPACES,   /* user, mount, pid, ipc, uts, net namespaces (default) */
+        ISOLATION_LANDLOCK,     /* no namespace: Landlock, seccomp, an unprivileged uid */
+        ISOLATION_AUTO,         /* namespaces where the host allows them, else landlock */
+        _ISOLATION_MAX,
+        _ISOLATION_INVALID = -EINVAL,
+};
+
 enum seccomp_mode {
         SECCOMP_MODE_DENY,      /* deny the listed syscalls, allow the rest */
         SECCOMP_MODE_ALLOW,     /* allow the listed syscalls, deny the rest */
@@ -78,6 +89,7 @@ struct run_config {
         char *workdir_inside;   /* workdir: working directory inside, default /workspace */
         bool tty;               /* -t: job gets a pty (not a profile key) */
         enum runtime runtime;   /* runtime: native | gvisor */
+        enum isolation isolation; /* isolation: namespaces | landlock | auto */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 
         /* [admission]: this user's runs on the node (run/admission.c) */

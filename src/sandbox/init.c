@@ -27,6 +27,7 @@
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
 #include "sandbox/job.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
@@ -71,8 +72,14 @@ static int reap_exited(void)
  * it but init; one forked while the signal goes round is a dying
  * process's child and is caught by the next round. Returns true once
  * init has no child left. */
-static bool end_the_rest(void)
+static bool end_the_rest(bool no_pidns)
 {
+        /* Without a pid namespace (the landlock tier) kill(-1) would reach
+         * every process of our uid on the host; what is ours is exactly
+         * our descendants, which re-parent to us as a child subreaper
+         * (reaper.h). */
+        if (no_pidns)
+                return reaper_end_children(NULL, 0) >= 0;
         for (;;) {
                 (void)kill(-1, SIGKILL);
                 if (waitpid(-1, NULL, __WALL) < 0)
@@ -90,14 +97,14 @@ static bool end_the_rest(void)
  * out first, before they are killed: one stuck in the kernel (on a hung
  * network filesystem) may keep init waiting, and the record must still
  * say how the job itself ended. */
-static void report_job_exit(int sync_fd, int status, pid_t job)
+static void report_job_exit(int sync_fd, int status, pid_t job, bool no_pidns)
 {
         struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = job };
         bool alone = reap_exited();
         if (!alone) {
                 usage_of(RUSAGE_CHILDREN, &msg.reaped);
                 (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
-                alone = end_the_rest();
+                alone = end_the_rest(no_pidns);
         }
         if (alone)
                 msg.error = SYNC_EXIT_ALONE;
@@ -191,6 +198,9 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                          int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t set;
+        /* the landlock tier's init outlives a supervisor killed with
+         * SIGKILL only to end the job's tree (sandbox-landlock.c) */
+        pid_t supervisor = getppid();
         sandbox_signal_set(&set);
         int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0) {
@@ -248,6 +258,12 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 if (n != (ssize_t)sizeof(si))
                         _exit(EXIT_SETUP);
 
+                if (in->landlock && getppid() != supervisor) {
+                        /* the supervisor died (its parent-death signal is
+                         * what woke us): nothing may outlive it */
+                        (void)reaper_end_children(NULL, 0);
+                        _exit(EXIT_SETUP);
+                }
                 if (si.ssi_signo != SIGCHLD) {
                         if (si.ssi_signo == SIGPIPE)
                                 continue;
@@ -271,7 +287,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                                 _exit(EXIT_SETUP);
                         }
                         if (p == job) {
-                                report_job_exit(sync_fd, status, job);
+                                report_job_exit(sync_fd, status, job, in->landlock != NULL);
                                 _exit(exit_code_for(status));
                         }
                 }

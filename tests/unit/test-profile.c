@@ -311,7 +311,7 @@ static void errors(void **state)
                   "profile t.ini:2: deny: expected a syscall name or @group, got \"@\"" },
                 { "[limits]\nrequire = memory grace\n", -EINVAL,
                   "profile t.ini:2: require: expected a limit name (timeout, cpu_time, memory, memory_high, "
-                  "cpus, pids, nofile, disk, max_file_size, io_max), got \"grace\"" },
+                  "cpus, pids, nofile, disk, max_file_size, io_max) or isolation=namespaces, got \"grace\"" },
                 { "[filesystem]\nro = /ok relative\n", -EINVAL,
                   "profile t.ini:2: ro: expected an absolute path without \"..\", got \"relative\"" },
                 { "[filesystem]\nro = /a/../etc\n", -EINVAL,
@@ -557,6 +557,7 @@ static void canonical(void **state)
                 "\n[sandbox]\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
+                "isolation = namespaces\n"
                 "runtime = native\n"
                 "session_ttl = 1d\n"
                 "snapshot = no\n"
@@ -570,7 +571,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "71fa6609d7216ccf7f804cc66fa01f824ad076d599fa825cac0674cbd6bd1a7f");
+        assert_string_equal(sha, "e61a0e53bca97b5f877a86e6e812ddec9bae50777ade0b2665519e9ca2d5f4a7");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

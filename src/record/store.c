@@ -481,12 +481,15 @@ static bool wal_exists(const char *path)
  *    committed, or past its flush, jbd2_trans_will_send_data_barrier()
  *    says so and ext4 calls blkdev_issue_flush() itself (needs_barrier);
  *    without a journal ext4_fsync_nojournal() asks for the same flush.
- *    Only the barrier=0 (nobarrier) mount option skips it, and then the
- *    WAL's own fdatasync is not durable either.
+ *    With data=journal the marker's byte is in the running transaction,
+ *    which the WAL's sync commits (REQ_PREFLUSH). Only the barrier=0
+ *    (nobarrier) mount option skips the flush, and then the WAL's own
+ *    fdatasync is not durable either.
  *  - XFS (fs/xfs/xfs_file.c, xfs_file_fsync()): flushes the data device
  *    when the log is external, forces the log (REQ_PREFLUSH) when the
  *    inode has something logged, and otherwise calls blkdev_issue_flush()
- *    itself ("!log_flushed").
+ *    itself ("!log_flushed"); realtime files (both inherit the flag from
+ *    the directory) get the realtime device's flush.
  * So after the WAL's fdatasync both are durable, as after two
  * fdatasyncs. Before it, neither is guaranteed in either case, and the
  * order between the marker and the run's earlier WAL frames was never

@@ -39,7 +39,7 @@
  * shadow found a real window; it is exact for one writer at a time.
  *
  * Used by tests/integration/durability.bats with tests/hutch-dynamic
- * (hutch itself is linked statically, and ignores LD_PRELOAD).
+ * (a hutch-static build would ignore LD_PRELOAD).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

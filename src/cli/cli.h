@@ -36,6 +36,8 @@ int verb_stats(int argc, char **argv);
 int verb_mcp(int argc, char **argv);       /* cli/mcp.c, the server in mcp/ */
 int verb_export(int argc, char **argv);
 int verb_import(int argc, char **argv);
+int verb_sandbox(int argc, char **argv);    /* cli/sandbox.c */
+int verb_exec(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;

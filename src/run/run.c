@@ -51,6 +51,7 @@
 #include "record/store.h"
 #include "run/admission.h"
 #include "run/enforce.h"
+#include "run/live-internal.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
@@ -262,7 +263,7 @@ static int open_record(struct run *r)
         }
         if (a->detach) {
                 /* the caller gets the id; the run goes on in the child */
-                k = run_detach(r->rec, &r->detach_notify);
+                k = run_detach(r->rec, a->live ? a->live->name : NULL, &r->detach_notify);
                 if (k >= 0) {
                         r->detached_parent = true;
                         return k;
@@ -453,6 +454,7 @@ static int build_sandbox(struct run *r)
                 .egress_fd = r->egress.sandbox_fd, .egress_ports = r->egress.ports,
                 .n_egress_ports = r->egress.n_ports,
                 .gvisor = r->gvisor ? &r->gv : NULL,
+                .live = r->a->live != NULL,
         };
         block_signals(r);
         r->have_ws = view->tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &r->ws) == 0;
@@ -681,10 +683,15 @@ static int supervise_job(struct run *r)
                 return RUN_NEXT;
         }
         log_debug("sandbox started (init pid %d on the host)", (int)r->sb.pid);
-        if (r->view.tty)
-                run_tty_raw(&r->tty);
-        k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
-        run_tty_restore(&r->tty);
+        if (r->a->live) {
+                /* a live sandbox: jobs come by `hutch exec` (live.c) */
+                k = live_serve(&r->view, r->a->live, r->rec->id, &r->sb, &r->out);
+        } else {
+                if (r->view.tty)
+                        run_tty_raw(&r->tty);
+                k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
+                run_tty_restore(&r->tty);
+        }
         /* init is reaped, or is exiting with no process beside it
          * (out.init_exiting): nothing can write to the workspace */
         r->workspace_fd = TAKE_FD(r->sb.workspace_fd);

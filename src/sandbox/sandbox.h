@@ -63,6 +63,9 @@ struct sandbox_inputs {
         size_t n_egress_ports;
         const struct gvisor_info *gvisor; /* runtime gvisor: the job runs under this
                                            * runsc (gvisor.h); NULL = native */
+        bool live;              /* a live sandbox: no job of its own; after
+                                 * "start" init forks one job per
+                                 * SANDBOX_MSG_EXEC (init.c, run/live.c) */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.

@@ -15,6 +15,14 @@
 #define SANDBOX_MSG_GO 3
 #define SANDBOX_MSG_FILTER 2
 #define SANDBOX_MSG_START 1
+/* A live sandbox's init (sandbox_inputs.live), after "start": fork a
+ * job. The job's argv follows the byte, each string NUL-terminated; the
+ * job's stdin, stdout and stderr ride along (SCM_RIGHTS), pipes the
+ * supervisor made. init answers SYNC_READY with the job's pid, later
+ * SYNC_JOB_EXIT with its status; one job at a time. */
+#define SANDBOX_MSG_EXEC 4
+/* A live sandbox's init: SIGKILL the running job's process group. */
+#define SANDBOX_MSG_KILL 5
 
 enum sync_kind {
         SYNC_SETUP_ERROR = 1, /* building the sandbox failed: error, step, path */

@@ -89,6 +89,18 @@ sandbox_processes() {
         [ "$("$HUTCH" ls --sandbox s3 --json | wc -l)" -eq 3 ]
 }
 
+@test "a job holds its own exec's stdio pipes and no other fd" {
+        start_sandbox s9
+        fds='for n in 0 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/$$/fd/$n ] && echo "$n $(readlink /proc/$$/fd/$n | cut -d: -f1)"; done; true'
+        run "$HUTCH" exec s9 -- sh -c "$fds"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf '0 pipe\n1 pipe\n2 pipe')" ]
+        # the next exec's pipes are new ones
+        first=$("$HUTCH" exec s9 -- readlink /proc/self/fd/1)
+        second=$("$HUTCH" exec s9 -- readlink /proc/self/fd/1)
+        [[ "$first" == pipe:* && "$second" == pipe:* && "$first" != "$second" ]]
+}
+
 @test "sandbox stop ends every process of the sandbox on the host" {
         start_sandbox s4
         run "$HUTCH" exec s4 -- sh -c 'sleep 3014 >/dev/null 2>&1 & (sleep 3015 >/dev/null 2>&1 &) ; true'

@@ -87,10 +87,12 @@ static int start(int argc, char **argv)
                 code = r < 0 ? EXIT_OK : r;
                 goto out;
         }
+        /* --secret: an exec's record is written by `hutch exec`, which
+         * would not know the values to redact; refused until it does */
         if (a.lang || a.code || a.code_file || a.request || a.id_key || a.apply || a.detach || a.json ||
-            a.events || cfg.tty) {
+            a.events || cfg.tty || a.secrets) {
                 log_error("sandbox start: --lang, -c, --file, --request, --id, --apply, --detach, --json, "
-                          "--events and --tty are not for a live sandbox");
+                          "--events, --secret and --tty are not for a live sandbox");
                 goto out;
         }
         code = run_resolve_secrets(&a, &cfg);

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -50,15 +51,17 @@ static int connect_named(const char *verb, const char *name, int *ret_dirfd)
 }
 
 /* Read what is there from *fd into cap (and our fd out unless json);
- * closes it at EOF. */
+ * closes it at EOF. A reader of ours that went away (EPIPE) gets no
+ * more; the capture, and so the record, still gets everything. */
 static void pump(int *fd, struct capture *cap, int out, bool json)
 {
+        static bool gone[3];
         char buf[65536];
         ssize_t n = read(*fd, buf, sizeof(buf));
         if (n > 0) {
                 capture_append(cap, buf, (size_t)n);
-                if (!json)
-                        (void)write_all(out, buf, (size_t)n);
+                if (!json && !gone[out] && write_all(out, buf, (size_t)n) < 0)
+                        gone[out] = true;
                 return;
         }
         if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -232,6 +235,8 @@ int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, con
                 return EXIT_SETUP;
         }
         log_info("run %s", rec->id);
+        /* a closed stdout must not kill us before the record is complete */
+        signal(SIGPIPE, SIG_IGN);
         run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);

@@ -84,9 +84,12 @@ sandbox_processes() {
         run "$HUTCH" exec s3 --json -- echo hi
         [ "$status" -eq 0 ]
         echo "$output" | jq -e '.status == "success" and .stdout == "hi\n" and .labels.sandbox == "s3"'
-        run "$HUTCH" exec s3 -- no-such-command-here
+        run -127 "$HUTCH" exec s3 -- no-such-command-here
         [ "$status" -eq 127 ]
         [ "$("$HUTCH" ls --sandbox s3 --json | wc -l)" -eq 3 ]
+        # a reader that goes away takes nothing from the record
+        "$HUTCH" exec s3 -- sh -c 'yes | head -c 1000000' | head -c 4 >/dev/null
+        "$HUTCH" ls --sandbox s3 --json | head -n 1 | jq -e '.status == "success" and .stdout_bytes == 1000000'
 }
 
 @test "a job holds its own exec's stdio pipes and no other fd" {

@@ -54,8 +54,11 @@ int live_connect(int dirfd, const char *name);
  * job, which is in one of its own). 0 or -EPERM. */
 int live_peer_check(int fd);
 
-/* The live supervisor's loop (live.c): start the sandbox's init, serve
- * the control socket until stop, idle timeout or a signal, then kill and
- * reap init. Fills out as supervise() does for the sandbox's own run. */
+/* The live supervisor's loop (live.c): serve the control socket from
+ * when the sandbox's init says it is up (then the caller of `sandbox
+ * start` is told, run_detach_started(notify)) until stop, idle timeout
+ * or a signal, then kill and reap init. A sandbox that never came up
+ * leaves notify alone: the caller gets the run's exit code and its
+ * message. Fills out as supervise() does for the sandbox's own run. */
 int live_serve(const struct run_config *cfg, const struct run_live *live, const char *run_id,
-               struct sandbox *sb, struct run_outcome *out);
+               struct sandbox *sb, struct run_outcome *out, int *notify);

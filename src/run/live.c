@@ -64,6 +64,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/run-internal.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
 #include "supervise/supervise.h"
@@ -446,7 +447,7 @@ static int timeout_for(const struct live *l)
 }
 
 int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
-               struct sandbox *sb, struct run_outcome *out)
+               struct sandbox *sb, struct run_outcome *out, int *notify)
 {
         struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .client = -1, .stopper = -1 };
         uint64_t t0 = now_monotonic_ms();
@@ -470,6 +471,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
+                        run_detach_started(notify);
                 }
                 int n = poll(p, ELEMENTSOF(p), timeout_for(&l));
                 if (n < 0 && errno != EINTR)

@@ -587,7 +587,9 @@ static int record_start(struct run *r)
                 log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
                 return store_failed(k);
         }
-        run_detach_started(&r->detach_notify);
+        /* a live sandbox tells its caller once it is up (live.c) */
+        if (!a->live)
+                run_detach_started(&r->detach_notify);
         log_info("run %s", rec->id);
         return RUN_NEXT;
 }
@@ -685,7 +687,7 @@ static int supervise_job(struct run *r)
         log_debug("sandbox started (init pid %d on the host)", (int)r->sb.pid);
         if (r->a->live) {
                 /* a live sandbox: jobs come by `hutch exec` (live.c) */
-                k = live_serve(&r->view, r->a->live, r->rec->id, &r->sb, &r->out);
+                k = live_serve(&r->view, r->a->live, r->rec->id, &r->sb, &r->out, &r->detach_notify);
         } else {
                 if (r->view.tty)
                         run_tty_raw(&r->tty);

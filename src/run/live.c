@@ -5,7 +5,9 @@
  * workspace, limits, cgroup and syscall filter. Its init (init.c,
  * init_live()) forks no job of its own: the supervisor here, detached as
  * --detach's is, asks it for one job per `hutch exec` (SANDBOX_MSG_EXEC
- * on the sync channel) and kills it all when the sandbox stops.
+ * on the sync channel, up to SANDBOX_LIVE_JOBS_MAX side by side; init
+ * answers requests in order, so the oldest unanswered one is the one an
+ * answer is for) and kills it all when the sandbox stops.
  *
  * Security: entering a running sandbox.
  *  - No setns from the host. The job is forked by the sandbox's own
@@ -190,18 +192,25 @@ int live_listen(const char *name, int *ret_fd)
         return 0;
 }
 
+/* One exec, from its request to its end. */
+struct exec_slot {
+        bool active;
+        int client;             /* its connection, or -1 once the client is gone */
+        uint64_t seq;           /* order of the request; 0 once init answered it */
+        pid_t pid;              /* the job's pid inside, 0 until init says */
+        uint64_t started_ms, deadline_ms; /* deadline 0: none */
+        struct live_reply end;  /* what the client will be told */
+};
+
 /* The supervisor's state while it serves. */
 struct live {
         const struct run_config *cfg;
         const struct run_live *opts;
         struct sandbox *sb;
-        int client;             /* the running exec's connection, or -1 */
-        pid_t job;              /* its pid inside, 0 until init says */
-        bool job_active;
-        struct live_reply end;  /* what the exec's client will be told */
-        uint64_t started_ms, deadline_ms; /* deadline 0: none */
+        struct exec_slot exec[SANDBOX_LIVE_JOBS_MAX];
+        size_t n_active;
+        uint64_t seq;
         uint64_t idle_ms_at;    /* the idle deadline, 0: none */
-        struct sync_usage last; /* init's children's usage at the last job's end */
         int stopper;            /* `sandbox stop`'s connection, held open to the end */
         const char *why;        /* why the sandbox ended */
         bool ready;
@@ -212,7 +221,7 @@ static void touch_idle(struct live *l)
         l->idle_ms_at = l->opts->idle_ms ? now_monotonic_ms() + l->opts->idle_ms : 0;
 }
 
-static int send_to_init(struct live *l, char op, const char *args, size_t len, const int *fds, int nfds)
+static int send_to_init(struct live *l, char op, const void *args, size_t len, const int *fds, int nfds)
 {
         char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov[2] = { { .iov_base = &op, .iov_len = 1 }, { .iov_base = (void *)args, .iov_len = len } };
@@ -229,20 +238,57 @@ static int send_to_init(struct live *l, char op, const char *args, size_t len, c
         return sendmsg(l->sb->sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* The exec ended (or was given up): tell its client, if still there. */
-static void exec_done(struct live *l)
+static void kill_job(struct live *l, struct exec_slot *x)
 {
-        l->end.op = LIVE_OP_END;
-        l->end.wall_ms = now_monotonic_ms() - l->started_ms;
-        if (l->client >= 0) {
-                (void)send(l->client, &l->end, sizeof(l->end), MSG_NOSIGNAL);
-                close(l->client);
+        int32_t pid = x->pid;
+        if (pid > 0)
+                (void)send_to_init(l, SANDBOX_MSG_KILL, &pid, sizeof(pid), NULL, 0);
+}
+
+/* The exec ended (or was given up): tell its client, if still there. */
+static void exec_done(struct live *l, struct exec_slot *x)
+{
+        x->end.op = LIVE_OP_END;
+        x->end.wall_ms = now_monotonic_ms() - x->started_ms;
+        if (x->client >= 0) {
+                (void)send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL);
+                close(x->client);
         }
-        l->client = -1;
-        l->job_active = false;
-        l->job = 0;
-        l->deadline_ms = 0;
-        touch_idle(l);
+        *x = (struct exec_slot) { .client = -1 };
+        if (--l->n_active == 0)
+                touch_idle(l);
+}
+
+/* The exec init answers next: requests are answered in order. */
+static struct exec_slot *oldest_pending(struct live *l)
+{
+        struct exec_slot *best = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++)
+                if (l->exec[i].active && l->exec[i].seq && (!best || l->exec[i].seq < best->seq))
+                        best = &l->exec[i];
+        return best;
+}
+
+static struct exec_slot *slot_of(struct live *l, pid_t pid)
+{
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++)
+                if (l->exec[i].active && pid > 0 && l->exec[i].pid == pid)
+                        return &l->exec[i];
+        return NULL;
+}
+
+static void send_fds(int fd, int out, int err)
+{
+        struct live_reply f = { .op = LIVE_OP_FDS };
+        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+        struct iovec iov = { .iov_base = &f, .iov_len = sizeof(f) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+        memcpy(CMSG_DATA(c), (int[]) { out, err }, 2 * sizeof(int));
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
 }
 
 /* An exec request on connection fd (ours from here on). */
@@ -250,51 +296,45 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
 {
         struct live_req req;
         struct live_reply busy = { .op = LIVE_OP_BUSY };
+        struct exec_slot *x = NULL;
         int job_in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
-        if (l->job_active || n <= sizeof(req) || buf[n - 1] != '\0') {
+        for (size_t i = 0; i < ELEMENTSOF(l->exec) && !x; i++)
+                if (!l->exec[i].active)
+                        x = &l->exec[i];
+        if (!x || n <= sizeof(req) || buf[n - 1] != '\0') {
                 (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL);
                 close(fd);
                 return;
         }
         memcpy(&req, buf, sizeof(req));
-        l->end = (struct live_reply) { 0 };
-        l->client = fd;
-        l->started_ms = now_monotonic_ms();
-        l->job_active = true;
+        *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms() };
+        l->n_active++;
+        l->idle_ms_at = 0;
         uint64_t t = req.timeout_ms ? req.timeout_ms : l->cfg->timeout_ms;
-        l->deadline_ms = t ? l->started_ms + t : 0;
+        x->deadline_ms = t ? x->started_ms + t : 0;
         /* fresh pipes for this exec alone; the job's stdin is at EOF */
         if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                l->end.error = errno;
-                snprintf(l->end.step, sizeof(l->end.step), "pipe");
+                x->end.error = errno;
+                snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
                 close(TAKE_FD(job_in[1]));
                 int job_fds[3] = { job_in[0], out[1], err[1] };
                 int k = send_to_init(l, SANDBOX_MSG_EXEC, buf + sizeof(req), n - sizeof(req), job_fds, 3);
                 if (k < 0) {
-                        l->end.error = -k;
-                        snprintf(l->end.step, sizeof(l->end.step), "hand the job to init");
+                        x->end.error = -k;
+                        snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
-                        struct live_reply f = { .op = LIVE_OP_FDS };
-                        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
-                        struct iovec iov = { .iov_base = &f, .iov_len = sizeof(f) };
-                        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                                             .msg_controllen = sizeof(cbuf) };
-                        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                        c->cmsg_level = SOL_SOCKET;
-                        c->cmsg_type = SCM_RIGHTS;
-                        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-                        memcpy(CMSG_DATA(c), (int[]) { out[0], err[0] }, 2 * sizeof(int));
-                        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+                        x->seq = ++l->seq;
+                        send_fds(fd, out[0], err[0]);
                 }
         }
         int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 if (all[i] >= 0)
                         close(all[i]);
-        if (l->end.error)
-                exec_done(l);
+        if (x->end.error)
+                exec_done(l, x);
 }
 
 /* One connection on the control socket. */
@@ -345,6 +385,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
         char cbuf[CMSG_SPACE(2 * sizeof(int))];
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct exec_slot *x;
         ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n <= 0)
                 return n < 0 && (errno == EAGAIN || errno == EINTR);
@@ -363,43 +404,47 @@ static bool from_init(struct live *l, struct run_outcome *out)
         if ((size_t)n < offsetof(struct sync_msg, reaped))
                 return true;
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
+        if (!l->ready) {
+                if (msg.kind == SYNC_READY)
+                        l->ready = true;
+                if (msg.kind != SYNC_SETUP_ERROR)
+                        return true;
+                out->status = RUN_SETUP_ERROR;
+                out->exit_code = EXIT_SETUP;
+                out->error = msg.error;
+                snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s", msg.step,
+                         msg.path[0] ? " " : "", msg.path, strerror(msg.error));
+                return false;
+        }
         switch (msg.kind) {
         case SYNC_READY:
-                if (!l->ready)
-                        l->ready = true;
-                else if (l->job_active)
-                        l->job = msg.pid;
+                /* init forked the job of its oldest unanswered request */
+                if ((x = oldest_pending(l))) {
+                        x->seq = 0;
+                        x->pid = msg.pid;
+                        if (x->client < 0 || (x->end.timed_out && x->deadline_ms))
+                                kill_job(l, x); /* given up before it had a pid */
+                }
                 break;
         case SYNC_SETUP_ERROR:
-                if (!l->ready) {
-                        out->status = RUN_SETUP_ERROR;
-                        out->exit_code = EXIT_SETUP;
-                        out->error = msg.error;
-                        snprintf(out->message, sizeof(out->message), "setup: %s%s%s: %s", msg.step,
-                                 msg.path[0] ? " " : "", msg.path, strerror(msg.error));
-                        return false;
-                }
-                if (l->job_active) {
-                        l->end.error = msg.error ? msg.error : EIO;
-                        snprintf(l->end.step, sizeof(l->end.step), "%s", msg.step);
-                        if (!l->job)
-                                exec_done(l);
-                }
-                break;
         case SYNC_EXEC_ERROR:
-                if (l->job_active) {
-                        l->end.error = msg.error;
-                        l->end.exec_failed = 1;
-                }
+                /* from the job before its exec (then its READY follows),
+                 * or from init, which forked nothing (pid 0) */
+                if (!(x = oldest_pending(l)))
+                        break;
+                x->end.error = msg.error ? msg.error : EIO;
+                x->end.exec_failed = msg.kind == SYNC_EXEC_ERROR;
+                snprintf(x->end.step, sizeof(x->end.step), "%s", msg.step);
+                if (msg.pid == 0)
+                        exec_done(l, x);
                 break;
         case SYNC_JOB_EXIT:
-                if (l->job_active && msg.pid == l->job) {
-                        l->end.status = msg.status;
-                        l->end.utime_us = msg.reaped.utime_us - l->last.utime_us;
-                        l->end.stime_us = msg.reaped.stime_us - l->last.stime_us;
-                        l->end.maxrss_kb = msg.reaped.maxrss_kb;
-                        l->last = msg.reaped;
-                        exec_done(l);
+                if ((x = slot_of(l, msg.pid))) {
+                        x->end.status = msg.status;
+                        x->end.utime_us = msg.reaped.utime_us;
+                        x->end.stime_us = msg.reaped.stime_us;
+                        x->end.maxrss_kb = msg.reaped.maxrss_kb;
+                        exec_done(l, x);
                 }
                 break;
         }
@@ -436,20 +481,40 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
 
 static int timeout_for(const struct live *l)
 {
-        uint64_t now = now_monotonic_ms(), until = 0;
-        if (l->job_active && l->deadline_ms && !l->end.timed_out)
-                until = l->deadline_ms;
-        else if (!l->job_active && l->idle_ms_at)
-                until = l->idle_ms_at;
+        uint64_t now = now_monotonic_ms(), until = l->n_active ? 0 : l->idle_ms_at;
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++) {
+                const struct exec_slot *x = &l->exec[i];
+                if (x->active && x->deadline_ms && !x->end.timed_out && (!until || x->deadline_ms < until))
+                        until = x->deadline_ms;
+        }
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
 }
 
+/* Deadlines, and clients gone: their jobs end. */
+static void check_execs(struct live *l, const struct pollfd *p)
+{
+        uint64_t now = now_monotonic_ms();
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++) {
+                struct exec_slot *x = &l->exec[i];
+                if (!x->active)
+                        continue;
+                if (p[i].revents && x->client >= 0) {
+                        close(TAKE_FD(x->client));
+                        kill_job(l, x);
+                }
+                if (x->deadline_ms && now >= x->deadline_ms && !x->end.timed_out) {
+                        x->end.timed_out = 1;
+                        kill_job(l, x);
+                }
+        }
+}
+
 int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .client = -1, .stopper = -1 };
+        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1 };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -458,16 +523,19 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
 
         if (sfd < 0)
                 return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
+                l.exec[i].client = -1;
         touch_idle(&l);
         while (!l.why) {
-                struct pollfd p[5] = {
-                        { .fd = sb->pidfd, .events = POLLIN },
-                        { .fd = sb->sync_fd, .events = POLLIN },
-                        { .fd = sfd, .events = POLLIN },
-                        /* requests only once the sandbox is up */
-                        { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN },
-                        { .fd = l.client, .events = POLLIN },
-                };
+                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
+                struct pollfd p[N_EXEC + 4];
+                for (size_t i = 0; i < N_EXEC; i++)
+                        p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
+                p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
+                p[N_EXEC + 1] = (struct pollfd) { .fd = sb->sync_fd, .events = POLLIN };
+                p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
+                /* requests only once the sandbox is up */
+                p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
@@ -476,34 +544,25 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 int n = poll(p, ELEMENTSOF(p), timeout_for(&l));
                 if (n < 0 && errno != EINTR)
                         return -errno;
-                if (p[1].revents & POLLIN) {
+                if (p[N_EXEC + 1].revents & POLLIN) {
                         if (!from_init(&l, out))
                                 break;
                         continue;       /* init's messages first: a job's end before its client's EOF */
                 }
-                if (p[0].revents) {
+                if (p[N_EXEC].revents) {
                         l.why = "its init ended";
                         break;
                 }
-                if (p[2].revents) {
+                if (p[N_EXEC + 2].revents) {
                         struct signalfd_siginfo si;
                         if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo != SIGCHLD &&
                             si.ssi_signo != SIGPIPE && si.ssi_signo != SIGWINCH)
                                 l.why = "stopped by a signal";
                 }
-                if (p[3].revents)
+                if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
-                if (p[4].revents && l.client >= 0) {
-                        /* the client went away: its job ends with it */
-                        close(TAKE_FD(l.client));
-                        (void)send_to_init(&l, SANDBOX_MSG_KILL, NULL, 0, NULL, 0);
-                }
-                uint64_t now = now_monotonic_ms();
-                if (l.job_active && l.deadline_ms && now >= l.deadline_ms && !l.end.timed_out) {
-                        l.end.timed_out = 1;
-                        (void)send_to_init(&l, SANDBOX_MSG_KILL, NULL, 0, NULL, 0);
-                }
-                if (!l.job_active && l.idle_ms_at && now >= l.idle_ms_at)
+                check_execs(&l, p);
+                if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }
         /* Everything inside ends with init: SIGKILL to a pid namespace's
@@ -511,10 +570,11 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
-        if (l.job_active) {
-                l.end.stopped = 1;
-                exec_done(&l);
-        }
+        for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
+                if (l.exec[i].active) {
+                        l.exec[i].end.stopped = 1;
+                        exec_done(&l, &l.exec[i]);
+                }
         write_state(&l, run_id, true);
         close(opts->listen_fd);
         out->wall_ms = now_monotonic_ms() - t0;

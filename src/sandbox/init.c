@@ -191,6 +191,44 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
 /* The longest argv a live job's request may carry (SANDBOX_MSG_EXEC). */
 #define LIVE_ARGV_MAX (64u << 10)
 
+/* The jobs of a live sandbox that run now (their pids, 0: a free slot). */
+struct live_jobs {
+        pid_t pid[SANDBOX_LIVE_JOBS_MAX];
+};
+
+static pid_t *live_slot(struct live_jobs *j, pid_t pid)
+{
+        for (size_t i = 0; i < ELEMENTSOF(j->pid); i++)
+                if (j->pid[i] == pid)
+                        return &j->pid[i];
+        return NULL;
+}
+
+/* Fork the job of one SANDBOX_MSG_EXEC: argv in buf[1..n), stdio fds. */
+static void live_fork(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd, int sfd,
+                      struct live_jobs *jobs, char *buf, ssize_t n, const int *fds, int nfds, bool truncated)
+{
+        pid_t *slot = live_slot(jobs, 0);
+        char **argv = NULL;
+        size_t na = 0;
+        bool ok = nfds == 3 && slot && n > 1 && buf[n - 1] == '\0' && !truncated;
+        for (ssize_t i = 1; ok && i < n; i += (ssize_t)strlen(buf + i) + 1)
+                argv = strv_push(argv, &na, buf + i);
+        if (!ok || !argv) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, slot ? EPROTO : EBUSY, 0, 0, "exec request",
+                            slot ? "malformed" : "too many jobs");
+        } else {
+                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1 };
+                struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
+                pid_t pid = spawn_job(&js);
+                if (pid < 0)
+                        init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
+                else
+                        init_report(sync_fd, SYNC_READY, 0, 0, *slot = pid, "", "");
+        }
+        strv_free(argv);
+}
+
 /* One SANDBOX_MSG_EXEC or SANDBOX_MSG_KILL from the supervisor, in a
  * live sandbox. The job's stdio are exactly the three fds that came with
  * the message (pipes the supervisor made for this exec alone), received
@@ -198,7 +236,7 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
  * job holds them: init keeps no exec's stdio. Returns false on EOF (the
  * supervisor is gone: so is the sandbox). */
 static bool live_message(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
-                         int sfd, pid_t *job)
+                         int sfd, struct live_jobs *jobs)
 {
         static char buf[LIVE_ARGV_MAX + 2];
         char cbuf[CMSG_SPACE(3 * sizeof(int))];
@@ -221,45 +259,31 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
                                 else
                                         close(fd);
                         }
-        if (buf[0] == SANDBOX_MSG_KILL && *job > 0) {
-                if (kill(-*job, SIGKILL) < 0)
-                        (void)kill(*job, SIGKILL);
+        if (buf[0] == SANDBOX_MSG_KILL && n == 1 + (ssize_t)sizeof(int32_t)) {
+                /* only a job of ours, never init itself or an orphan */
+                int32_t pid;
+                memcpy(&pid, buf + 1, sizeof(pid));
+                if (pid > 0 && live_slot(jobs, pid) && kill(-pid, SIGKILL) < 0)
+                        (void)kill(pid, SIGKILL);
         } else if (buf[0] == SANDBOX_MSG_EXEC) {
-                /* argv: NUL-terminated strings after the byte */
-                char **argv = NULL;
-                size_t na = 0;
-                bool ok = nfds == 3 && *job == 0 && n > 1 && buf[n - 1] == '\0' && (mh.msg_flags & MSG_TRUNC) == 0;
-                for (ssize_t i = 1; ok && i < n; i += (ssize_t)strlen(buf + i) + 1)
-                        argv = strv_push(argv, &na, buf + i);
-                if (!ok || !argv) {
-                        init_report(sync_fd, SYNC_SETUP_ERROR, EPROTO, 0, 0, "exec request",
-                                    *job ? "a job is running" : "malformed");
-                } else {
-                        struct init_stdio stdio = { fds[0], fds[1], fds[2], -1 };
-                        struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
-                        pid_t pid = spawn_job(&js);
-                        if (pid < 0)
-                                init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
-                        else
-                                init_report(sync_fd, SYNC_READY, 0, 0, *job = pid, "", "");
-                }
-                strv_free(argv);
+                live_fork(cfg, in, sync_fd, sfd, jobs, buf, n, fds, nfds, (mh.msg_flags & MSG_TRUNC) != 0);
         }
         for (int i = 0; i < nfds; i++)
                 close(fds[i]);
         return true;
 }
 
-/* A live sandbox's init: no job until the supervisor asks for one, any
- * number of jobs one after the other, each reported as it ends; what a
- * job leaves running keeps running (re-parented to us, reaped when it
- * ends). init itself never exits on its own: the sandbox ends when the
+/* A live sandbox's init: no job until the supervisor asks for one, up
+ * to SANDBOX_LIVE_JOBS_MAX at a time, each reported as it ends with what
+ * it cost (wait4(): the job and the children it waited for); what a job
+ * leaves running keeps running (re-parented to us, reaped when it ends).
+ * init itself never exits on its own: the sandbox ends when the
  * supervisor kills it (the kernel then kills every process of the pid
  * namespace) or goes away (EOF on sync_fd). */
 static _Noreturn void init_live(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
                                 int sfd)
 {
-        pid_t job = 0;
+        struct live_jobs jobs = { { 0 } };
 
         job_wait_start(sync_fd);
         init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
@@ -270,7 +294,7 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
                                 continue;
                         _exit(EXIT_SETUP);
                 }
-                if (p[1].revents && !live_message(cfg, in, sync_fd, sfd, &job))
+                if (p[1].revents && !live_message(cfg, in, sync_fd, sfd, &jobs))
                         _exit(EXIT_OK);
                 if (!p[0].revents)
                         continue;
@@ -279,15 +303,19 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
                         continue;
                 for (;;) {
                         int status;
-                        pid_t w = waitpid(-1, &status, WNOHANG | __WALL);
+                        struct rusage ru;
+                        pid_t w = wait4(-1, &status, WNOHANG | __WALL, &ru);
                         if (w <= 0)
                                 break;
-                        if (w == job) {
-                                struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = job };
-                                usage_of(RUSAGE_CHILDREN, &msg.reaped);
-                                (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
-                                job = 0;
-                        }
+                        pid_t *slot = live_slot(&jobs, w);
+                        if (!slot)
+                                continue;
+                        *slot = 0;
+                        struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = w };
+                        msg.reaped.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+                        msg.reaped.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+                        msg.reaped.maxrss_kb = ru.ru_maxrss;
+                        (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
                 }
         }
 }

@@ -70,6 +70,19 @@ sandbox_processes() {
         [ "$output" = "sleep 3012" ]
 }
 
+@test "execs into one sandbox run side by side" {
+        start_sandbox s10
+        # A waits for a file B makes once A has started: they overlap
+        "$HUTCH" exec s10 --timeout 20s -- sh -c 'touch a-started; while [ ! -e go ]; do sleep 0.05; done; echo A' \
+                > "$BATS_TEST_TMPDIR/a.out" &
+        a=$!
+        run "$HUTCH" exec s10 --timeout 20s -- sh -c 'while [ ! -e a-started ]; do sleep 0.05; done; touch go; echo B'
+        [ "$status" -eq 0 ]
+        [ "$output" = B ]
+        wait "$a"
+        [ "$(cat "$BATS_TEST_TMPDIR/a.out")" = A ]
+}
+
 @test "each exec is a complete record, labelled with its sandbox" {
         start_sandbox s3
         run "$HUTCH" exec s3 -- sh -c 'echo out; echo err >&2; exit 3'

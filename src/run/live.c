@@ -579,9 +579,12 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         close(opts->listen_fd);
         out->wall_ms = now_monotonic_ms() - t0;
         if (out->status != RUN_SETUP_ERROR) {
-                out->status = RUN_SUCCESS;
-                out->exit_code = EXIT_OK;
-                out->job_exit_code = 0;
+                /* stop and the idle timeout are how a live sandbox ends;
+                 * a signal (hutch kill) cancels it */
+                bool signalled = l.why && strstr(l.why, "signal");
+                out->status = signalled ? RUN_CANCELLED : RUN_SUCCESS;
+                out->exit_code = signalled ? EXIT_CANCELLED_TERM : EXIT_OK;
+                out->job_exit_code = signalled ? -1 : 0;
                 snprintf(out->message, sizeof(out->message), "sandbox %s %s", opts->name, l.why ? l.why : "ended");
         }
         /* l.stopper stays open: `sandbox stop` returns when we are gone */

@@ -138,6 +138,19 @@ sandbox_processes() {
         [[ "$output" == *"no running sandbox s4"* ]]
 }
 
+@test "hutch kill on the sandbox's run stops it, cancelled" {
+        start_sandbox s11
+        run "$HUTCH" exec s11 -- sh -c 'sleep 3017 >/dev/null 2>&1 &'
+        [ "$status" -eq 0 ]
+        procs=$(sandbox_processes s11)
+        sandbox_id=$(state s11 id)
+        run "$HUTCH" kill "$sandbox_id"
+        [ "$status" -eq 0 ]
+        wait_until not_listed s11
+        WAIT_TENTHS=50 wait_until eval '! any_alive $procs'
+        WAIT_TENTHS=50 wait_until eval '[ "$("$HUTCH" show "$sandbox_id" --json | jq -r .status)" = cancelled ]'
+}
+
 @test "the idle timeout stops the sandbox by itself, never under a running exec" {
         start_sandbox s5 --idle-timeout 2s
         run "$HUTCH" exec s5 -- sh -c 'sleep 3016 >/dev/null 2>&1 &'

@@ -35,7 +35,9 @@
  *    Were it mounted, the socket's 0600 in a 0700 dir binds it to the
  *    host uid, and live_peer_check() refuses any peer outside the
  *    supervisor's own user namespace, which every job is (a sandbox's
- *    user namespace is a child of it). A job thus cannot exec into,
+ *    user namespace is a child of it), checked through the peer's pid
+ *    and confirmed alive through its pidfd (SO_PEERPIDFD), so a job
+ *    cannot connect, exit, and pass a recycled pid off as the peer. A job thus cannot exec into,
  *    stop, or read another sandbox.
  *  - Limits: init and every job are in the run's cgroup (CLONE_INTO_CGROUP),
  *    so memory, pids and cpu hold for the whole sandbox; without a cgroup,
@@ -136,6 +138,14 @@ int live_connect(int dirfd, const char *name)
         return fd;
 }
 
+/* The peer's pidfd (Linux >= 6.5): the pid SO_PEERCRED names is read
+ * through /proc, and a process that exits meanwhile could hand its pid
+ * to another; the pidfd tells whether the process read is still the
+ * one that connected. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 int live_peer_check(int fd)
 {
         struct ucred uc;
@@ -148,11 +158,22 @@ int live_peer_check(int fd)
          * peer is outside it (not ours to talk to) */
         if (uc.pid <= 0)
                 return -EPERM;
+        int pidfd = -1;
+        len = sizeof(pidfd);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+                pidfd = -1;
+                if (errno != ENOPROTOOPT)
+                        return -EPERM;  /* the peer is gone already */
+        }
         snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)uc.pid);
-        if (stat("/proc/self/ns/user", &ours) < 0 || stat(p, &theirs) < 0 || ours.st_ino != theirs.st_ino ||
-            ours.st_dev != theirs.st_dev)
-                return -EPERM;
-        return 0;
+        bool same = stat("/proc/self/ns/user", &ours) == 0 && stat(p, &theirs) == 0 &&
+                    ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev;
+        if (pidfd >= 0) {
+                /* what /proc showed was the peer's only if it still lives */
+                same = same && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+                close(pidfd);
+        }
+        return same ? 0 : -EPERM;
 }
 
 int live_listen(const char *name, int *ret_fd)

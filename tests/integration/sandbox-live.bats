@@ -70,6 +70,27 @@ sandbox_processes() {
         [ "$output" = "sleep 3012" ]
 }
 
+@test "an exec's job gets a run's job's privileges, and the sandbox's namespaces" {
+        start_sandbox s12
+        status_of='grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Seccomp_filters):" /proc/self/status'
+        run "$HUTCH" exec s12 -- sh -c "$status_of"
+        [ "$status" -eq 0 ]
+        exec_status=$output
+        run "$HUTCH" run -q -- sh -c "$status_of"
+        [ "$status" -eq 0 ]
+        [ "$exec_status" = "$output" ]
+        [[ "$exec_status" == *"CapEff:	0000000000000000"* && "$exec_status" == *"NoNewPrivs:	1"* ]]
+        [[ "$exec_status" == *"Seccomp:	2"* ]]
+        ns='for n in mnt pid net user ipc uts; do readlink /proc/self/ns/$n; done'
+        first=$("$HUTCH" exec s12 -- sh -c "$ns")
+        second=$("$HUTCH" exec s12 -- sh -c "$ns")
+        [ "$first" = "$second" ]
+        host=$(sh -c "$ns")
+        for n in $first; do
+                [[ "$host" != *"$n"* ]]
+        done
+}
+
 @test "execs into one sandbox run side by side" {
         start_sandbox s10
         # A waits for a file B makes once A has started: they overlap

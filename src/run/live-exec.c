@@ -273,11 +273,18 @@ int live_stop(const char *name)
         return EXIT_OK;
 }
 
+/* Whether name's supervisor answers. One whose socket has no listener
+ * (it was killed) leaves its files behind: they are removed here. */
 static bool alive(int dirfd, const char *name)
 {
         struct live_req req = { .op = LIVE_OP_PING };
         struct live_reply rep;
         _cleanup_close_ int fd = live_connect(dirfd, name);
+        if (fd == -ECONNREFUSED) {
+                _cleanup_free_ char *sock = xasprintf("%s.sock", name), *json = xasprintf("%s.json", name);
+                (void)unlinkat(dirfd, sock, 0);
+                (void)unlinkat(dirfd, json, 0);
+        }
         return fd >= 0 && send(fd, &req, sizeof(req), MSG_NOSIGNAL) >= 0 &&
                recv(fd, &rep, sizeof(rep), 0) > 0 && rep.op == LIVE_OP_PONG;
 }

@@ -172,6 +172,19 @@ sandbox_processes() {
         WAIT_TENTHS=50 wait_until eval '[ "$("$HUTCH" show "$sandbox_id" --json | jq -r .status)" = cancelled ]'
 }
 
+@test "a supervisor killed with SIGKILL takes its sandbox with it" {
+        start_sandbox s13
+        run "$HUTCH" exec s13 -- sh -c 'sleep 3018 >/dev/null 2>&1 &'
+        [ "$status" -eq 0 ]
+        procs=$(sandbox_processes s13)
+        kill -KILL "$(state s13 supervisor_pid)"
+        WAIT_TENTHS=50 wait_until eval '! any_alive $procs'
+        # ls drops what it left; the name is free again
+        not_listed s13
+        [ ! -e "$HUTCH_STATE_DIR/sandboxes/s13.sock" ]
+        start_sandbox s13
+}
+
 @test "the idle timeout stops the sandbox by itself, never under a running exec" {
         start_sandbox s5 --idle-timeout 2s
         run "$HUTCH" exec s5 -- sh -c 'sleep 3016 >/dev/null 2>&1 &'

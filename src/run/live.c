@@ -490,7 +490,6 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
                                            (unsigned long long)now_realtime_ms(),
                                            (unsigned long long)l->opts->idle_ms);
-        _cleanup_free_ char *dir = xasprintf("/proc/self/fd/%d", dirfd);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;

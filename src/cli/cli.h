@@ -62,6 +62,8 @@ int cli_image_hold(const char *verb, const struct run_config *cfg, const char *i
 /* doctor's line on the image store: where, how many images, bytes on
  * disk. Caller frees. */
 char *cli_image_usage(void);
+int verb_sandbox(int argc, char **argv);    /* cli/sandbox.c */
+int verb_exec(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;

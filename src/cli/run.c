@@ -39,6 +39,11 @@ static const struct run_ui run_ui = {
         .answer_key = run_answer_key,
 };
 
+const struct run_ui *cli_run_ui(void)
+{
+        return &run_ui;
+}
+
 static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct lang_job *lj,
                         char **ret_error)
 {

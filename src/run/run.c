@@ -52,6 +52,7 @@
 #include "run/admission.h"
 #include "run/enforce.h"
 #include "run/landlock.h"
+#include "run/live-internal.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
@@ -271,7 +272,7 @@ static int open_record(struct run *r)
         }
         if (a->detach) {
                 /* the caller gets the id; the run goes on in the child */
-                k = run_detach(r->rec, &r->detach_notify);
+                k = run_detach(r->rec, a->live ? a->live->name : NULL, &r->detach_notify);
                 if (k >= 0) {
                         r->detached_parent = true;
                         return k;
@@ -470,6 +471,7 @@ static int build_sandbox(struct run *r)
                 .n_egress_ports = r->egress.n_ports,
                 .gvisor = r->gvisor ? &r->gv : NULL,
                 .landlock = r->ll.active ? &r->ll.job : NULL,
+                .live = r->a->live != NULL,
         };
         block_signals(r);
         r->have_ws = view->tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &r->ws) == 0;
@@ -605,7 +607,9 @@ static int record_start(struct run *r)
                 log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
                 return store_failed(k);
         }
-        run_detach_started(&r->detach_notify);
+        /* a live sandbox tells its caller once it is up (live.c) */
+        if (!a->live)
+                run_detach_started(&r->detach_notify);
         log_info("run %s", rec->id);
         return RUN_NEXT;
 }
@@ -702,10 +706,15 @@ static int supervise_job(struct run *r)
                 return RUN_NEXT;
         }
         log_debug("sandbox started (init pid %d on the host)", (int)r->sb.pid);
-        if (r->view.tty)
-                run_tty_raw(&r->tty);
-        k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
-        run_tty_restore(&r->tty);
+        if (r->a->live) {
+                /* a live sandbox: jobs come by `hutch exec` (live.c) */
+                k = live_serve(&r->view, r->a->live, r->rec->id, &r->sb, &r->out, &r->detach_notify);
+        } else {
+                if (r->view.tty)
+                        run_tty_raw(&r->tty);
+                k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
+                run_tty_restore(&r->tty);
+        }
         /* init is reaped, or is exiting with no process beside it
          * (out.init_exiting): nothing can write to the workspace */
         r->workspace_fd = TAKE_FD(r->sb.workspace_fd);

@@ -20,6 +20,7 @@ struct blobstore;
 struct changeset;
 struct run_args;
 struct run_config;
+struct run_live;
 struct run_record;
 struct store;
 
@@ -72,6 +73,7 @@ struct run_args {
         char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */
         pid_t stage_pid;        /* who staged them */
         const struct run_ui *ui; /* the verb's words (required) */
+        const struct run_live *live; /* `hutch sandbox start` (run/live.h), with detach */
 };
 
 /* --lang: where the code comes from, what runs it (cli/run.c). */

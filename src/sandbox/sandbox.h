@@ -75,6 +75,9 @@ struct sandbox_inputs {
         const struct landlock_job *landlock; /* the landlock tier: no namespaces,
                                               * the job held by these (below);
                                               * NULL = the namespace tier */
+        bool live;              /* a live sandbox: no job of its own; after
+                                 * "start" init forks one job per
+                                 * SANDBOX_MSG_EXEC (init.c, run/live.c) */
 };
 
 /* What the landlock tier's job needs besides the run's config. The

@@ -12,7 +12,9 @@
 #
 # Prints, for each build, the median and mean milliseconds per run and
 # runs per second; then new/base of the medians, and the fsync and
-# fdatasync calls per run of the new build (strace, when installed).
+# fdatasync calls (each ends with a device cache flush on ext4 and XFS)
+# and sync_file_range calls (a write, no flush) per run of each build
+# (strace, when installed).
 #
 #   HUTCH_BASE=path/to/old/hutch bench/durability.sh [ROUNDS]   (default 200;
 #       HUTCH=path/to/hutch; WORKDIR=1 runs with --workdir on a small tree,
@@ -70,13 +72,18 @@ if command -v strace > /dev/null; then
         for bin in "$hutch" "$base"; do
                 st=$tmp/new
                 [ "$bin" = "$hutch" ] || st=$tmp/base
-                total=0
-                for _ in 1 2 3 4 5 6 7 8 9 10; do
-                        n=$(HUTCH_STATE_DIR=$st strace -f -e trace=fsync,fdatasync -o /dev/stdout \
-                                "$bin" run -q "${args[@]}" 2> /dev/null | grep -c 'sync(' || true)
-                        total=$((total + n))
+                total=0 ranges=0
+                for _ in $(seq 1 21); do
+                        HUTCH_STATE_DIR=$st strace -f -e trace=fsync,fdatasync,sync_file_range -o "$tmp/strace" \
+                                "$bin" run -q "${args[@]}" > /dev/null 2>&1 || true
+                        n=$(grep -v resumed "$tmp/strace" | grep -cE '(^|[^_])f(data)?sync\(' || true)
+                        r=$(grep -v resumed "$tmp/strace" | grep -c 'sync_file_range(' || true)
+                        total=$((total + n)) ranges=$((ranges + r))
                 done
-                printf '%-6s syncs per run (10 runs): %s\n' "$([ "$bin" = "$hutch" ] && echo new || echo base)" \
-                        "$(awk -v t="$total" 'BEGIN { print t / 10 }')"
+                # 21 runs: three of the store's checkpoints, one every 7th run
+                printf '%-6s per run (21 runs): %s fsync/fdatasync (each a device flush), %s sync_file_range (none)\n' \
+                        "$([ "$bin" = "$hutch" ] && echo new || echo base)" \
+                        "$(awk -v t="$total" 'BEGIN { printf "%.2f", t / 21 }')" \
+                        "$(awk -v t="$ranges" 'BEGIN { printf "%.2f", t / 21 }')"
         done
 fi

@@ -8,13 +8,17 @@
 #   bwrap:   bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev
 #            --proc /proc --tmpfs /tmp /bin/true
 #   unshare: unshare -Urmpf --mount-proc /bin/true   (namespaces, nothing else)
+#   landlock: hutch run --isolation landlock -- /bin/true   (hutch's tier for hosts
+#            that refuse user namespaces: no namespace, Landlock, seccomp;
+#            left out where the kernel has no Landlock, or with LANDLOCK=0)
 # and then the same again under load: LOAD (default 2) copies of each
 # command at once, every copy timed on its own. Times come from bash's
 # $EPOCHREALTIME, so no timer process runs between two commands.
 #
 # Prints, for each command and each pass, the median, the mean and the
 # 99th percentile in milliseconds; then hutch/bwrap of the medians
-# (target <= 1.0) and hutch's distance from the unshare floor.
+# (target <= 1.0) and hutch's distance from the unshare floor, and the
+# landlock tier against bwrap and against hutch's namespace tier.
 # A last pass says where the time goes: each command runs `date +%s.%N`
 # as its job, and the stamp the job prints splits the run in two, from
 # the caller's start to the job's print ("to the job": the sandbox's
@@ -31,7 +35,7 @@
 #
 #   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, HUTCH_STATIC=path/to/hutch-static,
 #                                LOAD=2; LOAD=0: no loaded pass;
-#                                PHASES=0: no split pass)
+#                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier)
 set -euo pipefail
 rounds=${1:-200}
 load=${LOAD:-2}
@@ -48,7 +52,15 @@ export HUTCH_STATE_DIR=${HUTCH_STATE_DIR:-$tmp/state}
 cmd_hutch=("$hutch" run --)
 cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp)
 cmd_unshare=(unshare -Urmpf --mount-proc)
+cmd_landlock=("$hutch" run --isolation landlock --)
 names=(hutch bwrap unshare)
+if [ "${LANDLOCK:-1}" != 0 ]; then
+        if "${cmd_landlock[@]}" /bin/true >/dev/null 2>"$tmp/landlock.err"; then
+                names+=(landlock)
+        else
+                echo "bench/startup.sh: no landlock row: $(tail -n 1 "$tmp/landlock.err")" >&2
+        fi
+fi
 static=${HUTCH_STATIC-$(dirname "$hutch")/hutch-static}
 if [ -n "$static" ] && [ -x "$static" ]; then
         names+=(static)
@@ -71,6 +83,7 @@ run_named() {
         hutch) "${cmd_hutch[@]}" "$@" ;;
         bwrap) "${cmd_bwrap[@]}" "$@" ;;
         unshare) "${cmd_unshare[@]}" "$@" ;;
+        landlock) "${cmd_landlock[@]}" "$@" ;;
         static) HUTCH_STATE_DIR=$tmp/state-static "$static" run -- "$@" ;;
         base) HUTCH_STATE_DIR=$tmp/state-base "$base" run -- "$@" ;;
         esac
@@ -157,6 +170,12 @@ report() {
                 printf "  ratio    %.2f hutch/bwrap of the medians (target <= 1.0)%s\n", r, r <= 1.0 ? "" : "  OVER TARGET"
                 printf "           %.2f of p99s; hutch is %.2f ms above the unshare floor (median)\n", H[3] / B[3], H[1] - U[1]
         }'
+        if [[ " ${names[*]} " == *" landlock "* ]]; then
+                awk -v l="$(stats landlock "$file")" -v h="$h" -v b="$b" 'BEGIN {
+                        split(l, L, " "); split(h, H, " "); split(b, B, " ")
+                        printf "           landlock tier: %.2f of bwrap, %.2f of the namespace tier (medians)\n", L[1] / B[1], L[1] / H[1]
+                }'
+        fi
         if [ -n "$static" ]; then
                 awk -v s="$(stats static "$file")" -v b="$b" 'BEGIN {
                         split(s, S, " "); split(b, B, " ")
@@ -192,8 +211,9 @@ if [ "$phases" != 0 ]; then
                         printf "  hutch - bwrap: %+.2f ms to the job, %+.2f ms after it\n", H[1] - B[1], H[4] - B[4]
         }'
 fi
-# every hutch run above was recorded, none lost
+# every hutch run above was recorded, none lost (both tiers' runs)
 want=$((5 + rounds + rounds * load + 1))
 [ "$phases" != 0 ] && want=$((want + 1 + rounds))
+[[ " ${names[*]} " == *" landlock "* ]] && want=$((want * 2 + 1))
 got=$("$hutch" ls --json --limit 100000 2>/dev/null | grep -c '"status":"success"' || true)
 [ "$got" -eq "$want" ] || echo "warning: $got successful runs recorded, $want expected" >&2

@@ -23,6 +23,8 @@ static const struct verb verbs[] = {
         { "diff",    verb_diff,    "show what a run changed in its workspace" },
         { "apply",   verb_apply,   "apply a run's workspace changes to a directory" },
         { "cp",      verb_cp,      "copy a recorded file or artifact out of a run" },
+        { "sandbox", verb_sandbox, "start, list or stop live sandboxes (hutch exec runs in them)" },
+        { "exec",    verb_exec,    "run a command in a live sandbox, as a recorded run" },
         { "session", verb_session, "list or remove persistent session workspaces" },
         { "ps",      verb_ps,      "list the runs running now" },
         { "kill",    verb_kill,    "cancel a running run" },
@@ -31,6 +33,11 @@ static const struct verb verbs[] = {
         { "gc",      verb_gc,      "mark orphaned runs, delete old ones" },
         { "export",  verb_export,  "write recorded runs as JSON lines, for import elsewhere" },
         { "import",  verb_import,  "merge exported runs (other nodes' stores) into this store" },
+#ifndef HUTCH_STATIC_BUILD
+        /* not in hutch-static: Debian's libarchive has no complete
+         * static build; hutch-static runs the images hutch imports */
+        { "image",   verb_image,   "import OCI images (oci:, docker-archive:) for run --image; ls, inspect, rm" },
+#endif
         { "profile", verb_profile, "list profiles, show one fully resolved" },
         { "doctor",  verb_doctor,  "check what this host supports" },
         { "mcp",     verb_mcp,     "serve the Model Context Protocol on stdio: runs as tools" },

@@ -37,6 +37,7 @@ _hutch_first_column()
 _hutch_profiles() { _hutch_first_column profile list; }
 _hutch_run_ids() { _hutch_first_column ls --limit 50; }
 _hutch_sessions() { _hutch_first_column session ls; }
+_hutch_images() { _hutch_first_column image ls; }
 
 _hutch()
 {
@@ -85,7 +86,10 @@ _hutch()
     --session)
         COMPREPLY=($(compgen -W "$(_hutch_sessions)" -- "$cur"))
         return ;;
-    --file | --request | --workdir | -w | --to | --ro | --rw | --image | --output | -o)
+    --image)
+        COMPREPLY=($(compgen -W "$(_hutch_images)" -- "$cur"))
+        return ;;
+    --file | --request | --workdir | -w | --to | --ro | --rw | --output | -o)
         COMPREPLY=($(compgen -f -- "$cur"))
         return ;;
     --status)
@@ -128,6 +132,15 @@ _hutch()
         fi ;;
     import)
         COMPREPLY=($(compgen -f -- "$cur")) ;;
+    image)
+        if ((cword == verb_at + 1)); then
+            COMPREPLY=($(compgen -W 'import ls inspect rm' -- "$cur"))
+        elif [[ $sub == inspect || $sub == rm ]]; then
+            COMPREPLY=($(compgen -W "$(_hutch_images)" -- "$cur"))
+        elif [[ $sub == import ]]; then
+            COMPREPLY=($(compgen -W 'oci: oci-archive: docker-archive:' -- "$cur"))
+            compopt -o nospace 2>/dev/null
+        fi ;;
     run)
         COMPREPLY=($(compgen -c -- "$cur")) ;;
     esac

@@ -36,6 +36,34 @@ int verb_stats(int argc, char **argv);
 int verb_mcp(int argc, char **argv);       /* cli/mcp.c, the server in mcp/ */
 int verb_export(int argc, char **argv);
 int verb_import(int argc, char **argv);
+int verb_image(int argc, char **argv);     /* cli/image.c, the store in image/ */
+
+/* hutch gc's part for the image store: layers and blobs no image uses
+ * (cli/image.c). Prints one line; returns an exit code. */
+int cli_image_gc(bool dry_run);
+/* Open the image store (cli/image-store.c) for verb: create it when
+ * missing with create, lock it exclusively with exclusive. EXIT_OK and
+ * *ret; -ENOENT when there is none and !create; else an exit code after
+ * logging. */
+struct image_store;
+int cli_image_open(const char *verb, bool create, bool exclusive, struct image_store **ret);
+/* bytes for people: 512B, 1.5K, 117M, 4.2G. buf >= 16 bytes. */
+const char *cli_human_size(uint64_t bytes, char *buf, size_t len);
+/* The image store's directory (image_store_dir() of the run store's
+ * default path), for profile_request.image_dir; NULL without a state
+ * dir. Caller frees. */
+char *cli_image_dir(void);
+/* A run on an image (cfg->root = image:...) holds the image store
+ * (image_store_use()) until *ret_fd is closed, so gc and image rm leave
+ * its layers alone; the layers resolved are checked to be still there.
+ * *ret_fd -1 when the root is no image. An exit code, after logging. */
+struct run_config;
+int cli_image_hold(const char *verb, const struct run_config *cfg, const char *image_dir, int *ret_fd);
+/* doctor's line on the image store: where, how many images, bytes on
+ * disk. Caller frees. */
+char *cli_image_usage(void);
+int verb_sandbox(int argc, char **argv);    /* cli/sandbox.c */
+int verb_exec(int argc, char **argv);
 
 /* Shared by the verbs that use the run history (cli/history.c). */
 struct store;

@@ -32,6 +32,7 @@
 #include "net/netns.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/mount.h"
+#include "sandbox/landlock.h"
 #include "sandbox/ns.h"
 #include "config/profile.h"
 #include "config/run-config.h"
@@ -187,6 +188,27 @@ static bool check_userns(void)
         }
         explain_userns(r);
         return false;
+}
+
+/* The landlock tier (--isolation landlock|auto): whether this kernel
+ * can hold a job without namespaces, and what to run where the namespace
+ * tier is refused. Never a failure of its own: the namespace tier is the
+ * default, and this is its fallback. */
+static void check_landlock(bool userns)
+{
+        const char *what = "landlock tier (--isolation landlock|auto)";
+        int abi = landlock_abi();
+        if (abi < 1) {
+                report(CHECK_WARN, what, abi == 0 ? "this kernel has no Landlock (not built in, or not in lsm=)"
+                                                  : strerror(-abi),
+                       userns ? NULL : "nothing can isolate a job here: fix the user namespaces (above)");
+                return;
+        }
+        _cleanup_free_ char *detail = userns
+                ? xasprintf("Landlock ABI %d; not needed here: the namespace tier works", abi)
+                : xasprintf("Landlock ABI %d: `hutch run --isolation auto` runs jobs here without namespaces, "
+                            "isolated less (hutch-run(1), ISOLATION)", abi);
+        report(userns ? CHECK_OK : CHECK_WARN, what, detail, NULL);
 }
 
 /* How hutch was linked: hutch-static carries its own copy of glibc and
@@ -722,6 +744,7 @@ int verb_doctor(int argc, char **argv)
                geteuid() == 0 ? " (the sandbox user maps to unprivileged uid 65534)" : "");
         check_build();
         bool userns = check_userns();
+        check_landlock(userns);
         bool proc = userns && check_proc();
         if (userns)
                 check_overlay();
@@ -732,6 +755,8 @@ int verb_doctor(int argc, char **argv)
         check_slurm();
         check_admission();
         check_store();
+        _cleanup_free_ char *images = cli_image_usage();
+        report(CHECK_OK, "image store (hutch image)", images, NULL);
         if (userns)
                 check_egress();
         report(CHECK_OK, "host sockets and FIFOs under -i, --ro and --rw",

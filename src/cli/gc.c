@@ -291,5 +291,8 @@ int verb_gc(int argc, char **argv)
         r = gc_snapshots(s, dry_run);
         if (r != EXIT_OK)
                 return r;
+        r = cli_image_gc(dry_run);
+        if (r != EXIT_OK)
+                return r;
         return gc_seccomp_cache(dry_run);
 }

@@ -22,7 +22,7 @@
 static void help(void)
 {
         printf("Usage: hutch ls [--status STATUS] [--since DURATION] [--label KEY=VALUE]\n"
-               "                [--session NAME] [--node NODE] [--limit N] [--json]\n"
+               "                [--session NAME] [--sandbox NAME] [--node NODE] [--limit N] [--json]\n"
                "\n"
                "List recorded runs, newest first.\n"
                "\n"
@@ -33,6 +33,7 @@ static void help(void)
                "  --since DURATION   only runs started within DURATION (30s, 2h, 7d, ...)\n"
                "  --label KEY=VALUE  only runs labelled so (run --label)\n"
                "  --session NAME     only runs of session NAME\n"
+               "  --sandbox NAME     only the execs into live sandbox NAME (--label sandbox=NAME)\n"
                "  --node NODE        only runs that ran on host NODE (imported ones included;\n"
                "                     this host's own runs are those of its host name)\n"
                "  --limit N          at most N runs\n"
@@ -139,6 +140,7 @@ int verb_ls(int argc, char **argv)
                 { "limit",  required_argument, NULL, 'n' },
                 { "label",  required_argument, NULL, 'l' },
                 { "session", required_argument, NULL, 'e' },
+                { "sandbox", required_argument, NULL, 'B' },
                 { "node",   required_argument, NULL, 'N' },
                 { "json",   no_argument,       NULL, 'j' },
                 { "help",   no_argument,       NULL, 'h' },
@@ -147,6 +149,7 @@ int verb_ls(int argc, char **argv)
         _cleanup_(store_closep) struct store *s = NULL;
         struct store_filter f = STORE_FILTER_ALL;
         struct run_record **recs = NULL;
+        _cleanup_free_ char *sandbox_label = NULL;
         bool json = false;
         char local_node[EXCHANGE_MAX_NODE + 1];
         size_t n = 0;
@@ -179,6 +182,10 @@ int verb_ls(int argc, char **argv)
                         break;
                 case 'e':
                         f.session = optarg;
+                        break;
+                case 'B':
+                        free(sandbox_label);
+                        f.label = sandbox_label = xasprintf("sandbox=%s", optarg);
                         break;
                 case 'N':
                         if (!exchange_node_valid(optarg))

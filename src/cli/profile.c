@@ -89,7 +89,8 @@ static char *origin_text(const struct key_origin *o)
         case ORIGIN_FILE_UNTRUSTED:
                 return xasprintf("%s:%u (untrusted)", o->file, o->line);
         default:
-                return xasprintf("%s:%u", o->file, o->line);
+                /* line 0: no file line, the image an env variable came from */
+                return o->line ? xasprintf("%s:%u", o->file, o->line) : xstrdup(o->file);
         }
 }
 
@@ -179,9 +180,10 @@ static int profile_show_verb(int argc, char **argv)
                 case ':':
                         return cli_usage_error("profile show", argv, opts);
                 default:
-                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
+                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys + 1) {
                                 /* applied after the profile, in order */
-                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
+                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys + 1 ? "image"
+                                                  : c == OPT_KEY_BASE + (int)profile_n_keys
                                                           ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
                                 overrides = strv_append(overrides, key);
                                 overrides = strv_append(overrides, optarg);
@@ -198,7 +200,9 @@ static int profile_show_verb(int argc, char **argv)
         run_config_init(&cfg);
         /* resolved as `hutch run` resolves it, so this is the profile a
          * run with the same profile and flags stores */
-        struct profile_request req = { .profile = optind < argc ? argv[optind] : NULL, .overrides = overrides };
+        _cleanup_free_ char *image_dir = cli_image_dir();
+        struct profile_request req = { .profile = optind < argc ? argv[optind] : NULL, .overrides = overrides,
+                                       .image_dir = image_dir };
         bool cli_error;
         r = profile_resolve(&cfg, &req, &cli_error, &err);
         if (r < 0) {

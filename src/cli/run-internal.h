@@ -28,6 +28,9 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
 /* Whether kv is a label: KEY=VALUE, KEY 1-256 bytes, VALUE at most 4096. */
 bool run_label_valid(const char *kv);
 
+/* The run's words, for the verbs that run (cli/run.c). */
+const struct run_ui *cli_run_ui(void);
+
 /* cli/run-agent.c */
 
 struct request;

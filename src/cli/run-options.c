@@ -117,9 +117,12 @@ static void run_help(FILE *f)
 "      --rw PATH[:DEST]     bind a host path read-write (repeatable)\n"
 "      --runtime native|gvisor  gvisor: the job under gVisor's runsc, a\n"
 "                           user-space kernel (slower; see hutch-run(1))\n"
+"      --isolation namespaces|landlock|auto  landlock: no namespace, for\n"
+"                           hosts that refuse them (weaker; hutch-run(1)\n"
+"                           ISOLATION); auto: landlock only there, said so\n"
 "      --uid N, --gid N, --hostname NAME\n"
 "      --seccomp-mode deny|allow, --seccomp-deny LIST, --seccomp-allow LIST,\n"
-"      --allow-ptrace yes|no, --require LIMITS\n"
+"      --allow-ptrace yes|no, --require LIMITS|isolation=namespaces\n"
 "\n"
 "Exit status: the job's own exit code; 128+N if it was killed by signal N;\n"
 "124 timed out (wall or cpu); 125 the sandbox could not be set up (or the\n"
@@ -289,8 +292,9 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case '?':
                         return cli_usage_error("run", argv, opts);
                 default:
-                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys) {
-                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys
+                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys + 1) {
+                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys + 1 ? "image"
+                                                  : c == OPT_KEY_BASE + (int)profile_n_keys
                                                           ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
                                 a->overrides = strv_push(a->overrides, &a->n_overrides, key);
                                 a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
@@ -341,7 +345,14 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 log_error("run: -c and --file need --lang (e.g. hutch run --lang python -c 'print(42)')");
                 return EXIT_USAGE;
         }
-        if (optind >= argc) {
+        /* an image may bring its command (Entrypoint, Cmd): checked
+         * once it is resolved */
+        bool image = false;
+        for (size_t i = 0; i + 1 < a->n_overrides; i += 2)
+                if (streq(a->overrides[i], "image") ||
+                    (streq(a->overrides[i], "root") && startswith(a->overrides[i + 1], "image:")))
+                        image = true;
+        if (optind >= argc && !image) {
                 log_error("run: no command given (try: hutch run -- sh -c 'echo hi')");
                 return EXIT_USAGE;
         }

@@ -39,6 +39,11 @@ static const struct run_ui run_ui = {
         .answer_key = run_answer_key,
 };
 
+const struct run_ui *cli_run_ui(void)
+{
+        return &run_ui;
+}
+
 static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct lang_job *lj,
                         char **ret_error)
 {
@@ -49,9 +54,6 @@ static int prepare_lang(const struct run_args *a, struct run_config *cfg, struct
         if (r < 0)
                 return r;
         r = lang_lookup(lj->table, a->lang, &l, ret_error);
-        if (r < 0)
-                return r;
-        r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ret_error);
         if (r < 0)
                 return r;
         r = lang_plan_make(l, &lj->plan, ret_error);
@@ -118,6 +120,8 @@ int verb_run(int argc, char **argv)
         struct request req = { 0 };
         _cleanup_free_ char *err = NULL;
         pid_t exiting_init = 0;
+        _cleanup_free_ char *image_dir = NULL;
+        _cleanup_close_ int image_fd = -1;
         int r, code = EXIT_SETUP;
 
         run_config_init(&cfg);
@@ -155,9 +159,10 @@ int verb_run(int argc, char **argv)
                 lang_argv(&cfg, &lj);
         }
 
+        image_dir = cli_image_dir();
         struct profile_request preq = {
                 .profile = a.profile ? a.profile : lj.profile, .trust = a.trust_profile,
-                .overrides = a.overrides, .tty = cfg.tty,
+                .overrides = a.overrides, .tty = cfg.tty, .image_dir = image_dir,
         };
         bool cli_error;
         r = profile_resolve(&cfg, &preq, &cli_error, &err);
@@ -169,9 +174,30 @@ int verb_run(int argc, char **argv)
                 code = cli_error ? EXIT_USAGE : EXIT_SETUP;
                 goto out;
         }
+        if (!cfg.argv || !cfg.argv[0]) {
+                log_error("run: no command given, and the image has no Entrypoint or Cmd");
+                code = EXIT_USAGE;
+                goto out;
+        }
+        /* --lang: the interpreter must be on the host's PATH, unless the
+         * root is an image: then the languages.ini command runs inside
+         * it and resolves on the image's PATH */
+        if (a.lang && !profile_root_is_image(cfg.root)) {
+                const struct lang *l;
+                r = lang_lookup(lj.table, a.lang, &l, &err);
+                if (r >= 0)
+                        r = lang_check_host(l, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", &err);
+                if (r < 0) {
+                        log_error("run: %s", err ? err : strerror(-r));
+                        goto out;
+                }
+        }
         if (cfg.net_allow && cfg.net != NET_ALLOW)
                 log_warning("run: network is %s: the allow rules are not used",
                             cfg.net == NET_HOST ? "host" : "none");
+        code = cli_image_hold("run", &cfg, image_dir, &image_fd);
+        if (code != EXIT_OK)
+                goto out;
         code = run_execute(&cfg, &lj, &a, a.lang, a.json, NULL, &exiting_init);
 out:
         lang_job_done(&lj);
@@ -216,6 +242,8 @@ int verb_rerun(int argc, char **argv)
         struct run_config cfg;
         bool json = false;
         pid_t exiting_init = 0;
+        _cleanup_free_ char *image_dir = NULL;
+        _cleanup_close_ int image_fd = -1;
         int c, r, code, verbosity = LOG_NORMAL;
 
         optind = 1;
@@ -273,6 +301,14 @@ int verb_rerun(int argc, char **argv)
         cfg.profile_name = xstrdup(orig->profile ? orig->profile : "default");
         for (char **p = orig->argv; p && *p; p++)
                 cfg.argv = strv_append(cfg.argv, *p);
+        /* an image root: the very manifest the run used, or no rerun */
+        image_dir = cli_image_dir();
+        r = profile_resolve_image(&cfg, image_dir, &err);
+        if (r < 0) {
+                log_error("rerun: run %s ran %s, which is gone: %s", orig->id, cfg.root, err);
+                code = EXIT_FAILURE_GENERIC;
+                goto out;
+        }
         if (orig->lang) {
                 const struct lang *l;
                 r = lang_table_load(NULL, &lj.table, &err);
@@ -293,6 +329,9 @@ int verb_rerun(int argc, char **argv)
         /* the workspace options (--workdir, --session, --input) are not
          * part of the profile: a rerun runs in a fresh workspace */
         struct run_args none = { .ui = &run_ui };
+        code = cli_image_hold("rerun", &cfg, image_dir, &image_fd);
+        if (code != EXIT_OK)
+                goto out;
         code = run_execute(&cfg, &lj, &none, orig->lang, json, orig->id, &exiting_init);
 out:
         lang_job_done(&lj);

@@ -80,6 +80,21 @@ static void print_enforcement(const char *text)
                 return;
         }
         printf("enforcement:\n");
+        json_t *iso = json_object_get(e, "isolation");
+        if (json_is_object(iso)) {
+                const char *tier = json_string_value(json_object_get(iso, "tier"));
+                const char *refused = json_string_value(json_object_get(iso, "namespaces_refused"));
+                printf("  isolation:    %s", tier ? tier : "-");
+                if (json_is_integer(json_object_get(iso, "landlock_abi_used")))
+                        printf(" (Landlock ABI %lld)", (long long)json_integer_value(json_object_get(iso, "landlock_abi_used")));
+                if (refused)
+                        printf("; chosen by auto: namespaces refused (%s)", refused);
+                printf("\n");
+                size_t i;
+                json_t *v;
+                json_array_foreach(json_object_get(iso, "not_held"), i, v)
+                        printf("    not held:   %s\n", json_string_value(v) ?: "-");
+        }
         json_t *ns = json_object_get(e, "namespaces");
         if (json_is_array(ns)) {
                 size_t i;

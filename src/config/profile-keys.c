@@ -20,6 +20,8 @@
 #include "config/profile-internal.h"
 #include "config/profile.h"
 #include "config/iomax.h"
+#include "image/image.h"
+#include "lib/digest.h"
 #include "net/rules.h"
 #include "lib/util.h"
 
@@ -89,6 +91,21 @@ static const char *check_workdir(const char *s)
         return NULL;
 }
 
+bool profile_root_is_image(const char *root)
+{
+        return root && startswith(root, PROFILE_IMAGE_PREFIX);
+}
+
+bool profile_image_ref_valid(const char *ref)
+{
+        const char *at = strstr(ref, "@sha256:");
+        if (startswith(ref, "sha256:"))
+                return digest_hex_valid(ref + 7);
+        _cleanup_free_ char *name = at ? strndup(ref, (size_t)(at - ref)) : xstrdup(ref);
+        _cleanup_free_ char *norm = image_ref_normalize(name);
+        return norm && (!at || digest_hex_valid(at + 8));
+}
+
 static const char *check_root(const char *s)
 {
         static const char expect[] = "\"host\" or absolute dirs separated by ':'";
@@ -97,6 +114,9 @@ static const char *check_root(const char *s)
 
         if (streq(s, "host"))
                 return NULL;
+        if (profile_root_is_image(s))
+                return profile_image_ref_valid(s + strlen(PROFILE_IMAGE_PREFIX)) ? NULL
+                       : "image:NAME[:TAG] (an image of hutch image ls), or absolute dirs separated by ':'";
         if (s[0] == '\0' || strstr(s, "::") || s[strlen(s) - 1] == ':')
                 return expect;
         copy = xstrdup(s);
@@ -140,7 +160,11 @@ static const char *check_limit_name(const char *s)
 {
         static const char expect[] =
                 "a limit name (timeout, cpu_time, memory, memory_high, cpus, pids, nofile, disk, max_file_size, "
-                "io_max)";
+                "io_max) or isolation=namespaces";
+        /* the isolation tier that must run: the namespace tier, or at
+         * least the landlock tier (which any tier that ran satisfies) */
+        if (streq(s, "isolation=namespaces") || streq(s, "isolation=landlock"))
+                return NULL;
         for (size_t i = 0; i < ELEMENTSOF(enforceable_limits); i++)
                 if (streq(s, enforceable_limits[i]))
                         return NULL;
@@ -195,7 +219,10 @@ static void split_root(struct run_config *cfg)
 
         strv_free(cfg->root_layers);
         cfg->root_layers = NULL;
-        if (streq(cfg->root, "host"))
+        free(cfg->image_workdir);
+        cfg->image_workdir = NULL;
+        /* an image's layers are the image store's answer: profile_resolve_image() */
+        if (streq(cfg->root, "host") || profile_root_is_image(cfg->root))
                 return;
         for (char *layer = strtok_r(copy, ":", &save); layer; layer = strtok_r(NULL, ":", &save))
                 cfg->root_layers = strv_append(cfg->root_layers, layer);
@@ -212,6 +239,9 @@ static const char *const runtime_words[] = {
 static const char *const commit_words[] = {
         [SESSION_COMMIT_SUCCESS] = "success", [SESSION_COMMIT_ALWAYS] = "always",
         [SESSION_COMMIT_NEVER] = "never", NULL
+};
+static const char *const isolation_words[] = {
+        [ISOLATION_NAMESPACES] = "namespaces", [ISOLATION_LANDLOCK] = "landlock", [ISOLATION_AUTO] = "auto", NULL
 };
 static const char *const seccomp_mode_words[] = {
         [SECCOMP_MODE_DENY] = "deny", [SECCOMP_MODE_ALLOW] = "allow", NULL
@@ -264,7 +294,7 @@ const struct profile_key profile_keys[] = {
           "more host paths bound read-only at the same place (each must exist)",
           FIELD(ro_paths), .check = check_abs_path },
         { "filesystem", "root", "root", PROFILE_STRING, "host", NULL,
-          "\"host\" (binds of system_dirs) or image layers DIR[:DIR...], top first",
+          "\"host\" (binds of system_dirs), image:NAME[:TAG] (hutch image), or image layers DIR[:DIR...], top first",
           FIELD(root), .check = check_root, .after = split_root },
         { "filesystem", "rw", "rw", PROFILE_LIST, "", "paths",
           "host paths bound read-write (only from trusted profile dirs or the command line)",
@@ -276,6 +306,13 @@ const struct profile_key profile_keys[] = {
         { "filesystem", "tmpfs", "tmpfs", PROFILE_LIST, "", "paths",
           "extra empty tmpfs mount points (they count against disk)",
           FIELD(tmpfs_paths), .check = check_abs_path },
+
+        { "image", "max_image_size", "max-image-size", PROFILE_SIZE, "16G", "bytes",
+          "most bytes all layers of an image unpack to (hutch image import)",
+          FIELD(image_max_image_bytes), .zero = "none", .max = SIZE_MAX_BYTES },
+        { "image", "max_layer_size", "max-layer-size", PROFILE_SIZE, "4G", "bytes",
+          "most bytes one layer of an image unpacks to, and one blob may have (hutch image import)",
+          FIELD(image_max_layer_bytes), .zero = "none", .max = SIZE_MAX_BYTES },
 
         { "limits", "capture", "capture", PROFILE_SIZE, "64K", "bytes",
           "head and tail of each output stream kept in the record",
@@ -357,6 +394,11 @@ const struct profile_key profile_keys[] = {
         { "sandbox", "hostname", "hostname", PROFILE_STRING, "sandbox", NULL,
           "host name inside the sandbox",
           FIELD(hostname), .check = check_hostname },
+        { "sandbox", "isolation", "isolation", PROFILE_ENUM, "namespaces", NULL,
+          "namespaces: user, mount, pid, ipc, uts (and net) namespaces; landlock: no namespace, the job "
+          "held by Landlock, seccomp and an unprivileged uid, for hosts that refuse user namespaces "
+          "(weaker: see hutch-run(1) ISOLATION); auto: landlock only when namespaces are refused",
+          FIELD(isolation), .words = isolation_words },
         { "sandbox", "runtime", "runtime", PROFILE_ENUM, "native", NULL,
           "native: hutch's own namespaces; gvisor: the job under gVisor's runsc (a user-space kernel)",
           FIELD(runtime), .words = runtime_words },
@@ -397,7 +439,8 @@ const size_t profile_n_keys = ELEMENTSOF(profile_keys);
 
 /* Sections a profile may have, besides the top level. */
 static const char *const known_sections[] = {
-        "admission", "apply", "artifacts", "env", "filesystem", "limits", "network", "sandbox", "seccomp",
+        "admission", "apply", "artifacts", "env", "filesystem", "image", "limits", "network", "sandbox",
+        "seccomp",
 };
 
 bool profile_section_known(const char *s)
@@ -460,11 +503,12 @@ struct option *profile_cli_options(const struct option *own, int base)
 
         while (own && own[n_own].name)
                 n_own++;
-        opts = xcalloc(n_own + profile_n_keys + 2, sizeof(*opts));
+        opts = xcalloc(n_own + profile_n_keys + 3, sizeof(*opts));
         for (; i < n_own; i++)
                 opts[i] = own[i];
         for (size_t k = 0; k < profile_n_keys; k++)
                 opts[i++] = (struct option) { profile_keys[k].flag, required_argument, NULL, base + (int)k };
         opts[i++] = (struct option) { "env", required_argument, NULL, base + (int)profile_n_keys };
+        opts[i++] = (struct option) { "image", required_argument, NULL, base + (int)profile_n_keys + 1 };
         return opts;
 }

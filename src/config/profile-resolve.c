@@ -41,6 +41,9 @@ int profile_resolve(struct run_config *cfg, const struct profile_request *req, b
         r = profile_validate(cfg, ret_error);
         if (r < 0)
                 return r;
+        r = profile_resolve_image(cfg, req->image_dir, ret_error);
+        if (r < 0)
+                return r;
         /* An interactive run lasts as long as the person at it: the
          * default 30 s (built in, or the default profile's, which names
          * every key) would end a shell mid-command. A timeout someone

@@ -368,7 +368,9 @@ static const char *untrusted_scalar_refusal(const struct run_config *cfg, const 
         if (off == offsetof(struct run_config, seccomp_default_action) &&
             streq(cfg->seccomp_default_action, "log"))
                 return "letting denied syscalls through";
-        if (off == offsetof(struct run_config, root) && !streq(cfg->root, "host"))
+        /* an image of hutch image is the caller's own store, no host path */
+        if (off == offsetof(struct run_config, root) && !streq(cfg->root, "host") &&
+            !profile_root_is_image(cfg->root))
                 return "image layers (host paths)";
         return NULL;
 }
@@ -678,7 +680,11 @@ int profile_validate(const struct run_config *cfg, char **ret_error)
 int profile_apply_cli(struct run_config *cfg, char *const *pairs, char **ret_error)
 {
         for (; pairs && pairs[0] && pairs[1]; pairs += 2) {
-                int r = profile_set_key(cfg, pairs[0], pairs[1], ORIGIN_CLI, NULL, 0, ret_error);
+                /* --image NAME is root = image:NAME */
+                _cleanup_free_ char *image = streq(pairs[0], "image")
+                                                     ? xasprintf("%s%s", PROFILE_IMAGE_PREFIX, pairs[1]) : NULL;
+                int r = profile_set_key(cfg, image ? "root" : pairs[0], image ? image : pairs[1], ORIGIN_CLI,
+                                        NULL, 0, ret_error);
                 if (r < 0)
                         return r;
         }

@@ -142,6 +142,8 @@ struct profile_request {
         bool trust;                     /* --trust-profile (profile_load_trusting()) */
         char *const *overrides;         /* the command line's "key", "value", ..., or NULL */
         bool tty;                       /* -t: an interactive run (no default timeout) */
+        const char *image_dir;          /* the image store (image_store_dir()) for root =
+                                         * image:REF; NULL: no state dir, such roots fail */
 };
 
 /* Resolve a run's settings into cfg (fresh from run_config_init(), with
@@ -155,6 +157,20 @@ struct profile_request {
  * was bad (a usage error) rather than the profile. */
 int profile_resolve(struct run_config *cfg, const struct profile_request *req, bool *ret_cli_error,
                     char **ret_error);
+
+/* root = image:REF (config/image-root.c). */
+#define PROFILE_IMAGE_PREFIX "image:"
+bool profile_root_is_image(const char *root);
+/* REF as root = image:REF takes it: NAME[:TAG], NAME[:TAG]@sha256:HEX or
+ * sha256:HEX (a manifest digest). */
+bool profile_image_ref_valid(const char *ref);
+/* Fold the image cfg->root names (if it names one) into cfg: root
+ * pinned to the manifest digest, root_layers, the image's Env under the
+ * profile's, image_workdir, argv from Entrypoint and Cmd when empty.
+ * Called by profile_resolve(), and by rerun on a stored profile, whose
+ * pinned image must still be in the store. 0 or -errno with *ret_error
+ * (-ENOENT: no such image). */
+int profile_resolve_image(struct run_config *cfg, const char *image_dir, char **ret_error);
 
 /* The directories searched for NAME.ini, in order (all trusted):
  * $XDG_CONFIG_HOME/hutch/profiles (default ~/.config/hutch/profiles),
@@ -185,10 +201,11 @@ char *profile_canonical_text(const struct run_config *cfg);
 /* sha256 of text (the canonical text) as 64 hex digits in ret. */
 char *profile_sha256_hex(const char *text, char ret[DIGEST_HEX_SIZE]);
 
-/* getopt_long options for every key's flag (plus "env", NAME=VALUE),
- * after the caller's own options `own` (terminated by a zero entry, may be
- * NULL). A key's option has val = base + its index in profile_keys[];
- * "env" has val = base + profile_n_keys. The caller's options come first,
+/* getopt_long options for every key's flag (plus "env", NAME=VALUE, and
+ * "image", NAME: root = image:NAME), after the caller's own options `own`
+ * (terminated by a zero entry, may be NULL). A key's option has val =
+ * base + its index in profile_keys[]; "env" has val = base +
+ * profile_n_keys, "image" base + profile_n_keys + 1. The caller's options come first,
  * so a verb can give a flag its own meaning (getopt takes the first
  * match). Free the result with free(). */
 struct option *profile_cli_options(const struct option *own, int base);

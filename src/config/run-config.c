@@ -46,6 +46,7 @@ void run_config_done(struct run_config *cfg)
         strv_free(cfg->net_deny);
         strv_free(cfg->net_hosts);
         free(cfg->root);
+        free(cfg->image_workdir);
         strv_free(cfg->root_layers);
         free(cfg->seccomp_default_action);
         free(cfg->admission_max_running);

@@ -44,6 +44,17 @@ enum runtime {
         _RUNTIME_INVALID = -EINVAL,
 };
 
+/* What isolates the job (DESIGN §10). Never weaker than asked, never
+ * silently: auto picks landlock only when the host refuses user
+ * namespaces, and says so. */
+enum isolation {
+        ISOLATION_NAMESPACES,   /* user, mount, pid, ipc, uts, net namespaces (default) */
+        ISOLATION_LANDLOCK,     /* no namespace: Landlock, seccomp, an unprivileged uid */
+        ISOLATION_AUTO,         /* namespaces where the host allows them, else landlock */
+        _ISOLATION_MAX,
+        _ISOLATION_INVALID = -EINVAL,
+};
+
 enum seccomp_mode {
         SECCOMP_MODE_DENY,      /* deny the listed syscalls, allow the rest */
         SECCOMP_MODE_ALLOW,     /* allow the listed syscalls, deny the rest */
@@ -88,6 +99,7 @@ struct run_config {
         bool tty;               /* -t: job gets a pty (not a profile key) */
         enum runtime runtime;   /* runtime: native | gvisor */
         enum session_commit commit; /* commit: when a session run's changes are kept */
+        enum isolation isolation; /* isolation: namespaces | landlock | auto */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 
         /* [admission]: this user's runs on the node (run/admission.c) */
@@ -135,7 +147,9 @@ struct run_config {
         char **tmpfs_paths;     /* tmpfs: extra tmpfs mount points (on the scratch limit) */
         char **masks;           /* mask: paths hidden behind an empty file or dir (globs) */
         char *root;             /* root: "host" or "DIR[:DIR...]" as written */
-        char **root_layers;     /* root split into layers, top first; NULL for "host" */
+        char **root_layers;     /* root split into layers, top first; NULL for "host";
+                                 * for image:REF the store's, by profile_resolve_image() */
+        char *image_workdir;    /* root = image:REF: the image's WorkingDir (the job's cwd), or NULL */
 
         /* [seccomp]: stored for the seccomp module, checked only for shape */
         char *seccomp_default_action; /* default_action: "eperm" or "kill" */
@@ -149,6 +163,10 @@ struct run_config {
         char *artifacts_dir;    /* dir: inside path collected after the run */
         uint64_t artifacts_max_files; /* max_files */
         uint64_t artifacts_max_bytes; /* max_bytes */
+
+        /* [image] (hutch image import) */
+        uint64_t image_max_layer_bytes; /* max_layer_size (0 = no limit) */
+        uint64_t image_max_image_bytes; /* max_image_size (0 = no limit) */
 
         /* provenance of every key set so far; see run_config_origin() */
         struct key_origin *origins;

@@ -154,18 +154,26 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
         return cur;
 }
 
+/* The value of a "NAME=VALUE" secret and its length; NULL for an empty
+ * or malformed one, which redacts nothing. */
+static const char *secret_value(const char *kv, size_t *ret_len)
+{
+        const char *v = strchr(kv, '=');
+        if (!v || !*++v)
+                return NULL;
+        *ret_len = strlen(v);
+        return v;
+}
+
 /* The end of the last full match of a value that starts before buf[cut]
  * and ends after it, or 0 if none does. */
 static size_t match_across(const char *buf, size_t n, size_t cut, char *const *secrets)
 {
         size_t end = 0;
         for (char *const *s = secrets; s && *s; s++) {
-                const char *v = strchr(*s, '=');
                 size_t vlen;
-                if (!v || !*++v)
-                        continue;
-                vlen = strlen(v);
-                if (vlen < 2)
+                const char *v = secret_value(*s, &vlen);
+                if (!v || vlen < 2)
                         continue;       /* one byte cannot straddle */
                 /* a straddling match lies in buf[cut-vlen+1 .. cut+vlen-1) */
                 size_t lo = cut >= vlen - 1 ? cut - (vlen - 1) : 0;
@@ -189,11 +197,10 @@ static size_t value_prefix(const char *buf, size_t n, char *const *secrets)
 {
         size_t best = 0;
         for (char *const *s = secrets; s && *s; s++) {
-                const char *v = strchr(*s, '=');
                 size_t vlen;
-                if (!v || !*++v)
+                const char *v = secret_value(*s, &vlen);
+                if (!v)
                         continue;
-                vlen = strlen(v);
                 for (size_t k = MIN(vlen - 1, n); k > best; k--)
                         if (memcmp(buf + n - k, v, k) == 0) {
                                 best = k;

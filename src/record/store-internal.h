@@ -24,6 +24,8 @@ struct store {
         sqlite3_stmt *finish_st;/* store_run_prepare_finish()'s, until used */
         bool marker_unsynced;   /* PATH-open says '1', maybe only in the page cache */
         bool marker_created;    /* ... and its directory entry is new */
+        bool marker_unflushed;  /* '1' written to the device, durable at its next
+                                 * flush (store.c, flush_covers_marker()) */
         bool wal_created;       /* PATH-wal was missing at open: its entry is new */
 };
 
@@ -34,11 +36,12 @@ struct store {
  * or -errno when the sync failed. The store runs synchronous = NORMAL:
  * a commit survives any crash of hutch, and only an OS crash or power
  * loss can take back what was not synced yet. begin syncs the
- * clean-shutdown marker's '1' (store.c, mark_open()), so a database
- * that holds a synced change of ours never sits beside a marker that
- * says it was closed cleanly; end syncs the WAL (with the directory
- * when this connection created it), which holds the commit and every
- * one before it. */
+ * clean-shutdown marker's '1' (store.c, mark_open()), or on ext4 and XFS
+ * writes it to the device for end's flush to make durable
+ * (flush_covers_marker()), so a database that holds a synced change of
+ * ours never sits beside a marker that says it was closed cleanly; end
+ * syncs the WAL (with the directory when this connection created it),
+ * which holds the commit and every one before it. */
 void store_durable_begin(struct store *s);
 int store_durable_end(struct store *s, int r);
 /* What store_durable_begin() does, early: store_run_prepare_finish()
@@ -118,3 +121,8 @@ void store_stamp_schema(struct store *s, bool in_transaction, int busy_timeout_m
  * that is not an array). */
 char *store_argv_to_text(char *const *argv);
 char **store_argv_from_text(const char *text);
+
+/* Rows of (name, count) as "NAME=COUNT" strings, f's since and label
+ * bound in that order where sql has them (store-stats.c). */
+struct store_filter;
+int store_count_rows(struct store *s, const char *sql, const struct store_filter *f, char ***ret);

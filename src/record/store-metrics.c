@@ -16,10 +16,7 @@
 
 int store_decision_counts(struct store *s, const struct store_filter *f, char ***ret)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        _cleanup_strv_ char **v = NULL;
         _cleanup_free_ char *sql = NULL;
-        int r, rc, arg = 1;
 
         sql = xasprintf("SELECT coalesce(c.decision, 'unknown'), count(*) FROM connections c "
                         "JOIN runs ON runs.id = c.run_id WHERE 1%s%s "
@@ -27,27 +24,7 @@ int store_decision_counts(struct store *s, const struct store_filter *f, char **
                         f->since_ms > 0 ? " AND runs.started_at >= ?" : "",
                         f->label ? " AND runs.id IN (SELECT run_id FROM run_labels WHERE key = ? AND value = ?)"
                                  : "");
-        r = store_prepare(s, sql, &st);
-        if (r < 0)
-                return r;
-        if (f->since_ms > 0)
-                store_bind_u64(st, arg++, f->since_ms);
-        if (f->label) {
-                const char *eq = strchr(f->label, '=');
-                _cleanup_free_ char *key = xasprintf("%.*s", eq ? (int)(eq - f->label) : (int)strlen(f->label),
-                                                     f->label);
-                store_bind_text(st, arg++, key);
-                store_bind_text(st, arg++, eq ? eq + 1 : "");
-        }
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                _cleanup_free_ char *kv = xasprintf("%s=%lld", (const char *)sqlite3_column_text(st, 0),
-                                                    (long long)sqlite3_column_int64(st, 1));
-                v = strv_append(v, kv);
-        }
-        if (rc != SQLITE_DONE)
-                return store_fail(s, rc);
-        *ret = TAKE_PTR(v);
-        return 0;
+        return store_count_rows(s, sql, f, ret);
 }
 
 int store_label_values(struct store *s, const char *key, json_t **ret)

@@ -11,17 +11,16 @@
 #include "record/store-internal.h"
 #include "lib/util.h"
 
-int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret)
+/* Run sql (a SELECT of a name and a count, with one "?" for f's
+ * since_ms when the caller put " AND <started> >= ?" in it and two for
+ * f's label key and value when it put the label's IN clause after that)
+ * and give its rows as "NAME=COUNT" strings. */
+int store_count_rows(struct store *s, const char *sql, const struct store_filter *f, char ***ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_strv_ char **v = NULL;
-        _cleanup_free_ char *sql = NULL;
         int r, rc, arg = 1;
 
-        sql = xasprintf("SELECT lang, count(*) FROM runs WHERE lang IS NOT NULL%s%s "
-                        "GROUP BY lang ORDER BY count(*) DESC, lang",
-                        f->since_ms > 0 ? " AND started_at >= ?" : "",
-                        f->label ? " AND id IN (SELECT run_id FROM run_labels WHERE key = ? AND value = ?)" : "");
         r = store_prepare(s, sql, &st);
         if (r < 0)
                 return r;
@@ -43,4 +42,15 @@ int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret
                 return store_fail(s, rc);
         *ret = TAKE_PTR(v);
         return 0;
+}
+
+int store_lang_counts(struct store *s, const struct store_filter *f, char ***ret)
+{
+        _cleanup_free_ char *sql = NULL;
+
+        sql = xasprintf("SELECT lang, count(*) FROM runs WHERE lang IS NOT NULL%s%s "
+                        "GROUP BY lang ORDER BY count(*) DESC, lang",
+                        f->since_ms > 0 ? " AND started_at >= ?" : "",
+                        f->label ? " AND id IN (SELECT run_id FROM run_labels WHERE key = ? AND value = ?)" : "");
+        return store_count_rows(s, sql, f, ret);
 }

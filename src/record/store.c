@@ -30,7 +30,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "record/store.h"
 #include "record/store-internal.h"
@@ -457,12 +459,71 @@ static bool wal_exists(const char *path)
         return access(wal, F_OK) == 0;
 }
 
+/* Can the next fdatasync(2) of the WAL make the marker's '1' durable
+ * too, once the byte is on the device (written, not yet flushed)?
+ *
+ * The argument. A volatile write cache loses what it holds at a power
+ * loss; a cache FLUSH (REQ_PREFLUSH) makes durable every write the
+ * device completed before it, whichever file it belongs to: the flush
+ * is device-wide. The marker and the WAL are siblings in one directory,
+ * so on one filesystem and, for ext4 and XFS (no multi-device data
+ * placement), one data device. sync_file_range(WAIT_BEFORE | WRITE |
+ * WAIT_AFTER) returns once the byte's write has completed on the device
+ * (only data: it makes no metadata durable, so it is used only when the
+ * marker already existed, its size and blocks unchanged by a one-byte
+ * overwrite in place; a new marker keeps fdatasync and the directory's
+ * fsync). What remains is that the WAL's fdatasync, which starts after
+ * that, always issues a flush after it, even with nothing to journal:
+ *  - ext4 (fs/ext4/fsync.c, ext4_sync_file()): with a journal, the
+ *    transaction the inode needs is committed by jbd2 with its commit
+ *    block written REQ_PREFLUSH (an external journal: jbd2 flushes the
+ *    data device first), and when that transaction is already
+ *    committed, or past its flush, jbd2_trans_will_send_data_barrier()
+ *    says so and ext4 calls blkdev_issue_flush() itself (needs_barrier);
+ *    without a journal ext4_fsync_nojournal() asks for the same flush.
+ *    With data=journal the marker's byte is in the running transaction,
+ *    which the WAL's sync commits (REQ_PREFLUSH). Only the barrier=0
+ *    (nobarrier) mount option skips the flush, and then the WAL's own
+ *    fdatasync is not durable either.
+ *  - XFS (fs/xfs/xfs_file.c, xfs_file_fsync()): flushes the data device
+ *    when the log is external, forces the log (REQ_PREFLUSH) when the
+ *    inode has something logged, and otherwise calls blkdev_issue_flush()
+ *    itself ("!log_flushed"); realtime files (both inherit the flag from
+ *    the directory) get the realtime device's flush.
+ * So after the WAL's fdatasync both are durable, as after two
+ * fdatasyncs. Before it, neither is guaranteed in either case, and the
+ * order between the marker and the run's earlier WAL frames was never
+ * guaranteed (they are committed without a sync); the database file is
+ * written only by a checkpoint, which syncs the WAL (a flush) first.
+ * Other filesystems (btrfs, whose fsync of an inode with nothing to log
+ * need not flush; network and FUSE filesystems, where "the device" is
+ * not one) keep the marker's own fdatasync. */
+static bool flush_covers_marker(int fd)
+{
+        struct statfs sf;
+
+        if (fstatfs(fd, &sf) < 0)
+                return false;
+        return sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC;
+}
+
 /* Sync the marker's '1' (and its directory entry, when new) if a commit
- * is about to be synced: see store_durable_begin(). */
+ * is about to be synced: see store_durable_begin(). An existing marker
+ * on ext4 or XFS is only written to the device here, and made durable
+ * by the flush of the WAL's sync that follows (flush_covers_marker()):
+ * one device flush per run, not two. */
 void store_sync_marker(struct store *s)
 {
         if (s->open_fd < 0 || !s->marker_unsynced)
                 return;
+        if (!s->marker_created && flush_covers_marker(s->open_fd) &&
+            sync_file_range(s->open_fd, 0, 0,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER) == 0) {
+                s->marker_unsynced = false;
+                s->marker_unflushed = true;
+                return;
+        }
         if (fdatasync(s->open_fd) < 0)
                 return;
         if (s->marker_created) {
@@ -491,10 +552,18 @@ int store_durable_end(struct store *s, int r)
                 return r;
         _cleanup_free_ char *wal = sibling(s->path, "-wal");
         _cleanup_close_ int fd = open(wal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;    /* no WAL: committed to the database */
+        if (fd < 0 && errno != ENOENT)
+                return -errno;
+        if (fd < 0) {
+                /* no WAL: committed to the database; the marker's flush
+                 * is then its own */
+                if (s->marker_unflushed && fdatasync(s->open_fd) == 0)
+                        s->marker_unflushed = false;
+                return 0;
+        }
         if (fdatasync(fd) < 0)
                 return store_fail_msg(s, -errno, "cannot sync the write-ahead log");
+        s->marker_unflushed = false;    /* the device's flush covered it */
         if (s->wal_created) {
                 _cleanup_free_ char *copy = xstrdup(s->path);
                 _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

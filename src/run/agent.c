@@ -124,7 +124,7 @@ char *run_spool_path(const char *run_id)
         return xasprintf("%s/spool/%s.events", db, run_id);
 }
 
-int run_detach(struct run_record *rec, int *ret_notify)
+int run_detach(struct run_record *rec, const char *say, int *ret_notify)
 {
         _cleanup_free_ char *spool = run_spool_path(rec->id);
         _cleanup_free_ char *dir = NULL;
@@ -172,7 +172,7 @@ int run_detach(struct run_record *rec, int *ret_notify)
                         ;
                 close(p[0]);
                 if (n == 1) {
-                        printf("%s\n", rec->id);
+                        printf("%s\n", say ? say : rec->id);
                         return EXIT_OK;
                 }
                 if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))

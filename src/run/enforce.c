@@ -220,6 +220,18 @@ int enforcement_check_required(const struct run_config *cfg, json_t *report, cha
 {
         json_t *limits = json_object_get(report, "limits");
         for (char **name = cfg->require; name && *name; name++) {
+                if (startswith(*name, "isolation=")) {
+                        /* isolation=landlock is what any tier gives */
+                        const char *tier = json_string_value(
+                                json_object_get(json_object_get(report, "isolation"), "tier"));
+                        if (streq(*name, "isolation=namespaces") && tier && !streq(tier, "namespaces")) {
+                                *ret_error = xasprintf("required isolation namespaces, but the %s tier would run "
+                                                       "(--isolation %s)", tier,
+                                                       cfg->isolation == ISOLATION_AUTO ? "auto" : tier);
+                                return -EOPNOTSUPP;
+                        }
+                        continue;
+                }
                 json_t *l = json_object_get(limits, *name);
                 const char *mech = json_string_value(json_object_get(l, "mechanism"));
                 /* partial: a mechanism with known holes is not the limit asked for */

@@ -41,12 +41,12 @@ void run_scrub_secret_files(struct store *s, const char *run_id, char *const *se
 
 /* --detach, before the sandbox exists: create the run's spool, fork.
  * The caller's process waits until the child has written the run's row
- * (run_detach_started()), prints the id and returns EXIT_OK (or the
+ * (run_detach_started()), prints say (NULL: the id) and returns EXIT_OK (or the
  * child's exit code if it failed first). The child, in a session of its
  * own with stdin on /dev/null and stdout on the spool, becomes the
  * supervisor: rec's supervisor pid is its own, *ret_notify is set, and
  * -1 is returned (go on). Other values are exit codes (logged). */
-int run_detach(struct run_record *rec, int *ret_notify);
+int run_detach(struct run_record *rec, const char *say, int *ret_notify);
 /* The detached supervisor's row exists: tell the caller (closes
  * *notify) and stop writing to its stderr. No-op when *notify < 0. */
 void run_detach_started(int *notify);

@@ -51,6 +51,8 @@
 #include "record/store.h"
 #include "run/admission.h"
 #include "run/enforce.h"
+#include "run/landlock.h"
+#include "run/live-internal.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
@@ -84,6 +86,7 @@ struct run {
         struct run_egress egress;
         struct gvisor_info gv;
         bool gvisor;
+        struct run_landlock ll;         /* the isolation tier (run/landlock.h) */
         char *self_cgroup;              /* /proc/self/cgroup, read once */
         struct slurm_step slurm;
         unsigned slurm_capped;
@@ -230,6 +233,13 @@ static int prepare_workspace(struct run *r)
                 }
                 log_debug("runtime gvisor: %s version %s, platform %s", r->gv.path, r->gv.version, r->gv.platform);
         }
+        /* the tier, before anything is recorded: auto may probe, and a
+         * landlock run refuses here what it cannot hold */
+        k = run_isolation_choose(r->cfg, r->wp.inputs != NULL, r->lj->code_fd >= 0, &r->ll, &r->err);
+        if (k < 0) {
+                log_error("run: %s", r->err);
+                return EXIT_SETUP;
+        }
         k = run_egress_prepare(&r->view, &r->egress, &r->err);
         if (k < 0) {
                 log_error("run: %s", r->err);
@@ -262,7 +272,7 @@ static int open_record(struct run *r)
         }
         if (a->detach) {
                 /* the caller gets the id; the run goes on in the child */
-                k = run_detach(r->rec, &r->detach_notify);
+                k = run_detach(r->rec, a->live ? a->live->name : NULL, &r->detach_notify);
                 if (k >= 0) {
                         r->detached_parent = true;
                         return k;
@@ -287,7 +297,14 @@ static int open_record(struct run *r)
                 r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
         }
         code = run_snapshot_workspace(&r->view, r->rec->id, &r->wp);
-        return code != EXIT_OK ? code : RUN_NEXT;
+        if (code != EXIT_OK)
+                return code;
+        /* the landlock tier's scratch, its copy of the workspace, its rules */
+        if (r->ll.active && run_landlock_prepare(&r->view, r->wp.lower_fd, &r->ll, &r->err) < 0) {
+                log_error("run: %s", r->err);
+                return EXIT_SETUP;
+        }
+        return RUN_NEXT;
 }
 
 /* A store that failed with error: busy past its timeout is worth
@@ -453,6 +470,8 @@ static int build_sandbox(struct run *r)
                 .egress_fd = r->egress.sandbox_fd, .egress_ports = r->egress.ports,
                 .n_egress_ports = r->egress.n_ports,
                 .gvisor = r->gvisor ? &r->gv : NULL,
+                .landlock = r->ll.active ? &r->ll.job : NULL,
+                .live = r->a->live != NULL,
         };
         block_signals(r);
         r->have_ws = view->tty && isatty(STDIN_FILENO) && ioctl(STDIN_FILENO, TIOCGWINSZ, &r->ws) == 0;
@@ -500,8 +519,11 @@ static int build_policy(struct run *r)
                 .io_max_error = r->cgroup ? cgroup_run_io_max_error(r->cgroup) : NULL,
         };
         r->enforcement = enforcement_build(view, &r->sc_report, &cg_report, ns_host_uid(), ns_host_gid());
-        if (r->spawned && !r->gvisor)   /* gVisor's kernel has its own SysV IPC */
+        /* gVisor's kernel has its own SysV IPC; the landlock tier has no
+         * IPC namespace of its own: its limits would be the host's */
+        if (r->spawned && !r->gvisor && !r->ll.active)
                 run_limit_ipc(view, &r->sb, r->enforcement, &cg_report);
+        run_isolation_report(r->enforcement, r->cfg, &r->ll, r->inputs.pids_in_cgroup);
         gvisor_enforcement(r->enforcement, view, r->gvisor ? &r->gv : NULL);
         run_report_slurm(r->enforcement, &r->slurm, r->slurm_capped, r->cgroup != NULL);
         if (enforcement_check_required(view, r->enforcement, &r->err) < 0) {
@@ -592,7 +614,9 @@ static int record_start(struct run *r)
                 log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
                 return store_failed(k);
         }
-        run_detach_started(&r->detach_notify);
+        /* a live sandbox tells its caller once it is up (live.c) */
+        if (!a->live)
+                run_detach_started(&r->detach_notify);
         if (a->log_id)
                 log_set_tag(rec->id);
         log_info("run %s", rec->id);
@@ -676,6 +700,7 @@ static int supervise_job(struct run *r)
 {
         int k = r->spawn_r;
 
+        run_landlock_settle(&r->ll);
         if (r->spawned)
                 k = sandbox_start(&r->sb, r->gvisor ? NULL : r->bpf, r->gvisor ? 0 : r->bpf_len);
         if (k < 0) {
@@ -690,16 +715,29 @@ static int supervise_job(struct run *r)
                 return RUN_NEXT;
         }
         log_debug("sandbox started (init pid %d on the host)", (int)r->sb.pid);
-        if (r->view.tty)
-                run_tty_raw(&r->tty);
-        k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
-        run_tty_restore(&r->tty);
+        if (r->a->live) {
+                /* a live sandbox: jobs come by `hutch exec` (live.c) */
+                k = live_serve(&r->view, r->a->live, r->rec->id, &r->sb, &r->out, &r->detach_notify);
+        } else {
+                if (r->view.tty)
+                        run_tty_raw(&r->tty);
+                k = supervise(&r->view, &r->sb, &r->hooks, &r->out);
+                run_tty_restore(&r->tty);
+        }
         /* init is reaped, or is exiting with no process beside it
          * (out.init_exiting): nothing can write to the workspace */
         r->workspace_fd = TAKE_FD(r->sb.workspace_fd);
         r->upper_fd = TAKE_FD(r->sb.upper_fd);
         sandbox_close(&r->sb);
         r->spawned = false;
+        /* the landlock tier's workspace is a copy: what the job changed
+         * in it becomes an overlay-style upper dir */
+        if (r->ll.active && r->workspace_fd >= 0 && r->wp.lower_fd >= 0) {
+                int u = run_landlock_upper(&r->ll, r->wp.lower_fd, &r->upper_fd);
+                if (u < 0)
+                        log_warning("run: cannot list what the job changed in its workspace copy: %s",
+                                    strerror(-u));
+        }
         sigprocmask(SIG_SETMASK, &r->old, NULL);
         r->masked = false;
         if (k < 0) {
@@ -796,6 +834,7 @@ static int run_done(struct run *r, int code)
         close_if(r->wp.lower_fd);
         close_if(r->stdin_fd);
         run_snapshot_remove(&r->wp);
+        run_landlock_done(&r->ll);
         free(r->wp.workdir);
         strv_free(r->wp.inputs);
         session_release(&r->wp.session);

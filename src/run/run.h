@@ -21,6 +21,7 @@ struct blobstore;
 struct changeset;
 struct run_args;
 struct run_config;
+struct run_live;
 struct run_record;
 struct store;
 
@@ -81,6 +82,7 @@ struct run_args {
         size_t n_session_files;
         pid_t stage_pid;        /* who staged them */
         const struct run_ui *ui; /* the verb's words (required) */
+        const struct run_live *live; /* `hutch sandbox start` (run/live.h), with detach */
 };
 
 /* --lang: where the code comes from, what runs it (cli/run.c). */

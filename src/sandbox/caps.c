@@ -11,7 +11,10 @@
 
 #include <linux/securebits.h>
 #include <sys/capability.h>
+#include <grp.h>
+#include <stdbool.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "sandbox/caps.h"
 #include "lib/util.h"
@@ -67,5 +70,54 @@ int caps_raise_effective(void)
         if (cap_set_proc(caps) < 0)
                 r = -errno;
         cap_free(caps);
+        return r;
+}
+
+int caps_become_unprivileged(uid_t uid, gid_t gid)
+{
+        int top = last_cap();
+        bool privileged = geteuid() == 0;
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return -errno;
+        for (int c = 0; c <= top; c++)
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+                        return -errno;
+        if (privileged) {
+                /* not NO_SETUID_FIXUP: the uid change below must clear
+                 * the permitted and effective sets */
+                if (prctl(PR_SET_SECUREBITS,
+                          SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                          SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+                          0, 0, 0) < 0 && errno != EPERM)
+                        return -errno;
+                if (setgroups(0, NULL) < 0)
+                        return -errno;
+        }
+        if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                return -errno;
+        if (uid == 0 || getuid() != uid || geteuid() != uid || getgid() != gid || getegid() != gid)
+                return -EPERM;
+
+        cap_t none = cap_init();
+        if (!none)
+                return -ENOMEM;
+        int r = cap_set_proc(none) < 0 ? -errno : 0;
+        cap_free(none);
+        if (r < 0)
+                return r;
+        /* nothing may be left in any set */
+        cap_t now = cap_get_proc();
+        if (!now)
+                return -errno;
+        cap_t empty = cap_init();
+        r = empty && cap_compare(now, empty) == 0 ? 0 : -EPERM;
+        cap_free(now);
+        cap_free(empty);
+        for (int c = 0; r == 0 && c <= top; c++)
+                if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) > 0)
+                        r = -EPERM;
         return r;
 }

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
 #include "sandbox/job.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
@@ -71,8 +73,14 @@ static int reap_exited(void)
  * it but init; one forked while the signal goes round is a dying
  * process's child and is caught by the next round. Returns true once
  * init has no child left. */
-static bool end_the_rest(void)
+static bool end_the_rest(bool no_pidns)
 {
+        /* Without a pid namespace (the landlock tier) kill(-1) would reach
+         * every process of our uid on the host; what is ours is exactly
+         * our descendants, which re-parent to us as a child subreaper
+         * (reaper.h). */
+        if (no_pidns)
+                return reaper_end_children(NULL, 0) >= 0;
         for (;;) {
                 (void)kill(-1, SIGKILL);
                 if (waitpid(-1, NULL, __WALL) < 0)
@@ -90,14 +98,14 @@ static bool end_the_rest(void)
  * out first, before they are killed: one stuck in the kernel (on a hung
  * network filesystem) may keep init waiting, and the record must still
  * say how the job itself ended. */
-static void report_job_exit(int sync_fd, int status, pid_t job)
+static void report_job_exit(int sync_fd, int status, pid_t job, bool no_pidns)
 {
         struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = job };
         bool alone = reap_exited();
         if (!alone) {
                 usage_of(RUSAGE_CHILDREN, &msg.reaped);
                 (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
-                alone = end_the_rest();
+                alone = end_the_rest(no_pidns);
         }
         if (alone)
                 msg.error = SYNC_EXIT_ALONE;
@@ -187,10 +195,145 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
         return status;
 }
 
+/* The longest argv a live job's request may carry (SANDBOX_MSG_EXEC). */
+#define LIVE_ARGV_MAX (64u << 10)
+
+/* The jobs of a live sandbox that run now (their pids, 0: a free slot). */
+struct live_jobs {
+        pid_t pid[SANDBOX_LIVE_JOBS_MAX];
+};
+
+static pid_t *live_slot(struct live_jobs *j, pid_t pid)
+{
+        for (size_t i = 0; i < ELEMENTSOF(j->pid); i++)
+                if (j->pid[i] == pid)
+                        return &j->pid[i];
+        return NULL;
+}
+
+/* Fork the job of one SANDBOX_MSG_EXEC: argv in buf[1..n), stdio fds. */
+static void live_fork(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd, int sfd,
+                      struct live_jobs *jobs, char *buf, ssize_t n, const int *fds, int nfds, bool truncated)
+{
+        pid_t *slot = live_slot(jobs, 0);
+        char **argv = NULL;
+        size_t na = 0;
+        bool ok = nfds == 3 && slot && n > 1 && buf[n - 1] == '\0' && !truncated;
+        for (ssize_t i = 1; ok && i < n; i += (ssize_t)strlen(buf + i) + 1)
+                argv = strv_push(argv, &na, buf + i);
+        if (!ok || !argv) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, slot ? EPROTO : EBUSY, 0, 0, "exec request",
+                            slot ? "malformed" : "too many jobs");
+        } else {
+                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1 };
+                struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
+                pid_t pid = spawn_job(&js);
+                if (pid < 0)
+                        init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
+                else
+                        init_report(sync_fd, SYNC_READY, 0, 0, *slot = pid, "", "");
+        }
+        strv_free(argv);
+}
+
+/* One SANDBOX_MSG_EXEC or SANDBOX_MSG_KILL from the supervisor, in a
+ * live sandbox. The job's stdio are exactly the three fds that came with
+ * the message (pipes the supervisor made for this exec alone), received
+ * close-on-exec, dup'ed to 0-2 in job_exec() and closed here once the
+ * job holds them: init keeps no exec's stdio. Returns false on EOF (the
+ * supervisor is gone: so is the sandbox). */
+static bool live_message(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
+                         int sfd, struct live_jobs *jobs)
+{
+        static char buf[LIVE_ARGV_MAX + 2];
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = sizeof(cbuf) };
+        int fds[3] = { -1, -1, -1 }, nfds = 0;
+        ssize_t n = recvmsg(sync_fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN;
+        if (n == 0)
+                return false;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (nfds < 3)
+                                        fds[nfds++] = fd;
+                                else
+                                        close(fd);
+                        }
+        if (buf[0] == SANDBOX_MSG_KILL && n == 1 + (ssize_t)sizeof(int32_t)) {
+                /* only a job of ours, never init itself or an orphan */
+                int32_t pid;
+                memcpy(&pid, buf + 1, sizeof(pid));
+                if (pid > 0 && live_slot(jobs, pid) && kill(-pid, SIGKILL) < 0)
+                        (void)kill(pid, SIGKILL);
+        } else if (buf[0] == SANDBOX_MSG_EXEC) {
+                live_fork(cfg, in, sync_fd, sfd, jobs, buf, n, fds, nfds, (mh.msg_flags & MSG_TRUNC) != 0);
+        }
+        for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+        return true;
+}
+
+/* A live sandbox's init: no job until the supervisor asks for one, up
+ * to SANDBOX_LIVE_JOBS_MAX at a time, each reported as it ends with what
+ * it cost (wait4(): the job and the children it waited for); what a job
+ * leaves running keeps running (re-parented to us, reaped when it ends).
+ * init itself never exits on its own: the sandbox ends when the
+ * supervisor kills it (the kernel then kills every process of the pid
+ * namespace) or goes away (EOF on sync_fd). */
+static _Noreturn void init_live(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
+                                int sfd)
+{
+        struct live_jobs jobs = { { 0 } };
+
+        job_wait_start(sync_fd);
+        init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
+        for (;;) {
+                struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = sync_fd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        _exit(EXIT_SETUP);
+                }
+                if (p[1].revents && !live_message(cfg, in, sync_fd, sfd, &jobs))
+                        _exit(EXIT_OK);
+                if (!p[0].revents)
+                        continue;
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si) || si.ssi_signo != SIGCHLD)
+                        continue;
+                for (;;) {
+                        int status;
+                        struct rusage ru;
+                        pid_t w = wait4(-1, &status, WNOHANG | __WALL, &ru);
+                        if (w <= 0)
+                                break;
+                        pid_t *slot = live_slot(&jobs, w);
+                        if (!slot)
+                                continue;
+                        *slot = 0;
+                        struct sync_msg msg = { .kind = SYNC_JOB_EXIT, .status = status, .pid = w };
+                        msg.reaped.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+                        msg.reaped.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+                        msg.reaped.maxrss_kb = ru.ru_maxrss;
+                        (void)send(sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL);
+                }
+        }
+}
+
 _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                          int sync_fd, const struct init_stdio *stdio)
 {
         sigset_t set;
+        /* the landlock tier's init outlives a supervisor killed with
+         * SIGKILL only to end the job's tree (sandbox-landlock.c) */
+        pid_t supervisor = getppid();
         sandbox_signal_set(&set);
         int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0) {
@@ -201,6 +344,14 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
         /* the --lang code is in place already (mount.c, LANG_CODE_DIR) */
         if (in->code_fd >= 0)
                 close(in->code_fd);
+        if (in->live) {
+                /* a live sandbox's stdio pipes are the start's, unused */
+                int unused[] = { stdio->stdin_fd, stdio->stdout_fd, stdio->stderr_fd, stdio->tty_slave };
+                for (size_t i = 0; i < ELEMENTSOF(unused); i++)
+                        if (unused[i] >= 0)
+                                close(unused[i]);
+                init_live(cfg, in, sync_fd, sfd);
+        }
         if (in->compile_argv) {
                 /* the compiler is the job's code too: after "start" */
                 job_wait_start(sync_fd);
@@ -248,6 +399,12 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 if (n != (ssize_t)sizeof(si))
                         _exit(EXIT_SETUP);
 
+                if (in->landlock && getppid() != supervisor) {
+                        /* the supervisor died (its parent-death signal is
+                         * what woke us): nothing may outlive it */
+                        (void)reaper_end_children(NULL, 0);
+                        _exit(EXIT_SETUP);
+                }
                 if (si.ssi_signo != SIGCHLD) {
                         if (si.ssi_signo == SIGPIPE)
                                 continue;
@@ -271,7 +428,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                                 _exit(EXIT_SETUP);
                         }
                         if (p == job) {
-                                report_job_exit(sync_fd, status, job);
+                                report_job_exit(sync_fd, status, job, in->landlock != NULL);
                                 _exit(exit_code_for(status));
                         }
                 }

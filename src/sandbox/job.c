@@ -9,10 +9,12 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -20,6 +22,8 @@
 #include "lib/exit-codes.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/job.h"
+#include "sandbox/landlock.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/sync.h"
@@ -37,7 +41,7 @@ static _Noreturn void fail(int sync_fd, int kind, int error, const char *step, c
         _exit(EXIT_SETUP);
 }
 
-static char **build_env(const struct run_config *cfg)
+static char **build_env(const struct run_config *cfg, const struct sandbox_inputs *in)
 {
         char **env = NULL;
         const char *term = getenv("TERM");
@@ -48,7 +52,11 @@ static char **build_env(const struct run_config *cfg)
                         has_path = true;
         if (!has_path)
                 env = strv_append(env, "PATH=" DEFAULT_PATH);
-        env = strv_append(env, xasprintf("HOME=%s", cfg->home));
+        /* the landlock tier has no mount of its own: HOME and TMPDIR are
+         * the run's scratch dirs, where its rules let it write */
+        env = strv_append(env, xasprintf("HOME=%s", in->landlock ? in->landlock->home : cfg->home));
+        if (in->landlock)
+                env = strv_append(env, xasprintf("TMPDIR=%s", in->landlock->tmpdir));
         env = strv_append(env, "LANG=C.UTF-8");
         env = strv_append(env, "TZ=UTC");
         if (cfg->tty)
@@ -125,6 +133,25 @@ static int exec_search(char **argv, char **env)
         return best;
 }
 
+/* The landlock tier's narrowing, in this order: no_new_privs (Landlock
+ * needs it without CAP_SYS_ADMIN); the Landlock domain, while we still
+ * have the caller's access to open its rules' paths (a root-owned 0700
+ * dir above an --ro path); then the unprivileged uid and no capability
+ * (caps.h), which Landlock does not hinder. The working dir was set by
+ * the sandbox (the workspace copy). */
+static void landlock_job_setup(const struct landlock_job *lj, int sync_fd)
+{
+        const char *path = NULL;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "no_new_privs", "");
+        int r = landlock_plan_apply(lj->plan, &path);
+        if (r < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, "landlock", path ? path : "");
+        r = caps_become_unprivileged(lj->uid, lj->gid);
+        if (r < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop privileges", "");
+}
+
 void job_wait_start(int sync_fd)
 {
         char mark = 0;
@@ -179,7 +206,7 @@ static _Noreturn void exec_under_gvisor(const struct run_config *cfg, char **arg
         if (r >= 0 && wait_start)
                 job_wait_start(sync_fd);
         if (r >= 0)
-                r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg), argv == in->compile_argv, &step);
+                r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg, in), argv == in->compile_argv, &step);
         if (streq(step, "exec"))
                 fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
         fail(sync_fd, SYNC_SETUP_ERROR, -r, step, streq(step, "exec runsc") ? in->gvisor->path : "");
@@ -213,8 +240,25 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
          * cpu time over the whole tree. With a run cgroup, pids.max holds
          * the pids limit alone: RLIMIT_NPROC is checked first in fork, so
          * it would hide every refusal from pids.events. */
+        /* In the landlock tier there is no user namespace: RLIMIT_NPROC
+         * counts every task of the job's uid on the host, the caller's
+         * other processes (or other runs' jobs as 65534) included. It is
+         * set to those there now plus pids, a bound that moves with that
+         * uid's other processes (the report calls it partial). */
         if (cfg->pids && !in->pids_in_cgroup) {
-                struct rlimit rl = { cfg->pids, cfg->pids };
+                rlim_t n = cfg->pids;
+                if (in->landlock) {
+                        /* As in the namespace tier, init and the job
+                         * count against pids. With the caller's uid the
+                         * count has both already; root's job takes uid
+                         * 65534 only later (init stays root): neither. */
+                        long others = reaper_count_tasks(in->landlock->uid);
+                        if (others < 0)
+                                fail(sync_fd, SYNC_SETUP_ERROR, (int)-others, "count tasks", "/proc");
+                        long own = in->landlock->uid == getuid() ? 2 : 1;
+                        n = (rlim_t)MAX(others + (long)MIN(cfg->pids, (uint64_t)LONG_MAX / 2) - own, 1L);
+                }
+                struct rlimit rl = { n, n };
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_NPROC");
         }
@@ -224,8 +268,13 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
                 if (setrlimit(RLIMIT_CPU, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_CPU");
         }
-        if (cfg->max_file_size) {
-                struct rlimit rl = { cfg->max_file_size, cfg->max_file_size };
+        /* The landlock tier has no scratch tmpfs: --disk bounds each file
+         * the job writes (RLIMIT_FSIZE), not their sum (the report says so) */
+        uint64_t fsize = cfg->max_file_size;
+        if (in->landlock && cfg->disk_bytes && (!fsize || cfg->disk_bytes < fsize))
+                fsize = cfg->disk_bytes;
+        if (fsize) {
+                struct rlimit rl = { fsize, fsize };
                 if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, errno, "setrlimit", "RLIMIT_FSIZE");
         }
@@ -259,16 +308,27 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                 exec_under_gvisor(cfg, argv, in, sync_fd, wait_start);
         job_limits(cfg, in, sync_fd);
 
-        char **env = build_env(cfg);
+        char **env = build_env(cfg, in);
 
-        r = caps_drop_all();
-        if (r < 0)
-                fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+        if (in->landlock) {
+                landlock_job_setup(in->landlock, sync_fd);
+        } else {
+                r = caps_drop_all();
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+        }
 
         /* The syscall filter goes on last: everything above may need calls
          * it denies, and after it only exec (and, if that fails, one
          * message and _exit) remain. A policy that fails to load must
          * not leave a half-filtered job running. */
+        /* the landlock tier's socket families first: under an allow-list
+         * policy seccomp(2) itself may be denied once the policy is on */
+        if (in->landlock) {
+                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets);
+                if (r < 0)
+                        fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "socket families");
+        }
         if (in->seccomp_blob) {
                 r = seccomp_job_load(in->seccomp_blob, in->seccomp_blob_len, (uint32_t)getuid(),
                                      (uint32_t)getgid());

@@ -600,6 +600,14 @@ static int pivot(const struct run_config *cfg, bool image, struct setup_failure 
          * scratch. */
         if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 return fail_with(fail, -errno, "read-only", "/");
+        /* an image's WorkingDir is made when the image lacks it, as
+         * other runtimes do: the root is the writable overlay then */
+        if (cfg->image_workdir) {
+                (void)mkdir_p(cfg->image_workdir, 0755);
+                if (chdir(cfg->image_workdir) < 0)
+                        return fail_with(fail, -errno, "chdir", cfg->image_workdir);
+                return 0;
+        }
         if (chdir(cfg->workdir_inside) < 0)
                 return fail_with(fail, -errno, "chdir", cfg->workdir_inside);
         /* The artifacts dir exists when the job starts, so `echo x >

@@ -54,7 +54,9 @@
 #include "sandbox/named.h"
 #include "net/netns.h"
 #include "sandbox/ns.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/sandbox-internal.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
 
@@ -83,7 +85,7 @@ static bool net_beside(const struct run_config *cfg, const struct cpu_steer *ste
         return cfg->net != NET_HOST && steer->active;
 }
 
-static _Noreturn void setup_failed(int sync_fd, int r, const char *step, const char *path)
+_Noreturn void sandbox_setup_failed(int sync_fd, int r, const char *step, const char *path)
 {
         init_report(sync_fd, SYNC_SETUP_ERROR, -r, 0, 0, step, path);
         _exit(EXIT_SETUP);
@@ -115,7 +117,7 @@ static int open_pty(const struct winsize *ws, int *ret_master, int *ret_slave)
 /* Hand the workspace dirs to the supervisor before the job exists, so
  * it can read the change set and the artifacts after the sandbox is
  * gone. We keep no copy: the job must not inherit them. */
-static int send_workspace(int sync_fd, int workspace_fd, int upper_fd)
+int sandbox_send_workspace(int sync_fd, int workspace_fd, int upper_fd)
 {
         int fds[2] = { workspace_fd, upper_fd };
         size_t n = upper_fd >= 0 ? 2 : 1;
@@ -142,7 +144,7 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* Close every fd above 2 except the n in keep (-1 entries: none). */
-static void close_all_but(int *keep, size_t n)
+void sandbox_close_all_but(int *keep, size_t n)
 {
         /* sort the fds to keep, then close the gaps between them */
         qsort(keep, n, sizeof(int), cmp_int);
@@ -165,7 +167,7 @@ static void close_all_but(int *keep, size_t n)
  * pty instead (job.c). Safety of /dev/null: it is the host's null
  * device, opened before the new root exists; it reads as empty and
  * discards writes, whoever reaches it. */
-static int drop_caller_stdio(void)
+int sandbox_drop_caller_stdio(void)
 {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0)
@@ -182,7 +184,7 @@ static int drop_caller_stdio(void)
  * host workspace dir, not whatever the caller passed hutch beyond stdio
  * (3</etc/passwd), which the job could otherwise reach through
  * /proc/1/fd as a way out of the sandbox; and not the caller's stdio
- * either (drop_caller_stdio()). Exits on failure. */
+ * either (sandbox_drop_caller_stdio()). Exits on failure. */
 static void keep_only_init_fds(const int *needed, size_t n_needed, struct named_clones *named)
 {
         size_t n_keep = 0, max_keep = n_needed + named->n_ro + named->n_rw + named->n_inputs + named->n_layers + 1;
@@ -191,9 +193,9 @@ static void keep_only_init_fds(const int *needed, size_t n_needed, struct named_
         for (size_t i = 0; i < n_needed; i++)
                 keep[n_keep++] = needed[i];
         (void)named_fds(named, keep, &n_keep, max_keep);
-        close_all_but(keep, n_keep);
+        sandbox_close_all_but(keep, n_keep);
         free(keep);
-        if (drop_caller_stdio() < 0)
+        if (sandbox_drop_caller_stdio() < 0)
                 _exit(EXIT_SETUP);
 }
 
@@ -203,18 +205,18 @@ static void keep_only_init_fds(const int *needed, size_t n_needed, struct named_
 static void become_sandbox_user(const struct run_config *cfg, int sync_fd)
 {
         if (prctl(PR_SET_KEEPCAPS, 1) < 0)
-                setup_failed(sync_fd, -errno, "keepcaps", "");
+                sandbox_setup_failed(sync_fd, -errno, "keepcaps", "");
         if (setresgid(cfg->gid, cfg->gid, cfg->gid) < 0)
-                setup_failed(sync_fd, -errno, "setgid", "");
+                sandbox_setup_failed(sync_fd, -errno, "setgid", "");
         if (setresuid(cfg->uid, cfg->uid, cfg->uid) < 0)
-                setup_failed(sync_fd, -errno, "setuid", "");
+                sandbox_setup_failed(sync_fd, -errno, "setuid", "");
         int r = caps_raise_effective();
         if (r < 0)
-                setup_failed(sync_fd, r, "capabilities", "");
+                sandbox_setup_failed(sync_fd, r, "capabilities", "");
         (void)prctl(PR_SET_KEEPCAPS, 0);
         /* a credential change clears the parent-death signal: arm it again */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                setup_failed(sync_fd, -errno, "pdeathsig", "");
+                sandbox_setup_failed(sync_fd, -errno, "pdeathsig", "");
         (void)prctl(PR_SET_NAME, "hutch-init");
 }
 
@@ -226,15 +228,15 @@ static void setup_names_and_network(const struct run_config *cfg, const struct s
 {
         int r = ns_set_hostname(cfg->hostname);
         if (r < 0)
-                setup_failed(sync_fd, r, "hostname", cfg->hostname);
+                sandbox_setup_failed(sync_fd, r, "hostname", cfg->hostname);
         if (net_beside(cfg, steer)) {
                 r = ns_netns_join(net);
                 if (r < 0)
-                        setup_failed(sync_fd, r, net->step, streq(net->step, "loopback up") ? "lo" : "");
+                        sandbox_setup_failed(sync_fd, r, net->step, streq(net->step, "loopback up") ? "lo" : "");
         } else if (cfg->net != NET_HOST) {
                 r = ns_loopback_up();
                 if (r < 0)
-                        setup_failed(sync_fd, r, "loopback up", "lo");
+                        sandbox_setup_failed(sync_fd, r, "loopback up", "lo");
         }
         if (egress_fd >= 0) {
                 /* every destination made local and caught; the sockets go
@@ -243,7 +245,7 @@ static void setup_names_and_network(const struct run_config *cfg, const struct s
                 const char *step = "egress";
                 r = netns_capture_setup(egress_fd, in->egress_ports, in->n_egress_ports, &step);
                 if (r < 0)
-                        setup_failed(sync_fd, r, step, "");
+                        sandbox_setup_failed(sync_fd, r, step, "");
                 close(egress_fd);
         }
 }
@@ -254,7 +256,7 @@ static void hand_over_pty(const struct winsize *winsize, int sync_fd, struct ini
         int master = -1;
         int r = open_pty(winsize, &master, &stdio->tty_slave);
         if (r < 0)
-                setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
+                sandbox_setup_failed(sync_fd, r, "open pty", "/dev/ptmx");
         struct sync_msg msg = { .kind = SYNC_READY };
         char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
@@ -294,6 +296,29 @@ static void receive_filter(const struct sandbox_inputs *in, int sync_fd, struct 
         }
 }
 
+/* The child's last steps, in both tiers: the pty, hutch's whole CPU mask
+ * back (steer may be NULL), the filter, then init. */
+_Noreturn void sandbox_child_finish(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
+                                    int stdin_r, int stdout_w, int stderr_w, const struct winsize *winsize,
+                                    const struct cpu_steer *steer)
+{
+        struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
+                                    .tty_slave = -1 };
+        if (cfg->tty)
+                hand_over_pty(winsize, sync_fd, &stdio);
+        /* every CPU hutch was given, before anything of the job can run */
+        int r = steer ? cpu_steer_restore(steer) : 0;
+        if (r < 0)
+                sandbox_setup_failed(sync_fd, r, "cpu affinity", "");
+        /* Built. The filter comes next, then init sets the job up and
+         * waits for "start", which the supervisor sends once it has
+         * recorded the run; EOF means it gave up (or died): then nothing
+         * runs. */
+        struct sandbox_inputs started;
+        receive_filter(in, sync_fd, &started);
+        init_main(cfg, &started, sync_fd, &stdio);
+}
+
 static _Noreturn void child_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                                  int sync_fd, int stdin_r, int stdout_w, int stderr_w, int idmapped_lower,
                                  struct named_clones *named, const struct cpu_steer *steer,
@@ -318,7 +343,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         if (!named->opened) {
                 r = named_open(cfg, in->inputs, idmapped_lower < 0 ? in->workspace_lower : NULL, named, &fail);
                 if (r < 0)
-                        setup_failed(sync_fd, r, fail.step, fail.path);
+                        sandbox_setup_failed(sync_fd, r, fail.step, fail.path);
         }
         int lower_clone = idmapped_lower >= 0 ? idmapped_lower : named->lower;
         named->lower = -1;
@@ -331,7 +356,7 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         if (net_beside(cfg, steer)) {
                 r = ns_netns_begin(&net);
                 if (r < 0)
-                        setup_failed(sync_fd, r, net.step, "");
+                        sandbox_setup_failed(sync_fd, r, net.step, "");
         }
 
         struct mount_workspace ws = { .lower_clone = lower_clone, .inputs = in->inputs,
@@ -342,28 +367,14 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
                                       .ret_upper_fd = -1, .ret_workspace_fd = -1 };
         r = mount_build_root(cfg, &ws, &fail);
         if (r < 0)
-                setup_failed(sync_fd, r, fail.step, fail.path);
+                sandbox_setup_failed(sync_fd, r, fail.step, fail.path);
         named_close(named);     /* whatever mount_build_root() left */
-        r = send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
+        r = sandbox_send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
         if (r < 0)
-                setup_failed(sync_fd, r, "send workspace", "");
+                sandbox_setup_failed(sync_fd, r, "send workspace", "");
         setup_names_and_network(cfg, in, steer, &net, egress_fd, sync_fd);
 
-        struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
-                                    .tty_slave = -1 };
-        if (cfg->tty)
-                hand_over_pty(winsize, sync_fd, &stdio);
-        /* every CPU hutch was given, before anything of the job can run */
-        r = cpu_steer_restore(steer);
-        if (r < 0)
-                setup_failed(sync_fd, r, "cpu affinity", "");
-        /* Built. The filter comes next, then init sets the job up and
-         * waits for "start", which the supervisor sends once it has
-         * recorded the run; EOF means it gave up (or died): then nothing
-         * runs. */
-        struct sandbox_inputs started;
-        receive_filter(in, sync_fd, &started);
-        init_main(cfg, &started, sync_fd, &stdio);
+        sandbox_child_finish(cfg, in, sync_fd, stdin_r, stdout_w, stderr_w, winsize, steer);
 }
 
 /* An idmapped read-only clone of dir when root owns it, else -1 (also
@@ -410,6 +421,11 @@ static int make_job_pipes(int in_pipe[2], int out[2], int err[2])
             fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0)
                 return -errno;
         return 0;
+}
+
+int sandbox_open_pipes(const struct run_config *cfg, int in_pipe[2], int out[2], int err[2])
+{
+        return cfg->tty ? 0 : make_job_pipes(in_pipe, out, err);
 }
 
 /* Root's sandbox user is host uid 65534, so a --workdir that root
@@ -477,6 +493,8 @@ int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
         struct named_clones named = { .lower = -1 };
 
         ret->failed_path[0] = '\0';
+        if (in->landlock)
+                return sandbox_spawn_landlock(cfg, in, winsize, ret);
 
         ret->failed_step = "sync socket";
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0)
@@ -608,6 +626,13 @@ void sandbox_abort(struct sandbox *sb)
 {
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         (void)waitpid(sb->pid, NULL, 0);
+        sandbox_end_orphans(sb);
+}
+
+void sandbox_end_orphans(struct sandbox *sb)
+{
+        if (sb->subreaper)
+                (void)reaper_end_children(sb->keep, sb->n_keep);
 }
 
 void sandbox_reap(pid_t init_pid)

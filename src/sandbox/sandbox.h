@@ -13,6 +13,8 @@
 
 struct cgroup_run;
 
+#define SANDBOX_KEEP_MAX 16
+
 struct sandbox {
         pid_t pid;              /* init's pid on the host */
         int pidfd;              /* pidfd of init */
@@ -27,6 +29,13 @@ struct sandbox {
                                  * started (SYNC_WORKSPACE), else -1 */
         int upper_fd;           /* its overlay upper dir with a lower dir, else -1 */
         bool filter_sent;       /* sandbox_send_filter() was called */
+        /* The landlock tier (no pid namespace): the supervisor is a child
+         * subreaper, and once init is gone it ends every process that
+         * re-parented to it (reaper.h), all but these, its children from
+         * before the sandbox (the egress helper) */
+        bool subreaper;
+        pid_t keep[SANDBOX_KEEP_MAX];
+        size_t n_keep;
 };
 
 /* The signals hutch handles itself (through a signalfd) and forwards;
@@ -63,11 +72,34 @@ struct sandbox_inputs {
         size_t n_egress_ports;
         const struct gvisor_info *gvisor; /* runtime gvisor: the job runs under this
                                            * runsc (gvisor.h); NULL = native */
+        const struct landlock_job *landlock; /* the landlock tier: no namespaces,
+                                              * the job held by these (below);
+                                              * NULL = the namespace tier */
+        bool live;              /* a live sandbox: no job of its own; after
+                                 * "start" init forks one job per
+                                 * SANDBOX_MSG_EXEC (init.c, run/live.c) */
+};
+
+/* What the landlock tier's job needs besides the run's config. The
+ * scratch and its dirs exist and belong to uid/gid (the supervisor made
+ * them); nothing here is owned by the sandbox. */
+struct landlock_plan;
+struct landlock_job {
+        const char *workspace;  /* the job's working dir: a private copy, in the scratch */
+        const char *home;       /* $HOME, in the scratch */
+        const char *tmpdir;     /* $TMPDIR, in the scratch */
+        uid_t uid;              /* the job's ids: the caller's, or 65534 when */
+        gid_t gid;              /* hutch runs as root (never host root) */
+        int sockets;            /* enum seccomp_sockets for the run's network mode */
+        const struct landlock_plan *plan; /* landlock.h, built by the supervisor */
 };
 
 /* Clone the sandbox, write its uid/gid maps and let it build itself.
  * Setup errors arrive later on sync_fd. `winsize` may be NULL (no tty).
- * 0 or -errno (then nothing was started). */
+ * With in->landlock, no namespace is made: the child is a plain fork
+ * that sets the job up under Landlock (sandbox-landlock.c), and the
+ * handles and the messages on sync_fd are the same. 0 or -errno (then
+ * nothing was started). */
 struct winsize;
 int sandbox_spawn(const struct run_config *cfg, const struct sandbox_inputs *in,
                   const struct winsize *winsize, struct sandbox *ret);
@@ -86,6 +118,12 @@ int sandbox_start(struct sandbox *sb, const void *seccomp_blob, size_t len);
 
 /* Kill a sandbox that will not be started, and reap it. */
 void sandbox_abort(struct sandbox *sb);
+
+/* The landlock tier, once init is reaped: SIGKILL and reap every process
+ * of the job's tree that re-parented to the supervisor (init was killed
+ * before it could end them), and repeat until none is left. Nothing in
+ * the namespace tier (killing init ended its pid namespace). */
+void sandbox_end_orphans(struct sandbox *sb);
 
 /* Wait for an init that is exiting on its own (it reported the job's
  * end with nothing left beside it), after sandbox_close() too: only its

@@ -172,3 +172,18 @@ int seccomp_policy_dump(const struct seccomp_policy *p, int fd);
  * each group has a description. Returns the number of groups, or -errno
  * with *ret_error as for seccomp_policy_build(). For tests and `hutch doctor`. */
 int seccomp_groups_check(char **ret_error);
+
+/* The landlock tier's socket families (seccomp-sockets.c argues them):
+ * a small extra filter on socket(2) by family and type, loaded after the
+ * policy. _build writes it to insns (at most max); _load installs it on
+ * the calling thread (no_new_privs must be set). 0 or -errno. */
+enum seccomp_sockets {
+        SECCOMP_SOCKETS_NONE,           /* no socket(2) at all, socketpair(2) only (network none) */
+        SECCOMP_SOCKETS_TCP,            /* AF_INET/AF_INET6 SOCK_STREAM (network allow) */
+        SECCOMP_SOCKETS_ALL_INET,       /* any AF_INET/AF_INET6, AF_NETLINK (network host) */
+        _SECCOMP_SOCKETS_MAX,
+        _SECCOMP_SOCKETS_INVALID = -EINVAL,
+};
+#define SECCOMP_SOCKETS_MAX_INSNS 32
+int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, size_t max, size_t *ret_n);
+int seccomp_sockets_load(enum seccomp_sockets mode);

@@ -15,6 +15,19 @@
 #define SANDBOX_MSG_GO 3
 #define SANDBOX_MSG_FILTER 2
 #define SANDBOX_MSG_START 1
+/* A live sandbox's init (sandbox_inputs.live), after "start": fork a
+ * job. The job's argv follows the byte, each string NUL-terminated; the
+ * job's stdin, stdout and stderr ride along (SCM_RIGHTS), pipes the
+ * supervisor made. init answers, in the order of the requests, with
+ * SYNC_READY and the job's pid (after the job's own SYNC_EXEC_ERROR or
+ * SYNC_SETUP_ERROR, if any), or with a SYNC_SETUP_ERROR of pid 0 when
+ * it forked nothing; later SYNC_JOB_EXIT with the pid, its status and
+ * what it cost. At most SANDBOX_LIVE_JOBS_MAX jobs at a time. */
+#define SANDBOX_MSG_EXEC 4
+/* A live sandbox's init: SIGKILL the process group of the job whose pid
+ * (int32_t, init's view) follows the byte. */
+#define SANDBOX_MSG_KILL 5
+#define SANDBOX_LIVE_JOBS_MAX 16
 
 enum sync_kind {
         SYNC_SETUP_ERROR = 1, /* building the sandbox failed: error, step, path */

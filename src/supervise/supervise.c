@@ -44,6 +44,7 @@
 #include "supervise/hostio.h"
 #include "supervise/cancel.h"
 #include "supervise/supervise-internal.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
 #include "lib/util.h"
 #include "limits/watchdog.h"
@@ -219,6 +220,10 @@ static void on_init_exit(struct loop *l)
         if (p == l->sb->pid) {
                 l->init_exited = true;
                 l->init_status = status;
+                /* the landlock tier: what init could not end (it was
+                 * killed) re-parented to us; end it before anything
+                 * reads the pipes' last bytes or the workspace */
+                sandbox_end_orphans(l->sb);
                 /* Every writer is gone with the pid namespace: what is
                  * left in the job's pipes is all there is, at most their
                  * size. Take it in whole, so the record is complete when
@@ -672,6 +677,7 @@ static void loop_finish(struct loop *l, struct run_outcome *out)
                         l->init_exited = true;
                         l->init_status = status;
                 }
+                sandbox_end_orphans(l->sb);
         }
         out->wall_ms = now_monotonic_ms() - l->started_ms;
         meter_job(l, out);

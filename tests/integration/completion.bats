@@ -135,3 +135,21 @@ help_verbs() {
         run complete_zsh "$HUTCH" session rm ""
         [ "$output" = compl-z ]
 }
+
+@test "bash and zsh: image names after --image and image inspect/rm, image's subcommands" {
+        [ -x /bin/busybox ] || skip "needs busybox-static at /bin/busybox"
+        command -v jq >/dev/null || skip "needs jq"
+        load image-lib
+        busybox_image "$BATS_TEST_TMPDIR/img" 1 > /dev/null
+        "$HUTCH" image import "oci:$BATS_TEST_TMPDIR/img/oci:1" compl-img > /dev/null
+        run complete_bash "$HUTCH" run --image comp
+        [ "$output" = compl-img:latest ]
+        run complete_bash "$HUTCH" image rm ""
+        [ "$output" = compl-img:latest ]
+        run complete_bash "$HUTCH" image i
+        [ "$output" = "$(printf 'import\ninspect')" ]
+        run complete_zsh "$HUTCH" run --image ""
+        [[ "$output" == *compl-img:latest* ]]
+        run complete_zsh "$HUTCH" image ""
+        [[ "$output" == *inspect* && "$output" == *import* ]]
+}

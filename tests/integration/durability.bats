@@ -5,8 +5,9 @@
 # tests/syncshadow.so (LD_PRELOAD) copies each file of the state dir as
 # its fsync/fdatasync made it durable; the copies are the state dir a
 # power loss right after the last run would leave (files never synced
-# are gone, files synced once are as they were then). hutch itself is
-# static; tests/hutch-dynamic is the same program linked dynamically.
+# are gone, files synced once are as they were then; a whole file that
+# sync_file_range wrote to the device is durable at the next fsync or
+# fdatasync of a regular file on that filesystem: the device's flush).
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -80,6 +81,25 @@ after_power_loss() {
         [ "$status" -eq 0 ]
         [ "$(cat "$lost/hutch.db-open")" = 0 ]
         [ "$(HUTCH_STATE_DIR="$lost" "$HUTCH" ls --json | jq -s length)" -eq 2 ]
+}
+
+@test "an existing marker's '1' is durable with the record when only the WAL's sync flushes the device" {
+        run shadowed run -q -- true
+        [ "$status" -eq 0 ]
+        # the clean close's '0' reaches the disk, as the kernel's own
+        # writeback would have it do: the next run's marker is an
+        # overwrite in place, written to the device by sync_file_range
+        # and made durable by the flush of the WAL's fdatasync
+        printf 0 > "$SHADOW/hutch.db-open"
+        run shadowed run -q -- true
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SHADOW/hutch.db-open")" = 1 ]
+        lost="$BATS_TEST_TMPDIR/lost"
+        after_power_loss "$lost"
+        run env HUTCH_STATE_DIR="$lost" "$HUTCH" run -q -- true
+        [ "$status" -eq 0 ]
+        [ "$(cat "$lost/hutch.db-open")" = 0 ]
+        [ "$(HUTCH_STATE_DIR="$lost" "$HUTCH" ls --json | jq -s length)" -eq 3 ]
 }
 
 @test "a workspace change set is durable before --apply installs it" {

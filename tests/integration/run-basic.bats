@@ -200,13 +200,17 @@ print(p.returncode, hwm)' "$HUTCH"
 @test "cpu time counts the job's tree: what it waited for, and what outlived it" {
         # (no jq: this runs in the VM too, under a run cgroup's cpu.stat)
         # a child the job waits for
-        run "$HUTCH" run --json -- sh -c 'sh -c "while :; do :; done" & p=$!; sleep 0.5; kill $p; wait $p; exit 0'
+        # The busy child runs until it has used 0.4 s of cpu (40 ticks of
+        # /proc/PID/stat's utime + stime), however loaded the machine is.
+        burn='sh -c "while :; do :; done" & p=$!; t=0
+              while [ "$t" -lt 40 ]; do sleep 0.05; set -- $(cut -d" " -f14,15 /proc/$p/stat); t=$(($1 + $2)); done'
+        run "$HUTCH" run --json -- sh -c "$burn"'; kill $p; wait $p; exit 0'
         [ "$status" -eq 0 ]
         [[ "$output" =~ \"cpu_ms\":([0-9]+) ]]
         [ "${BASH_REMATCH[1]}" -ge 300 ]
         # a child left running when the job ends: killed with the sandbox,
         # and its cpu time is in the record too
-        run "$HUTCH" run --json -- sh -c 'sh -c "while :; do :; done" & sleep 0.5'
+        run "$HUTCH" run --json -- sh -c "$burn"
         [ "$status" -eq 0 ]
         [[ "$output" =~ \"cpu_ms\":([0-9]+) ]]
         [ "${BASH_REMATCH[1]}" -ge 300 ]

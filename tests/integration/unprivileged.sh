@@ -27,6 +27,10 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/tests" "$work/tmp" "$work/home"
 cp "$HUTCH" "$work/bin/hutch"
 [ -n "${PROBE:-}" ] && [ -x "$PROBE" ] && cp "$PROBE" "$work/bin/probe"
+# the test helpers that simulate other hosts (landlock.bats)
+for helper in refuse-userns userns-limit-zero; do
+        [ -x "${TOP_BUILDDIR:-}/tests/$helper" ] && cp "$TOP_BUILDDIR/tests/$helper" "$work/bin/"
+done
 cp -R "$TESTS_DIR/integration" "$work/tests/"
 [ -d "$TESTS_DIR/security" ] && cp -R "$TESTS_DIR/security" "$work/tests/"
 for d in "${HUTCH_DATADIR:-}" "${HUTCH_PROFILE_PATH:-}"; do
@@ -41,7 +45,7 @@ cd "$work"
 runuser -u "$user" -- env -i \
         PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         HOME="$work/home" TMPDIR="$work/tmp" LANG=C.UTF-8 \
-        HUTCH="$work/bin/hutch" PROBE="$work/bin/probe" \
+        HUTCH="$work/bin/hutch" PROBE="$work/bin/probe" TEST_BINDIR="$work/bin" \
         HUTCH_DATADIR="$work/share" HUTCH_PROFILE_PATH="$work/profiles" \
         TESTS_DIR="$work/tests" HUTCH_STATE_DIR="$work/tmp/state" \
         "$BATS" --tap $files

@@ -38,9 +38,12 @@ def logical_lines(path):
     i = 0
     while i < len(raw):
         start, text = i + 1, raw[i]
-        while text.endswith('\\') and i + 1 < len(raw):
+        # a trailing backslash, ||, && or | continues the command (a
+        # condition written over several lines)
+        while i + 1 < len(raw) and (text.endswith('\\') or (not text.lstrip().startswith('#') and
+                                                            re.search(r'(\|\||&&|\|)\s*$', text))):
             i += 1
-            text = text[:-1] + ' ' + raw[i].strip()
+            text = (text[:-1] if text.endswith('\\') else text) + ' ' + raw[i].strip()
         i += 1
         m = HEREDOC.search(text)
         if m and not text.lstrip().startswith('#'):
@@ -82,6 +85,10 @@ SAMPLE = """@test "sample" {
         fi
         ! grep -q c \\
                 f
+        if ! a ||
+           ! b; then
+                true
+        fi
         cat <<EOF
 ! not a command
 EOF
@@ -96,7 +103,8 @@ helper() {
 
 
 def self_test():
-    """The lint must find what it is for: lines 2, 6, 8 and 17 of SAMPLE."""
+    """The lint must find what it is for: lines 2, 6, 8 and 21 of SAMPLE
+    (not the continued condition at 10-11)."""
     import os
     import tempfile
     with tempfile.NamedTemporaryFile('w', suffix='.bats', delete=False) as f:
@@ -110,7 +118,7 @@ def self_test():
 def main(files):
     print('1..%d' % (len(files) + 1))
     found = self_test()
-    if found == [2, 6, 8, 17]:
+    if found == [2, 6, 8, 21]:
         print('ok 1 - the lint finds the bare `!` lines of its sample')
         failed = 0
     else:

@@ -38,6 +38,68 @@ gvisor)
         ;;
 esac
 
+# HUTCH_SECURITY_ISOLATION=landlock runs the whole suite with every
+# `hutch run` under --isolation landlock (tests/security/landlock.sh does,
+# in make check): $HUTCH becomes a wrapper that adds the option to run.
+# The shipped strict profile requires the disk limit, which the tier
+# holds per file only, so it refuses to run there (landlock.bats checks
+# that), and so does its pids limit without a cgroup (RLIMIT_NPROC over
+# the whole uid: partial); the wrapper gives `-p strict` a profile that
+# extends strict and requires only the timeout, so strict's syscall
+# policy is still tried in the tier. Cases the tier cannot hold skip with the reason (landlock_skip,
+# below); hutch-run(1) ISOLATION lists the same.
+HUTCH_ISOLATION=${HUTCH_SECURITY_ISOLATION:-namespaces}
+case $HUTCH_ISOLATION in
+namespaces) ;;
+landlock)
+        if [ -z "${HUTCH_BINARY:-}" ]; then
+                export HUTCH_BINARY=$HUTCH
+                HUTCH="$BATS_RUN_TMPDIR/hutch-landlock"
+                strict="$BATS_RUN_TMPDIR/strict-landlock.ini"
+                if [ ! -x "$HUTCH" ]; then
+                        printf '%s\n' "extends = strict" \
+                                "description = strict without require = disk pids (the landlock tier's tests)" \
+                                "[limits]" "require = timeout" >"$strict.$$"
+                        mv -f "$strict.$$" "$strict"
+                        cat >"$HUTCH.$$" <<WRAPPER
+#!/bin/sh
+[ "\$1" = run ] || exec $(printf %q "$HUTCH_BINARY") "\$@"
+shift
+n=\$# prev=
+for a do
+        [ "\$prev" = -p ] && [ "\$a" = strict ] && a=$(printf %q "$strict")
+        set -- "\$@" "\$a"
+        prev=\$a
+done
+shift "\$n"
+exec $(printf %q "$HUTCH_BINARY") run --isolation landlock "\$@"
+WRAPPER
+                        chmod 755 "$HUTCH.$$"
+                        mv -f "$HUTCH.$$" "$HUTCH"
+                fi
+                export HUTCH
+        fi
+        ;;
+*)
+        echo "HUTCH_SECURITY_ISOLATION=$HUTCH_ISOLATION: not an isolation tier (namespaces, landlock)" >&2
+        return 1
+        ;;
+esac
+
+# under_landlock: the suite runs in the landlock tier.
+under_landlock() {
+        [ "$HUTCH_ISOLATION" = landlock ]
+}
+
+# landlock_skip REASON: this case checks what only the namespace tier
+# gives; in the landlock tier it is skipped with REASON, in the words of
+# hutch-run(1) ISOLATION.
+landlock_skip() {
+        if under_landlock; then
+                skip "landlock tier: $1"
+        fi
+}
+
 # under_gvisor: the suite runs under the gvisor runtime.
 under_gvisor() {
         [ "$HUTCH_RUNTIME" = gvisor ]

@@ -311,7 +311,7 @@ static void errors(void **state)
                   "profile t.ini:2: deny: expected a syscall name or @group, got \"@\"" },
                 { "[limits]\nrequire = memory grace\n", -EINVAL,
                   "profile t.ini:2: require: expected a limit name (timeout, cpu_time, memory, memory_high, "
-                  "cpus, pids, nofile, disk, max_file_size, io_max), got \"grace\"" },
+                  "cpus, pids, nofile, disk, max_file_size, io_max) or isolation=namespaces, got \"grace\"" },
                 { "[filesystem]\nro = /ok relative\n", -EINVAL,
                   "profile t.ini:2: ro: expected an absolute path without \"..\", got \"relative\"" },
                 { "[filesystem]\nro = /a/../etc\n", -EINVAL,
@@ -527,6 +527,9 @@ static void canonical(void **state)
                 "rw =\n"
                 "system_dirs = /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc /opt\n"
                 "tmpfs =\n"
+                "\n[image]\n"
+                "max_image_size = 16G\n"
+                "max_layer_size = 4G\n"
                 "\n[limits]\n"
                 "capture = 64K\n"
                 "cpu_time = none\n"
@@ -555,6 +558,7 @@ static void canonical(void **state)
                 "commit = success\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
+                "isolation = namespaces\n"
                 "runtime = native\n"
                 "session_ttl = 1d\n"
                 "snapshot = no\n"
@@ -568,7 +572,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "fb41de797ef965bacd0497ae0694e3d0e823c1f56de274a01c8c46a829046565");
+        assert_string_equal(sha, "4adc1f650a5a2567ce21419929c85d3f433a0ca28c2975a7a6165ce67dbe1423");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,
@@ -656,7 +660,7 @@ static void cli_options(void **state)
 
         while (opts[n].name)
                 n++;
-        assert_int_equal(n, 1 + profile_n_keys + 1);
+        assert_int_equal(n, 1 + profile_n_keys + 2);
         assert_string_equal(opts[0].name, "timeout");
         assert_int_equal(opts[0].val, 't');
         for (size_t i = 0; i < n; i++)
@@ -664,8 +668,12 @@ static void cli_options(void **state)
         assert_int_equal(timeout, 2);   /* the verb's own comes first and wins */
         assert_string_equal(opts[1].name, profile_keys[0].flag);
         assert_int_equal(opts[1].val, 1000);
-        assert_string_equal(opts[n - 1].name, "env");
-        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys);
+        assert_string_equal(opts[n - 2].name, "env");
+        assert_int_equal(opts[n - 2].val, 1000 + (int)profile_n_keys);
+        assert_int_equal(opts[n - 2].has_arg, required_argument);
+        /* --image NAME: root = image:NAME (profile_apply_cli()) */
+        assert_string_equal(opts[n - 1].name, "image");
+        assert_int_equal(opts[n - 1].val, 1000 + (int)profile_n_keys + 1);
         assert_int_equal(opts[n - 1].has_arg, required_argument);
 }
 

@@ -1,0 +1,216 @@
+/* cli/sandbox.c - `hutch sandbox start|ls|stop` and `hutch exec`: live
+ * sandboxes (run/live.h). `sandbox start` takes `hutch run`'s options
+ * and builds the sandbox with `hutch run`'s stages; the rest is run/. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cli/cli.h"
+#include "cli/run-internal.h"
+#include "config/profile.h"
+#include "config/run-config.h"
+#include "lib/exit-codes.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "run/live.h"
+#include "run/run.h"
+#include "sandbox/sandbox.h"
+
+#define IDLE_DEFAULT_MS (3600u * 1000)
+
+static void sandbox_help(FILE *f)
+{
+        fprintf(f,
+                "Usage: hutch sandbox start [NAME] [--idle-timeout D] [RUN OPTIONS]\n"
+                "       hutch sandbox ls [--json]\n"
+                "       hutch sandbox stop NAME\n"
+                "\n"
+                "A live sandbox stays up between calls: `hutch exec NAME -- CMD` runs a job in it.\n"
+                "start builds it as `hutch run` would (-p, --workdir, --session, -o KEY=VALUE, ...),\n"
+                "prints its name and returns; it stops after --idle-timeout (default 1h) without an\n"
+                "exec, or at `hutch sandbox stop`, and nothing of it survives. See hutch-sandbox(1).\n");
+}
+
+static int start(int argc, char **argv)
+{
+        struct run_config cfg;
+        struct run_args a = { .ui = cli_run_ui() };
+        struct run_live live = { .idle_ms = IDLE_DEFAULT_MS, .listen_fd = -1 };
+        _cleanup_free_ char *gen = NULL, *err = NULL;
+        char **args = NULL;
+        size_t n = 0;
+        int i = 1, code = EXIT_USAGE, r;
+
+        run_config_init(&cfg);
+        args = strv_push(args, &n, "sandbox start");
+        if (i < argc && argv[i][0] != '-')
+                live.name = argv[i++];
+        else {
+                uint8_t b[4] = { 0 };
+                (void)!getrandom(b, sizeof(b), 0);
+                live.name = gen = xasprintf("sb-%02x%02x%02x%02x", b[0], b[1], b[2], b[3]);
+        }
+        if (!live_name_valid(live.name)) {
+                log_error("sandbox start: \"%s\": not a sandbox name (1-64 of A-Z a-z 0-9 . _ -)", live.name);
+                goto out;
+        }
+        for (; i < argc; i++) {
+                if (streq(argv[i], "--idle-timeout") || startswith(argv[i], "--idle-timeout=")) {
+                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
+                        if (!v) {
+                                log_error("sandbox start: --idle-timeout needs a duration");
+                                goto out;
+                        }
+                        if (streq(v, "none"))
+                                live.idle_ms = 0;
+                        else if (parse_duration_ms(v, &live.idle_ms) < 0 || !live.idle_ms) {
+                                code = cli_bad_value("sandbox start", "idle-timeout", v,
+                                                     "expected a duration (30s, 10m, 1h) or none");
+                                goto out;
+                        }
+                        continue;
+                }
+                if (streq(argv[i], "--")) {
+                        log_error("sandbox start: no command: jobs come with hutch exec %s -- CMD", live.name);
+                        goto out;
+                }
+                args = strv_push(args, &n, argv[i]);
+        }
+        /* the sandbox's own run: its command says what it is */
+        args = strv_push(args, &n, "--");
+        args = strv_push(args, &n, "sandbox");
+        args = strv_push(args, &n, live.name);
+        r = run_parse_args((int)n, args, &cfg, &a);
+        if (r != 0) {
+                code = r < 0 ? EXIT_OK : r;
+                goto out;
+        }
+        /* --secret: an exec's record is written by `hutch exec`, which
+         * would not know the values to redact; refused until it does */
+        if (a.lang || a.code || a.code_file || a.request || a.id_key || a.apply || a.detach || a.json ||
+            a.events || cfg.tty || a.secrets) {
+                log_error("sandbox start: --lang, -c, --file, --request, --id, --apply, --detach, --json, "
+                          "--events, --secret and --tty are not for a live sandbox");
+                goto out;
+        }
+        code = run_resolve_secrets(&a, &cfg);
+        if (code != EXIT_OK)
+                goto out;
+        struct profile_request preq = { .profile = a.profile, .trust = a.trust_profile, .overrides = a.overrides };
+        bool cli_error;
+        if (profile_resolve(&cfg, &preq, &cli_error, &err) < 0) {
+                log_error("sandbox start: %s", err);
+                code = cli_error ? EXIT_USAGE : EXIT_SETUP;
+                goto out;
+        }
+        if (cfg.runtime == RUNTIME_GVISOR || cfg.tty) {
+                log_error("sandbox start: runtime gvisor and tty are not supported for a live sandbox yet");
+                code = EXIT_USAGE;
+                goto out;
+        }
+        if (live_listen(live.name, &live.listen_fd) < 0) {
+                code = EXIT_SETUP;
+                goto out;
+        }
+        a.live = &live;
+        a.detach = true;
+        a.events = true;
+        pid_t exiting = 0;
+        code = run_execute(&cfg, &(struct lang_job) { .code_fd = -1 }, &a, NULL, false, NULL, &exiting);
+        if (exiting > 0)
+                sandbox_reap(exiting);
+out:
+        if (live.listen_fd >= 0)
+                close(live.listen_fd);
+        strv_free(args);
+        strv_free(a.overrides);
+        strv_free(a.inputs);
+        strv_free(a.labels);
+        strv_free(a.secrets);
+        run_config_done(&cfg);
+        return code;
+}
+
+int verb_sandbox(int argc, char **argv)
+{
+        if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
+                sandbox_help(argc < 2 ? stderr : stdout);
+                return argc < 2 ? EXIT_USAGE : EXIT_OK;
+        }
+        if (streq(argv[1], "start"))
+                return start(argc - 1, argv + 1);
+        if (streq(argv[1], "ls")) {
+                bool json = argc == 3 && streq(argv[2], "--json");
+                if (argc > 3 || (argc == 3 && !json)) {
+                        log_error("sandbox ls: unexpected argument \"%s\" (usage: hutch sandbox ls [--json])",
+                                  argv[argc - 1]);
+                        return EXIT_USAGE;
+                }
+                return live_list(json);
+        }
+        if (streq(argv[1], "stop")) {
+                if (argc != 3) {
+                        log_error("sandbox stop: usage: hutch sandbox stop NAME");
+                        return EXIT_USAGE;
+                }
+                return live_stop(argv[2]);
+        }
+        log_error("sandbox: unknown command \"%s\" (start, ls, stop)", argv[1]);
+        return EXIT_USAGE;
+}
+
+int verb_exec(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "timeout", required_argument, NULL, 'T' },
+                { "json",    no_argument,       NULL, 'j' },
+                { "help",    no_argument,       NULL, 'h' },
+                {}
+        };
+        uint64_t timeout_ms = 0;
+        bool json = false;
+        int c;
+
+        /* NAME first, then exec's options, then the command */
+        const char *name = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+        if (name) {
+                argv++;
+                argc--;
+        }
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
+                switch (c) {
+                case 'T':
+                        if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms)
+                                return cli_bad_value("exec", "timeout", optarg, "expected a duration (10s, 5m)");
+                        break;
+                case 'j':
+                        json = true;
+                        break;
+                case 'h':
+                        printf("Usage: hutch exec NAME [--timeout D] [--json] -- CMD [ARGS...]\n"
+                               "\n"
+                               "Run CMD in the live sandbox NAME (hutch sandbox start) as a recorded run\n"
+                               "labelled sandbox=NAME, with its own timeout (default: the sandbox profile's),\n"
+                               "output and exit status. See hutch-exec(1).\n");
+                        return EXIT_OK;
+                default:
+                        return cli_usage_error("exec", argv, opts);
+                }
+        if (!name && optind < argc && !streq(argv[optind], "--"))
+                name = argv[optind++];
+        if (!name) {
+                log_error("exec: no sandbox name (usage: hutch exec NAME -- CMD)");
+                return EXIT_USAGE;
+        }
+        if (optind < argc && streq(argv[optind], "--"))
+                optind++;
+        if (optind >= argc) {
+                log_error("exec: no command given (try: hutch exec %s -- sh -c 'echo hi')", name);
+                return EXIT_USAGE;
+        }
+        return live_exec(name, argv + optind, timeout_ms, json, cli_run_ui());
+}

@@ -1,0 +1,289 @@
+/* run/landlock.c - the run's isolation tier (see run/landlock.h).
+ *
+ * Never weaker than asked, never silently: `namespaces` (the default)
+ * never falls back; `auto` takes the landlock tier only when the host
+ * refused the namespace tier's first steps, says so on stderr, and the
+ * report names the refusal; and the report lists, in words, what the
+ * landlock tier does not give.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/landlock.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "sandbox/ns.h"
+#include "sandbox/ns-probe.h"
+#include "sandbox/seccomp.h"
+#include "workspace/snapshot.h"
+
+/* root's job runs as nobody, as the namespace tier maps it */
+#define UNPRIVILEGED_ID 65534
+/* the workspace copy gets at least this long, like a snapshot */
+#define COPY_MIN_MS 10000
+
+static int refuse(char **ret_error, const char *what)
+{
+        *ret_error = xasprintf("--isolation landlock: %s", what);
+        return -EOPNOTSUPP;
+}
+
+static int check_landlock_config(const struct run_config *cfg, bool has_inputs, bool has_code, char **ret_error)
+{
+        if (cfg->runtime == RUNTIME_GVISOR)
+                return refuse(ret_error, "runtime gvisor needs the namespace tier");
+        if (cfg->net == NET_ALLOW)
+                return refuse(ret_error, "network allow needs the namespace tier (its egress capture lives in "
+                                         "the job's network namespace); use network none or host");
+        if (cfg->root_layers)
+                return refuse(ret_error, "an image root (filesystem.root) needs the namespace tier");
+        if (cfg->tmpfs_paths)
+                return refuse(ret_error, "filesystem.tmpfs mounts need the namespace tier");
+        if (cfg->seccomp_allow_io_uring)
+                return refuse(ret_error, "allow_io_uring: io_uring's socket op would pass by the tier's socket "
+                                         "families filter");
+        if (has_inputs)
+                return refuse(ret_error, "--input needs the namespace tier (pass the path with --ro instead)");
+        if (has_code)
+                return refuse(ret_error, "--lang code needs the namespace tier (run the interpreter on a file "
+                                         "in --workdir instead)");
+        return 0;
+}
+
+int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has_code, struct run_landlock *ll,
+                         char **ret_error)
+{
+        *ll = (struct run_landlock){ 0 };
+        if (cfg->isolation == ISOLATION_NAMESPACES)
+                return 0;
+        if (cfg->isolation == ISOLATION_AUTO) {
+                const char *step = NULL;
+                int r = ns_probe_userns(cfg->net == NET_HOST, &step);
+                if (r == 0)
+                        return 0;
+                char why[256];
+                const char *explained = ns_explain_refusal(r, step, cfg->net != NET_HOST, why, sizeof(why));
+                ll->refusal = xasprintf("%s: %s", step, explained ? explained : strerror(-r));
+                ll->by_auto = true;
+        }
+        ll->abi = landlock_abi();
+        if (ll->abi < 1) {
+                *ret_error = ll->by_auto
+                        ? xasprintf("--isolation auto: user namespaces are refused here (%s) and this kernel "
+                                    "has no Landlock either: nothing can isolate the job (see hutch doctor)",
+                                    ll->refusal)
+                        : xasprintf("--isolation landlock: this kernel has no Landlock (%s)",
+                                    ll->abi == 0 ? "not built in, or not in the lsm= list" : strerror(-ll->abi));
+                return -EOPNOTSUPP;
+        }
+        int r = check_landlock_config(cfg, has_inputs, has_code, ret_error);
+        if (r < 0) {
+                if (ll->by_auto) {
+                        char *why = *ret_error;
+                        *ret_error = xasprintf("--isolation auto: user namespaces are refused here (%s), and %s",
+                                               ll->refusal, why);
+                        free(why);
+                }
+                return r;
+        }
+        if (ll->by_auto)
+                log_warning("run: --isolation auto: user namespaces are refused here (%s); the job runs in "
+                            "the landlock tier, which isolates less (hutch-run(1), ISOLATION)", ll->refusal);
+        ll->active = true;
+        return 0;
+}
+
+int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_landlock *ll, char **ret_error)
+{
+        bool root = geteuid() == 0;
+        uid_t uid = root ? UNPRIVILEGED_ID : getuid();
+        gid_t gid = root ? UNPRIVILEGED_ID : getgid();
+        const char *base = getenv("TMPDIR");
+        int r;
+
+        if (!base || base[0] != '/')
+                base = "/tmp";
+        r = scratch_create(base, uid, gid, &ll->scratch);
+        if (r < 0) {
+                *ret_error = xasprintf("the landlock tier's scratch under %s: %s", base, strerror(-r));
+                return r;
+        }
+        ll->have_scratch = true;
+        struct timespec deadline;
+        (void)clock_gettime(CLOCK_MONOTONIC, &deadline);
+        uint64_t ms = MAX(cfg->timeout_ms, (uint64_t)COPY_MIN_MS);
+        deadline.tv_sec += (time_t)(ms / 1000);
+        struct snapshot_limits lim = { .max_bytes = cfg->disk_bytes, .max_entries = cfg->inodes,
+                                       .deadline = deadline };
+        struct snapshot_stats st = { 0 };
+        _cleanup_free_ char *at = NULL;
+        r = scratch_fill(&ll->scratch, lower_fd, &lim, &st, &at);
+        if (r < 0) {
+                const char *why = r == -ENOSPC ? "more than --disk" : r == -EMLINK ? "more entries than limits.inodes"
+                                : r == -ELOOP ? "nested too deep" : r == -ETIME ? "it took too long"
+                                : r == -EAGAIN ? "it kept changing while it was copied" : strerror(-r);
+                *ret_error = xasprintf("cannot copy the workspace into the landlock tier's scratch%s%s: %s",
+                                       at ? " at " : "", at ? at : "", why);
+                return r;
+        }
+        ll->write_paths[0] = ll->scratch.workspace;
+        ll->write_paths[1] = ll->scratch.home;
+        ll->write_paths[2] = ll->scratch.tmp;
+        ll->write_paths[3] = NULL;
+        /* --rw paths are the caller's explicit choice: writable here too */
+        _cleanup_strv_ char **writable = NULL;
+        for (char **p = ll->write_paths; *p; p++)
+                writable = strv_append(writable, *p);
+        for (char **p = cfg->rw_paths; p && *p; p++)
+                writable = strv_append(writable, *p);
+        struct landlock_request req = {
+                .read_dirs = cfg->ro_binds, .read_paths = cfg->ro_paths, .write_paths = writable,
+                .masks = cfg->masks, .net = cfg->net == NET_HOST ? LANDLOCK_NET_HOST : LANDLOCK_NET_NONE,
+                .tty = cfg->tty,
+        };
+        const char *failed = NULL;
+        r = landlock_plan_build(&req, ll->abi, &ll->plan, &failed);
+        if (r < 0) {
+                *ret_error = xasprintf("the landlock tier's rules: %s: %s", failed ? failed : "?", strerror(-r));
+                return r;
+        }
+        ll->job = (struct landlock_job){
+                .workspace = ll->scratch.workspace, .home = ll->scratch.home, .tmpdir = ll->scratch.tmp,
+                .uid = uid, .gid = gid,
+                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET : SECCOMP_SOCKETS_NONE,
+                .plan = &ll->plan,
+        };
+        log_debug("landlock tier: ABI %d, %zu rules, scratch %s, job uid %u", ll->plan.abi, ll->plan.n_rules,
+                  ll->scratch.dir, (unsigned)uid);
+        return 0;
+}
+
+static void set_limit(json_t *limits, const char *name, const char *mechanism, const char *reason, bool partial)
+{
+        json_t *l = json_object_get(limits, name);
+        if (!l)
+                return;
+        json_object_set_new(l, "mechanism", json_string(mechanism));
+        json_object_set_new(l, "reason", json_string(reason));
+        if (partial)
+                json_object_set_new(l, "partial", json_true());
+}
+
+/* What the landlock tier does not give, in words (hutch-run(1)
+ * ISOLATION repeats them). */
+static json_t *not_held(const struct run_config *cfg, const struct run_landlock *ll)
+{
+        json_t *a = json_array();
+#define ADD(...) json_array_append_new(a, json_string(__VA_ARGS__))
+#define ADDF(...) do { char *_s = xasprintf(__VA_ARGS__); ADD(_s); free(_s); } while (0)
+        ADD("no pid namespace: the job sees the host's processes in /proc (read-only)");
+        ADD("no uts namespace: the job sees the host's hostname; the profile's hostname is not applied");
+        ADDF("no mount namespace: no private /tmp, home or workspace at their usual paths; $TMPDIR, $HOME and "
+             "the working directory are in the run's scratch (%s), and a program that writes to /tmp itself "
+             "is refused", ll->scratch.dir ? ll->scratch.dir : "");
+        ADD("no private /etc/passwd, /etc/group, /etc/hosts or /etc/hostname: the host's are read");
+        ADD("masked paths are hidden as they were when the run started (Landlock can only allow, so a "
+            "directory holding one is allowed entry by entry)");
+        if (cfg->net == NET_HOST)
+                ADD("no network namespace: network host is the host's network, as in the namespace tier");
+        else
+                ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
+                    "socket families (none at all with network none), TCP also by Landlock");
+        ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
+            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
+        ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
+            "reachable");
+        ADD("the disk limit holds per file (RLIMIT_FSIZE): nothing bounds the total the job writes to its "
+            "scratch");
+        ADD("without a cgroup the pids limit is RLIMIT_NPROC over every task of the job's uid on the host "
+            "(those at the start plus pids): partial");
+        if (ll->job.uid == getuid()) {
+                ADD("the job runs as the caller's own uid: the caller's other processes are its peers (signals "
+                    "are scoped only from Landlock ABI 6), and it keeps the host's capability bounding set "
+                    "(dropping it needs CAP_SETPCAP; no_new_privs keeps every capability out of reach)");
+                ADD("the job can change the metadata (mode, times, extended attributes) of the caller's own "
+                    "files anywhere it can name them: Landlock holds content, not metadata; as root the job is "
+                    "uid 65534 and owns nothing of the host's");
+        }
+        for (char **m = ll->plan.missing; m && *m; m++)
+                ADD(*m);
+#undef ADD
+#undef ADDF
+        return a;
+}
+
+void run_isolation_report(json_t *report, const struct run_config *cfg, const struct run_landlock *ll,
+                          bool pids_in_cgroup)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "tier", json_string(ll->active ? "landlock" : "namespaces"));
+        json_object_set_new(o, "requested", json_string(cfg->isolation == ISOLATION_AUTO ? "auto"
+                                                        : cfg->isolation == ISOLATION_LANDLOCK ? "landlock"
+                                                                                               : "namespaces"));
+        if (ll->refusal)
+                json_object_set_new(o, "namespaces_refused", json_string(ll->refusal));
+        if (!ll->active) {
+                json_object_set_new(report, "isolation", o);
+                return;
+        }
+        json_object_set_new(o, "landlock_abi", json_integer(ll->abi));
+        json_object_set_new(o, "landlock_abi_used", json_integer(ll->plan.abi));
+        json_object_set_new(o, "landlock_rules", json_integer((json_int_t)ll->plan.n_rules));
+        json_object_set_new(o, "uid", json_integer((json_int_t)ll->job.uid));
+        json_object_set_new(o, "gid", json_integer((json_int_t)ll->job.gid));
+        json_object_set_new(o, "scratch", json_string(ll->scratch.dir));
+        json_object_set_new(o, "subreaper", json_true());
+        json_object_set_new(o, "not_held", not_held(cfg, ll));
+        json_object_set_new(report, "isolation", o);
+
+        json_object_set_new(report, "namespaces", json_array());
+        json_object_set_new(report, "uid_map", json_string("none (no user namespace)"));
+        json_object_set_new(report, "gid_map", json_string("none (no user namespace)"));
+        json_object_set_new(report, "capabilities",
+                            json_string(geteuid() == 0 ? "none (root's job runs as uid 65534, every set empty)"
+                                                       : "none (the caller's uid, every set empty)"));
+        json_object_set_new(report, "network",
+                            json_string(cfg->net == NET_HOST ? "host"
+                                                             : "none (seccomp: no socket but socketpair; "
+                                                               "Landlock: no TCP bind or connect)"));
+        json_t *limits = json_object_get(report, "limits");
+        if (cfg->disk_bytes)
+                set_limit(limits, "disk", "rlimit",
+                          "the landlock tier has no scratch tmpfs: RLIMIT_FSIZE bounds each file, not the total",
+                          true);
+        if (cfg->pids && !pids_in_cgroup)
+                set_limit(limits, "pids", "rlimit",
+                          "no cgroup, and no user namespace: RLIMIT_NPROC counts every task of the job's uid on "
+                          "the host, so it is set to those at the start plus pids, a bound that moves with that "
+                          "uid's other processes", true);
+}
+
+void run_landlock_settle(const struct run_landlock *ll)
+{
+        if (ll->active && ll->have_scratch)
+                scratch_settle(&ll->scratch);
+}
+
+int run_landlock_upper(struct run_landlock *ll, int lower_fd, int *ret_upper_fd)
+{
+        if (!ll->active || !ll->have_scratch)
+                return -EINVAL;
+        return scratch_build_upper(&ll->scratch, lower_fd, ret_upper_fd);
+}
+
+void run_landlock_done(struct run_landlock *ll)
+{
+        if (!ll)
+                return;
+        if (ll->have_scratch) {
+                int r = scratch_remove(&ll->scratch);
+                if (r < 0 && r != -ENOENT)
+                        log_warning("run: cannot remove the landlock tier's scratch: %s", strerror(-r));
+        }
+        landlock_plan_done(&ll->plan);
+        free(ll->refusal);
+        *ll = (struct run_landlock){ 0 };
+}

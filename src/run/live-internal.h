@@ -1,0 +1,64 @@
+/* run/live-internal.h - the control socket's wire, shared by the live
+ * sandbox's supervisor (live.c) and its clients (live-exec.c). One
+ * SOCK_SEQPACKET connection per request: every message arrives whole. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "run/live.h"
+
+struct run_config;
+struct run_outcome;
+struct sandbox;
+
+enum {
+        LIVE_OP_EXEC = 'X',     /* client: live_req, then argv (NUL-terminated strings) */
+        LIVE_OP_STOP = 'S',     /* client: stop; the connection stays open until the end */
+        LIVE_OP_PING = 'P',     /* client: are you there */
+        LIVE_OP_FDS = 'F',      /* supervisor: the job's stdout, stderr read ends attached */
+        LIVE_OP_END = 'E',      /* supervisor: how the job ended (live_reply) */
+        LIVE_OP_BUSY = 'B',     /* supervisor: another exec is running */
+        LIVE_OP_PONG = 'p',
+};
+
+#define LIVE_ARGV_MAX (64u << 10) /* init.c takes no more */
+
+struct live_req {
+        char op;
+        uint64_t timeout_ms;    /* 0: the sandbox profile's */
+};
+
+struct live_reply {
+        char op;
+        int32_t error;          /* positive errno: the exec failed (error, exec_failed) or the setup */
+        int32_t exec_failed;    /* execve failed (127/126) rather than the job's setup */
+        int32_t status;         /* raw wait status */
+        int32_t timed_out;      /* killed at its deadline */
+        int32_t stopped;        /* killed because the sandbox stopped */
+        uint64_t wall_ms;
+        int64_t utime_us, stime_us, maxrss_kb;
+        char step[96];          /* a setup error's step */
+};
+
+/* The sandboxes dir (<state dir>/sandboxes, made 0700 and checked to be
+ * ours), as an O_PATH fd; -errno, logged. */
+int live_dir_open(void);
+/* "/proc/self/fd/DIRFD/NAME.EXT" (sun_path is too short for a state dir
+ * anywhere) */
+char *live_path(int dirfd, const char *name, const char *ext);
+/* Connect to name's control socket: fd or -errno (-ENOENT / -ECONNREFUSED:
+ * no such live sandbox). */
+int live_connect(int dirfd, const char *name);
+/* The peer of fd is us: same uid, same user namespace (not a sandbox's
+ * job, which is in one of its own). 0 or -EPERM. */
+int live_peer_check(int fd);
+
+/* The live supervisor's loop (live.c): serve the control socket from
+ * when the sandbox's init says it is up (then the caller of `sandbox
+ * start` is told, run_detach_started(notify)) until stop, idle timeout
+ * or a signal, then kill and reap init. A sandbox that never came up
+ * leaves notify alone: the caller gets the run's exit code and its
+ * message. Fills out as supervise() does for the sandbox's own run. */
+int live_serve(const struct run_config *cfg, const struct run_live *live, const char *run_id,
+               struct sandbox *sb, struct run_outcome *out, int *notify);

@@ -1,0 +1,45 @@
+/* run/live.h - live sandboxes: a sandbox that stays up between calls
+ * (`hutch sandbox start|ls|stop`), and jobs run into it (`hutch exec`).
+ *
+ * A live sandbox is a run (run_execute() with run_args.live) whose
+ * supervisor is detached (as --detach) and, instead of supervising one
+ * job, serves a private control socket: <state dir>/sandboxes/NAME.sock,
+ * the dir 0700, the socket 0600, every peer checked (same uid, same user
+ * namespace as the supervisor). Beside it NAME.json says what
+ * `hutch sandbox ls` lists. The wire and the security argument are in
+ * run/live.c's header. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct run_ui;
+
+/* What `hutch sandbox start` adds to a run (run_args.live). */
+struct run_live {
+        const char *name;       /* live_name_valid() */
+        uint64_t idle_ms;       /* stop after this long with no exec; 0 = never */
+        int listen_fd;          /* live_listen()'s socket */
+};
+
+/* A sandbox's name: 1-64 of [A-Za-z0-9._-], not starting with . or -. */
+bool live_name_valid(const char *name);
+
+/* Bind and listen on name's control socket (made 0600 in the 0700
+ * sandboxes dir). A live sandbox of that name refuses (-EEXIST); a stale
+ * socket (its supervisor gone) is replaced. 0 or -errno, logged. */
+int live_listen(const char *name, int *ret_fd);
+
+/* `hutch exec NAME -- argv`: run argv in the live sandbox as a job of
+ * its own, recorded as a run labelled sandbox=NAME; timeout_ms 0 = the
+ * sandbox profile's timeout. Passes the job's output through (or prints
+ * the run as JSON with json). Returns hutch's exit code. */
+int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, const struct run_ui *ui);
+
+/* `hutch sandbox ls`: the live sandboxes, as a table or JSON lines
+ * (json). Removes what stale ones left. Returns an exit code. */
+int live_list(bool json);
+
+/* `hutch sandbox stop NAME`: stop it and wait until its supervisor, and
+ * with it everything of the sandbox, is gone. Returns an exit code. */
+int live_stop(const char *name);

@@ -1,0 +1,96 @@
+/* seccomp-sockets.c - the landlock tier's socket families (see seccomp.h).
+ *
+ * Without a network namespace the job shares the host's network, and
+ * without a mount namespace the host's filesystem, where Landlock (up to
+ * ABI 7) holds opening files but not connecting to a unix socket by its
+ * path: /run/user/UID/bus (the caller's systemd, which starts whatever it
+ * is asked to, outside any sandbox), /run/dbus/system_bus_socket, the
+ * docker socket for a caller in the docker group. So socket(2) is held
+ * here, by family and type:
+ *
+ *   AF_UNIX                     never: socketpair(2) still makes connected
+ *                               pairs (it names no path and no peer), and
+ *                               a program that binds or connects a unix
+ *                               socket fails (the report says so)
+ *   AF_INET, AF_INET6           SOCK_STREAM only with network allow (TCP
+ *                               to the egress proxy, Landlock's port rule);
+ *                               any type with network host; never with none
+ *   AF_NETLINK                  network host only (ip, ss read the host's)
+ *   every other family          EAFNOSUPPORT (packet, vsock, alg, ...)
+ *
+ * So UDP and ICMP (SOCK_DGRAM, SOCK_RAW) exist only with network host:
+ * the report lists this as held by seccomp alone. io_uring's socket op
+ * would pass by this filter: the tier refuses allow_io_uring. Foreign
+ * architectures are refused by the main filter, so only the native one
+ * is looked at. Type flags (SOCK_NONBLOCK, SOCK_CLOEXEC) are masked off
+ * before the type is compared. */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <seccomp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "sandbox/seccomp.h"
+#include "sandbox/seccomp-internal.h"
+#include "lib/util.h"
+
+#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
+#define DENY(e) RET(SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+
+int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, size_t max, size_t *ret_n)
+{
+        size_t n = 0;
+        if (mode < 0 || mode >= _SECCOMP_SOCKETS_MAX)
+                return -EINVAL;
+#define EMIT(...) do { if (n >= max) return -E2BIG; insns[n++] = (struct sock_filter)__VA_ARGS__; } while (0)
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 1, 0));
+        EMIT(RET(SECCOMP_RET_ALLOW));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0));
+        EMIT(RET(SECCOMP_RET_ALLOW));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(0)));
+        switch (mode) {
+        case SECCOMP_SOCKETS_NONE:
+                break;
+        case SECCOMP_SOCKETS_TCP:
+                /* AF_INET or AF_INET6 -> check the type, else deny */
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 5));
+                EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(1)));
+                EMIT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC)));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 1));
+                EMIT(RET(SECCOMP_RET_ALLOW));
+                EMIT(DENY(EPROTONOSUPPORT));
+                break;
+        case SECCOMP_SOCKETS_ALL_INET:
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1));
+                EMIT(RET(SECCOMP_RET_ALLOW));
+                break;
+        default:
+                return -EINVAL;
+        }
+        EMIT(DENY(EAFNOSUPPORT));
+#undef EMIT
+        *ret_n = n;
+        return 0;
+}
+
+int seccomp_sockets_load(enum seccomp_sockets mode)
+{
+        struct sock_filter insns[SECCOMP_SOCKETS_MAX_INSNS];
+        size_t n;
+        int r = seccomp_sockets_build(mode, insns, ELEMENTSOF(insns), &n);
+        if (r < 0)
+                return r;
+        struct sock_fprog prog = { .len = (unsigned short)n, .filter = insns };
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                return -errno;
+        return 0;
+}

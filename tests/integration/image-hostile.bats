@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# hutch image import with hostile images: every one is refused as a
+# whole (naming the entry) or neutralised, nothing is written outside the
+# image store (a canary directory beside it stays as it was), and a
+# refused layer leaves nothing in the store.
+
+bats_require_minimum_version 1.5.0
+load lib
+load image-lib
+
+setup() {
+        common_setup
+        command -v jq >/dev/null || skip "needs jq"
+        W="$BATS_TEST_TMPDIR/w"
+        CANARY="$BATS_TEST_TMPDIR/canary"
+        mkdir -p "$W" "$CANARY"
+        echo original > "$CANARY/file"
+        STORE="$HUTCH_STATE_DIR/images"
+        # the traversal targets: from the unpack dir
+        # (<state>/images/tmp/layer-X/rootfs) up to the test's tmpdir
+        UP="../../../../../canary"
+}
+
+# the canary dir's listing with sizes, modes and content digests
+canary_state() {
+        find "$CANARY" -printf '%P %y %m %s\n' | sort
+        find "$CANARY" -type f -exec sha256sum {} + | sort
+}
+
+# build an image of one hostile layer and import it
+import_hostile() {
+        local kind=$1
+        shift
+        hostile_layer "$kind" "$W/$kind.tar.gz" "$@"
+        image_config "$W/$kind.json" '[]' null "" "$W/$kind.tar.gz"
+        oci_layout "$W/$kind" t "$W/$kind.json" "$W/$kind.tar.gz" > /dev/null
+        before=$(canary_state)
+        run "$HUTCH" image import "oci:$W/$kind:t" "$kind"
+}
+
+# the layer was refused whole: nothing in layers/ or tmp/, no ref, canary intact
+refused() {
+        [ "$status" -eq 1 ]
+        [ -z "$(ls "$STORE/layers")" ]
+        [ -z "$(ls "$STORE/tmp")" ]
+        run "$HUTCH" image ls
+        [ -z "$output" ]
+        [ "$(canary_state)" = "$before" ]
+}
+
+@test "a name with .. is refused" {
+        import_hostile traversal "$UP/planted"
+        [[ "$output" == *"layer entry '$UP/planted': an absolute name, \"..\""* ]]
+        refused
+        [ ! -e "$CANARY/planted" ]
+}
+
+@test "an absolute name is refused" {
+        import_hostile absolute "$CANARY/planted"
+        [[ "$output" == *"layer entry '$CANARY/planted': an absolute name"* ]]
+        refused
+        [ ! -e "$CANARY/planted" ]
+}
+
+@test "a symlink out of the layer, then a file through it, is refused" {
+        import_hostile symlink-then-file "$CANARY"
+        [[ "$output" == *"layer entry 'link/planted': a symlink on the way"* ]]
+        refused
+        [ ! -e "$CANARY/planted" ]
+        # a relative symlink climbing out is the same
+        import_hostile symlink-then-file "$UP"
+        [[ "$output" == *"layer entry 'link/planted': a symlink on the way"* ]]
+        refused
+}
+
+@test "a hardlink to /etc/shadow or out of the layer is refused" {
+        import_hostile hardlink-out /etc/shadow
+        [[ "$output" == *"layer entry 'shadow': a hardlink to a name outside the layer"* ]]
+        refused
+        import_hostile hardlink-out "$UP/file"
+        [[ "$output" == *"a hardlink to a name outside the layer"* ]]
+        refused
+        # a name the layer lacks is no better
+        import_hostile hardlink-out etc/shadow
+        [[ "$output" == *"a hardlink to a name this layer does not have"* ]]
+        refused
+}
+
+@test "device nodes and FIFOs are skipped and counted" {
+        import_hostile device
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"left out: 2 device nodes, FIFOs or sockets"* ]]
+        layer=$(ls -d "$STORE"/layers/*/rootfs)
+        [ -f "$layer/ok.txt" ]
+        [ ! -e "$layer/dev/evil" ] && [ ! -e "$layer/dev/fifo" ]
+        [ "$(jq .specials_skipped "$(dirname "$layer")/layer.json")" -eq 2 ]
+        [ "$(canary_state)" = "$before" ]
+}
+
+@test "set-user-id and set-group-id bits are dropped, the owner is the sandbox user" {
+        import_hostile setuid
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"2 set-id bits"* ]]
+        layer=$(ls -d "$STORE"/layers/*/rootfs)
+        [ "$(stat -c %a "$layer/bin/su")" = 755 ]
+        [ "$(stat -c %a "$layer/bin/sg")" = 755 ]
+        # real root's sandbox user is host uid 65534: the files are its
+        owner=$(id -u)
+        [ "$owner" -ne 0 ] || owner=65534
+        [ "$(stat -c %u "$layer/bin/su")" = "$owner" ]
+}
+
+@test "xattrs other than user.* (and user.overlay.*) are dropped" {
+        import_hostile xattrs
+        [ "$status" -eq 0 ]
+        layer=$(ls -d "$STORE"/layers/*/rootfs)
+        run getfattr -d -m - --absolute-names "$layer/x"
+        [[ "$output" == *'user.kept="yes"'* ]]
+        [[ "$output" != *overlay* ]]
+        [[ "$output" != *security* ]]
+}
+
+@test "a tar bomb past max_layer_size is refused" {
+        printf '[image]\nmax_layer_size = 8M\n' > "$W/small.ini"
+        hostile_layer bomb "$W/bomb.tar.gz" 64
+        [ "$(stat -c %s "$W/bomb.tar.gz")" -lt 1048576 ]
+        image_config "$W/bomb.json" '[]' null "" "$W/bomb.tar.gz"
+        oci_layout "$W/bomb" t "$W/bomb.json" "$W/bomb.tar.gz" > /dev/null
+        before=$(canary_state)
+        run "$HUTCH" image import -p "$W/small.ini" "oci:$W/bomb:t" bomb
+        [[ "$output" == *"layer entry 'bomb': the layer unpacks to more than max_layer_size (8M)"* ]]
+        refused
+        # max_image_size bounds the layers together
+        printf '[image]\nmax_image_size = 1M\n' > "$W/img.ini"
+        busybox_layers "$W/bb"
+        image_config "$W/bb.json" '[]' null "" "$W/bb/l1.tar.gz"
+        oci_layout "$W/bbo" t "$W/bb.json" "$W/bb/l1.tar.gz" > /dev/null
+        run "$HUTCH" image import -p "$W/img.ini" "oci:$W/bbo:t" bb
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"the image unpacks to more than max_image_size (1M)"* ]]
+}
+
+@test "a blob that does not match its digest is refused, and a missing one" {
+        hostile_layer device "$W/l.tar.gz"
+        image_config "$W/c.json" '[]' null "" "$W/l.tar.gz"
+        oci_layout "$W/bad" t "$W/c.json" "$W/l.tar.gz" > /dev/null
+        layer=$(sha256sum "$W/l.tar.gz" | cut -c1-64)
+        chmod u+w "$W/bad/blobs/sha256/$layer"
+        echo tampered >> "$W/bad/blobs/sha256/$layer"
+        run "$HUTCH" image import "oci:$W/bad:t" bad
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"blob sha256:$layer does not match its digest"* ]]
+        [ ! -e "$STORE/blobs/sha256/$layer" ]
+        [ -z "$(ls "$STORE/layers")" ]
+        rm "$W/bad/blobs/sha256/$layer"
+        run "$HUTCH" image import "oci:$W/bad:t" bad
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"the image names blob sha256:$layer, which the layout does not have"* ]]
+        # in an archive: a member named by a digest it does not have
+        oci_layout "$W/bad2" t "$W/c.json" "$W/l.tar.gz" > /dev/null
+        echo tampered >> "$W/bad2/blobs/sha256/$layer"
+        tar -C "$W/bad2" -cf "$W/bad2.tar" .
+        run "$HUTCH" image import "oci-archive:$W/bad2.tar" bad
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"blob sha256:$layer does not match its digest"* ]]
+        run "$HUTCH" image ls
+        [ -z "$output" ]
+}

@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# The landlock tier (--isolation landlock|auto) on hosts that refuse user
+# namespaces, each reproduced on this machine:
+#   container  a container's seccomp profile (Docker's default): clone3
+#              ENOSYS, clone/unshare with CLONE_NEW* EPERM (tests/refuse-userns)
+#   ubuntu     Ubuntu 24.04's AppArmor restriction: the namespace is made,
+#              no capability holds in it (a BPF LSM program on `capable`,
+#              tests/userns-nocaps*; needs root, clang, bpftool, libbpf and
+#              a kernel that loads BPF LSM programs)
+#   maxzero    user.max_user_namespaces = 0 (tests/userns-limit-zero sets it
+#              in a user namespace of its own; needs root)
+# and on this host as it is.
+
+load lib
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        # the helpers built by make check (TEST_BINDIR: where
+        # unprivileged.sh put its copies)
+        local bindir=${TEST_BINDIR:-${TOP_BUILDDIR:-}/tests}
+        export REFUSE="$bindir/refuse-userns"
+        export LIMITZERO="$bindir/userns-limit-zero"
+        export NOCAPS_DIR="$BATS_FILE_TMPDIR/nocaps"
+        export NOCAPS_WHY=""
+        mkdir -p "$NOCAPS_DIR"
+        # the Ubuntu simulator is built here, from the running kernel's BTF
+        if [ "$(id -u)" -ne 0 ]; then
+                NOCAPS_WHY="the BPF LSM simulator needs root"
+        elif ! command -v clang >/dev/null || ! command -v bpftool >/dev/null ||
+             [ ! -e /usr/include/bpf/libbpf.h ] || [ ! -e /sys/kernel/btf/vmlinux ]; then
+                NOCAPS_WHY="clang, bpftool, libbpf's headers or the kernel's BTF are missing"
+        elif ! bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$NOCAPS_DIR/vmlinux.h" 2>/dev/null ||
+             ! clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I"$NOCAPS_DIR" \
+                     -c "$TESTS_DIR/userns-nocaps.bpf.c" -o "$NOCAPS_DIR/userns-nocaps.bpf.o" 2>/dev/null ||
+             ! cc -o "$NOCAPS_DIR/userns-nocaps" "$TESTS_DIR/userns-nocaps.c" -lbpf 2>/dev/null; then
+                NOCAPS_WHY="the BPF LSM simulator does not build here"
+        else
+                # the loader says why it cannot run (exit 77)
+                local out rc=0
+                out=$("$NOCAPS_DIR/userns-nocaps" "$NOCAPS_DIR/userns-nocaps.bpf.o" true 2>&1) || rc=$?
+                [ "$rc" -eq 0 ] || NOCAPS_WHY="the BPF LSM program does not load here: ${out:-exit $rc}"
+        fi
+}
+
+setup() { common_setup; }
+teardown() { host_dirs_cleanup; }
+
+# Set W to the command prefix that runs hutch on host $1, or skip.
+on_host() {
+        case "$1" in
+        container)
+                [ -x "$REFUSE" ] || skip "tests/refuse-userns is not built"
+                W=("$REFUSE") ;;
+        ubuntu)
+                [ -z "$NOCAPS_WHY" ] || skip "$NOCAPS_WHY"
+                W=("$NOCAPS_DIR/userns-nocaps" "$NOCAPS_DIR/userns-nocaps.bpf.o") ;;
+        maxzero)
+                [ "$(id -u)" -eq 0 ] || skip "userns-limit-zero needs root"
+                [ -x "$LIMITZERO" ] || skip "tests/userns-limit-zero is not built"
+                W=("$LIMITZERO") ;;
+        esac
+}
+
+# the namespace tier, the default, fails there: one line, the cause, and
+# nothing of the job runs
+default_fails() {
+        on_host "$1"
+        local d m
+        d=$(host_dir)
+        m="$d/ran"
+        run "${W[@]}" "$HUTCH" run -- sh -c "touch $m"
+        [ "$status" -eq 125 ]
+        [ "${#lines[@]}" -eq 1 ]
+        # the refusal, where it met the run: the clone (a container, a
+        # limit at 0) or the first mount inside (Ubuntu)
+        [[ "$output" == *namespace* || "$output" == *"Operation not permitted"* ]]
+        [[ "$output" != *landlock* ]]
+        [ ! -e "$m" ]
+}
+
+# a real job: tools of the host, a workspace copy and its change set
+real_job() {
+        on_host "$1"
+        local d
+        d=$(host_dir)
+        echo one > "$d/a"
+        run --separate-stderr "${W[@]}" "$HUTCH" run --json --isolation "$2" --workdir "$d" -- \
+                sh -c 'cat a; echo two > a; echo new > b; python3 -c "print(6*7)" >&2; ls /usr/bin/env'
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.status == "success"'
+        echo "$output" | jq -e '.stdout == "one\n/usr/bin/env\n"'
+        echo "$output" | jq -e '.stderr | test("42")'
+        echo "$output" | jq -e '.enforcement.isolation.tier == "landlock"'
+        echo "$output" | jq -e '[.files[] | .path + ":" + .kind] | sort == ["a:modified", "b:added"]'
+        # the host's tree is the caller's to change (hutch apply), not the job's
+        [ "$(cat "$d/a")" = one ]
+        [ ! -e "$d/b" ]
+}
+
+passwd_refused() {
+        on_host "$1"
+        local before
+        before=$(sha256sum /etc/passwd)
+        run "${W[@]}" "$HUTCH" run --isolation auto -- sh -c 'echo x > /etc/passwd'
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"Permission denied"* || "$output" == *"Read-only file system"* ]]
+        [ "$(sha256sum /etc/passwd)" = "$before" ]
+}
+
+# the caller's ~/.ssh, readable to everyone on the host: only the tier
+# keeps it from the job
+ssh_hidden() {
+        on_host "$1"
+        local home
+        home=$(host_dir)
+        mkdir -p "$home/.ssh"
+        echo "secret-$(unique)" > "$home/.ssh/id_test"
+        chmod 755 "$home/.ssh"
+        chmod 644 "$home/.ssh/id_test"
+        HOME="$home" run "${W[@]}" "$HUTCH" run --isolation "$2" -- \
+                sh -c "cat $home/.ssh/id_test; ls $home/.ssh"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"Permission denied"* ]]
+        [[ "$output" != *secret-* ]]
+        # ls listed nothing: its only words are its error
+        ! echo "$output" | grep -qx id_test || false
+}
+
+# --timeout ends the job and a daemon it left in a session of its own;
+# with $3 = stubborn every process ignores SIGTERM, so only the SIGKILL
+# after the grace ends them (then the supervisor, not init, ends the
+# orphans)
+timeout_ends_daemon() {
+        on_host "$1"
+        local n=$((100000 + RANDOM)) trap=""
+        [ "${3:-}" != stubborn ] || trap="trap '' TERM;"
+        run "${W[@]}" "$HUTCH" run --isolation "$2" --timeout 1s --grace 200ms -- \
+                sh -c "$trap (setsid sleep $n.5 &); setsid sleep $n.25 & sleep $n"
+        [ "$status" -eq 124 ]
+        run pgrep -f "sleep $n"
+        [ "$status" -ne 0 ]
+}
+
+# the record and --json say which tier ran, and auto says why
+record_says() {
+        on_host "$1"
+        run --separate-stderr "${W[@]}" "$HUTCH" run --json --isolation auto -- true
+        [ "$status" -eq 0 ]
+        # auto says so where the user looks
+        [[ "$stderr" == *"the job runs in the landlock tier"* ]]
+        local id
+        id=$(echo "$output" | jq -r .id)
+        echo "$output" | jq -e '.enforcement.isolation.tier == "landlock"'
+        echo "$output" | jq -e '.enforcement.isolation.requested == "auto"'
+        echo "$output" | jq -e '.enforcement.isolation.namespaces_refused | length > 0'
+        echo "$output" | jq -e '.enforcement.isolation.not_held | length > 3'
+        echo "$output" | jq -e '.enforcement.isolation.landlock_abi >= 1'
+        run "$HUTCH" show --json "$id"
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.enforcement.isolation.tier == "landlock"'
+        # and a run that requires namespaces does not run at all
+        local d
+        d=$(host_dir)
+        run "${W[@]}" "$HUTCH" run --isolation auto --require isolation=namespaces -- touch "$d/ran"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"required isolation namespaces"* ]]
+        [ ! -e "$d/ran" ]
+}
+
+@test "container: the default fails with the cause, and runs nothing" { default_fails container; }
+@test "container: doctor points at the landlock tier" {
+        on_host container
+        run "${W[@]}" "$HUTCH" doctor
+        [ "$status" -ne 0 ]
+        echo "$output" | grep -q '^MISSING unprivileged user namespaces'
+        echo "$output" | grep -q '^WARN    landlock tier.*Landlock ABI [0-9].*hutch run --isolation auto'
+}
+@test "container: --isolation landlock runs a real job" { real_job container landlock; }
+@test "container: --isolation auto runs a real job" { real_job container auto; }
+@test "container: /etc/passwd cannot be written, the host's is unchanged" { passwd_refused container; }
+@test "container: the caller's ~/.ssh is out of reach" { ssh_hidden container auto; }
+@test "container: --timeout ends a setsid() daemon" { timeout_ends_daemon container auto; }
+@test "container: --timeout ends a setsid() daemon that ignores SIGTERM" { timeout_ends_daemon container landlock stubborn; }
+@test "container: the record and --json say landlock" { record_says container; }
+
+@test "ubuntu: the default fails with the cause, and runs nothing" { default_fails ubuntu; }
+@test "ubuntu: --isolation landlock runs a real job" { real_job ubuntu landlock; }
+@test "ubuntu: --isolation auto runs a real job" { real_job ubuntu auto; }
+@test "ubuntu: /etc/passwd cannot be written, the host's is unchanged" { passwd_refused ubuntu; }
+@test "ubuntu: the caller's ~/.ssh is out of reach" { ssh_hidden ubuntu auto; }
+@test "ubuntu: --timeout ends a setsid() daemon" { timeout_ends_daemon ubuntu auto; }
+@test "ubuntu: --timeout ends a setsid() daemon that ignores SIGTERM" { timeout_ends_daemon ubuntu landlock stubborn; }
+@test "ubuntu: the record and --json say landlock" { record_says ubuntu; }
+
+@test "maxzero: the default fails with the cause, and runs nothing" { default_fails maxzero; }
+@test "maxzero: --isolation landlock runs a real job" { real_job maxzero landlock; }
+@test "maxzero: --isolation auto runs a real job" { real_job maxzero auto; }
+@test "maxzero: /etc/passwd cannot be written, the host's is unchanged" { passwd_refused maxzero; }
+@test "maxzero: the caller's ~/.ssh is out of reach" { ssh_hidden maxzero auto; }
+@test "maxzero: --timeout ends a setsid() daemon" { timeout_ends_daemon maxzero auto; }
+@test "maxzero: --timeout ends a setsid() daemon that ignores SIGTERM" { timeout_ends_daemon maxzero landlock stubborn; }
+@test "maxzero: the record and --json say landlock" { record_says maxzero; }
+
+@test "this host: auto keeps the namespace tier where it works" {
+        run "$HUTCH" run --json --isolation auto -- cat /proc/1/comm
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.stdout == "hutch-init\n"'
+        echo "$output" | jq -e '.enforcement.isolation.tier == "namespaces"'
+        echo "$output" | jq -e '.enforcement.isolation | has("namespaces_refused") | not'
+}
+
+@test "this host: --isolation landlock runs here too, as an unprivileged uid without capabilities" {
+        run "$HUTCH" run --isolation landlock -- cat /proc/self/status
+        [ "$status" -eq 0 ]
+        echo "$output" | grep -qx 'CapEff:	0000000000000000'
+        echo "$output" | grep -qx 'CapPrm:	0000000000000000'
+        echo "$output" | grep -qx 'CapAmb:	0000000000000000'
+        echo "$output" | grep -qx 'NoNewPrivs:	1'
+        uid=$(echo "$output" | awk '/^Uid:/ { print $2 }')
+        [ "$uid" -ne 0 ]
+        [ "$(id -u)" -ne 0 ] || [ "$uid" -eq 65534 ]
+}
+
+@test "this host: the landlock tier leaves no scratch behind" {
+        local base
+        base=$(host_dir)
+        TMPDIR="$base" run "$HUTCH" run --isolation landlock -- sh -c 'echo x > "$TMPDIR/f"; echo x > "$HOME/g"'
+        [ "$status" -eq 0 ]
+        [ -z "$(ls -A "$base")" ]
+}
+
+@test "this host: what the landlock tier cannot do is refused with the reason" {
+        run "$HUTCH" run --isolation landlock --network allow --allow example.org -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"network allow needs the namespace tier"* ]]
+        run "$HUTCH" run --isolation landlock --runtime gvisor -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"gvisor"* ]]
+}
+
+@test "this host: the socket families follow the network mode" {
+        run "$HUTCH" run --isolation landlock -- python3 -c '
+import socket
+for fam, typ in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                 (socket.AF_INET6, socket.SOCK_DGRAM), (socket.AF_UNIX, socket.SOCK_STREAM)):
+    try:
+        socket.socket(fam, typ); print("open")
+    except OSError as e:
+        print(e.errno)
+socket.socketpair(); print("pair")'
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf '97\n97\n97\n97\npair')" ]
+        run "$HUTCH" run --isolation landlock --network host -- python3 -c '
+import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp")'
+        [ "$status" -eq 0 ]
+        [ "$output" = udp ]
+}
+
+# Landlock (ABI <= 7) does not hold connect() to a unix socket's path: a
+# listening socket of the host's, open to everyone, stays out of reach
+@test "this host: a host unix socket cannot be reached" {
+        local d
+        d=$(host_dir)
+        python3 -c "
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind('$d/s'); os.chmod('$d/s', 0o777); s.listen()
+open('$d/ready', 'w').write('1\n'); s.settimeout(30)
+try:
+    s.accept(); open('$d/accepted', 'w').write('1\n')
+except OSError:
+    pass" &
+        srv=$!
+        wait_for_file "$d/ready"
+        run "$HUTCH" run --isolation landlock --network host -- python3 -c "
+import socket
+try:
+    socket.socket(socket.AF_UNIX).connect('$d/s'); print('connected')
+except OSError as e:
+    print(e.errno)"
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+        [ "$status" -eq 0 ]
+        [ "$output" = 97 ]
+        [ ! -e "$d/accepted" ]
+}
+
+# the disk limit holds per file only: a profile that requires it (strict)
+# is refused, never run with less
+@test "this host: --require disk, and so -p strict, refuse the landlock tier" {
+        local d
+        d=$(host_dir)
+        run "$HUTCH" run --isolation landlock -p strict -- touch "$d/ran"
+        [ "$status" -eq 125 ]
+        # the disk limit, and (without a cgroup) the pids limit, are partial
+        [[ "$output" == *"required limit "*"cannot be enforced on this host"* ]]
+        [ ! -e "$d/ran" ]
+        run "$HUTCH" run --isolation landlock --require disk -- touch "$d/ran"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"required limit disk"*"RLIMIT_FSIZE"* ]]
+        [ ! -e "$d/ran" ]
+        run --separate-stderr "$HUTCH" run --json --isolation landlock -- true
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.enforcement.limits.disk.partial == true'
+}

@@ -15,12 +15,22 @@ returns the hutch.result/1 object. See hutch-json(7).
         elif kind == "result":
             print("status", value["status"], "exit", value["exit_code"])
 
+A caller that stops iterating (break, or the generator is closed or
+collected) cancels the run: hutch gets SIGTERM, ends the job and records
+it cancelled. On Linux the run also gets SIGTERM when the process that
+started it dies, so a killed agent leaves no job running behind it.
+
 `python3 hutch_tool.py LANG CODE` runs one snippet from the command line.
 """
 import base64
+import ctypes
 import json
+import signal
 import subprocess
 import sys
+
+# how long a cancelled hutch gets to record the run before it is killed
+CANCEL_GRACE_S = 30
 
 __all__ = ["run", "run_code", "HutchError"]
 
@@ -34,6 +44,16 @@ class HutchError(Exception):
         self.error = error
 
 
+def _die_with_parent():
+    """In the child, before exec: SIGTERM when the parent dies (Linux's
+    PR_SET_PDEATHSIG; hutch then cancels and records the run)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def run(request, hutch="hutch", extra_args=()):
     """Run one hutch.request/1 document (a dict). Yields ("started", id),
     ("stdout", data), ("stderr", data), ("heartbeat", event),
@@ -44,7 +64,8 @@ def run(request, hutch="hutch", extra_args=()):
     doc.setdefault("schema", "hutch.request/1")
     proc = subprocess.Popen([hutch, "run", "--request", "-", "--events", *extra_args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE,
+                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     try:
         proc.stdin.write(json.dumps(doc).encode())
         proc.stdin.close()
@@ -78,17 +99,40 @@ def run(request, hutch="hutch", extra_args=()):
         yield "result", result
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            # the caller stopped early: cancel, so hutch ends the job and
+            # records the run cancelled (SIGKILL would leave it orphaned)
+            proc.terminate()
+            try:
+                proc.wait(CANCEL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         proc.stdout.close()
         proc.stderr.close()
 
 
 def run_code(language, code, timeout_ms=None, memory_mb=None, env=None, labels=None,
-             idempotency_key=None, hutch="hutch"):
+             idempotency_key=None, files=None, stdin=None, session=None, commit=None,
+             hutch="hutch"):
     """run() for `language` code (any language hutch's languages.ini
-    knows), with the common limits."""
+    knows), with the common limits. files: relative path -> str or bytes,
+    put in the workspace first (not with session); stdin: str or bytes
+    for the program's standard input; session: a persistent workspace
+    name, commit: when its changes are kept ("success", the default,
+    "always" or "never")."""
     request = {"language": language, "code": code}
+    if files:
+        request["files"] = {
+            path: ({"content": base64.b64encode(data).decode(), "encoding": "base64"}
+                   if isinstance(data, bytes) else data)
+            for path, data in files.items()}
+    if stdin is not None:
+        request["stdin"] = ({"content": base64.b64encode(stdin).decode(), "encoding": "base64"}
+                            if isinstance(stdin, bytes) else stdin)
+    if session:
+        request["session"] = session
+    if commit:
+        request["commit"] = commit
     limits = {}
     if timeout_ms is not None:
         limits["timeout_ms"] = int(timeout_ms)

@@ -166,6 +166,10 @@ json_t *cli_run_json_object(struct store *s, const struct run_record *rec)
                 cli_mark_protected_files(s, rec, json_object_get(o, "files"));
         if (s)
                 runfiles_summary_json(s, rec->id, o);
+        /* every result says whether its changes reached a session:
+         * null for a run without one */
+        if (!json_object_get(o, "committed"))
+                json_object_set_new(o, "committed", json_null());
         json_object_set_new(o, "connections", s ? store_connections_json(s, rec->id) : json_array());
         json_object_set_new(o, "labels", s ? store_labels_json(s, rec->id) : json_object());
         char node[EXCHANGE_MAX_NODE + 1];

@@ -75,7 +75,10 @@ static void print_table(struct run_record **recs, size_t n)
                ID_WIDTH, "ID", "STARTED", "DURATION", "STATUS", "EXIT", "COMMAND");
         for (size_t i = 0; i < n; i++) {
                 const struct run_record *rec = recs[i];
-                _cleanup_free_ char *cmd = sanitize_argv_line(rec->argv, COMMAND_WIDTH);
+                /* a --lang run: its language and code, not the bootstrap */
+                _cleanup_free_ char *cmd = rec->lang ? sanitize_code_line(rec->lang, rec->code, rec->code_len,
+                                                                          COMMAND_WIDTH)
+                                                     : sanitize_argv_line(rec->argv, COMMAND_WIDTH);
                 char started[32] = "-", duration[32] = "-", exitbuf[16] = "-";
                 const char *status = run_status_to_string(rec->status);
                 size_t width = ID_WIDTH;
@@ -224,9 +227,11 @@ int verb_ls(int argc, char **argv)
                 log_error("ls: run store: %s", store_error(s));
                 return EXIT_SETUP;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 if (run_record_is_orphan(recs[i]))
                         recs[i]->status = RUN_ORPHANED;
+                (void)store_run_code_get(s, recs[i]);
+        }
         print_table(recs, n);
         run_record_free_many(recs, n);
         return EXIT_OK;

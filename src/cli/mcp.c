@@ -7,7 +7,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -25,13 +27,14 @@
 
 static void help(void)
 {
-        printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S]\n"
+        printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
+               "                 [--workdir DIR [--allow-apply]]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
                "Tools: run_code, run_command (each call a recorded, sandboxed run),\n"
-               "read_output, list_runs, get_file. Logs go to stderr. Speaks revision\n"
+               "read_output, list_runs, get_file, diff (and apply). Logs go to stderr. Speaks revision\n"
                "2026-07-28 and 2025-11-25 back to 2024-11-05.\n"
                "\n"
                "  -p, --profile P         run every job with profile P\n"
@@ -46,9 +49,19 @@ static void help(void)
                "      --net MODE          network of every run: none (default), host, or\n"
                "                          allow with --allow rules (see hutch-run(1))\n"
                "      --allow HOST[:PORT] with --net allow: what runs may reach (repeatable)\n"
+               "      --workdir DIR       every call's run sees DIR at /workspace through an\n"
+               "                          overlay (DIR itself unchanged); the diff tool shows\n"
+               "                          a run's changes\n"
+               "      --allow-apply       with --workdir: offer the apply tool, which applies\n"
+               "                          a run's changes to DIR as hutch apply does\n"
+               "      --scope NAME        what the tools see and change (default \"default\"):\n"
+               "                          a server sees only the runs, output, files and\n"
+               "                          sessions of its own scope; one scope per\n"
+               "                          conversation, one state dir per tenant\n"
                "  -h, --help              this text\n"
                "\n"
-               "Every run is labelled mcp.client=<client name> and mcp.session=<id>:\n"
+               "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
+               "mcp.scope=<scope>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
                MCP_CONCURRENT_DEFAULT);
 }
@@ -159,14 +172,19 @@ int verb_mcp(int argc, char **argv)
                 { "max-concurrent", required_argument, NULL, 'C' },
                 { "net",            required_argument, NULL, 'N' },
                 { "allow",          required_argument, NULL, 'A' },
+                { "scope",          required_argument, NULL, 'S' },
+                { "workdir",        required_argument, NULL, 'W' },
+                { "allow-apply",    no_argument,       NULL, 'Y' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
-                                  .max_concurrent = MCP_CONCURRENT_DEFAULT };
+                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT };
         _cleanup_strv_ char **run_args = NULL;
+        _cleanup_free_ char *workdir = NULL;
         const char *net = NULL, *profile = NULL;
         uint64_t max_memory = 0;
+        struct stat st;
         bool max_timeout_set = false;
         bool allow = false;
         uint64_t v;
@@ -207,6 +225,20 @@ int verb_mcp(int argc, char **argv)
                         run_args = strv_append(strv_append(run_args, "--allow"), optarg);
                         allow = true;
                         break;
+                case 'W':
+                        free(workdir);
+                        workdir = realpath(optarg, NULL);
+                        if (!workdir || stat(workdir, &st) < 0 || !S_ISDIR(st.st_mode))
+                                return cli_bad_value("mcp", "workdir", optarg, "expected an existing directory");
+                        break;
+                case 'Y':
+                        cfg.allow_apply = true;
+                        break;
+                case 'S':
+                        if (!mcp_scope_valid(optarg))
+                                return cli_bad_value("mcp", "scope", optarg, "expected 1 to 16 letters, digits or '_'");
+                        cfg.scope = optarg;
+                        break;
                 case 'h':
                         help();
                         return EXIT_OK;
@@ -220,9 +252,22 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
+        if (cfg.allow_apply && !workdir) {
+                log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
+                return EXIT_USAGE;
+        }
+        if (workdir) {
+                /* every call's run sees DIR through the overlay; its
+                 * changes are a change set (diff), never written to DIR
+                 * but by the apply tool, when allowed */
+                run_args = strv_append(strv_append(run_args, "--workdir"), workdir);
+                cfg.workdir = workdir;
+        }
         r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg);
         if (r != EXIT_OK)
                 return r;
+        /* the children's messages go to our stderr: each carries its run's id */
+        run_args = strv_append(run_args, "--log-id");
         /* never the host's network unless the operator says so */
         run_args = strv_append(strv_append(run_args, "--net"), net ? net : "none");
         /* a node whose [admission] cap is reached queues the call, as long

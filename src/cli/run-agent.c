@@ -71,13 +71,16 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                               "not starting with '.'");
                 r = -EINVAL;
         }
-        if (r == 0 && req->n_files && (a->workdir || a->session || req->workdir || req->session)) {
+        if (r == 0 && req->n_files && (a->workdir || req->workdir)) {
                 pointer = xstrdup("/files");
-                err = xstrdup("request: /files: cannot be combined with a workdir or a session "
-                              "(their files are the workspace)");
+                err = xstrdup("request: /files: cannot be combined with a workdir (its files are the workspace)");
                 r = -EINVAL;
         }
-        if (r == 0 && req->n_files)
+        if (r == 0 && req->n_files && (a->session || req->session)) {
+                /* put into the session's tree once it is locked */
+                a->session_files = req->files;
+                a->n_session_files = req->n_files;
+        } else if (r == 0 && req->n_files)
                 r = stage_files(a, req, &pointer, &err);
         if (r < 0) {
                 log_error("run: %s", err);
@@ -139,7 +142,27 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg)
         return EXIT_OK;
 }
 
-int run_answer_key(const struct run_args *a, bool wait_running)
+/* Whether rec (the run that has the key) ran the request a and argv
+ * describe: the same language and inline code for a --lang run (code
+ * from a file or stdin is not read again to compare), else the same
+ * command. A key names one request: another one under it is a caller's
+ * mistake, not a cache hit. */
+static bool same_request(const struct run_args *a, char *const *argv, const struct run_record *rec)
+{
+        if (a->lang || rec->lang) {
+                if (!a->lang || !rec->lang || !streq(a->lang, rec->lang))
+                        return false;
+                return !a->code || (rec->code && strlen(a->code) == rec->code_len &&
+                                    memcmp(a->code, rec->code, rec->code_len) == 0);
+        }
+        size_t i = 0;
+        for (; argv && argv[i] && rec->argv && rec->argv[i]; i++)
+                if (!streq(argv[i], rec->argv[i]))
+                        return false;
+        return !(argv && argv[i]) && !(rec->argv && rec->argv[i]);
+}
+
+int run_answer_key(const struct run_args *a, char *const *argv, bool wait_running)
 {
         _cleanup_store_ struct store *s = NULL;
         _cleanup_run_record_ struct run_record *rec = NULL, *done = NULL;
@@ -156,6 +179,15 @@ int run_answer_key(const struct run_args *a, bool wait_running)
         if (r < 0) {
                 log_error("run: run store: %s", store_error(s));
                 return EXIT_SETUP;
+        }
+        if (!same_request(a, argv, rec)) {
+                _cleanup_free_ char *msg = xasprintf("--id %s: run %s already has this key and ran another %s; "
+                                                     "a key names one request (use a new key)", a->id_key, rec->id,
+                                                     a->lang || rec->lang ? "language or code" : "command");
+                log_error("run: %s", msg);
+                if (a->json || a->events || a->request)
+                        cli_print_error_json("conflict", msg, a->request ? "/idempotency_key" : NULL, EXIT_USAGE);
+                return EXIT_USAGE;
         }
         if (rec->status == RUN_RUNNING && !run_record_is_orphan(rec)) {
                 if (!wait_running) {

@@ -13,8 +13,8 @@ struct run_config;
 
 enum {
         OPT_JSON = 0x100, OPT_NET, OPT_LANG, OPT_FILE, OPT_APPLY, OPT_SKIP_PROTECTED, OPT_ALLOW_PROTECTED, OPT_WORKDIR_INSIDE,
-        OPT_SESSION, OPT_SESSION_WAIT, OPT_QUEUE_WAIT, OPT_COMMIT, OPT_TRUST_PROFILE,
-        OPT_REQUEST, OPT_LABEL, OPT_ID, OPT_ID_WAIT, OPT_SECRET, OPT_EVENTS, OPT_DETACH,
+        OPT_SESSION, OPT_SESSION_WAIT, OPT_QUEUE_WAIT, OPT_TRUST_PROFILE,
+        OPT_REQUEST, OPT_LABEL, OPT_ID, OPT_ID_WAIT, OPT_SECRET, OPT_EVENTS, OPT_DETACH, OPT_LOG_ID,
         OPT_KEY_BASE = 0x200,
 };
 
@@ -46,6 +46,9 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg);
 /* --id: answer from the store when a run with a->id_key exists, waiting
  * for a running one when wait_running. Returns -1 when there is none
  * (go on and run), else the exit code after printing the answer
- * (EXIT_BUSY for a running one not waited for). */
-int run_answer_key(const struct run_args *a, bool wait_running);
+ * (EXIT_BUSY for a running one not waited for; EXIT_USAGE, with a
+ * hutch.error/1 "conflict", when that run was another request: argv,
+ * the command of this one, differs from its, or its language or inline
+ * code). */
+int run_answer_key(const struct run_args *a, char *const *argv, bool wait_running);
 

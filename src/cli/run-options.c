@@ -51,6 +51,8 @@ static void run_help(FILE *f)
 "                           truncated, warning, and exit (with the result)\n"
 "      --detach             print the run id and return; the run goes on in\n"
 "                           the background (hutch wait, logs --follow, kill)\n"
+"      --log-id             start each of hutch's messages with the run's id, once\n"
+"                           it has one (for a server collecting many runs' stderr)\n"
 "      --request FILE|-     the whole run as one JSON document (hutch.request/1,\n"
 "                           see hutch-json(7)); answers with --json's object\n"
 "                           (or with --events)\n"
@@ -91,7 +93,8 @@ static void run_help(FILE *f)
 "                           use); the changes are kept only if the job succeeds\n"
 "      --session-wait DURATION  wait this long for another run of the session\n"
 "                           (default: fail at once)\n"
-"      --commit success|always  when to keep a session's changes (default success)\n"
+"      --commit success|always|never  when to keep a session's changes: when\n"
+"                           the job succeeds (default), whatever it did, or never\n"
 "      --queue-wait DURATION  when the node's [admission] cap is reached, wait\n"
 "                           this long for a slot (default: exit 75 at once)\n"
 "      --workdir-inside DIR the job's working directory inside the sandbox\n"
@@ -156,7 +159,7 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 { "session", required_argument, NULL, OPT_SESSION },
                 { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
                 { "queue-wait", required_argument, NULL, OPT_QUEUE_WAIT },
-                { "commit",  required_argument, NULL, OPT_COMMIT },
+                { "log-id",  no_argument,       NULL, OPT_LOG_ID },
                 { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
                 { "request", required_argument, NULL, OPT_REQUEST },
                 { "label",   required_argument, NULL, OPT_LABEL },
@@ -253,10 +256,8 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                 case OPT_TRUST_PROFILE:
                         a->trust_profile = true;
                         break;
-                case OPT_COMMIT:
-                        if (!streq(optarg, "success") && !streq(optarg, "always"))
-                                return cli_bad_value("run", "commit", optarg, "expected success or always");
-                        a->commit_always = streq(optarg, "always");
+                case OPT_LOG_ID:
+                        a->log_id = true;
                         break;
                 case OPT_REQUEST:
                         a->request = optarg;

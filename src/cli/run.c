@@ -144,7 +144,7 @@ int verb_run(int argc, char **argv)
                 a.json = false;
         }
         /* a finished run with the key is the answer: nothing runs */
-        r = run_answer_key(&a, a.id_wait);
+        r = run_answer_key(&a, cfg.argv, a.id_wait);
         if (r >= 0) {
                 code = r;
                 goto out;
@@ -221,7 +221,9 @@ static void rerun_help(FILE *f)
 "Run again what run ID ran (its command, or its --lang code) with the very\n"
 "same resolved profile, as recorded with it, and record a new run that\n"
 "points back to ID (rerun_of). ID may be any unique prefix of 4 or more\n"
-"characters. Exit status as for hutch run.\n");
+"characters. Exit status as for hutch run. It runs in a fresh workspace\n"
+"(not the run's --workdir or session); a run whose request gave it stdin\n"
+"or files is refused (exit 1): hutch does not keep them.\n");
 }
 
 int verb_rerun(int argc, char **argv)
@@ -267,6 +269,17 @@ int verb_rerun(int argc, char **argv)
         code = cli_open_run("rerun", argc, argv, optind, &store, &orig);
         if (code != EXIT_OK)
                 return code;
+        /* a rerun is the same run or none: what the request gave it and
+         * hutch does not keep cannot be given again */
+        _cleanup_strv_ char **labels = NULL;
+        (void)store_labels_get(store, orig->id, &labels);
+        for (char **l = labels; l && *l; l++)
+                if (startswith(*l, RUN_LABEL_REQUEST_STDIN "=") || startswith(*l, RUN_LABEL_REQUEST_FILES "=")) {
+                        log_error("rerun: run %s read %s its request gave, which hutch does not keep; "
+                                  "send the request again instead", orig->id,
+                                  startswith(*l, RUN_LABEL_REQUEST_STDIN "=") ? "a stdin" : "files");
+                        return EXIT_FAILURE_GENERIC;
+                }
         store = store_close(TAKE_PTR(store));
         if (!orig->profile_text) {
                 log_error("rerun: run %s has no recorded profile (recorded by an older hutch)", orig->id);

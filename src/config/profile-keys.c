@@ -236,6 +236,10 @@ static const char *const net_words[] = {
 static const char *const runtime_words[] = {
         [RUNTIME_NATIVE] = "native", [RUNTIME_GVISOR] = "gvisor", NULL
 };
+static const char *const commit_words[] = {
+        [SESSION_COMMIT_SUCCESS] = "success", [SESSION_COMMIT_ALWAYS] = "always",
+        [SESSION_COMMIT_NEVER] = "never", NULL
+};
 static const char *const isolation_words[] = {
         [ISOLATION_NAMESPACES] = "namespaces", [ISOLATION_LANDLOCK] = "landlock", [ISOLATION_AUTO] = "auto", NULL
 };
@@ -380,6 +384,10 @@ const struct profile_key profile_keys[] = {
           "through hutch",
           FIELD(net), .words = net_words },
 
+        { "sandbox", "commit", "commit", PROFILE_ENUM, "success", NULL,
+          "when a --session run's changes are kept in the session: success (the job exited 0), "
+          "always (whatever it did), never",
+          FIELD(commit), .words = commit_words },
         { "sandbox", "gid", "gid", PROFILE_COUNT, "1000", NULL,
           "group id of the job inside the sandbox",
           FIELD(gid), .max = 4294967294ULL },

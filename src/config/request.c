@@ -446,6 +446,14 @@ static int parse_top(struct parser *p, json_t *root)
                         r = get_string(p, v, ptr, &req->profile);
                 else if (streq(k, "session"))
                         r = get_string(p, v, ptr, &req->session);
+                else if (streq(k, "commit")) {
+                        r = get_string(p, v, ptr, &req->commit);
+                        if (r == 0 && !streq(req->commit, "success") && !streq(req->commit, "always") &&
+                            !streq(req->commit, "never"))
+                                r = fail(p, ptr, "expected \"success\", \"always\" or \"never\"");
+                        if (r == 0)
+                                r = add_override(p, ptr, "commit", req->commit);
+                }
                 else if (streq(k, "workdir"))
                         r = get_string(p, v, ptr, &req->workdir);
                 else if (streq(k, "idempotency_key")) {
@@ -455,6 +463,11 @@ static int parse_top(struct parser *p, json_t *root)
                 } else if (streq(k, "network")) {
                         _cleanup_free_ char *mode = NULL;
                         r = get_string(p, v, ptr, &mode);
+                        /* as the schema says: a request carries no allow
+                         * rules, so "allow" (which needs them) is a profile's */
+                        if (r == 0 && !streq(mode, "none") && !streq(mode, "host"))
+                                r = fail(p, ptr, "expected \"none\" or \"host\" (network = allow and its rules "
+                                         "come from a profile)");
                         if (r == 0)
                                 r = add_override(p, ptr, "network", mode);
                 } else
@@ -544,6 +557,7 @@ void request_done(struct request *r)
         strv_free(r->argv);
         free(r->profile);
         free(r->session);
+        free(r->commit);
         free(r->workdir);
         free(r->idempotency_key);
         strv_free(r->overrides);

@@ -31,6 +31,7 @@ struct request {
         char *language, *code;  /* both or neither */
         char **argv;            /* the command, or the program's arguments with language */
         char *profile, *session, *workdir, *idempotency_key;
+        char *commit;           /* "success", "always", "never" (checked), or NULL */
         char **overrides;       /* profile key, value, key, value, ... (limits, env, network) */
         char **labels;          /* "KEY=VALUE" */
         char **secret_specs;    /* --secret forms: "NAME" or "NAME=@FILE" */

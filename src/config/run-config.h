@@ -27,6 +27,15 @@ enum net_mode {
         _NET_MODE_INVALID = -EINVAL,
 };
 
+/* When a session run's change set is committed to the session's tree
+ * (profile key [sandbox] commit, `hutch run --commit`, a request's
+ * "commit", the MCP tools' argument). */
+enum session_commit {
+        SESSION_COMMIT_SUCCESS, /* only when the job succeeded (exit 0): the default */
+        SESSION_COMMIT_ALWAYS,  /* whatever the job's outcome (a REPL keeps what it did) */
+        SESSION_COMMIT_NEVER,   /* never: try something, keep nothing */
+};
+
 /* What runs the job (DESIGN §8). */
 enum runtime {
         RUNTIME_NATIVE,         /* hutch's own namespaces and seccomp (default) */
@@ -89,6 +98,7 @@ struct run_config {
         char *workdir_inside;   /* workdir: working directory inside, default /workspace */
         bool tty;               /* -t: job gets a pty (not a profile key) */
         enum runtime runtime;   /* runtime: native | gvisor */
+        enum session_commit commit; /* commit: when a session run's changes are kept */
         enum isolation isolation; /* isolation: namespaces | landlock | auto */
         uint64_t session_ttl_ms;/* session_ttl: idle sessions removed by gc (0 = never) */
 

@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ static enum log_level current_level = LOG_NORMAL;
  * reads when no run happened */
 static bool keep_first_error;
 static char *first_error;
+static char *tag;              /* log_set_tag() */
 /* log_set_writer(): the writer, and whether stderr stalled once */
 static int (*writer)(int fd, const void *buf, size_t n, uint64_t stall_ms);
 static bool stalled;
@@ -91,7 +93,7 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
         char *clean = log_escape(text, (size_t)n);
         if (keep_first_error && level == LOG_QUIET && !first_error)
                 first_error = xstrdup(clean);
-        char *line = xasprintf("hutch: %s\n", clean);
+        char *line = tag ? xasprintf("hutch: [%s] %s\n", tag, clean) : xasprintf("hutch: %s\n", clean);
         /* one write: lines of concurrent hutch processes do not interleave */
         if (!writer)
                 fputs(line, stderr);
@@ -101,6 +103,12 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
         free(clean);
         free(text);
         errno = saved;
+}
+
+void log_set_tag(const char *t)
+{
+        free(tag);
+        tag = t ? log_escape(t, strlen(t)) : NULL;
 }
 
 void log_keep_first_error(void) { keep_first_error = true; }

@@ -50,6 +50,12 @@ const char *log_first_error(void);
 void log_set_error_code(const char *code);
 const char *log_error_code(void);
 
+/* From now on, every message is "hutch: [tag] text" (tag copied; NULL:
+ * none): `hutch run --log-id` tags its messages with the run's id once
+ * it exists, so a server that collects many runs' stderr (hutch mcp)
+ * can tell them apart. */
+void log_set_tag(const char *tag);
+
 #define log_error(...) log_msg(LOG_QUIET, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_NORMAL, 0, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_VERBOSE, 0, __VA_ARGS__)

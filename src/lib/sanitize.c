@@ -342,3 +342,21 @@ char *sanitize_argv_line(char *const *argv, size_t max_width)
         }
         return out;
 }
+
+char *sanitize_code_line(const char *lang, const char *code, size_t len, size_t max)
+{
+        size_t i = 0;
+        while (code && i < len && (code[i] == '\n' || code[i] == '\r' || code[i] == ' ' || code[i] == '\t'))
+                i++;
+        size_t n = code && i < len ? strcspn(code + i, "\r\n") : 0;
+        n = MIN(n, code ? len - i : 0);
+        bool cut = n > max;
+        if (cut) {
+                n = max;
+                /* back to the start of a UTF-8 character */
+                while (n > 0 && ((unsigned char)code[i + n] & 0xc0) == 0x80)
+                        n--;
+        }
+        _cleanup_free_ char *clean = n ? sanitize_text(code + i, n, NULL) : NULL;
+        return xasprintf("%s: %s%s", lang ? lang : "?", clean ? clean : "", cut ? "..." : "");
+}

@@ -52,3 +52,10 @@ bool sanitize_utf8_valid(const char *s, size_t n);
  * style) when they need it, control characters shown as '?', cut to
  * max_width columns with "…" (0: no limit). Caller frees; never NULL. */
 char *sanitize_argv_line(char *const *argv, size_t max_width);
+
+/* What a --lang run ran, for a listing: "LANG: " and the first
+ * non-blank line of code[0..len), sanitised (sanitize_text()), cut to
+ * max bytes with "..." (never inside a character). A --lang run's argv
+ * is its interpreter's bootstrap, which says nothing. Caller frees;
+ * never NULL. */
+char *sanitize_code_line(const char *lang, const char *code, size_t len, size_t max);

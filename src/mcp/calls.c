@@ -34,6 +34,9 @@ void call_free(struct mcp_call *c)
         json_decref(c->id);
         json_decref(c->progress_token);
         free(c->request);
+        free(c->session);
+        free(c->session_wait);
+        free(c->note);
         free(c->out);
         if (c->in_fd >= 0)
                 close(c->in_fd);
@@ -51,7 +54,7 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
 
         while (extra_args && extra_args[n_extra])
                 n_extra++;
-        argv = xcalloc(n_extra + 6, sizeof(char *));
+        argv = xcalloc(n_extra + 8, sizeof(char *));
         argv[n++] = (char *)"hutch";
         argv[n++] = (char *)"run";
         argv[n++] = (char *)"--request";
@@ -59,6 +62,12 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
         argv[n++] = (char *)"--json";
         for (size_t i = 0; i < n_extra; i++)
                 argv[n++] = extra_args[i];
+        if (c->session_wait) {
+                /* another process (another server of the scope, the
+                 * operator) may hold the session: wait for it */
+                argv[n++] = (char *)"--session-wait";
+                argv[n++] = c->session_wait;
+        }
 
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
                 goto fail;
@@ -181,4 +190,63 @@ void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms)
 bool call_finished(const struct mcp_call *c)
 {
         return c->state == CALL_RUNNING && c->exited && c->out_fd < 0;
+}
+
+int call_run_sync(int exe_fd, char *const *argv, size_t max, char **ret_out, size_t *ret_len, bool *ret_cut,
+                  int *ret_wstatus)
+{
+        int out[2];
+        pid_t parent = getpid();
+
+        if (pipe2(out, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(out[0]);
+                close(out[1]);
+                return r;
+        }
+        if (pid == 0) {
+                sigset_t none;
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(125);
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
+                    dup2(out[1], STDERR_FILENO) < 0)
+                        _exit(125);
+                execveat(exe_fd, "", argv, environ, AT_EMPTY_PATH);
+                _exit(127);
+        }
+        close(out[1]);
+        char *buf = xmalloc(max + 1), chunk[65536];
+        size_t len = 0;
+        bool cut = false;
+        for (;;) {
+                ssize_t n = read(out[0], chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                size_t take = MIN((size_t)n, max - len);
+                memcpy(buf + len, chunk, take);
+                len += take;
+                cut = cut || take < (size_t)n;
+        }
+        close(out[0]);
+        buf[len] = '\0';
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR) {
+                        free(buf);
+                        return -errno;
+                }
+        *ret_out = buf;
+        *ret_len = len;
+        *ret_cut = cut;
+        *ret_wstatus = st;
+        return 0;
 }

@@ -35,6 +35,11 @@ struct mcp_call {
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
+        char *note;             /* said first in the result's text (a limit the
+                                 * server lowered), or NULL */
+        char *session_wait;     /* with a session: --session-wait for its child, or NULL */
+        char *session;          /* the hutch session it runs in, or NULL: calls
+                                 * of one session run one at a time, in order */
         size_t request_len, request_off;
         pid_t pid;
         int in_fd, out_fd;      /* -1 once closed */
@@ -70,3 +75,12 @@ void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms);
 /* Whether everything of a running call is in: reaped and its answer
  * read to the end. */
 bool call_finished(const struct mcp_call *c);
+
+/* Run `hutch ARGV...` (the binary at exe_fd, ARGV[0] its name) to its
+ * end, for the short verbs the repository tools use (diff, apply):
+ * stdin /dev/null, stdout and stderr both into *ret_out (a new string
+ * of at most max bytes; *ret_cut when more came and was dropped). The
+ * server's loop waits: these read the store and a change set, nothing
+ * that runs a job. 0 and *ret_wstatus, or -errno. */
+int call_run_sync(int exe_fd, char *const *argv, size_t max, char **ret_out, size_t *ret_len, bool *ret_cut,
+                  int *ret_wstatus);

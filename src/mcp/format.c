@@ -29,7 +29,8 @@ size_t mcp_utf8_ceil(const char *s, size_t len, size_t i)
         return MIN(i, len);
 }
 
-char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream)
+char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream,
+                   const struct mcp_stream_size *size)
 {
         if (len <= budget) {
                 char *s = xmalloc(len + 1);
@@ -39,9 +40,22 @@ char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_
         }
         size_t head = mcp_utf8_floor(text, len, budget / 2);
         size_t tail = mcp_utf8_ceil(text, len, len - budget / 2);
-        return xasprintf("%.*s\n[... %zu bytes of %s cut here (bytes %zu to %zu of %zu); read them with "
-                         "read_output {\"run_id\": \"%s\", \"stream\": \"%s\", \"offset\": %zu} ...]\n%.*s",
-                         (int)head, text, tail - head, stream, head, tail, len, run_id, stream, head,
+        /* A model reads the last number as the size of the whole output:
+         * say first what the program wrote, then what the record kept of
+         * it (and that the rest is gone for good), then what this text
+         * shows and how to read what it does not. */
+        _cleanup_free_ char *kept = NULL;
+        if (size && size->truncated)
+                kept = xasprintf("%s was %llu bytes; the record kept only its first and last %llu bytes "
+                                 "(%zu bytes of text, the bytes in between are gone for good, marked "
+                                 "\"omitted\" in it)", stream, (unsigned long long)size->bytes,
+                                 (unsigned long long)size->capture_bytes, len);
+        else
+                kept = xasprintf("%s is %zu bytes of text, all kept", stream, len);
+        return xasprintf("%.*s\n[... %zu bytes cut here. %s; shown here: bytes 0 to %zu and %zu to %zu; "
+                         "read the %zu cut bytes with read_output {\"run_id\": \"%s\", \"stream\": \"%s\", "
+                         "\"offset\": %zu} ...]\n%.*s",
+                         (int)head, text, tail - head, kept, head, tail, len, tail - head, run_id, stream, head,
                          (int)(len - tail), text + tail);
 }
 
@@ -74,8 +88,18 @@ json_t *mcp_result_from_run(json_t *run)
                 be += bo - lo;
         if (le < be && lo > bo)
                 bo += be - le;
-        co = mcp_cut_text(out, lo, bo, id, "stdout");
-        ce = mcp_cut_text(err, le, be, id, "stderr");
+        json_t *lim = json_object_get(run, "limits");
+        struct mcp_stream_size so = {
+                .bytes = (uint64_t)json_integer_value(json_object_get(run, "stdout_bytes")),
+                .truncated = json_is_true(json_object_get(run, "stdout_truncated")),
+                .capture_bytes = (uint64_t)json_integer_value(json_object_get(lim, "capture_bytes")),
+        }, se = {
+                .bytes = (uint64_t)json_integer_value(json_object_get(run, "stderr_bytes")),
+                .truncated = json_is_true(json_object_get(run, "stderr_truncated")),
+                .capture_bytes = so.capture_bytes,
+        };
+        co = mcp_cut_text(out, lo, bo, id, "stdout", &so);
+        ce = mcp_cut_text(err, le, be, id, "stderr", &se);
         if (json_is_integer(code))
                 snprintf(codebuf, sizeof(codebuf), "%lld", (long long)json_integer_value(code));
         if (json_is_integer(dur))
@@ -96,8 +120,37 @@ json_t *mcp_result_from_run(json_t *run)
         fclose(f);
 
         json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
-        return json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", run, "isError",
+        /* structuredContent is bounded like the text: its streams are the
+         * same cut texts (the marker says how to page the rest), so a
+         * large capture never goes to the client whole */
+        json_t *sc = json_copy(run);
+        /* the host directory the server was started in is none of the
+         * model's business (the job's own is /workspace) */
+        json_object_set_new(sc, "cwd", json_null());
+        json_t *cs = json_string(co), *ces = json_string(ce);
+        if (cs && lo > bo)
+                json_object_set(sc, "stdout", cs);
+        if (ces && le > be)
+                json_object_set(sc, "stderr", ces);
+        json_decref(cs);
+        json_decref(ces);
+        return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", sc, "isError",
                          !streq(status, "success"));
+}
+
+void mcp_result_note(json_t *result, const char *note)
+{
+        json_t *block = json_array_get(json_object_get(result, "content"), 0);
+        const char *text = json_string_value(json_object_get(block, "text"));
+        if (!note || !text)
+                return;
+        _cleanup_free_ char *t = xasprintf("note: %s\n%s", note, text);
+        json_t *v = json_string(t);
+        if (v)
+                json_object_set_new(block, "text", v);
+        json_t *sc = json_object_get(result, "structuredContent");
+        if (sc)
+                json_object_set_new(sc, "notes", json_pack("[s]", note));
 }
 
 /* The isError result of text (NUL-free; NULL: out of memory), with

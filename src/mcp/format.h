@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #include "lib/util.h"
@@ -26,6 +27,10 @@ json_t *mcp_result_from_run(json_t *run);
  * ended (wstatus from waitpid). */
 json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus);
 
+/* Put note (NULL: nothing) first in result's first text block, and in
+ * its structuredContent's "notes". */
+void mcp_result_note(json_t *result, const char *note);
+
 /* Where an error result's stable code and retryable flag go in its
  * _meta: { "hutch/error": { "code": ..., "retryable": ... } }, the
  * codes of hutch.error/1 (hutch-json(7)). */
@@ -37,11 +42,21 @@ json_t *mcp_result_error(const char *fmt, ...) _printf_(1, 2);
 /* The same with another code (a static string) and retryable flag. */
 json_t *mcp_result_error_code(const char *code, bool retryable, const char *fmt, ...) _printf_(3, 4);
 
+/* What the program wrote on a stream, against the text the record kept. */
+struct mcp_stream_size {
+        uint64_t bytes;         /* stdout_bytes: all the program wrote */
+        bool truncated;         /* the record kept only head and tail */
+        uint64_t capture_bytes; /* each of them at most this (limits.capture_bytes) */
+};
+
 /* text[0..len) as at most about budget bytes: the whole text when it
  * fits, else its head and tail (never splitting a UTF-8 character)
- * around a marker naming the bytes left out and the read_output call
- * that pages them (run id, stream). A new string. */
-char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream);
+ * around a marker saying the stream's real size (size, may be NULL),
+ * what the record kept and what is gone for good, the bytes shown, and
+ * the read_output call that pages the cut ones (run id, stream). A new
+ * string. */
+char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream,
+                   const struct mcp_stream_size *size);
 
 /* Byte index i moved back (or forward) to the start of a UTF-8
  * character of s[0..len). */

@@ -4,13 +4,16 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base64.h"
+#include "lib/jsonutil.h"
 #include "lib/sanitize.h"
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/history.h"
+#include "mcp/tools.h"
 #include "record/blobstore.h"
 #include "run/runfiles.h"
 #include "record/store.h"
@@ -31,19 +34,29 @@ static json_t *open_store(struct store **ret)
         return NULL;
 }
 
-static bool started_here(struct store *s, const char *id)
+/* Whether run id was started through `hutch mcp` in scope: labelled
+ * mcp.client and mcp.scope=scope; in the default scope, a run from
+ * before scopes (mcp.client, no mcp.scope) too. */
+static bool started_here(struct store *s, const char *id, const char *scope)
 {
         _cleanup_strv_ char **labels = NULL;
+        const char *own = NULL;
+        bool client = false;
         if (store_labels_get(s, id, &labels) < 0)
                 return false;
+        if (!scope)
+                scope = MCP_SCOPE_DEFAULT;
         for (char **l = labels; l && *l; l++)
                 if (startswith(*l, "mcp.client="))
-                        return true;
-        return false;
+                        client = true;
+                else if (startswith(*l, "mcp.scope="))
+                        own = *l + strlen("mcp.scope=");
+        return client && (own ? streq(own, scope) : streq(scope, MCP_SCOPE_DEFAULT));
 }
 
 struct prefix_ctx {
         struct store *s;
+        const char *scope;
         const char *prefix;
         size_t len;
         char *first;            /* the first of ours that matches */
@@ -53,7 +66,7 @@ struct prefix_ctx {
 static int match_prefix(struct run_record *rec, void *userdata)
 {
         struct prefix_ctx *c = userdata;
-        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id)) {
+        if (strncasecmp(rec->id, c->prefix, c->len) == 0 && started_here(c->s, rec->id, c->scope)) {
                 if (!c->first)
                         c->first = xstrdup(rec->id);
                 c->n++;
@@ -68,14 +81,14 @@ static int match_prefix(struct run_record *rec, void *userdata)
  * a prefix that only the operator's own runs share would tell a model
  * they exist, and roughly when they started (an id starts with its
  * time). */
-static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
+static json_t *find_run(struct store *s, json_t *idv, const char *scope, struct run_record **ret)
 {
         const char *id = json_string_value(idv);
         if (!id)
                 return mcp_result_error("run_id: expected a string");
         int r = store_run_get(s, id, ret, NULL);
         if (r == -ENOTUNIQ) {
-                struct prefix_ctx c = { .s = s, .prefix = id, .len = strlen(id) };
+                struct prefix_ctx c = { .s = s, .scope = scope, .prefix = id, .len = strlen(id) };
                 struct store_filter f = STORE_FILTER_ALL;
                 r = store_run_foreach(s, &f, match_prefix, &c);
                 if (r < 0 && r != -ECANCELED) {
@@ -91,7 +104,7 @@ static json_t *find_run(struct store *s, json_t *idv, struct run_record **ret)
         }
         if (r == -EBADMSG)
                 return mcp_result_error_code("damaged", false, "run %s: its stored output is damaged", id);
-        if (r < 0 || !started_here(s, (*ret)->id)) {
+        if (r < 0 || !started_here(s, (*ret)->id, scope)) {
                 if (r == 0)
                         run_record_free(TAKE_PTR(*ret));
                 return mcp_result_error_code("not_found", false, "run_id \"%s\": no run of this server's tools has this id", id);
@@ -124,13 +137,79 @@ static bool get_uint(json_t *args, const char *key, uint64_t min, uint64_t max, 
         return true;
 }
 
-json_t *mcp_read_output(json_t *args)
+json_t *mcp_resolve_run(json_t *idv, const char *scope, char *ret_id, char **ret_workdir)
 {
-        static const char *const known[] = { "run_id", "stream", "offset", "limit", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
         _cleanup_(run_record_freep) struct run_record *rec = NULL;
-        uint64_t offset = 0, limit = MCP_PAGE_DEFAULT;
         json_t *e;
+
+        if ((e = open_store(&s)) || (e = find_run(s, idv, scope, &rec)))
+                return e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
+        memcpy(ret_id, rec->id, ULID_LEN + 1);
+        if (ret_workdir) {
+                *ret_workdir = NULL;
+                if (store_workspace_get(s, rec->id, ret_workdir, NULL) < 0)
+                        *ret_workdir = NULL;
+        }
+        return NULL;
+}
+
+/* The stream read_output paged last. A model reads a long output page
+ * after page: the store is opened, the record read (its blobs checked)
+ * and the whole stream sanitised once, then each page is a slice of this
+ * text. Only a finished run's stream is kept (it no longer changes), and
+ * only one: the server holds at most one stream's text (a few hundred
+ * KiB, the capture's head and tail) for it. */
+static struct {
+        char id[ULID_LEN + 1];
+        char stream[8];
+        char *text;
+        size_t len;
+} page_cache;
+
+/* The sanitised text of run_id's stream: from page_cache when it holds
+ * that run's stream, else from the store (and then kept). NULL and
+ * *ret_error a tool error. *ret_id: the run's full id. */
+static const char *stream_text(json_t *idv, const char *stream, const char *scope, size_t *ret_len,
+                               char ret_id[ULID_LEN + 1], json_t **ret_error)
+{
+        _cleanup_(store_closep) struct store *s = NULL;
+        _cleanup_(run_record_freep) struct run_record *rec = NULL;
+        const char *id = json_string_value(idv);
+        json_t *e;
+
+        if (id && page_cache.text && streq(id, page_cache.id) && streq(stream, page_cache.stream)) {
+                memcpy(ret_id, page_cache.id, sizeof(page_cache.id));
+                *ret_len = page_cache.len;
+                return page_cache.text;
+        }
+        if ((e = open_store(&s)) || (e = find_run(s, idv, scope, &rec))) {
+                *ret_error = e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
+                return NULL;
+        }
+        /* the same sanitised text as the run's result carried, so the
+         * offsets its cut marker names are offsets here */
+        json_t *run = run_record_to_json(rec, true);
+        const char *text = json_string_value(json_object_get(run, stream));
+        free(page_cache.text);
+        page_cache.text = xstrdup(text ? text : "");
+        page_cache.len = strlen(page_cache.text);
+        json_decref(run);
+        snprintf(page_cache.id, sizeof(page_cache.id), "%s", rec->id);
+        snprintf(page_cache.stream, sizeof(page_cache.stream), "%s", stream);
+        memcpy(ret_id, page_cache.id, sizeof(page_cache.id));
+        *ret_len = page_cache.len;
+        if (rec->status == RUN_RUNNING)
+                page_cache.id[0] = '\0';      /* still growing: read it again next time */
+        return page_cache.text;
+}
+
+json_t *mcp_read_output(json_t *args, const char *scope)
+{
+        static const char *const known[] = { "run_id", "stream", "offset", "limit", NULL };
+        uint64_t offset = 0, limit = MCP_PAGE_DEFAULT;
+        char id[ULID_LEN + 1];
+        json_t *e = NULL;
 
         if ((e = unknown_arg(args, known)))
                 return e;
@@ -141,24 +220,19 @@ json_t *mcp_read_output(json_t *args)
                 return mcp_result_error("offset: expected an integer >= 0");
         if (!get_uint(args, "limit", 1, MCP_PAGE_MAX, &limit))
                 return mcp_result_error("limit: expected an integer from 1 to %u", MCP_PAGE_MAX);
-        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
-                return e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
-
-        /* the same sanitised text as the run's result carried, so the
-         * offsets its cut marker names are offsets here */
-        json_t *run = run_record_to_json(rec, true);
-        const char *text = json_string_value(json_object_get(run, stream));
-        size_t total = text ? strlen(text) : 0;
+        size_t total = 0;
+        const char *text = stream_text(json_object_get(args, "run_id"), stream, scope, &total, id, &e);
+        if (!text)
+                return e;
         size_t from = mcp_utf8_ceil(text, total, MIN(offset, total));
         size_t to = from + limit >= total ? total : mcp_utf8_floor(text, total, from + limit);
         if (to <= from && from < total)
                 to = mcp_utf8_ceil(text, total, from + 1);   /* a limit below one character */
         json_t *page = json_stringn(text ? text + from : "", to - from);
-        json_t *sc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:O}", "run_id", rec->id, "stream", stream,
+        json_t *sc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:O}", "run_id", id, "stream", stream,
                                "offset", (json_int_t)from, "next_offset", (json_int_t)to, "total", (json_int_t)total,
                                "eof", to >= total, "text", page);
-        json_decref(run);
-        _cleanup_free_ char *header = xasprintf("run %s %s bytes %zu to %zu of %zu%s\n", rec->id, stream, from, to,
+        _cleanup_free_ char *header = xasprintf("run %s %s bytes %zu to %zu of %zu%s\n", id, stream, from, to,
                                                 total, to >= total ? " (end)" : "");
         json_t *content = json_pack("[{s:s, s:s}, {s:s, s:o}]", "type", "text", "text", header, "type", "text", "text", page);
         return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", sc, "isError", 0);
@@ -166,6 +240,7 @@ json_t *mcp_read_output(json_t *args)
 
 struct list_ctx {
         struct store *s;
+        const char *scope;
         json_t *runs;
         FILE *text;
         size_t limit;
@@ -174,11 +249,21 @@ struct list_ctx {
 static int list_one(struct run_record *rec, void *userdata)
 {
         struct list_ctx *c = userdata;
-        if (started_here(c->s, rec->id)) {
+        if (started_here(c->s, rec->id, c->scope)) {
                 json_t *o = run_record_to_json(rec, false);
                 json_object_set_new(o, "labels", store_labels_json(c->s, rec->id));
+                /* the server's own directory is none of the model's business */
+                json_object_set_new(o, "cwd", json_null());
+                /* a --lang run's argv is the interpreter's bootstrap: the
+                 * language and the code's first line say what ran */
+                (void)store_run_code_get(c->s, rec);
+                _cleanup_free_ char *line = rec->lang ? sanitize_code_line(rec->lang, rec->code, rec->code_len, 60)
+                                                      : NULL;
+                json_object_set_new(o, "lang", json_text(rec->lang));
+                if (line)
+                        json_object_set_new(o, "code_first_line", json_string(line + strlen(rec->lang) + 2));
                 json_array_append_new(c->runs, o);
-                _cleanup_free_ char *argv = sanitize_argv_line(rec->argv, 60);
+                _cleanup_free_ char *argv = line ? xstrdup(line) : sanitize_argv_line(rec->argv, 60);
                 json_t *code = json_object_get(o, "exit_code");
                 char cbuf[24] = "none";
                 if (json_is_integer(code))
@@ -191,7 +276,7 @@ static int list_one(struct run_record *rec, void *userdata)
         return json_array_size(c->runs) >= c->limit ? -ECANCELED : 0;
 }
 
-json_t *mcp_list_runs(json_t *args)
+json_t *mcp_list_runs(json_t *args, const char *scope)
 {
         static const char *const known[] = { "status", "label", "limit", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
@@ -223,7 +308,7 @@ json_t *mcp_list_runs(json_t *args)
 
         _cleanup_free_ char *text = NULL;
         size_t tlen = 0;
-        struct list_ctx c = { .s = s, .runs = json_array(), .limit = limit };
+        struct list_ctx c = { .s = s, .scope = scope, .runs = json_array(), .limit = limit };
         c.text = open_memstream(&text, &tlen);
         if (!c.text) {
                 json_decref(c.runs);
@@ -240,22 +325,54 @@ json_t *mcp_list_runs(json_t *args)
                          t ? t : json_string("(not UTF-8)"), "structuredContent", "runs", c.runs, "isError", 0);
 }
 
-json_t *mcp_get_file(json_t *args)
+/* The content blocks of a page of a file: text as it is; anything else
+ * a note and an embedded resource (base64), and a whole image that fits
+ * also as an image block, which clients show to the model. */
+static json_t *file_blocks(const char *run_id, const struct file_record *f, size_t len, bool text, bool whole,
+                           json_t *content)
 {
-        static const char *const known[] = { "run_id", "path", NULL };
+        if (text)
+                return json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+        const char *mime = f->mime ? f->mime : "application/octet-stream";
+        _cleanup_free_ char *uri = xasprintf("hutch://run/%s/%s", run_id, f->path);
+        _cleanup_free_ char *note = xasprintf("%s: %zu bytes of binary data%s%s (base64 in the resource)", f->path, len,
+                                              f->mime ? ", " : "", f->mime ? f->mime : "");
+        json_t *uriv = json_string(uri);
+        json_t *blocks = json_pack("[{s:s, s:s}, {s:s, s:{s:o, s:s, s:O}}]", "type", "text", "text", note, "type",
+                                   "resource", "resource", "uri", uriv ? uriv : json_string("hutch://run/file"),
+                                   "mimeType", mime, "blob", content);
+        /* the image formats clients display; a page of one is no image */
+        static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp", NULL };
+        for (const char *const *m = images; whole && *m; m++)
+                if (streq(mime, *m)) {
+                        json_array_append_new(blocks, json_pack("{s:s, s:O, s:s}", "type", "image", "data", content,
+                                                                "mimeType", mime));
+                        break;
+                }
+        return blocks;
+}
+
+json_t *mcp_get_file(json_t *args, const char *scope)
+{
+        static const char *const known[] = { "run_id", "path", "offset", "limit", NULL };
         _cleanup_(store_closep) struct store *s = NULL;
         _cleanup_(run_record_freep) struct run_record *rec = NULL;
         _cleanup_(blobstore_freep) struct blobstore *bs = NULL;
         struct file_record *files = NULL, *hit = NULL;
+        uint64_t offset = 0, limit = MCP_FILE_MAX;
         size_t n = 0;
         json_t *e;
 
         if ((e = unknown_arg(args, known)))
                 return e;
+        if (!get_uint(args, "offset", 0, INT64_MAX, &offset))
+                return mcp_result_error("offset: expected an integer >= 0");
+        if (!get_uint(args, "limit", 1, MCP_FILE_MAX, &limit))
+                return mcp_result_error("limit: expected an integer from 1 to %u", MCP_FILE_MAX);
         const char *path = json_string_value(json_object_get(args, "path"));
         if (!path || !*path)
                 return mcp_result_error("path: expected a file's path");
-        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), &rec)))
+        if ((e = open_store(&s)) || (e = find_run(s, json_object_get(args, "run_id"), scope, &rec)))
                 return e == NO_STORE ? mcp_result_error_code("not_found", false, "no runs recorded yet") : e;
         if (store_files_list(s, rec->id, NULL, &files, &n) < 0)
                 return mcp_result_error_code("store_unusable", false, "run store: %s", store_error(s));
@@ -279,46 +396,60 @@ json_t *mcp_get_file(json_t *args)
                 file_records_free(files, n);
                 return e;
         }
-        if (hit->size != RUN_UNSET && hit->size > MCP_FILE_MAX) {
-                e = mcp_result_error("run %s: \"%s\" is %llu bytes, over the %u this tool returns; "
-                                     "copy it with hutch cp on the host", rec->id, path,
-                                     (unsigned long long)hit->size, MCP_FILE_MAX);
-                file_records_free(files, n);
-                return e;
-        }
-
-        _cleanup_free_ char *data = xmalloc(MCP_FILE_MAX + 1);
+        /* one page of at most MCP_FILE_MAX bytes (the blob is checked
+         * whole first: a damaged one is refused, not paged) */
+        _cleanup_free_ char *data = xmalloc(limit + 1);
         _cleanup_close_ int fd = -1;
         ssize_t len = -1;
+        struct stat st = {};
         int r = runfiles_open_blobs(s, &bs);
         if (r >= 0)
                 r = fd = blobstore_open_verified(bs, hit->sha256);
+        if (r >= 0 && fstat(fd, &st) < 0)
+                r = -errno;
+        uint64_t total = (uint64_t)st.st_size;
+        if (r >= 0 && offset > total)
+                r = -ERANGE;
+        if (r >= 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
+                r = -errno;
         if (r >= 0) {
-                len = read_full(fd, data, MCP_FILE_MAX + 1);
-                r = len < 0 ? (int)len : len > MCP_FILE_MAX ? -EFBIG : 0;
+                len = read_full(fd, data, limit);
+                r = len < 0 ? (int)len : 0;
         }
         if (r < 0) {
-                e = mcp_result_error("run %s: \"%s\": cannot read its stored content: %s", rec->id, path, strerror(-r));
+                e = r == -ERANGE ? mcp_result_error("run %s: \"%s\" is %llu bytes: offset %llu is past its end", rec->id,
+                                                    path, (unsigned long long)total, (unsigned long long)offset)
+                                 : mcp_result_error("run %s: \"%s\": cannot read its stored content: %s", rec->id, path,
+                                                    strerror(-r));
                 file_records_free(files, n);
                 return e;
         }
-        bool text = sanitize_utf8_valid(data, (size_t)len);
-        _cleanup_free_ char *b64 = text ? NULL : base64_encode(data, (size_t)len, NULL);
-        json_t *content = text ? json_stringn(data, (size_t)len) : json_string(b64);
-        json_t *sc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s?, s:s, s:O}", "run_id", rec->id, "path", hit->path,
-                               "kind", hit->kind, "size", (json_int_t)len, "sha256", hit->sha256, "mime", hit->mime,
-                               "encoding", text ? "utf-8" : "base64", "content", content);
-        json_t *blocks;
+        size_t got = (size_t)len;
+        bool eof = offset + got >= total;
+        /* a text page ends on a character: the next starts where it ended */
+        size_t cut = eof ? got : mcp_utf8_floor(data, got, got);
+        bool text = cut > 0 && sanitize_utf8_valid(data, cut);
         if (text)
-                blocks = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
-        else {
-                _cleanup_free_ char *uri = xasprintf("hutch://run/%s/%s", rec->id, hit->path);
-                _cleanup_free_ char *note = xasprintf("%s: %zd bytes of binary data%s%s (base64 in the resource)",
-                                                      hit->path, len, hit->mime ? ", " : "", hit->mime ? hit->mime : "");
-                json_t *uriv = json_string(uri);
-                blocks = json_pack("[{s:s, s:s}, {s:s, s:{s:o, s:s, s:O}}]", "type", "text", "text", note, "type",
-                                   "resource", "resource", "uri", uriv ? uriv : json_string("hutch://run/file"),
-                                   "mimeType", hit->mime ? hit->mime : "application/octet-stream", "blob", content);
+                got = cut;
+        else
+                text = got == 0;
+        eof = offset + got >= total;
+        _cleanup_free_ char *b64 = text ? NULL : base64_encode(data, got, NULL);
+        json_t *content = text ? json_stringn(data, got) : json_string(b64);
+        json_t *sc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s?, s:s, s:O, s:I, s:I, s:b}", "run_id", rec->id, "path",
+                               hit->path, "kind", hit->kind, "size", (json_int_t)total, "sha256", hit->sha256, "mime",
+                               hit->mime, "encoding", text ? "utf-8" : "base64", "content", content, "offset",
+                               (json_int_t)offset, "next_offset", (json_int_t)(offset + got), "eof", eof);
+        json_t *blocks = file_blocks(rec->id, hit, got, text, offset == 0 && eof, content);
+        if (!eof) {
+                _cleanup_free_ char *more = xasprintf("[bytes %llu to %llu of %llu; the next page: get_file {\"run_id\": "
+                                                      "\"%s\", \"path\": \"%s\", \"offset\": %llu}]",
+                                                      (unsigned long long)offset, (unsigned long long)(offset + got),
+                                                      (unsigned long long)total, rec->id, hit->path,
+                                                      (unsigned long long)(offset + got));
+                json_t *m = json_string(more);
+                if (m)
+                        json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", m));
         }
         json_decref(content);
         file_records_free(files, n);

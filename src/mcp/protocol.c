@@ -17,6 +17,7 @@
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/history.h"
+#include "mcp/repo.h"
 #include "mcp/server-internal.h"
 #include "mcp/tools.h"
 
@@ -93,10 +94,14 @@ void mcp_send_call_result(struct mcp_server *s, struct mcp_call *c, json_t *resu
         send_result(s, c->id, c->modern, result);
 }
 
-void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead)
+void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead,
+                       bool session_busy)
 {
         uint64_t secs = (now_ms - c->received_ms) / 1000;
-        _cleanup_free_ char *msg = c->state == CALL_QUEUED
+        _cleanup_free_ char *msg = session_busy
+                ? xasprintf("queued for %llus: waiting for the earlier calls of session %s",
+                            (unsigned long long)secs, c->session + strlen(MCP_SESSION_PREFIX))
+                : c->state == CALL_QUEUED
                 ? xasprintf("queued for %llus: %zu run%s ahead (at most %u at once)", (unsigned long long)secs,
                             ahead, ahead == 1 ? "" : "s", s->cfg->max_concurrent)
                 : xasprintf("running for %llus", (unsigned long long)secs);
@@ -139,7 +144,8 @@ static json_t *labels_for(struct mcp_server *s, json_t *meta, bool modern)
         n = mcp_utf8_floor(name, n, MIN(n, sizeof(buf) - 1));
         memcpy(buf, name, n);
         buf[n] = '\0';
-        return json_pack("{s:s, s:s}", "mcp.client", buf, "mcp.session", s->session);
+        return json_pack("{s:s, s:s, s:s}", "mcp.client", buf, "mcp.session", s->session, "mcp.scope",
+                         s->cfg->scope ? s->cfg->scope : MCP_SCOPE_DEFAULT);
 }
 
 static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool modern, uint64_t now_ms)
@@ -168,16 +174,35 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
 
         switch (t) {
         case TOOL_READ_OUTPUT:
-                send_result(s, id, modern, mcp_read_output(args));
+                send_result(s, id, modern, mcp_read_output(args, s->cfg->scope));
                 return;
         case TOOL_LIST_RUNS:
-                send_result(s, id, modern, mcp_list_runs(args));
+                send_result(s, id, modern, mcp_list_runs(args, s->cfg->scope));
                 return;
         case TOOL_GET_FILE:
-                send_result(s, id, modern, mcp_get_file(args));
+                send_result(s, id, modern, mcp_get_file(args, s->cfg->scope));
+                return;
+        case TOOL_DIFF:
+                send_result(s, id, modern, mcp_diff(args, s->cfg, s->exe_fd));
+                return;
+        case TOOL_APPLY:
+                if (!s->cfg->allow_apply) {
+                        /* not listed: as unknown as any other name */
+                        _cleanup_free_ char *m = xasprintf("Unknown tool: %s", name);
+                        send_error(s, id, RPC_INVALID_PARAMS, m, NULL);
+                        return;
+                }
+                send_result(s, id, modern, mcp_apply(args, s->cfg, s->exe_fd));
                 return;
         default:
                 break;
+        }
+        if (s->cfg->workdir && (json_object_get(args, "session") || json_object_get(args, "files"))) {
+                /* every call of this server works on its --workdir */
+                send_result(s, id, modern, mcp_result_error("%s: this server works on its working directory "
+                                                            "(hutch mcp --workdir): a call takes no %s", name,
+                                                            json_object_get(args, "session") ? "session" : "files"));
+                return;
         }
 
         size_t waiting = 0;
@@ -194,7 +219,8 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         _cleanup_(json_decrefp) json_t *labels = labels_for(s, meta, modern);
         _cleanup_(json_decrefp) json_t *req = NULL;
         _cleanup_free_ char *error = NULL;
-        if (mcp_tool_request(t, args, s->cfg->max_timeout_ms, s->cfg->limits, labels, &req, &error) < 0) {
+        if (mcp_tool_request(t, args, s->cfg->scope, s->cfg->max_timeout_ms, s->cfg->limits, labels, &req,
+                             &error) < 0) {
                 /* a model's mistake: a tool error it can read and correct */
                 send_result(s, id, modern, mcp_result_error("%s: %s", name, error));
                 return;
@@ -209,6 +235,19 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 token = NULL;
         struct mcp_call *c = call_new(id, token, modern, text, now_ms), **tail = &s->calls;
         c->next_progress_ms = now_ms + MCP_PROGRESS_MS;
+        /* a model asking for more than the ceiling is told it got less */
+        json_t *asked = json_object_get(args, "timeout_s");
+        if (json_is_number(asked) && json_number_value(asked) * 1000.0 > (double)s->cfg->max_timeout_ms)
+                c->note = xasprintf("timeout_s %g is over this server's ceiling: the run had %g s",
+                                    json_number_value(asked), s->cfg->max_timeout_ms / 1000.0);
+        const char *session = json_string_value(json_object_get(req, "session"));
+        c->session = session ? xstrdup(session) : NULL;
+        if (session) {
+                /* this server's own calls on it queue (server.c); a holder
+                 * outside it is waited for as long as the call may run */
+                json_int_t wait_ms = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+                c->session_wait = xasprintf("%lldms", (long long)(wait_ms > 0 ? wait_ms : MCP_DEFAULT_TIMEOUT_MS));
+        }
         while (*tail)
                 tail = &(*tail)->next;
         *tail = c;
@@ -267,7 +306,7 @@ static void handle_request(struct mcp_server *s, json_t *id, const char *method,
                                       "capabilities", "tools", "instructions", instructions, "ttlMs", 3600000,
                                       "cacheScope", "public"));
         else if (streq(method, "tools/list")) {
-                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms));
+                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms, s->cfg->allow_apply));
                 if (modern) {
                         /* the list depends on this server's ceilings only */
                         json_object_set_new(r, "ttlMs", json_integer(3600000));

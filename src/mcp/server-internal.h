@@ -37,4 +37,5 @@ void mcp_handle_too_long(struct mcp_server *s);
 /* Send the response to a finished call (not for a cancelled one). */
 void mcp_send_call_result(struct mcp_server *s, struct mcp_call *c, json_t *result);
 /* Send a progress notification for a queued or running call. */
-void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead);
+void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms, size_t ahead,
+                       bool session_busy);

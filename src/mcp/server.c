@@ -34,12 +34,25 @@ static size_t running(const struct mcp_server *s)
         return n;
 }
 
+/* Whether an earlier call (queued or running) holds c's session: calls
+ * of one session run one at a time, in the order they came, instead of
+ * the later ones failing with "session in use". */
+static bool session_busy(const struct mcp_server *s, const struct mcp_call *c)
+{
+        if (!c->session)
+                return false;
+        for (const struct mcp_call *o = s->calls; o && o != c; o = o->next)
+                if (o->session && streq(o->session, c->session))
+                        return true;
+        return false;
+}
+
 static void start_queued(struct mcp_server *s)
 {
         size_t n = running(s);
         for (struct mcp_call **p = &s->calls; *p && n < s->cfg->max_concurrent;) {
                 struct mcp_call *c = *p;
-                if (c->state != CALL_QUEUED) {
+                if (c->state != CALL_QUEUED || session_busy(s, c)) {
                         p = &c->next;
                         continue;
                 }
@@ -80,9 +93,11 @@ static void finish_calls(struct mcp_server *s)
                         continue;
                 }
                 /* a cancelled call gets nothing more (the spec's MUST NOT) */
-                if (!c->cancelled)
-                        mcp_send_call_result(s, c, mcp_result_from_child(c->out, c->out_len, c->out_overflow,
-                                                                         c->wstatus));
+                if (!c->cancelled) {
+                        json_t *r = mcp_result_from_child(c->out, c->out_len, c->out_overflow, c->wstatus);
+                        mcp_result_note(r, c->note);
+                        mcp_send_call_result(s, c, r);
+                }
                 *p = c->next;
                 call_free(c);
         }
@@ -105,6 +120,10 @@ static void close_input(struct mcp_server *s, uint64_t now)
         }
 }
 
+/* Send the progress notifications that are due and kill the children
+ * whose grace ran out; returns the poll timeout to the next of these.
+ * Progress is due every MCP_PROGRESS_MS from the call's arrival (the
+ * first at 5 s, not 10). */
 static int timers(struct mcp_server *s, uint64_t now)
 {
         uint64_t next = UINT64_MAX;
@@ -122,8 +141,11 @@ static int timers(struct mcp_server *s, uint64_t now)
                 }
                 if (c->progress_token && !c->cancelled) {
                         if (now >= c->next_progress_ms) {
-                                mcp_send_progress(s, c, now, c->state == CALL_QUEUED ? ahead : 0);
-                                c->next_progress_ms = now + MCP_PROGRESS_MS;
+                                mcp_send_progress(s, c, now, c->state == CALL_QUEUED ? ahead : 0,
+                                                  c->state == CALL_QUEUED && session_busy(s, c));
+                                /* on the call's own 5 s grid, whatever the loop's lateness */
+                                while (c->next_progress_ms <= now)
+                                        c->next_progress_ms += MCP_PROGRESS_MS;
                         }
                         next = MIN(next, c->next_progress_ms);
                 }
@@ -234,9 +256,14 @@ static int serve_loop(struct mcp_server *s, int sigfd)
 
         for (;;) {
                 uint64_t now = now_monotonic_ms();
+                /* answer the finished calls first: their slots (and
+                 * sessions) are free for the queued ones at once */
+                finish_calls(s);
                 if (!s->closing)
                         start_queued(s);
-                finish_calls(s);
+                /* progress due now goes out in this round's flush, not
+                 * the next wake's */
+                int timeout = timers(s, now);
                 (void)wire_out_flush(&s->out);
                 if (s->out.broken)
                         close_input(s, now);
@@ -246,7 +273,6 @@ static int serve_loop(struct mcp_server *s, int sigfd)
                 bool want_in = !s->closing && wire_out_pending(&s->out) < MCP_OUT_HIGH;
                 size_t n;
                 struct pollfd *pf = poll_set(s, sigfd, want_in, &n);
-                int timeout = timers(s, now);
                 if (want_in && wire_in_has_line(&s->in))
                         timeout = 0;    /* lines left from the last round */
                 if (flush_until)

@@ -7,13 +7,20 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <jansson.h>
 
 struct mcp_config {
         uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
         unsigned max_concurrent;        /* runs at once; more queue */
         char **run_args;                /* added to each `hutch run`: the operator's
                                          * profile and network (owned by the caller) */
+        const char *workdir;            /* --workdir: the host dir every call's run sees
+                                         * at /workspace (absolute), or NULL */
+        bool allow_apply;               /* --allow-apply: offer the apply tool */
+        const char *scope;              /* --scope: what this server's tools see and
+                                         * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the
                                          * operator's ceiling (owned by the caller) */

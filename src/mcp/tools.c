@@ -8,6 +8,7 @@
 
 #include "lib/util.h"
 #include "mcp/tools.h"
+#include "workspace/session.h"
 
 static const char *const names[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "run_code",
@@ -15,6 +16,8 @@ static const char *const names[_TOOL_MAX] = {
         [TOOL_READ_OUTPUT] = "read_output",
         [TOOL_LIST_RUNS] = "list_runs",
         [TOOL_GET_FILE] = "get_file",
+        [TOOL_DIFF] = "diff",
+        [TOOL_APPLY] = "apply",
 };
 
 /* share/schema/hutch.result-1.json, as built into the binary: the
@@ -29,7 +32,9 @@ static const char result_schema_text[] =
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
-        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session (not with files)\",\"maxLength\":60}"
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session; files given with it are put into the session first and kept\",\"maxLength\":60}," \
+        "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"propertyNames\":{\"pattern\":\"^[A-Za-z_][A-Za-z0-9_]{0,127}$\"},\"additionalProperties\":{\"type\":\"string\"},\"description\":\"environment variables of the program (name -> value)\"}," \
+        "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never\"}"
 
 static const char *const input_text[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\",\"code\"],\"properties\":{"
@@ -50,7 +55,14 @@ static const char *const input_text[_TOOL_MAX] = {
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"at most this many, newest first (default 20)\"}}}",
         [TOOL_GET_FILE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\",\"path\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},"
-                "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"}}}",
+                "\"path\":{\"type\":\"string\",\"description\":\"an artifact (output/NAME) or a workspace file the run added or changed\"},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"byte offset in the file (default 0): page a large file with next_offset\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,\"description\":\"bytes to return (default and at most 1048576)\"}}}",
+        [TOOL_DIFF] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},"
+                "\"stat\":{\"type\":\"boolean\",\"description\":\"one line per changed path instead of the diff\"}}}",
+        [TOOL_APPLY] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"}}}",
 };
 
 static const char *const output_text[_TOOL_MAX] = {
@@ -63,12 +75,20 @@ static const char *const output_text[_TOOL_MAX] = {
                 "\"properties\":{\"schema\":{\"const\":\"hutch.result/1\"},\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
                 "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
                 "\"started_at\":{\"type\":[\"string\",\"null\"]},\"duration_ms\":{\"type\":[\"integer\",\"null\"]},"
-                "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}}}",
+                "\"labels\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+                "\"lang\":{\"type\":[\"string\",\"null\"]},\"code_first_line\":{\"type\":\"string\"}}}}}}",
         [TOOL_GET_FILE] = "{\"type\":\"object\",\"required\":[\"run_id\",\"path\",\"kind\",\"size\",\"sha256\",\"mime\",\"encoding\",\"content\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
                 "\"kind\":{\"enum\":[\"output\",\"added\",\"modified\"]},\"size\":{\"type\":\"integer\",\"minimum\":0},"
                 "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"mime\":{\"type\":[\"string\",\"null\"]},"
-                "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"}}}",
+                "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"},"
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"next_offset\":{\"type\":\"integer\",\"minimum\":0},"
+                "\"eof\":{\"type\":\"boolean\"}}}",
+        [TOOL_DIFF] = "{\"type\":\"object\",\"required\":[\"run_id\",\"text\",\"truncated\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
+        [TOOL_APPLY] = "{\"type\":\"object\",\"required\":[\"run_id\",\"applied\",\"exit_code\",\"text\"],\"properties\":{"
+                "\"run_id\":{\"type\":\"string\"},\"applied\":{\"type\":\"boolean\"},"
+                "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"text\":{\"type\":\"string\"}}}",
 };
 
 static const char *const descriptions[_TOOL_MAX] = {
@@ -82,7 +102,14 @@ static const char *const descriptions[_TOOL_MAX] = {
                 "run's result left out.",
         [TOOL_LIST_RUNS] = "List recorded runs started through this server's tools, newest first.",
         [TOOL_GET_FILE] = "Get a file a recorded run left: an artifact it wrote under output/ or a workspace "
-                "file it added or changed (text, or base64 for binary files; at most 1 MiB).",
+                "file it added or changed (text, or base64 for binary files; an image also as an image "
+                "block). At most 1 MiB a call: page a larger file with offset and limit.",
+        [TOOL_DIFF] = "Show what a recorded run changed in its workspace (the server's --workdir or a session): "
+                "a unified diff of text files, one line for the rest; changes to protected paths "
+                "(.git/hooks, .envrc, ...) first.",
+        [TOOL_APPLY] = "Apply a recorded run's changes to the server's working directory, all or nothing: "
+                "refused when the directory changed under the run in a conflicting way, or when the run "
+                "changes protected paths.",
 };
 
 enum mcp_tool mcp_tool_from_name(const char *name)
@@ -120,11 +147,13 @@ json_t *mcp_tool_output_schema(enum mcp_tool t)
         return cache[t];
 }
 
-json_t *mcp_tools_json(uint64_t max_timeout_ms)
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply)
 {
         json_t *a = json_array();
         for (size_t i = 0; i < _TOOL_MAX; i++) {
                 _cleanup_free_ char *desc = NULL;
+                if (i == TOOL_APPLY && !allow_apply)
+                        continue;       /* applying stays the operator's unless allowed */
                 if (i == TOOL_RUN_CODE || i == TOOL_RUN_COMMAND)
                         desc = xasprintf("%s Time limit: timeout_s, default %gs, at most %gs.", descriptions[i],
                                          MIN(MCP_DEFAULT_TIMEOUT_MS, max_timeout_ms) / 1000.0,
@@ -166,8 +195,49 @@ static int check_file(const char *path, json_t *v, char **ret_error)
         return -EINVAL;
 }
 
-int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, const json_t *limits,
-                     json_t *labels,
+static bool env_name_valid(const char *n)
+{
+        size_t len = strlen(n);
+        if (len < 1 || len > 128 || (n[0] >= '0' && n[0] <= '9'))
+                return false;
+        for (; *n; n++)
+                if (!(*n >= 'a' && *n <= 'z') && !(*n >= 'A' && *n <= 'Z') && !(*n >= '0' && *n <= '9') && *n != '_')
+                        return false;
+        return true;
+}
+
+bool mcp_scope_valid(const char *scope)
+{
+        size_t n = scope ? strlen(scope) : 0;
+        if (n < 1 || n > MCP_SCOPE_MAX)
+                return false;
+        for (; *scope; scope++)
+                if (!(*scope >= 'a' && *scope <= 'z') && !(*scope >= 'A' && *scope <= 'Z') &&
+                    !(*scope >= '0' && *scope <= '9') && *scope != '_')
+                        return false;
+        return true;
+}
+
+char *mcp_session_name(const char *scope, const char *name, char **ret_error)
+{
+        bool dflt = !scope || streq(scope, MCP_SCOPE_DEFAULT);
+        /* the hutch name must fit session_name_valid()'s 64 bytes */
+        size_t max = dflt ? MCP_SESSION_NAME_MAX : 64 - strlen(MCP_SCOPED_SESSION_PREFIX) - strlen(scope) - 1;
+        char *full = name && *name && strlen(name) <= max
+                ? (dflt ? xasprintf(MCP_SESSION_PREFIX "%s", name)
+                        : xasprintf(MCP_SCOPED_SESSION_PREFIX "%s-%s", scope, name))
+                : NULL;
+        if (!full || !session_name_valid(full)) {
+                free(full);
+                *ret_error = xasprintf("session: expected a name of 1 to %zu letters, digits, '.', '_' or '-'%s", max,
+                                       dflt ? "" : " (in this server's scope)");
+                return NULL;
+        }
+        return full;
+}
+
+int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t max_timeout_ms,
+                     const json_t *limits, json_t *labels,
                      json_t **ret, char **ret_error)
 {
         json_t *req = json_pack("{s:s}", "schema", "hutch.request/1");
@@ -206,16 +276,39 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, con
                         }
                         json_object_set(req, k, v);
                 } else if (streq(k, "session")) {
-                        const char *name = json_string_value(v);
-                        if (!name || !*name || strlen(name) > MCP_SESSION_NAME_MAX) {
-                                *ret_error = xasprintf("session: expected a name of 1 to %u letters, digits, "
-                                                       "'.', '_' or '-'", MCP_SESSION_NAME_MAX);
+                        /* a model's sessions live apart from the operator's
+                         * and other scopes': it cannot name (and change)
+                         * their workspaces */
+                        char *full = mcp_session_name(scope, json_string_value(v), ret_error);
+                        if (!full)
+                                goto out;
+                        json_object_set_new(req, k, json_string(full));
+                        free(full);
+                } else if (streq(k, "env")) {
+                        /* the job's own environment, inside the sandbox:
+                         * nothing of it reaches the host or hutch */
+                        const char *name;
+                        json_t *x;
+                        if (!json_is_object(v) || json_object_size(v) > MCP_ENV_MAX) {
+                                *ret_error = xasprintf("env: expected an object of at most %u names -> strings",
+                                                       MCP_ENV_MAX);
                                 goto out;
                         }
-                        /* a model's sessions live apart from the operator's:
-                         * it cannot name (and change) their workspaces */
-                        _cleanup_free_ char *full = xasprintf(MCP_SESSION_PREFIX "%s", name);
-                        json_object_set_new(req, k, json_string(full));
+                        json_object_foreach(v, name, x)
+                                if (!env_name_valid(name) || !json_is_string(x) ||
+                                    strlen(json_string_value(x)) != json_string_length(x)) {
+                                        *ret_error = xasprintf("env/%.64s: expected a variable name "
+                                                               "([A-Za-z_][A-Za-z0-9_]*) and a string without NUL", name);
+                                        goto out;
+                                }
+                        json_object_set(req, k, v);
+                } else if (streq(k, "commit")) {
+                        const char *c = json_string_value(v);
+                        if (!c || session_commit_from_string(c) < 0) {
+                                *ret_error = xstrdup("commit: expected \"always\", \"success\" or \"never\"");
+                                goto out;
+                        }
+                        json_object_set(req, k, v);
                 } else if (streq(k, "files")) {
                         const char *p;
                         json_t *f;
@@ -258,6 +351,10 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, con
         json_object_set_new(lim, "timeout_ms", json_integer((json_int_t)timeout_ms));
         json_object_set_new(req, "limits", lim);
         json_object_set(req, "labels", labels);
+        /* a model's session keeps what each call did, failing or not:
+         * "edit, then run the tests" must not lose the edit */
+        if (json_object_get(req, "session") && !json_object_get(req, "commit"))
+                json_object_set_new(req, "commit", json_string("always"));
         *ret = TAKE_PTR(req);
         r = 0;
 out:

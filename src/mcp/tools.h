@@ -1,4 +1,4 @@
-/* tools.h - the five tools `hutch mcp` offers: their definitions for
+/* tools.h - the tools `hutch mcp` offers: their definitions for
  * tools/list (name, description, inputSchema, outputSchema, in a fixed
  * order) and the checking of a call's arguments.
  *
@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -18,6 +19,8 @@ enum mcp_tool {
         TOOL_READ_OUTPUT,
         TOOL_LIST_RUNS,
         TOOL_GET_FILE,
+        TOOL_DIFF,
+        TOOL_APPLY,             /* listed and served only with --allow-apply */
         _TOOL_MAX,
         _TOOL_INVALID = -EINVAL,
 };
@@ -26,16 +29,34 @@ enum mcp_tool {
  * common clients give up on a call. */
 #define MCP_DEFAULT_TIMEOUT_MS 30000u
 
-/* A call's session NAME is the hutch session "mcp-NAME". */
+/* A call's session NAME is the hutch session "mcp-NAME" in the default
+ * scope, "mcs-SCOPE-NAME" in another: the scope's sessions are apart
+ * from the operator's and from every other scope's (a scope name has no
+ * '-', so the first '-' after "mcs-" ends it and no two (scope, name)
+ * pairs give one session). A hutch session name is at most 64 bytes. */
 #define MCP_SESSION_PREFIX "mcp-"
+#define MCP_SCOPED_SESSION_PREFIX "mcs-"
 #define MCP_SESSION_NAME_MAX 60u
+/* the most variables a call's env argument may set */
+#define MCP_ENV_MAX 256u
+
+/* The scope of a server started without --scope. Every run of a server
+ * is labelled mcp.scope=SCOPE, and its history tools see only the runs
+ * of its own scope. */
+#define MCP_SCOPE_DEFAULT "default"
+#define MCP_SCOPE_MAX 16u
+/* A scope name: 1-16 letters, digits or '_'. */
+bool mcp_scope_valid(const char *scope);
+/* The hutch session of a call's session name in scope (a new string),
+ * or NULL with *ret_error when it is not a valid name there. */
+char *mcp_session_name(const char *scope, const char *name, char **ret_error);
 
 /* name -> tool, or _TOOL_INVALID. */
 enum mcp_tool mcp_tool_from_name(const char *name);
 
 /* The tools array of tools/list: a new reference. max_timeout_ms goes
  * into the descriptions. */
-json_t *mcp_tools_json(uint64_t max_timeout_ms);
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply);
 
 /* The outputSchema of tool t (borrowed, parsed once). */
 json_t *mcp_tool_output_schema(enum mcp_tool t);
@@ -46,6 +67,6 @@ json_t *mcp_tool_output_schema(enum mcp_tool t);
  * object of label -> value (borrowed); limits (mcp_config.limits, may
  * be NULL) gives the request's limits by language, "" for the rest, and
  * the timeout is the call's, at most max_timeout_ms. */
-int mcp_tool_request(enum mcp_tool t, json_t *args, uint64_t max_timeout_ms, const json_t *limits,
-                     json_t *labels,
+int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t max_timeout_ms,
+                     const json_t *limits, json_t *labels,
                      json_t **ret, char **ret_error);

@@ -147,26 +147,35 @@ int store_files_all_blobs(struct store *s, char ***ret)
         return 0;
 }
 
-int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted)
+int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted,
+                              int committed)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "INSERT OR REPLACE INTO run_files_summary (run_id, error, unlisted) "
-                              "VALUES (?1, ?2, ?3)", &st);
+        int r = store_prepare(s, "INSERT OR REPLACE INTO run_files_summary (run_id, error, unlisted, committed) "
+                              "VALUES (?1, ?2, ?3, ?4)", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, run_id);
         store_bind_text(st, 2, error);
         store_bind_u64(st, 3, unlisted);
+        if (committed >= 0)
+                sqlite3_bind_int(st, 4, committed > 0);
+        else
+                sqlite3_bind_null(st, 4);
         int rc = sqlite3_step(st);
         return rc == SQLITE_DONE ? 0 : store_fail(s, rc);
 }
 
-int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted)
+int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted,
+                            int *ret_committed)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_select_one(s, "SELECT error, unlisted FROM run_files_summary WHERE run_id = ?1", run_id, &st);
+        int r = store_select_one(s, "SELECT error, unlisted, committed FROM run_files_summary WHERE run_id = ?1",
+                                 run_id, &st);
         if (r < 0)
                 return r;
+        if (ret_committed)
+                *ret_committed = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 2) != 0;
         if (ret_error)
                 *ret_error = store_column_text(st, 0);
         if (ret_unlisted)

@@ -83,7 +83,8 @@ void store_rollback(struct store *s);
  * the caps allowed; unlisted: changes and artifacts skipped without a
  * row of their own), replacing an earlier summary, inside a transaction
  * the caller holds (store-files.c): 0 or the store's error. */
-int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted);
+int store_files_summary_write(struct store *s, const char *run_id, const char *error, uint64_t unlisted,
+                              int committed);
 
 /* The one row sql (a SELECT with ?1 = key) finds: 0 with *ret on it,
  * -ENOENT when there is none, else the store's error. */

@@ -180,6 +180,11 @@ static const char *const migrations[] = {
         "DROP TRIGGER IF EXISTS runs_delete_connections;\n"
         "DROP TRIGGER IF EXISTS runs_delete_labels;\n"
         "DROP TRIGGER IF EXISTS runs_delete_origin;\n",
+
+        /* 11 -> 12: whether a session run's change set was committed to
+         * its session (--commit success|always|never); NULL for a run
+         * without a session and for older rows */
+        "ALTER TABLE run_files_summary ADD COLUMN committed INTEGER;\n",
 };
 
 int store_current_schema_version(void)

@@ -29,6 +29,7 @@ struct run_record *run_record_new(void)
         rec->peak_memory_bytes = RUN_UNSET;
         rec->supervisor_start = RUN_UNSET;
         rec->heartbeat_at_ms = RUN_UNSET;
+        rec->committed = -1;
         return rec;
 }
 

@@ -286,7 +286,8 @@ static int finish(struct store *s, const struct run_record *rec, const char *out
                 r = store_fail_msg(s, -ENOENT, "no such run");
         sqlite3_finalize(TAKE_PTR(st));
         if (r == 0 && rec->files_summary)
-                r = store_files_summary_write(s, rec->id, rec->files_error, rec->files_unlisted);
+                r = store_files_summary_write(s, rec->id, rec->files_error, rec->files_unlisted,
+                                              rec->committed);
         if (r < 0) {
                 store_rollback(s);
                 return r;
@@ -348,6 +349,26 @@ static int take_verified(struct store *s, struct run_record *rec, struct run_rec
                 return store_fail_msg(s, -EBADMSG, msg);
         }
         *ret = rec;
+        return 0;
+}
+
+int store_run_code_get(struct store *s, struct run_record *rec)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_select_one(s, "SELECT lang, code FROM runs WHERE id = ?1", rec->id, &st);
+        if (r < 0)
+                return r;
+        free(rec->lang);
+        free(rec->code);
+        rec->code = NULL;
+        rec->code_len = 0;
+        rec->lang = store_column_text(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+                struct run_output code = { 0 };
+                read_output(st, 1, &code);
+                rec->code = code.data;
+                rec->code_len = code.len;
+        }
         return 0;
 }
 

@@ -121,7 +121,7 @@ static const char *const schema_columns[][2] = {
         { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime, "
                    "lower_changed" },
         { "run_workspace", "run_id, workdir, session" },
-        { "run_files_summary", "run_id, error, unlisted" },
+        { "run_files_summary", "run_id, error, unlisted, committed" },
         { "connections", "run_id, seq, time, proto, pid, dest, sni, host, name, resolved, decision, rule, "
                          "reason, bytes_out, bytes_in, duration_ms, end_reason, dropped" },
         { "run_labels", "run_id, key, value" },

@@ -88,6 +88,8 @@ struct run_record {
         bool files_summary;
         char *files_error;
         uint64_t files_unlisted;
+        int committed;          /* a session run: 1 its change set was committed
+                                 * to the session, 0 not; -1 no session */
 };
 
 /* A new empty record: status running, every number RUN_UNSET (exit_code
@@ -242,6 +244,11 @@ int store_run_finish(struct store *s, struct run_record *rec);
  * failure is left for the final update to meet (and report) again. */
 void store_run_prepare_finish(struct store *s);
 
+/* Fill rec's lang and code (a --lang run's; NULL when none) from the
+ * store, for a record read without its details (store_run_foreach()).
+ * 0 or -errno (-ENOENT: no such run). */
+int store_run_code_get(struct store *s, struct run_record *rec);
+
 /* Find a run by full id or by a unique prefix of at least 4 characters
  * (case-insensitive). *ret gets the whole record, outputs included;
  * -EBADMSG when a stored output does not match its checksum.
@@ -333,8 +340,11 @@ int store_files_all_blobs(struct store *s, char ***ret);
  * it (run_record.files_summary): *ret_error a new string or NULL (all
  * that the caps allowed was recorded), *ret_unlisted the changes and
  * artifacts skipped without a row of their own; -ENOENT when the run has
- * no summary (nothing to collect, or a run from before they existed). */
-int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted);
+ * no summary (nothing to collect, or a run from before they existed).
+ * *ret_committed (may be NULL): run_record.committed as written (-1 also
+ * for a summary from before schema 12). */
+int store_files_summary_get(struct store *s, const char *run_id, char **ret_error, uint64_t *ret_unlisted,
+                            int *ret_committed);
 
 /* Where run run_id's workspace came from: the host --workdir DIR and/or
  * the session name (either may be NULL). 0 or -errno. */

@@ -590,7 +590,14 @@ static int record_start(struct run *r)
                 r->key_taken = true;
                 return EXIT_SETUP;
         }
-        if (k == 0 && (store_labels_set(r->store, rec->id, a->labels) < 0 ||
+        /* what hutch does not keep of a request (its stdin, its files)
+         * is said in labels, so hutch rerun can refuse to run without it */
+        _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
+        if (a->stdin_data)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
+        if (a->stage_dir || a->n_session_files)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
+        if (k == 0 && (store_labels_set(r->store, rec->id, labels) < 0 ||
                        run_label_slurm(r->store, rec->id, &r->slurm, a->labels) < 0))
                 k = -EIO;
         if (k == 0 && r->wp.workdir)
@@ -610,6 +617,8 @@ static int record_start(struct run *r)
         /* a live sandbox tells its caller once it is up (live.c) */
         if (!a->live)
                 run_detach_started(&r->detach_notify);
+        if (a->log_id)
+                log_set_tag(rec->id);
         log_info("run %s", rec->id);
         return RUN_NEXT;
 }
@@ -809,7 +818,10 @@ static int run_done(struct run *r, int code)
         if (r->masked)
                 sigprocmask(SIG_SETMASK, &r->old, NULL);
         if (r->key_taken) {
-                int k = r->a->ui->answer_key(r->a, r->a->id_wait);
+                /* hutch-json(7): of two runs started at once with one key,
+                 * one runs and the other answers with its result, so the
+                 * one that lost the race waits for it (--id-wait or not) */
+                int k = r->a->ui->answer_key(r->a, r->cfg->argv, true);
                 code = k >= 0 ? k : EXIT_BUSY;
         }
         if (r->detach_notify >= 0)

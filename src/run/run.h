@@ -15,6 +15,7 @@
 
 #include "config/lang.h"
 #include "workspace/apply.h"
+#include "workspace/session.h"
 
 struct blobstore;
 struct changeset;
@@ -37,8 +38,14 @@ struct run_ui {
                                enum apply_protected_policy policy, char *const *protect);
         /* --id: the answer of the run that took a's key; -1 when there
          * is none, else the exit code after printing it. */
-        int (*answer_key)(const struct run_args *a, bool wait_running);
+        int (*answer_key)(const struct run_args *a, char *const *argv, bool wait_running);
 };
+
+/* Labels a run of a request gets when the request gave it stdin or
+ * files, which are not stored: hutch rerun refuses such a run rather
+ * than run it without them. */
+#define RUN_LABEL_REQUEST_STDIN "hutch.request.stdin"
+#define RUN_LABEL_REQUEST_FILES "hutch.request.files"
 
 /* The run's options that are not its profile's. */
 struct run_args {
@@ -59,7 +66,6 @@ struct run_args {
         const char *session;    /* --session NAME */
         uint64_t session_wait_ms;
         uint64_t queue_wait_ms; /* --queue-wait: how long to wait for admission */
-        bool commit_always;
         bool trust_profile;     /* --trust-profile */
         const char *request;    /* --request FILE|- */
         char **labels;          /* --label KEY=VALUE, as given */
@@ -68,9 +74,12 @@ struct run_args {
         char **secrets;         /* --secret NAME|NAME=@FILE, as given */
         bool events;            /* --events: JSON lines as things happen */
         bool detach;            /* --detach: print the id, go on in the background */
+        bool log_id;            /* --log-id: messages carry the run id (log_set_tag()) */
         const char *stdin_data; /* a request's stdin, instead of ours */
         size_t stdin_len;
         char *stage_dir;        /* a request's files, staged as the workspace's lower dir (owned) */
+        const struct request_file *session_files; /* or, with a session, put into its tree */
+        size_t n_session_files;
         pid_t stage_pid;        /* who staged them */
         const struct run_ui *ui; /* the verb's words (required) */
         const struct run_live *live; /* `hutch sandbox start` (run/live.h), with detach */

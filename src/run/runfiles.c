@@ -297,9 +297,12 @@ void runfiles_summary_json(struct store *s, const char *run_id, json_t *o)
 {
         _cleanup_free_ char *error = NULL;
         uint64_t unlisted = 0;
+        int committed = -1;
 
-        if (store_files_summary_get(s, run_id, &error, &unlisted) < 0)
+        if (store_files_summary_get(s, run_id, &error, &unlisted, &committed) < 0)
                 return;
+        if (committed >= 0)
+                json_object_set_new(o, "committed", json_boolean(committed));
         json_object_set_new(o, "files_error", json_text(error));
         json_object_set_new(o, "files_unlisted", json_integer((json_int_t)unlisted));
 }

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "run/run-internal.h"
+#include "config/request.h"
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "lib/log.h"
@@ -40,6 +42,19 @@ int run_open_session(const struct run_args *a, const char *db_path, struct works
                 return EXIT_SETUP;
         }
         session_touch(&wp->session);
+        if (a->n_session_files) {
+                /* a request's files with a session: uploaded into the tree
+                 * under our lock, owned as the session's other files */
+                size_t bad = 0;
+                bool as_root = geteuid() == 0;
+                r = session_put_files(&wp->session, a->session_files, a->n_session_files,
+                                      as_root ? ns_host_uid() : (uid_t)-1, as_root ? ns_host_gid() : (gid_t)-1, &bad);
+                if (r < 0) {
+                        log_error("run: session %s: files/%s: %s", a->session, a->session_files[bad].path,
+                                  r == -EEXIST ? "something other than a regular file is in its place" : strerror(-r));
+                        return EXIT_SETUP;
+                }
+        }
         wp->workdir = xstrdup(wp->session.tree);
         /* no lower_since: only hutch changes a session's tree, under the
          * lock we hold for the whole run */
@@ -263,9 +278,21 @@ static bool nothing_to_collect(const struct runfiles_params *p, const struct run
         if (p->workspace_fd < 0 || !p->output_rel)
                 return true;
         int out = fs_open_beneath(p->workspace_fd, p->output_rel, O_RDONLY | O_DIRECTORY, 0);
-        if (out >= 0)
+        if (out < 0)
+                return out == -ENOENT;
+        /* the sandbox makes the artifacts dir for every run: an empty
+         * one is nothing to collect either (and costs no blob store) */
+        DIR *d = fdopendir(out);
+        if (!d) {
                 close(out);
-        return out == -ENOENT;
+                return false;
+        }
+        struct dirent *e;
+        bool empty = true;
+        while (empty && (e = readdir(d)))
+                empty = streq(e->d_name, ".") || streq(e->d_name, "..");
+        closedir(d);
+        return empty;
 }
 
 /* After the sandbox is gone: record the change set and the artifacts,
@@ -313,6 +340,10 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                 p.changes.deadline.tv_nsec -= 1000000000L;
         }
         rec->files_summary = true;
+        /* a session run says whether its changes reached the session:
+         * not until the commit below did */
+        if (a->session)
+                rec->committed = 0;
         if (nothing_to_collect(&p, a))
                 return -1;
         r = runfiles_open_blobs(store, &bs);
@@ -351,14 +382,20 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                                                       cfg->apply_protect);
         }
         if (a->session) {
-                /* the session keeps a run's changes only when it succeeded
-                 * (or --commit always); we still hold its lock */
-                if (out->status != RUN_SUCCESS && !a->commit_always)
-                        log_info("session %s left as it was: the job did not succeed", a->session);
-                else if (res.cs.n) {
+                /* the session keeps a run's changes when the policy says
+                 * (by default only when it succeeded); we still hold its lock */
+                rec->committed = 0;
+                if (!session_commit_wanted(cfg->commit, out->status == RUN_SUCCESS))
+                        log_info("session %s left as it was: %s", a->session,
+                                 cfg->commit == SESSION_COMMIT_NEVER ? "commit = never"
+                                                                   : "the job did not succeed");
+                else if (!res.cs.n)
+                        rec->committed = 1;     /* nothing to commit: the session is what the run saw */
+                else {
                         /* the session's own tree, not the user's: protected
                          * paths matter when it is applied elsewhere */
                         code = a->ui->apply_changeset(&res.cs, wp->workdir, bs, APPLY_PROTECTED_ALLOW, NULL);
+                        rec->committed = code == EXIT_OK;
                         /* root's sandbox user is uid 65534: the next run must
                          * be able to change what this one committed */
                         if (code == EXIT_OK && geteuid() == 0 &&

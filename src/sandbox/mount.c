@@ -610,6 +610,14 @@ static int pivot(const struct run_config *cfg, bool image, struct setup_failure 
         }
         if (chdir(cfg->workdir_inside) < 0)
                 return fail_with(fail, -errno, "chdir", cfg->workdir_inside);
+        /* The artifacts dir exists when the job starts, so `echo x >
+         * output/report.txt` works as the documentation shows. It is on
+         * the workspace's writable layer and never part of a change set
+         * (run/runfiles.c leaves it out); a workspace that already has
+         * one keeps it, and where it cannot be made the job simply finds
+         * none, as before. */
+        if (cfg->artifacts_dir)
+                (void)mkdir(cfg->artifacts_dir, 0755);
         return 0;
 }
 

@@ -23,8 +23,38 @@
 #include <time.h>
 
 #include "lib/fsutil.h"
+#include "config/request.h"
 #include "workspace/session.h"
 #include "lib/util.h"
+
+int session_commit_from_string(const char *s)
+{
+        if (s && streq(s, "success"))
+                return SESSION_COMMIT_SUCCESS;
+        if (s && streq(s, "always"))
+                return SESSION_COMMIT_ALWAYS;
+        if (s && streq(s, "never"))
+                return SESSION_COMMIT_NEVER;
+        return -EINVAL;
+}
+
+const char *session_commit_to_string(enum session_commit c)
+{
+        switch (c) {
+        case SESSION_COMMIT_ALWAYS:
+                return "always";
+        case SESSION_COMMIT_NEVER:
+                return "never";
+        case SESSION_COMMIT_SUCCESS:
+        default:
+                return "success";
+        }
+}
+
+bool session_commit_wanted(enum session_commit c, bool succeeded)
+{
+        return c == SESSION_COMMIT_ALWAYS || (c != SESSION_COMMIT_NEVER && succeeded);
+}
 
 bool session_name_valid(const char *name)
 {
@@ -293,4 +323,76 @@ int session_remove(const char *root, const char *name)
                 return r;
         (void)unlinkat(dfd, "lock", 0);
         return fs_remove_tree_at(rootfd, name);
+}
+
+/* One file under the tree at f->path (checked by the request's reader:
+ * relative, no ".."). */
+static int put_one(int treefd, const struct request_file *f, uid_t uid, gid_t gid)
+{
+        _cleanup_free_ char *copy = xstrdup(f->path);
+        _cleanup_close_ int dir = dup(treefd);
+        char *name = copy, *slash;
+        struct stat st;
+
+        if (dir < 0)
+                return -errno;
+        while ((slash = strchr(name, '/'))) {
+                *slash = '\0';
+                bool made = mkdirat(dir, name, 0755) == 0;
+                /* O_NOFOLLOW: a job's symlink never leads the upload out */
+                int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return -errno;
+                if (made && uid != (uid_t)-1 && fchown(next, uid, gid) < 0) {
+                        int e = -errno;
+                        close(next);
+                        return e;
+                }
+                close(dir);
+                dir = next;
+                name = slash + 1;
+        }
+        /* O_NONBLOCK: a FIFO left in its place must not hang us; it is
+         * refused below with everything that is not a regular file */
+        _cleanup_close_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return errno == ENXIO ? -EEXIST : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EEXIST;
+        if (ftruncate(fd, 0) < 0)
+                return -errno;
+        if (f->host_path) {
+                /* the caller's own file, read with the caller's rights */
+                _cleanup_close_ int in = open(f->host_path, O_RDONLY | O_CLOEXEC);
+                if (in < 0)
+                        return -errno;
+                int64_t n = fs_copy_digest(in, fd, NULL, 0);
+                if (n < 0)
+                        return (int)n;
+        } else {
+                int r = write_all(fd, f->data, f->len);
+                if (r < 0)
+                        return r;
+        }
+        if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
+                return -errno;
+        return 0;
+}
+
+int session_put_files(struct session *s, const struct request_file *files, size_t n, uid_t uid, gid_t gid,
+                      size_t *ret_index)
+{
+        _cleanup_close_ int treefd = open(s->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (treefd < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++) {
+                int r = put_one(treefd, &files[i], uid, gid);
+                if (r < 0) {
+                        *ret_index = i;
+                        return r;
+                }
+        }
+        return 0;
 }

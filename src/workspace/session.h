@@ -22,6 +22,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config/run-config.h"
+
+/* enum session_commit (config/run-config.h, the profile key commit):
+ * "success", "always", "never" -> the policy; -EINVAL otherwise. */
+int session_commit_from_string(const char *s);
+const char *session_commit_to_string(enum session_commit c);
+/* Whether a run with this outcome commits under policy c. */
+bool session_commit_wanted(enum session_commit c, bool succeeded);
+
 /* Is name a session name: 1-64 of [A-Za-z0-9._-], not starting with '.'. */
 bool session_name_valid(const char *name);
 
@@ -40,6 +49,19 @@ struct session {
  * -EBUSY). Returns 0 and fills *ret (release with session_release), or
  * -errno (-EINVAL: bad name). */
 int session_acquire(const char *root, const char *name, uint64_t wait_ms, struct session *ret);
+
+struct request_file;
+
+/* Put files into the locked session's tree before a run (a request's
+ * or an MCP call's "files" with a session): an upload, kept whatever
+ * the run then does, never part of its change set. Parent dirs are
+ * made (0755); every component is opened without following symlinks,
+ * and a path whose last component is not a regular file (a symlink, a
+ * FIFO, a dir) is refused: the tree is what earlier jobs left. Files
+ * are 0644, given to uid:gid unless uid is (uid_t)-1. 0, or -errno and
+ * *ret_index the file at fault. */
+int session_put_files(struct session *s, const struct request_file *files, size_t n, uid_t uid, gid_t gid,
+                      size_t *ret_index);
 
 /* Record now as the session's last use. */
 void session_touch(struct session *s);

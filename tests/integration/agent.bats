@@ -148,13 +148,33 @@ EOF2
         [ "${ids[0]}" = "${ids[1]}" ] && [ "${ids[1]}" = "${ids[2]}" ]
         [ "$("$HUTCH" ls --json | wc -l)" -eq 1 ]
         # without --json the stored output is replayed
-        run "$HUTCH" run --id build-42 -- false
+        run "$HUTCH" run --id build-42 --rw "$d" -- sh -c "echo ran >> $d/count; echo out; exit 5"
         [ "$status" -eq 5 ]
         [ "$output" = out ]
         # the request's key is the same key
-        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["false"],"idempotency_key":"build-42"}'
+        req=$(python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]], "idempotency_key": "build-42"}))' \
+                "echo ran >> $d/count; echo out; exit 5")
+        run --separate-stderr "$HUTCH" run --request - <<< "$req"
         [ "$status" -eq 5 ]
         [ "$(echo "$output" | json "o['id']")" = "${ids[0]}" ]
+}
+
+@test "idempotency: a key reused for another request is refused (exit 2, hutch.error/1 conflict)" {
+        run -0 "$HUTCH" run -q --id k1 -- echo one
+        run --separate-stderr "$HUTCH" run --id k1 --json -- echo two
+        [ "$status" -eq 2 ]
+        echo "$output" | schema hutch.error/1
+        [ "$(echo "$output" | json "o['error']")" = conflict ]
+        [[ "$stderr" == *"already has this key"* ]]
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["echo","three"],"idempotency_key":"k1"}'
+        [ "$status" -eq 2 ]
+        [ "$(echo "$output" | json "o['pointer']")" = /idempotency_key ]
+        # a --lang run's key names its language and code
+        run -0 "$HUTCH" run -q --id k2 --lang sh -c 'echo a'
+        run -2 "$HUTCH" run -q --id k2 --lang sh -c 'echo b'
+        run -0 "$HUTCH" run -q --id k2 --lang sh -c 'echo a'
+        [ "$output" = a ]
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
 }
 
 @test "idempotency: a running run with the key is busy (exit 75), or waited for with --id-wait" {
@@ -166,13 +186,14 @@ EOF2
                 sh -c "while [ ! -e $d/go ]; do sleep 0.05; done; echo done; exit 4" &
         first=$!
         running_id t=idwait
-        run --separate-stderr "$HUTCH" run --id slow --json -- true
+        job="while [ ! -e $d/go ]; do sleep 0.05; done; echo done; exit 4"
+        run --separate-stderr "$HUTCH" run --id slow --json --rw "$d" -- sh -c "$job"
         [ "$status" -eq 75 ]
         echo "$output" | schema hutch.error/1
         [ "$(echo "$output" | json "o['error']")" = busy ]
         [ "$(echo "$output" | json "o['code']")" = idempotency_in_flight ]
         [ "$(echo "$output" | json "o['retryable']")" = true ]
-        "$HUTCH" run -v --id slow --id-wait --json -- true >"$d/waited" 2>"$d/waited.err" &
+        "$HUTCH" run -v --id slow --id-wait --json --rw "$d" -- sh -c "$job" >"$d/waited" 2>"$d/waited.err" &
         waiter=$!
         # it says it waits for the run, and is still there, rather than
         # answering busy
@@ -188,6 +209,33 @@ EOF2
         [ "$rc" -eq 4 ]
 }
 
+@test "idempotency: runs started at once with one key: one runs, the others answer with its result or are busy" {
+        d=$(host_dir)
+        # with --id-wait every one answers with the one run's result
+        for i in 1 2 3 4 5; do
+                "$HUTCH" run --id same --id-wait --json -- sh -c 'sleep 0.5; echo once; exit 3' > "$d/out$i" 2>/dev/null &
+        done
+        for i in 1 2 3 4 5; do
+                rc=0
+                wait -n || rc=$?
+                [ "$rc" -eq 3 ]
+        done
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 1 ]
+        [ "$(cat "$d"/out* | json "o['id']" | sort -u | wc -l)" -eq 1 ]
+        [ "$(cat "$d"/out* | json "o['stdout'].strip()" | sort -u)" = once ]
+        # without: one that finds the run going is busy (75), one that
+        # raced it to the store waits for it; none runs a second time
+        for i in 1 2 3 4 5; do
+                "$HUTCH" run --id other --json -- sh -c 'sleep 0.5; exit 3' > /dev/null 2>&1 &
+        done
+        for i in 1 2 3 4 5; do
+                rc=0
+                wait -n || rc=$?
+                [ "$rc" -eq 3 ] || [ "$rc" -eq 75 ]
+        done
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
+}
+
 @test "idempotency: 40 concurrent runs with distinct keys are all recorded" {
         for i in $(seq 1 40); do
                 "$HUTCH" run -q --id "key-$i" -- sh -c "exit $((i % 7))" &
@@ -197,7 +245,7 @@ EOF2
         [ "$("$HUTCH" ls --json | json "o['idempotency_key']" | sort -u | wc -l)" -eq 40 ]
         "$HUTCH" ls --json | schema hutch.result/1
         for i in 3 17 40; do
-                run "$HUTCH" run -q --id "key-$i" -- true
+                run "$HUTCH" run -q --id "key-$i" -- sh -c "exit $((i % 7))"
                 [ "$status" -eq $((i % 7)) ]
         done
         [ "$("$HUTCH" ls --json | wc -l)" -eq 40 ]
@@ -453,6 +501,58 @@ EOF2
         [ "$output" = ok ]
 }
 
+@test "the Python tool wrapper: files, stdin and session; stopping early cancels; its death ends the run" {
+        export HUTCH_TOOL_DIR="${HUTCH_DATADIR:-$TESTS_DIR/../share}/examples"
+        marker=$(unique)
+        export MARKER=$marker
+        run --separate-stderr python3 - <<'EOF2'
+import os, sys, json, subprocess, time
+sys.path.insert(0, os.environ["HUTCH_TOOL_DIR"])
+from hutch_tool import run, run_code
+hutch, marker = os.environ["HUTCH"], os.environ["MARKER"]
+
+out = [v for k, v in run_code("sh", "cat in.txt data.bin; cat", files={"in.txt": "file\n", "data.bin": b"\x01\n"},
+                              stdin=b"piped\n", hutch=hutch) if k == "stdout"]
+assert "".join(x if isinstance(x, str) else x.decode() for x in out) == "file\n\x01\npiped\n", out
+res = [v for k, v in run_code("sh", "echo kept > k; exit 1", session="py", commit="always", hutch=hutch) if k == "result"]
+assert res[0]["committed"] is True, res
+out = [v for k, v in run_code("sh", "cat k", session="py", hutch=hutch) if k == "stdout"]
+assert out == ["kept\n"], out
+
+# stop iterating after the start: the run is cancelled and recorded so
+gen = run({"argv": ["sh", "-c", "sleep 300; : " + marker + "-a"]}, hutch=hutch)
+kind, rid = next(gen)
+assert kind == "started"
+gen.close()
+show = json.loads(subprocess.run([hutch, "show", "--json", rid], stdout=subprocess.PIPE, check=True).stdout)
+assert show["status"] == "cancelled", show["status"]
+print("ok")
+EOF2
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ "$output" = ok ]
+        ! host_has_process "$marker-a" || false
+        # the wrapper's process dies: hutch gets SIGTERM and ends the run
+        python3 - > "$BATS_TEST_TMPDIR/started" <<'EOF2' &
+import os, sys
+sys.path.insert(0, os.environ["HUTCH_TOOL_DIR"])
+from hutch_tool import run
+for kind, value in run({"argv": ["sh", "-c", "sleep 300; : " + os.environ["MARKER"] + "-b"]}, hutch=os.environ["HUTCH"]):
+    if kind == "started":
+        print(value, flush=True)
+EOF2
+        py=$!
+        wait_for_file "$BATS_TEST_TMPDIR/started" 200
+        kill -9 "$py"
+        id=$(cat "$BATS_TEST_TMPDIR/started")
+        for _ in $(seq 200); do
+                [ "$("$HUTCH" show --json "$id" | json "o['status']")" != running ] && break
+                sleep 0.1
+        done
+        [ "$("$HUTCH" show --json "$id" | json "o['status']")" = cancelled ]
+        ! host_has_process "$marker-b" || false
+}
+
 @test "request: stdin and files reach the job; the files are not counted as its changes" {
         printf 'from the host\n' > "$BATS_TEST_TMPDIR/host.txt"
         chmod 644 "$BATS_TEST_TMPDIR/host.txt"
@@ -521,7 +621,7 @@ print(json.dumps(o))' "$field" > "$BATS_TEST_TMPDIR/$field"
 }
 
 @test "request: files with a workdir, or a missing host file, are refused naming /files" {
-        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"session":"s"}'
+        run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":"x"},"workdir":"/tmp"}'
         [ "$status" -eq 2 ]
         [ "$(echo "$output" | json "o['pointer']")" = /files ]
         run --separate-stderr "$HUTCH" run --request - <<< '{"argv":["true"],"files":{"a":{"host_path":"/nonexistent/x"}}}'

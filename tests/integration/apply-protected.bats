@@ -119,6 +119,7 @@ repo_untouched() {
         run "$HUTCH" diff "$id"
         [[ "${lines[0]}" == "PROTECTED:"* ]]
         run "$HUTCH" diff --json "$id"
+        echo "$output" | python3 "$TESTS_DIR/integration/check-schema.py" hutch.diff/1
         [ "$(echo "$output" | jq -r .protected)" = 2 ]
         [[ "$(echo "$output" | jq -r '.changes[] | select(.path == ".git/hooks/pre-commit") | .protected')" == "git runs"* ]]
         [ "$(echo "$output" | jq -r '.changes[] | select(.path == "a.txt") | .protected')" = null ]

@@ -142,7 +142,7 @@ print("".join(e.get("data", "") for e in map(json.loads, sys.stdin) if e["type"]
 
 @test "events: an idempotent answer is one exit event" {
         "$HUTCH" run -q --id ev-key -- sh -c 'echo once'
-        run --separate-stderr "$HUTCH" run --events --id ev-key -- true
+        run --separate-stderr "$HUTCH" run --events --id ev-key -- sh -c 'echo once'
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 1 ]
         echo "$output" | python3 "$CHECK" hutch.event/1

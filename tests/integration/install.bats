@@ -29,4 +29,9 @@ check_plain_binary() {
         [ -n "$bin" ]
         check_plain_binary "$bin"
         [ -z "$(find "$dest" -perm /6000)" ]
+        # every installed man page names the version the build was configured with
+        version=$("$bin" --version | awk '{print $2; exit}')
+        pages=$(find "$dest" -path '*/man/man*' -type f -name 'hutch*' | wc -l)
+        [ "$pages" -ge 19 ]
+        [ -z "$(grep -L "^\.TH .*\"hutch $version\"" $(find "$dest" -path '*/man/man*' -type f -name 'hutch*'))" ]
 }

@@ -126,8 +126,58 @@ int main(void) { puts("compiled"); return 3; }'
         [ "$output" = "code ['x']" ]
 }
 
+@test "rerun refuses a run whose request gave it stdin or files, saying why" {
+        run -0 "$HUTCH" run --request - <<< '{"argv":["cat"],"stdin":"hello"}'
+        run -1 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *"read a stdin its request gave"* ]]
+        run -0 "$HUTCH" run --request - <<< '{"argv":["cat","in.txt"],"files":{"in.txt":"x"}}'
+        run -1 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *"read files its request gave"* ]]
+        # a request without them reruns as before
+        run -0 "$HUTCH" run --request - <<< '{"argv":["echo","plain"]}'
+        run -0 "$HUTCH" rerun "$(last_id)"
+        [[ "$output" == *plain* ]]
+}
+
 @test "rerun of an unknown run exits 1" {
         run "$HUTCH" rerun ZZZZZZZZ
         [ "$status" -eq 1 ]
         [[ "$output" == *"no run matches"* ]]
+}
+
+@test "each language imports from the workspace: a module one session call wrote, the next imports" {
+        have python3
+        run "$HUTCH" run --session imp --lang python -c 'open("helper.py", "w").write("def hi():\n    return 42\n")'
+        [ "$status" -eq 0 ]
+        run "$HUTCH" run --session imp --lang python -c 'import sys, helper; print(helper.hi(), sys.argv[0], __name__)'
+        [ "$status" -eq 0 ]
+        [ "$output" = "42 /run/hutch/code/main.py __main__" ]
+        # -I still holds: PYTHON* variables are ignored
+        run "$HUTCH" run --env PYTHONPATH=/nonexistent-hutch --lang python -c 'import sys; print("/nonexistent-hutch" in sys.path)'
+        [ "$output" = False ]
+        # the code did not land in the workspace
+        run "$HUTCH" run --session imp --lang python -c 'import os; print(sorted(os.listdir(".")))'
+        [[ "$output" != *main.py* ]]
+        if command -v node >/dev/null; then
+                run "$HUTCH" run --session imp --lang node -c 'const fs = require("fs");
+fs.writeFileSync("h.js", "module.exports = 7");
+fs.mkdirSync("node_modules/x", { recursive: true });
+fs.writeFileSync("node_modules/x/index.js", "module.exports = 8");'
+                [ "$status" -eq 0 ]
+                run "$HUTCH" run --session imp --lang node -c 'console.log(require("./h"), require("x"), require.main === module, __filename)'
+                [ "$status" -eq 0 ]
+                [ "$output" = "7 8 true /run/hutch/code/main.js" ]
+        fi
+        if command -v perl >/dev/null; then
+                run "$HUTCH" run --session imp --lang perl -c 'open(my $f, ">", "L.pm"); print $f "package L; sub v { 5 } 1;\n";'
+                run "$HUTCH" run --session imp --lang perl -c 'use L; print L::v(), "\n";'
+                [ "$output" = 5 ]
+        fi
+        if command -v cc >/dev/null; then
+                run "$HUTCH" run --session imp --lang sh -c 'echo "#define U 9" > u.h'
+                run "$HUTCH" run --session imp --lang c -c '#include <stdio.h>
+#include "u.h"
+int main(void) { printf("%d\n", U); return 0; }'
+                [ "$output" = 9 ]
+        fi
 }

@@ -16,7 +16,7 @@ NPM_TIMEOUT=300
 setup_file() {
         export MCP_NPM_DIR="$BATS_FILE_TMPDIR/npm"
         mkdir -p "$MCP_NPM_DIR"
-        cp "$TESTS_DIR/integration/mcp-sdk-client.mjs" "$MCP_NPM_DIR/"
+        cp "$TESTS_DIR/integration/mcp-sdk-client.mjs" "$TESTS_DIR/integration/mcp-agent-client.mjs" "$MCP_NPM_DIR/"
         command -v node >/dev/null && command -v npm >/dev/null || {
                 echo "node or npm not installed" > "$MCP_NPM_DIR/skip-all"
                 return 0
@@ -62,4 +62,21 @@ drive() {
 
 @test "mcp-sdk: @modelcontextprotocol/client 2.x probing with server/discover picks 2026-07-28" {
         drive client2 client2-auto "modern 2026-07-28"
+}
+
+@test "mcp-sdk: a scripted coding agent: imports across calls, kept edits, parallel session calls, progress, queue, files, diff, scopes" {
+        [ ! -f "$MCP_NPM_DIR/skip-sdk1" ] || skip "$(cat "$MCP_NPM_DIR/skip-sdk1")"
+        command -v python3 >/dev/null || skip "python3 not installed"
+        local repo="$BATS_TEST_TMPDIR/repo"
+        mkdir -p "$repo"
+        echo old > "$repo/README"
+        # the sandbox user (root's is unprivileged) must read the workdir
+        chmod -R a+rX "$BATS_TEST_TMPDIR"
+        export AGENT_RESULTS="$BATS_TEST_TMPDIR/results.jsonl"
+        run -0 timeout 300 node "$MCP_NPM_DIR/mcp-agent-client.mjs" "$repo"
+        echo "$output"
+        [[ "$output" == *"ok agent"* ]]
+        # every run result the agent got is a valid hutch.result/1
+        [ "$(wc -l < "$AGENT_RESULTS")" -ge 15 ]
+        python3 "$TESTS_DIR/integration/check-schema.py" hutch.result/1 "$AGENT_RESULTS"
 }

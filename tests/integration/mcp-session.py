@@ -89,9 +89,12 @@ class Client:
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         try:
-            return json.loads(line)
+            m = json.loads(line)
         except ValueError:
             raise Fail("server wrote a line that is not JSON: %r" % line[:200])
+        if isinstance(m, dict) and m.get("method") == "notifications/progress":
+            m["_seen"] = time.monotonic()    # when it arrived, for the timing checks
+        return m
 
     def wait(self, rid, timeout=30):
         """The response to rid; notifications and other responses seen meanwhile are kept."""
@@ -163,7 +166,8 @@ class Client:
             check(isinstance(r["ttlMs"], int) and r["cacheScope"] in ("public", "private"), "no cache fields")
         r = self.result(self.request("tools/list"))
         names = [t["name"] for t in r["tools"]]
-        check(names == ["run_code", "run_command", "read_output", "list_runs", "get_file"], "tools %r" % names)
+        check(names[:6] == ["run_code", "run_command", "read_output", "list_runs", "get_file", "diff"] and
+              names[6:] in ([], ["apply"]), "tools %r" % names)
         for t in r["tools"]:
             check(t["inputSchema"]["type"] == "object", "%s: inputSchema" % t["name"])
             check(t["outputSchema"]["type"] == "object", "%s: outputSchema" % t["name"])
@@ -406,6 +410,260 @@ def scenario_queue(c):
     c.close()
 
 
+def iso_ms(t):
+    """2026-12-07T01:19:08.191Z -> seconds (for differences)."""
+    import datetime
+    return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def scenario_session_queue(c):
+    """Three calls on one session sent at once all succeed, one at a time in
+    the order they came, each seeing the one before; the first progress of
+    a call comes 5 s after it was sent, the waiting ones say what they wait for."""
+    c.handshake()
+    sent = time.monotonic()
+    a = c.call(None, "run_code", {"language": "python", "session": "q", "code":
+               "import time\nopen('log', 'w').write('a')\ntime.sleep(6)"}, meta={"progressToken": "a"})
+    b = c.call(None, "run_code", {"language": "python", "session": "q", "code":
+               "open('log', 'a').write('b')"}, meta={"progressToken": "b"})
+    d = c.call(None, "run_command", {"argv": ["cat", "log"], "session": "q"})
+    ra, rb, rd = (c.tool_result(x, "run_code" if x != d else "run_command") for x in (a, b, d))
+    for r in (ra, rb, rd):
+        check(not r["isError"], "a call on the session failed: %r" % text_of(r))
+    check(rd["structuredContent"]["stdout"] == "ab", "out of order: %r" % rd["structuredContent"]["stdout"])
+    sa, sb, sd = (r["structuredContent"] for r in (ra, rb, rd))
+    check(sa["finished_at"] <= sb["started_at"] and sb["finished_at"] <= sd["started_at"], "ran at once")
+    prog = [m for m in c.pending if m.get("method") == "notifications/progress"]
+    pa = [m for m in prog if m["params"]["progressToken"] == "a"]
+    pb = [m for m in prog if m["params"]["progressToken"] == "b"]
+    check(pa, "no progress for the running call")
+    first = pa[0]["_seen"] - sent
+    check(4.5 <= first <= 5.8, "the first progress came %.2f s after the call, not at 5 s" % first)
+    check(pb and "session q" in pb[0]["params"]["message"], "the waiting call does not say why: %r" % pb)
+    c.close()
+
+
+def scenario_commit(c):
+    """A session call's edit survives the failing test run that follows it
+    (the server commits always by default); commit never keeps nothing;
+    every result says whether it committed."""
+    c.handshake()
+    r = c.run("run_code", {"language": "python", "session": "edit", "code":
+                           "open('calc.py', 'w').write('def add(a, b):\\n    return a - b\\n')\nraise SystemExit(1)"})
+    check(r["isError"] and r["structuredContent"]["committed"] is True, "failed edit not committed: %r"
+          % r["structuredContent"].get("committed"))
+    r = c.run("run_code", {"language": "python", "session": "edit", "code":
+                           "import calc\nassert calc.add(2, 2) == 4, 'add is wrong'"})
+    check(r["isError"] and "add is wrong" in text_of(r), "the test run did not see the edit: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["cat", "calc.py"], "session": "edit"})
+    check("a - b" in r["structuredContent"]["stdout"], "the edit is lost: %r" % r["structuredContent"]["stdout"])
+    # files with a session: put into it first, and kept
+    r = c.run("run_command", {"argv": ["cat", "data/in.txt"], "session": "edit", "commit": "never",
+                              "files": {"data/in.txt": "uploaded\n"}})
+    check(r["structuredContent"]["stdout"] == "uploaded\n", "files with a session: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["cat", "data/in.txt"], "session": "edit"})
+    check(r["structuredContent"]["stdout"] == "uploaded\n", "the uploaded file is gone: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo x > scratch"], "session": "edit", "commit": "never"})
+    check(not r["isError"] and r["structuredContent"]["committed"] is False, "commit never: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["ls"], "session": "edit"})
+    check("scratch" not in r["structuredContent"]["stdout"], "commit never kept a file")
+    r = c.run("run_command", {"argv": ["true"]})
+    check(r["structuredContent"]["committed"] is None, "a run without a session: %r" % r["structuredContent"])
+    r = c.run("run_command", {"argv": ["true"], "session": "edit", "commit": "sometimes"})
+    check(r["isError"] and "commit" in text_of(r), "a bad commit accepted: %r" % text_of(r))
+    c.close()
+
+
+def scenario_scopes(c):
+    """Two servers of one user and state dir, with different scopes, see
+    nothing of each other: runs, output, artifacts, sessions."""
+    c.handshake()                       # --scope alpha (the test's arguments)
+    other = Client(c.era, ["--scope", "beta"], c.name + "-beta")
+    other.handshake()
+    r = c.run("run_command", {"argv": ["sh", "-c", "mkdir -p output; echo alpha-secret | tee output/a.txt > mine"],
+                              "session": "s"})
+    check(not r["isError"] and r["structuredContent"]["labels"]["mcp.scope"] == "alpha", "alpha run: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    # beta cannot list, read, fetch or resolve a prefix of alpha's run
+    lst = other.run("list_runs", {})
+    check(all(x["id"] != rid for x in lst["structuredContent"]["runs"]), "beta lists alpha's run")
+    for tool, args in (("read_output", {"run_id": rid, "stream": "stdout"}),
+                       ("read_output", {"run_id": rid[:8], "stream": "stdout"}),
+                       ("get_file", {"run_id": rid, "path": "output/a.txt"})):
+        x = other.run(tool, args)
+        check(x["isError"] and "alpha-secret" not in json.dumps(x), "beta reads alpha's run with %s" % tool)
+    # beta's session of the same name is its own: empty, and what it writes stays there
+    x = other.run("run_command", {"argv": ["sh", "-c", "ls; echo beta > mine"], "session": "s"})
+    check(not x["isError"] and "mine" not in x["structuredContent"]["stdout"], "beta sees alpha's session: %r"
+          % x["structuredContent"]["stdout"])
+    x = c.run("run_command", {"argv": ["cat", "mine"], "session": "s"})
+    check(x["structuredContent"]["stdout"] == "alpha-secret\n", "beta changed alpha's session")
+    # alpha still sees its own
+    x = c.run("get_file", {"run_id": rid, "path": "output/a.txt"})
+    check(not x["isError"] and "alpha-secret" in json.dumps(x), "alpha lost its artifact: %r" % text_of(x))
+    other.close()
+    c.close()
+
+
+# a 1x1 PNG, whole
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def scenario_files_out(c):
+    """A 3 MiB file fetched in pages with offset/limit (text and binary); a
+    PNG artifact as an image content block."""
+    import base64, hashlib
+    c.handshake()
+    code = ("import os, random\nos.makedirs('output', exist_ok=True)\n"
+            "open('output/big.txt', 'w').write(''.join('row %%07d\\n' %% i for i in range(3 * 1024 * 1024 // 12 + 7)))\n"
+            "random.seed(1)\nopen('output/big.bin', 'wb').write(random.randbytes(3 * 1024 * 1024 + 5))\n"
+            "import base64\nopen('output/dot.png', 'wb').write(base64.b64decode('%s'))\n" % PNG)
+    r = c.run("run_code", {"language": "python", "code": code})
+    check(not r["isError"], "writing the files: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    files = {f["path"]: f for f in r["structuredContent"]["files"]}
+    for name, limit in (("big.txt", None), ("big.bin", 700000)):
+        got, off, pages = b"", 0, 0
+        while True:
+            args = {"run_id": rid, "path": "output/" + name, "offset": off}
+            if limit:
+                args["limit"] = limit
+            p = c.run("get_file", args)
+            check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+            sc = p["structuredContent"]
+            check(sc["offset"] == off and sc["size"] == files[name]["size"], "%s: page %r" %
+                  (name, {k: sc[k] for k in sc if k != "content"}))
+            got += sc["content"].encode() if sc["encoding"] == "utf-8" else base64.b64decode(sc["content"])
+            off, pages = sc["next_offset"], pages + 1
+            check(len(sc["content"]) <= 1400000, "a page over the bound")
+            if sc["eof"]:
+                break
+            check(pages < 20, "no end")
+        check(pages >= 3, "%s in %d pages" % (name, pages))
+        check(hashlib.sha256(got).hexdigest() == files[name]["sha256"], "%s: the pages are not the file" % name)
+    x = c.run("get_file", {"run_id": rid, "path": "output/big.txt", "offset": 10 ** 9})
+    check(x["isError"] and "past its end" in text_of(x), "an offset past the end: %r" % text_of(x))
+    # the env argument reaches the program, a bad name is the model's error
+    x = c.run("run_command", {"argv": ["printenv", "GREETING"], "env": {"GREETING": "hello there"}})
+    check(x["structuredContent"]["stdout"] == "hello there\n", "env: %r" % text_of(x))
+    x = c.run("run_command", {"argv": ["true"], "env": {"1BAD": "x"}})
+    check(x["isError"] and "env/1BAD" in text_of(x), "a bad env name: %r" % text_of(x))
+    img = c.run("get_file", {"run_id": rid, "path": "output/dot.png"})
+    blocks = [b for b in img["content"] if b["type"] == "image"]
+    check(blocks and blocks[0]["mimeType"] == "image/png" and blocks[0]["data"] == PNG,
+          "no image block for a PNG: %r" % [b["type"] for b in img["content"]])
+    c.close()
+
+
+def scenario_workdir(c):
+    """hutch mcp --workdir DIR --allow-apply: a run sees DIR, leaves it as it
+    was; diff shows the change; apply writes it, and refuses a conflict
+    and a protected path as hutch apply does."""
+    d = os.environ["MCP_WORKDIR"]
+    c.handshake()
+    r = c.run("run_command", {"argv": ["sh", "-c", "cat notes.txt; echo second >> notes.txt; echo new > added.txt"]})
+    check(not r["isError"] and r["structuredContent"]["stdout"] == "first\n", "the run does not see DIR: %r"
+          % text_of(r))
+    rid = r["structuredContent"]["id"]
+    with open(os.path.join(d, "notes.txt")) as f:
+        check(f.read() == "first\n", "the run changed DIR itself")
+    x = c.run("diff", {"run_id": rid})
+    check(not x["isError"] and "+second" in text_of(x) and "added.txt" in text_of(x), "diff: %r" % text_of(x))
+    x = c.run("diff", {"run_id": rid[:10], "stat": True})
+    check("added" in text_of(x) and "modified" in text_of(x), "diff --stat: %r" % text_of(x))
+    x = c.run("apply", {"run_id": rid})
+    check(not x["isError"] and x["structuredContent"]["applied"], "apply: %r" % text_of(x))
+    with open(os.path.join(d, "notes.txt")) as f:
+        check(f.read() == "first\nsecond\n", "apply did not write the change")
+    # a conflict: DIR changed under the run
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo third >> notes.txt"]})
+    with open(os.path.join(d, "notes.txt"), "a") as f:
+        f.write("by hand\n")
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and not x["structuredContent"]["applied"] and "conflict" in text_of(x).lower(),
+          "a conflicting apply: %r" % text_of(x))
+    # a protected path
+    r = c.run("run_command", {"argv": ["sh", "-c", "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit"]})
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and "protected" in text_of(x), "a protected path applied: %r" % text_of(x))
+    check(not os.path.exists(os.path.join(d, ".git/hooks/pre-commit")), "the hook was written")
+    # a run of the same scope on another directory is not applied here
+    other_dir = d + "-other"
+    os.makedirs(other_dir, exist_ok=True)
+    os.chmod(other_dir, 0o755)
+    o = Client(c.era, ["--workdir", other_dir], c.name + "-other")
+    o.handshake()
+    r = o.run("run_command", {"argv": ["sh", "-c", "echo elsewhere > notes.txt"]})
+    o.close()
+    x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
+    check(x["isError"] and "did not run on this server's working directory" in text_of(x),
+          "another directory's run applied: %r" % text_of(x))
+    with open(os.path.join(d, "notes.txt")) as f:
+        check("elsewhere" not in f.read(), "another directory's change reached DIR")
+    # a session or files make no sense here: said so
+    x = c.run("run_command", {"argv": ["true"], "session": "s"})
+    check(x["isError"] and "working directory" in text_of(x), "session with --workdir: %r" % text_of(x))
+    c.close()
+
+
+def scenario_no_apply(c):
+    """apply is neither listed nor served without --allow-apply."""
+    r = c.handshake()
+    check("apply" not in [t["name"] for t in r["tools"]], "apply listed")
+    m = c.wait(c.call(None, "apply", {"run_id": "01ABCDEF"}))
+    check(m["error"]["code"] == -32602 and "apply" in m["error"]["message"], "apply served: %r" % m)
+    c.close()
+
+
+def scenario_small(c):
+    """A timeout over the ceiling is said; list_runs shows a run_code row as
+    its language and first line; no result hands out the server's cwd."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["true"], "timeout_s": 300})
+    check(text_of(r).startswith("note: timeout_s 300 is over this server's ceiling: the run had 5 s\n"),
+          "the clamp is silent: %r" % text_of(r)[:200])
+    check(r["structuredContent"]["limits"]["timeout_ms"] == 5000 and r["structuredContent"]["notes"], "notes")
+    check(r["structuredContent"]["cwd"] is None, "cwd handed out: %r" % r["structuredContent"]["cwd"])
+    r = c.run("run_code", {"language": "python", "code": "\n# compute the answer\nprint(42)\n"})
+    rid = r["structuredContent"]["id"]
+    lst = c.run("list_runs", {"limit": 1})
+    row = lst["structuredContent"]["runs"][0]
+    check(row["id"] == rid and row["lang"] == "python" and row["code_first_line"] == "# compute the answer",
+          "list_runs row: %r" % row)
+    check("python: # compute the answer" in text_of(lst), "list_runs text: %r" % text_of(lst))
+    check(row["cwd"] is None, "list_runs hands out the cwd")
+    c.close()
+
+
+def scenario_session_held(c):
+    """A session held by a process outside the server (here the operator's
+    own hutch run on mcp-held) is waited for, not an "in use" failure."""
+    c.handshake()
+    marker = "mcp-held-%d" % os.getpid()
+    holder = subprocess.Popen([HUTCH, "run", "-q", "--session", "mcp-held", "--", "sh", "-c",
+                               "echo first > f; sleep 2; : " + marker])
+    deadline = time.monotonic() + 20
+    while not alive(marker):
+        check(time.monotonic() < deadline, "the holder never started")
+        time.sleep(0.05)
+    r = c.run("run_command", {"argv": ["cat", "f"], "session": "held"})
+    holder.wait()
+    check(not r["isError"] and r["structuredContent"]["stdout"] == "first\n", "the call did not wait: %r" % text_of(r))
+    c.close()
+
+
+def scenario_slot(c):
+    """--max-concurrent 1: a queued call starts as soon as the slot frees
+    (within 0.5 s of the first run's end), not at the next 5 s tick."""
+    c.handshake()
+    a = c.call(None, "run_command", {"argv": ["sleep", "2"]})
+    b = c.call(None, "run_command", {"argv": ["true"]})
+    ra, rb = c.tool_result(a, "run_command"), c.tool_result(b, "run_command")
+    gap = iso_ms(rb["structuredContent"]["started_at"]) - iso_ms(ra["structuredContent"]["finished_at"])
+    check(0 <= gap < 0.5, "the queued call started %.3f s after the slot freed" % gap)
+    c.close()
+
+
 def scenario_node_queue(c):
     """The server's profile has [admission] max_running = 1 and
     --max-concurrent 2: the second call waits on the node's count (hutch
@@ -428,22 +686,39 @@ def scenario_output(c):
     sc, text = r["structuredContent"], text_of(r)
     check(len(text) < 20000 and "cut here" in text and sc["id"] in text, "not cut: %d bytes" % len(text))
     off = int(text.split('"offset": ')[1].split("}")[0])
-    full = sc["stdout"].encode()
-    check(text.encode().find(full[:off]) >= 0, "the head is not the stream's start")
-    got, nxt = full[:off], off
+    # structuredContent is bounded like the text: the same cut stream
+    check(len(json.dumps(sc)) < 3 * 16384 and "cut here" in sc["stdout"], "structuredContent not bounded: %d bytes"
+          % len(json.dumps(sc)))
+    check("stdout is %d bytes of text, all kept" % sc["stdout_bytes"] in text, "the marker does not say the size: %r"
+          % text[text.find("[..."):][:300])
+    head = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": 0, "limit": off})
+    full = head["structuredContent"]["text"].encode()
+    check(text.encode().find(full) >= 0 and sc["stdout"].encode().startswith(full), "the head is not the stream's start")
+    got, nxt = full, off
+    full = None
     while True:
         p = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": nxt, "limit": 20000})
         ps = p["structuredContent"]
-        check(ps["offset"] == nxt and ps["total"] == len(full), "page %r" % {k: ps[k] for k in ps if k != "text"})
+        check(ps["offset"] == nxt and ps["total"] == sc["stdout_bytes"], "page %r" % {k: ps[k] for k in ps if k != "text"})
         got += ps["text"].encode()
         nxt = ps["next_offset"]
         if ps["eof"]:
             break
-    check(got == full, "the pages do not add up to the stream")
+    check(len(got) == sc["stdout_bytes"] and got.endswith(b"line 05999\n") and got.startswith(b"line 00000\n"),
+          "the pages do not add up to the stream")
+    check(got == "".join("line %05d\n" % i for i in range(6000)).encode(), "the pages are not the stream")
     r = c.run("read_output", {"run_id": sc["id"], "stream": "stderr"})
     check(r["structuredContent"]["total"] == 0 and r["structuredContent"]["eof"], "stderr page")
     r = c.run("read_output", {"run_id": sc["id"], "stream": "stdin"})
     check(r["isError"], "bad stream accepted")
+    # more than the record keeps: the marker gives the real size and says
+    # the middle is gone for good; structuredContent stays small
+    r = c.run("run_command", {"argv": ["seq", "1", "1000000"]})
+    sc, text = r["structuredContent"], text_of(r)
+    check(sc["stdout_bytes"] == 6888896 and sc["stdout_truncated"], "seq: %r" % sc["stdout_bytes"])
+    check("stdout was 6888896 bytes; the record kept only its first and last" in text and "gone for good" in text,
+          "the marker hides the real size: %r" % text[text.find("[..."):][:400])
+    check(len(json.dumps(sc)) < 3 * 16384, "structuredContent of %d bytes" % len(json.dumps(sc)))
     c.close()
 
 

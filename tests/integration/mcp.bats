@@ -105,6 +105,61 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: three calls on one session sent at once run in order; progress at 5 s; the waiting ones say why" {
+        run -0 session session_queue
+        echo "$output"
+}
+
+@test "mcp: a session call's edit survives a failing run (commit always by default); commit never" {
+        run -0 session commit --era modern
+        echo "$output"
+}
+
+@test "mcp: two servers with different --scope see nothing of each other's runs, files or sessions" {
+        run -0 session scopes -- --scope alpha
+        echo "$output"
+        run -2 "$HUTCH" mcp --scope a-b
+        [[ "$output" == *scope* ]]
+}
+
+@test "mcp: get_file pages a 3 MiB file with offset/limit; a PNG comes back as an image block" {
+        run -0 session files_out --era modern
+        echo "$output"
+}
+
+@test "mcp: --workdir DIR: runs see DIR, diff shows a run's change, apply (--allow-apply) writes it, refusing conflicts and protected paths" {
+        export MCP_WORKDIR="$BATS_TEST_TMPDIR/repo"
+        mkdir -p "$MCP_WORKDIR"
+        echo first > "$MCP_WORKDIR/notes.txt"
+        # the sandbox user (root's is unprivileged) must read DIR
+        chmod -R a+rX "$BATS_TEST_TMPDIR"
+        run -0 session workdir -- --workdir "$MCP_WORKDIR" --allow-apply
+        echo "$output"
+        run -2 "$HUTCH" mcp --allow-apply
+        [[ "$output" == *--workdir* ]]
+        run -2 "$HUTCH" mcp --workdir "$BATS_TEST_TMPDIR/nonexistent"
+}
+
+@test "mcp: without --allow-apply there is no apply tool" {
+        run -0 session no_apply
+        echo "$output"
+}
+
+@test "mcp: a timeout over the ceiling is said; list_runs shows language and first line; no host cwd" {
+        run -0 session small -- --max-timeout 5s
+        echo "$output"
+}
+
+@test "mcp: a session held outside the server is waited for, not an in-use failure" {
+        run -0 session session_held
+        echo "$output"
+}
+
+@test "mcp: a queued call starts within 0.5 s of a free slot" {
+        run -0 session slot -- --max-concurrent 1
+        echo "$output"
+}
+
 @test "mcp: the server's runs wait on the node's [admission] count instead of failing" {
         printf '[admission]\nmax_running = 1\n' > "$BATS_TEST_TMPDIR/one.ini"
         run -0 session node_queue -- --max-concurrent 2 --profile "$BATS_TEST_TMPDIR/one.ini"
@@ -134,6 +189,23 @@ EOF2
 @test "mcp: SIGTERM to the server cancels the runs in flight and exits 0" {
         MCP_SIGNAL=15 run -0 session killed
         echo "$output"
+}
+
+@test "mcp: the runs' messages on the server's stderr carry their run id" {
+        {
+                printf '%s\n' \
+                        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"log-test","version":"1"}}}' \
+                        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["/nonexistent-hutch-prog"]}}}'
+                wait_for_file_line "$BATS_TEST_TMPDIR/out" '"id":2'
+        } | "$HUTCH" mcp > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err"
+        id=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("id") == 2:
+        print(m["result"]["structuredContent"]["id"])' "$BATS_TEST_TMPDIR/out")
+        [ -n "$id" ]
+        cat "$BATS_TEST_TMPDIR/err"
+        grep -q "^hutch: \[$id\] command not found: /nonexistent-hutch-prog" "$BATS_TEST_TMPDIR/err"
 }
 
 @test "mcp: hutch ls --label finds a client's runs" {

@@ -115,6 +115,37 @@ teardown() {
         [ "$(cat "$TREE/p")" = partial ]
 }
 
+# the JSON field $2 of the result $1
+committed() {
+        python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]).get("committed", "absent")))' "$1"
+}
+
+@test "--commit never keeps nothing; every result says whether it committed" {
+        run -0 "$HUTCH" run --json --session s -- sh -c 'echo one > f'
+        [ "$(committed "$output")" = true ]
+        run -0 "$HUTCH" run --json --session s --commit never -- sh -c 'echo two > f'
+        [ "$(committed "$output")" = false ]
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run --json --session s -- sh -c 'echo three > f; exit 1'
+        [ "$(committed "$output")" = false ]
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run --json --session s --commit always -- sh -c 'echo four > f; exit 1'
+        [ "$(committed "$output")" = true ]
+        echo "$output" | python3 "$TESTS_DIR/integration/check-schema.py" hutch.result/1
+        [ "$(cat "$TREE/f")" = four ]
+        # a request's commit field; a run without a session says null
+        run -3 sh -c "echo '{\"session\":\"s\",\"commit\":\"always\",\"argv\":[\"sh\",\"-c\",\"echo five > f; exit 3\"]}' | '$HUTCH' run --request -"
+        [ "$(committed "$output")" = true ]
+        [ "$(cat "$TREE/f")" = five ]
+        run -0 "$HUTCH" run --json -- true
+        [ "$(committed "$output")" = null ]
+        # hutch session ls --json is hutch.session/1
+        run -0 "$HUTCH" session ls --json
+        echo "$output" | python3 "$TESTS_DIR/integration/check-schema.py" hutch.session/1
+        run -2 sh -c "echo '{\"session\":\"s\",\"commit\":\"sometimes\",\"argv\":[\"true\"]}' | '$HUTCH' run --request -"
+        [[ "$output" == *'"pointer":"/commit"'* ]]
+}
+
 @test "hutch session ls and rm; rm refuses a session in use" {
         "$HUTCH" run -q --session one -- sh -c 'echo 1 > f'
         "$HUTCH" run -q --session two -- true
@@ -216,4 +247,27 @@ assert s["short"]["bytes"] == 2 and s["short"]["entries"] == 1
         [ "$status" -eq 2 ]
         run "$HUTCH" run --session s --commit sometimes -- true
         [ "$status" -eq 2 ]
+}
+
+@test "a request's files with a session are put into it first and kept; a symlink in their place is refused" {
+        run -1 "$HUTCH" run --request - <<< '{"session":"s","argv":["sh","-c","cat d/in.txt; exit 1"],"files":{"d/in.txt":"hello\n"}}'
+        [ "$(echo "$output" | jq -r .stdout)" = hello ]
+        [ "$(cat "$TREE/d/in.txt")" = hello ]
+        [ "$(echo "$output" | jq -r '.labels["hutch.request.files"]')" = yes ]
+        # a job's symlink does not lead the upload out of the session
+        run -0 "$HUTCH" run -q --session s -- ln -s /etc/hutch-test-target evil
+        run -125 "$HUTCH" run --request - <<< '{"session":"s","argv":["true"],"files":{"evil":"x"}}'
+        [ ! -e /etc/hutch-test-target ]
+        run -125 "$HUTCH" run --request - <<< '{"session":"s","argv":["true"],"files":{"evil/x":"x"}}'
+        [ ! -e /etc/hutch-test-target ]
+}
+
+@test "the profile key commit: a profile's always keeps a failed run's changes; --commit overrides it" {
+        printf '[sandbox]\ncommit = always\n' > "$BATS_TEST_TMPDIR/keep.ini"
+        run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --session s -- sh -c 'echo one > f; exit 1'
+        [ "$(cat "$TREE/f")" = one ]
+        run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --commit success --session s -- sh -c 'echo two > f; exit 1'
+        [ "$(cat "$TREE/f")" = one ]
+        run -0 "$HUTCH" profile show "$BATS_TEST_TMPDIR/keep.ini"
+        [[ "$output" == *"commit = always"* ]]
 }

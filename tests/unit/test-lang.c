@@ -32,13 +32,14 @@ static void shipped_table(void **state)
                 assert_non_null(l->profile);
         }
         assert_int_equal(lang_lookup(t, "python", &l, &err), 0);
-        assert_string_equal(l->command, "python3 -I -u {file}");
+        assert_true(startswith(l->command, "python3 -I -u -c "));
+        assert_non_null(strstr(l->command, "getcwd()"));
         assert_string_equal(l->extension, ".py");
         assert_string_equal(l->profile, "python");
         assert_null(l->compile);
 
         assert_int_equal(lang_lookup(t, "c", &l, &err), 0);
-        assert_string_equal(l->compile, "cc -O2 -o {out} {file}");
+        assert_string_equal(l->compile, "cc -O2 -iquote . -o {out} {file}");
         assert_string_equal(l->command, "{out}");
 
         assert_int_equal(lang_lookup(t, "cobol", &l, &err), -ENOENT);
@@ -169,17 +170,23 @@ static void plans(void **state)
         assert_int_equal(lang_plan_make(l, &py, &err), 0);
         assert_string_equal(py.source, "/run/hutch/code/main.py");
         assert_null(py.compile_argv);
-        assert_int_equal(strv_length(py.run_argv), 4);
+        /* python3 -I -u -c BOOTSTRAP FILE: isolated mode kept, the
+         * bootstrap puts the working directory on sys.path */
+        assert_int_equal(strv_length(py.run_argv), 6);
         assert_string_equal(py.run_argv[0], "python3");
-        assert_string_equal(py.run_argv[3], "/run/hutch/code/main.py");
+        assert_string_equal(py.run_argv[1], "-I");
+        assert_string_equal(py.run_argv[3], "-c");
+        assert_non_null(strstr(py.run_argv[4], "getcwd()"));
+        assert_string_equal(py.run_argv[5], "/run/hutch/code/main.py");
 
         assert_int_equal(lang_lookup(t, "c", &l, &err), 0);
         assert_int_equal(lang_plan_make(l, &c, &err), 0);
         assert_string_equal(c.source, "/run/hutch/code/main.c");
         assert_string_equal(c.output, "/run/hutch/build/main");
         assert_string_equal(c.compile_argv[0], "cc");
-        assert_string_equal(c.compile_argv[3], "/run/hutch/build/main");
-        assert_string_equal(c.compile_argv[4], "/run/hutch/code/main.c");
+        assert_string_equal(c.compile_argv[2], "-iquote");
+        assert_string_equal(c.compile_argv[5], "/run/hutch/build/main");
+        assert_string_equal(c.compile_argv[6], "/run/hutch/code/main.c");
         assert_int_equal(strv_length(c.run_argv), 1);
         assert_string_equal(c.run_argv[0], "/run/hutch/build/main");
 }

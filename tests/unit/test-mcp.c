@@ -50,16 +50,17 @@ static void framing(void **state)
 
 static void cut(void **state)
 {
-        _cleanup_free_ char *small = mcp_cut_text("abc", 3, 10, "ID", "stdout");
+        _cleanup_free_ char *small = mcp_cut_text("abc", 3, 10, "ID", "stdout", NULL);
         assert_string_equal(small, "abc");
 
         char big[1000];
         memset(big, 'x', sizeof(big));
         memcpy(big, "HEAD", 4);
         memcpy(big + sizeof(big) - 4, "TAIL", 4);
-        _cleanup_free_ char *c = mcp_cut_text(big, sizeof(big), 100, "01ID", "stderr");
+        _cleanup_free_ char *c = mcp_cut_text(big, sizeof(big), 100, "01ID", "stderr", NULL);
         assert_true(startswith(c, "HEAD"));
-        assert_non_null(strstr(c, "900 bytes of stderr cut here (bytes 50 to 950 of 1000)"));
+        assert_non_null(strstr(c, "900 bytes cut here. stderr is 1000 bytes of text, all kept; "
+                                  "shown here: bytes 0 to 50 and 950 to 1000"));
         assert_non_null(strstr(c, "\"run_id\": \"01ID\", \"stream\": \"stderr\", \"offset\": 50}"));
         assert_int_equal(memcmp(c + strlen(c) - 4, "TAIL", 4), 0);
 
@@ -68,15 +69,23 @@ static void cut(void **state)
         assert_int_equal(mcp_utf8_floor(u, 10, 3), 2);
         assert_int_equal(mcp_utf8_ceil(u, 10, 3), 4);
         assert_int_equal(mcp_utf8_floor(u, 10, 12), 10);
-        _cleanup_free_ char *cu = mcp_cut_text(u, 10, 6, "X", "stdout");
+        _cleanup_free_ char *cu = mcp_cut_text(u, 10, 6, "X", "stdout", NULL);
         assert_true(startswith(cu, "\xc3\xa9\n[... "));
+
+        /* a stream the record kept only head and tail of: its real size
+         * first, and that the middle is gone for good */
+        struct mcp_stream_size sz = { .bytes = 5100000, .truncated = true, .capture_bytes = 65536 };
+        _cleanup_free_ char *t = mcp_cut_text(big, sizeof(big), 100, "01ID", "stdout", &sz);
+        assert_non_null(strstr(t, "stdout was 5100000 bytes; the record kept only its first and last 65536 bytes "
+                                  "(1000 bytes of text, the bytes in between are gone for good"));
+        assert_non_null(strstr(t, "read the 900 cut bytes with read_output"));
 }
 
 static json_t *req(enum mcp_tool t, const char *args, uint64_t max_ms, char **ret_error)
 {
         json_t *a = json_loads(args, 0, NULL), *labels = json_pack("{s:s}", "mcp.client", "t"), *r = NULL;
         assert_non_null(a);
-        if (mcp_tool_request(t, a, max_ms, NULL, labels, &r, ret_error) < 0)
+        if (mcp_tool_request(t, a, NULL, max_ms, NULL, labels, &r, ret_error) < 0)
                 r = NULL;
         json_decref(a);
         json_decref(labels);
@@ -111,6 +120,11 @@ static void requests(void **state)
 
         r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"session\":\"w1\"}", 2000, &e1);
         assert_string_equal(json_string_value(json_object_get(r, "session")), "mcp-w1");
+        /* a model's session keeps every call's changes unless it says otherwise */
+        assert_string_equal(json_string_value(json_object_get(r, "commit")), "always");
+        json_decref(r);
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"true\"],\"session\":\"w1\",\"commit\":\"never\"}", 2000, &e1);
+        assert_string_equal(json_string_value(json_object_get(r, "commit")), "never");
         json_decref(r);
 
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"cat\"],\"files\":{\"x\":{\"host_path\":\"/etc/shadow\"}}}",
@@ -119,16 +133,53 @@ static void requests(void **state)
         assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[]}", 5000, &e3));
         assert_null(req(TOOL_RUN_CODE, "{\"code\":\"x\"}", 5000, &e4));
         assert_string_equal(e4, "missing argument \"language\"");
-        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5));
-        assert_string_equal(e5, "unknown argument \"env\"");
+        r = req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"A\":\"b\"}}", 5000, &e5);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r, "env"), "A")), "b");
+        json_decref(r);
+        assert_null(req(TOOL_RUN_COMMAND, "{\"argv\":[\"x\"],\"env\":{\"1A\":\"b\"}}", 5000, &e5));
+        assert_non_null(strstr(e5, "env/1A"));
+}
+
+/* Scopes: their names, and sessions no two scopes (nor the operator's
+ * names) share. */
+static void scopes(void **state)
+{
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *err = NULL, *err2 = NULL;
+
+        assert_true(mcp_scope_valid("default"));
+        assert_true(mcp_scope_valid("conv_42"));
+        assert_false(mcp_scope_valid(""));
+        assert_false(mcp_scope_valid("a-b"));   /* '-' ends a scope in a session name */
+        assert_false(mcp_scope_valid("../x"));
+        assert_false(mcp_scope_valid("abcdefghijklmnopq"));
+
+        a = mcp_session_name(NULL, "w", &err);
+        b = mcp_session_name("default", "w", &err);
+        c = mcp_session_name("t1", "w", &err);
+        assert_string_equal(a, "mcp-w");
+        assert_string_equal(b, "mcp-w");
+        assert_string_equal(c, "mcs-t1-w");
+        /* scope "a" session "b-c" and scope "a_b"... never meet: no '-' in a scope */
+        d = mcp_session_name("a", "b-c", &err);
+        assert_string_equal(d, "mcs-a-b-c");
+        /* the name must still fit a session's 64 bytes */
+        char long_name[61];
+        memset(long_name, 'n', 60);
+        long_name[60] = '\0';
+        assert_null(mcp_session_name("scope", long_name, &err2));
+        assert_non_null(strstr(err2, "1 to 54"));
 }
 
 static void tools(void **state)
 {
-        json_t *t = mcp_tools_json(30000);
-        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file" };
-        assert_int_equal(json_array_size(t), 5);
-        for (size_t i = 0; i < 5; i++) {
+        json_t *t = mcp_tools_json(30000, false);
+        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply" };
+        /* apply only when the operator allows it */
+        assert_int_equal(json_array_size(t), 6);
+        json_decref(t);
+        t = mcp_tools_json(30000, true);
+        assert_int_equal(json_array_size(t), 7);
+        for (size_t i = 0; i < 7; i++) {
                 json_t *x = json_array_get(t, i);
                 assert_string_equal(json_string_value(json_object_get(x, "name")), order[i]);
                 assert_string_equal(json_string_value(json_object_get(json_object_get(x, "inputSchema"), "type")), "object");
@@ -144,6 +195,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(framing),
                 cmocka_unit_test(cut),
+                cmocka_unit_test(scopes),
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
         };

@@ -555,6 +555,7 @@ static void canonical(void **state)
                 "max_connections = 64\n"
                 "mode = none\n"
                 "\n[sandbox]\n"
+                "commit = success\n"
                 "gid = 1000\n"
                 "hostname = sandbox\n"
                 "isolation = namespaces\n"
@@ -571,7 +572,7 @@ static void canonical(void **state)
                 "deny =\n"
                 "mode = deny\n");
         profile_sha256_hex(ta, sha);
-        assert_string_equal(sha, "e61a0e53bca97b5f877a86e6e812ddec9bae50777ade0b2665519e9ca2d5f4a7");
+        assert_string_equal(sha, "4adc1f650a5a2567ce21419929c85d3f433a0ca28c2975a7a6165ce67dbe1423");
 
         /* the same settings reached differently give the same text */
         assert_int_equal(profile_load_text(&a,

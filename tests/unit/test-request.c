@@ -37,7 +37,7 @@ static void full(void **state)
         assert_int_equal(parse("{\"schema\":\"hutch.request/1\",\"argv\":[\"sh\",\"-c\",\"echo hi\"],"
                                "\"env\":{\"A\":\"1\"},\"limits\":{\"timeout_ms\":1500,\"memory_mb\":256,"
                                "\"cpu_cores\":0.5,\"disk_mb\":64,\"pids\":10},\"labels\":{\"team\":\"x=y\"},"
-                               "\"profile\":\"python\",\"session\":\"s\",\"idempotency_key\":\"k\","
+                               "\"profile\":\"python\",\"session\":\"s\",\"commit\":\"never\",\"idempotency_key\":\"k\","
                                "\"network\":\"none\",\"secrets\":[\"TOKEN\"],"
                                "\"files\":{\"a/b.txt\":\"hi\",\"bin\":{\"content\":\"AAEC\",\"encoding\":\"base64\"}},"
                                "\"stdin\":\"in\"}", &r, &ptr, &err), 0);
@@ -45,10 +45,11 @@ static void full(void **state)
         assert_string_equal(r.argv[2], "echo hi");
         ov = overrides(&r);
         assert_string_equal(ov, "env=A=1\ntimeout=1500ms\nmemory=256M\ncpus=0.500\ndisk=64M\npids=10\n"
-                                "network=none\n");
+                                "commit=never\nnetwork=none\n");
         assert_string_equal(r.labels[0], "team=x=y");
         assert_string_equal(r.profile, "python");
         assert_string_equal(r.session, "s");
+        assert_string_equal(r.commit, "never");
         assert_string_equal(r.idempotency_key, "k");
         assert_string_equal(r.secret_specs[0], "TOKEN");
         assert_int_equal(r.n_files, 2);
@@ -104,6 +105,8 @@ static void errors(void **state)
                 { "{\"argv\":[\"x\"],\"env\":{\"1A\":\"v\"}}", "/env/1A", "variable name", -EINVAL },
                 { "{\"argv\":[\"x\"],\"labels\":{\"a=b\":\"v\"}}", "/labels/a=b", "without '='", -EINVAL },
                 { "{\"argv\":[\"x\"],\"network\":\"sometimes\"}", "/network", "", -EINVAL },
+                { "{\"argv\":[\"x\"],\"network\":\"allow\"}", "/network", "from a profile", -EINVAL },
+                { "{\"argv\":[\"x\"],\"commit\":\"sometimes\"}", "/commit", "never", -EINVAL },
                 { "{\"argv\":[\"x\"],\"files\":{\"../x\":\"v\"}}", "/files/..~1x", "relative", -EINVAL },
                 { "{\"argv\":[\"x\"],\"files\":{\"/etc/x\":\"v\"}}", "/files/~1etc~1x", "relative", -EINVAL },
                 { "{\"argv\":[\"x\"],\"files\":{\"a\":{\"content\":\"!!\",\"encoding\":\"base64\"}}}",

@@ -121,6 +121,23 @@ static void fold_long_lines(void **state)
         assert_string_equal(off, "abcdef");
 }
 
+/* A --lang run in a listing: its language and its code's first line. */
+static void code_line(void **state)
+{
+        _cleanup_free_ char *a = sanitize_code_line("python", "\n  \n# hi\nprint(1)\n", 17, 60);
+        _cleanup_free_ char *b = sanitize_code_line("sh", "echo \x1b[31mred", 16, 60);
+        _cleanup_free_ char *c = sanitize_code_line("sh", "abcdefgh", 8, 4);
+        _cleanup_free_ char *d = sanitize_code_line("sh", NULL, 0, 4);
+        /* never inside a character: "é" is 2 bytes */
+        _cleanup_free_ char *e = sanitize_code_line("sh", "a\xc3\xa9b", 4, 2);
+
+        assert_string_equal(a, "python: # hi");
+        assert_null(strchr(b, '\x1b'));
+        assert_string_equal(c, "sh: abcd...");
+        assert_string_equal(d, "sh: ");
+        assert_string_equal(e, "sh: a...");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -131,6 +148,7 @@ int main(void)
                 cmocka_unit_test(tty_stream),
                 cmocka_unit_test(base64_and_utf8),
                 cmocka_unit_test(fold_long_lines),
+                cmocka_unit_test(code_line),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

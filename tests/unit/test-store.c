@@ -89,7 +89,7 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 11);
+        assert_int_equal(store_current_schema_version(), 12);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);
@@ -795,6 +795,7 @@ static void summary_with_finish(void **state)
         _cleanup_run_record_ struct run_record *b = make("01JF0000000000000000000012", RUN_SUCCESS, 2000);
         char *error = NULL;
         uint64_t unlisted = 0;
+        int committed = 5;
 
         a->status = b->status = RUN_RUNNING;
         assert_int_equal(store_run_insert(s, a), 0);
@@ -804,21 +805,30 @@ static void summary_with_finish(void **state)
         a->files_summary = true;
         a->files_error = xstrdup("artifacts /workspace/output: Too many levels of symbolic links");
         a->files_unlisted = 7;
+        assert_int_equal(a->committed, -1);     /* no session */
         assert_int_equal(store_run_finish(s, a), 0);
-        assert_int_equal(store_files_summary_get(s, a->id, &error, &unlisted), 0);
+        assert_int_equal(store_files_summary_get(s, a->id, &error, &unlisted, &committed), 0);
         assert_string_equal(error, a->files_error);
         assert_int_equal(unlisted, 7);
+        assert_int_equal(committed, -1);
         free(error);
+        /* a session run's commit, both ways */
+        for (int c = 0; c <= 1; c++) {
+                a->committed = c;
+                assert_int_equal(store_run_finish(s, a), 0);
+                assert_int_equal(store_files_summary_get(s, a->id, NULL, NULL, &committed), 0);
+                assert_int_equal(committed, c);
+        }
 
         /* none asked for: none written */
         assert_int_equal(store_run_finish(s, b), 0);
-        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL), -ENOENT);
+        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL, NULL), -ENOENT);
 
         /* a final update that finds no run writes no summary either */
         snprintf(b->id, sizeof(b->id), "01JF0000000000000000000013");
         b->files_summary = true;
         assert_int_equal(store_run_finish(s, b), -ENOENT);
-        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL), -ENOENT);
+        assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL, NULL), -ENOENT);
 }
 
 /* Labels, the label and session filters, and lookups by idempotency key. */

@@ -102,7 +102,7 @@ EOF
 }
 
 @test "an output dir replaced by a symlink is a recorded failure, and the changes are kept" {
-        run --separate-stderr "$HUTCH" run -q --json --workdir "$W" -- sh -c 'echo agent > f.txt; ln -s /tmp output'
+        run --separate-stderr "$HUTCH" run -q --json --workdir "$W" -- sh -c 'echo agent > f.txt; rmdir output && ln -s /tmp output'
         [ "$status" -eq 1 ]
         [ "$(echo "$output" | jq -r .status)" = success ]
         [[ "$(echo "$output" | jq -r .files_error)" == "artifacts /workspace/output: "* ]]

@@ -34,7 +34,14 @@ pass() {
 
 files=$(cd "$TESTS_DIR" && ls security/*.bats)
 
-pass root env HUTCH_SECURITY_ISOLATION=landlock "$BATS" --tap $(for f in $files; do echo "$TESTS_DIR/$f"; done)
+# In this tier a root-run job is uid 65534 on the host's own filesystem:
+# the probe must be where that uid can reach it, not in a checkout under
+# root's 0700 home (as on a fresh machine and in CI).
+mkdir -p "$work/rootbin"
+cp "$PROBE" "$work/rootbin/probe"
+chmod a+rx "$work" "$work/rootbin" "$work/rootbin/probe"
+pass root env HUTCH_SECURITY_ISOLATION=landlock PROBE="$work/rootbin/probe" \
+        "$BATS" --tap $(for f in $files; do echo "$TESTS_DIR/$f"; done)
 passes=root
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -23,6 +23,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include "image/archive-dl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

@@ -53,6 +53,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include "image/archive-dl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -558,6 +559,8 @@ int unpack_archive_new(struct archive **ret)
                 archive_read_support_filter_gzip, archive_read_support_filter_zstd,
                 archive_read_support_filter_xz, archive_read_support_filter_bzip2,
         };
+        if (archive_dl_load(NULL) < 0)
+                return -ELIBACC;        /* "cannot access a needed shared library" */
         struct archive *a = archive_read_new();
         if (!a)
                 return -ENOMEM;

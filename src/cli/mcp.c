@@ -163,6 +163,36 @@ static int profile_ceilings(const char *profile, uint64_t max_memory, bool max_t
         return EXIT_OK;
 }
 
+/* --max-timeout (T), --max-memory (M), --max-concurrent (C): the
+ * server's ceilings. Returns EXIT_OK or EXIT_USAGE after saying why. */
+static int mcp_opt_limit(int c, struct mcp_config *cfg, uint64_t *max_memory, bool *max_timeout_set)
+{
+        uint64_t v;
+
+        switch (c) {
+        case 'T':
+                if (parse_duration_ms(optarg, &v) < 0 || v == 0)
+                        return cli_bad_value("mcp", "max-timeout", optarg, "expected a duration above 0 (30s, 5m)");
+                cfg->max_timeout_ms = v;
+                *max_timeout_set = true;
+                return EXIT_OK;
+        case 'M':
+                if (parse_size(optarg, &v) < 0 || v == 0)
+                        return cli_bad_value("mcp", "max-memory", optarg, "expected a size above 0 (512M, 2G)");
+                *max_memory = v;
+                return EXIT_OK;
+        default: {
+                char *end;
+                errno = 0;
+                unsigned long n = strtoul(optarg, &end, 10);
+                if (errno || *end || !*optarg || *optarg == '-' || n < 1 || n > MCP_CONCURRENT_MAX)
+                        return cli_bad_value("mcp", "max-concurrent", optarg, "expected 1 to 64");
+                cfg->max_concurrent = (unsigned)n;
+                return EXIT_OK;
+        }
+        }
+}
+
 int verb_mcp(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -187,7 +217,6 @@ int verb_mcp(int argc, char **argv)
         struct stat st;
         bool max_timeout_set = false;
         bool allow = false;
-        uint64_t v;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
@@ -197,25 +226,12 @@ int verb_mcp(int argc, char **argv)
                         profile = optarg;
                         break;
                 case 'T':
-                        if (parse_duration_ms(optarg, &v) < 0 || v == 0)
-                                return cli_bad_value("mcp", "max-timeout", optarg, "expected a duration above 0 (30s, 5m)");
-                        cfg.max_timeout_ms = v;
-                        max_timeout_set = true;
-                        break;
                 case 'M':
-                        if (parse_size(optarg, &v) < 0 || v == 0)
-                                return cli_bad_value("mcp", "max-memory", optarg, "expected a size above 0 (512M, 2G)");
-                        max_memory = v;
+                case 'C':
+                        r = mcp_opt_limit(c, &cfg, &max_memory, &max_timeout_set);
+                        if (r != EXIT_OK)
+                                return r;
                         break;
-                case 'C': {
-                        char *end;
-                        errno = 0;
-                        unsigned long n = strtoul(optarg, &end, 10);
-                        if (errno || *end || !*optarg || *optarg == '-' || n < 1 || n > MCP_CONCURRENT_MAX)
-                                return cli_bad_value("mcp", "max-concurrent", optarg, "expected 1 to 64");
-                        cfg.max_concurrent = (unsigned)n;
-                        break;
-                }
                 case 'N':
                         if (!streq(optarg, "none") && !streq(optarg, "host") && !streq(optarg, "allow"))
                                 return cli_bad_value("mcp", "net", optarg, "expected none, host or allow");

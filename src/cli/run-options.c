@@ -137,174 +137,162 @@ bool run_label_valid(const char *kv)
         return eq && eq != kv && eq - kv <= 256 && strlen(eq + 1) <= 4096;
 }
 
-int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
-{
-        static const struct option own[] = {
-                { "profile", required_argument, NULL, 'p' },
-                { "tty",     no_argument,       NULL, 't' },
-                { "env",     required_argument, NULL, 'e' },
-                { "code",    required_argument, NULL, 'c' },
-                { "lang",    required_argument, NULL, OPT_LANG },
-                { "file",    required_argument, NULL, OPT_FILE },
-                { "json",    no_argument,       NULL, OPT_JSON },
-                { "net",     required_argument, NULL, OPT_NET },
-                { "verbose", no_argument,       NULL, 'v' },
-                { "quiet",   no_argument,       NULL, 'q' },
-                { "workdir", required_argument, NULL, 'w' },
-                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
-                { "apply",   no_argument,       NULL, OPT_APPLY },
-                { "skip-protected", no_argument, NULL, OPT_SKIP_PROTECTED },
-                { "allow-protected", no_argument, NULL, OPT_ALLOW_PROTECTED },
-                { "input",   required_argument, NULL, 'i' },
-                { "session", required_argument, NULL, OPT_SESSION },
-                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
-                { "queue-wait", required_argument, NULL, OPT_QUEUE_WAIT },
-                { "log-id",  no_argument,       NULL, OPT_LOG_ID },
-                { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
-                { "request", required_argument, NULL, OPT_REQUEST },
-                { "label",   required_argument, NULL, OPT_LABEL },
-                { "id",      required_argument, NULL, OPT_ID },
-                { "id-wait", no_argument,       NULL, OPT_ID_WAIT },
-                { "secret",  required_argument, NULL, OPT_SECRET },
-                { "events",  no_argument,       NULL, OPT_EVENTS },
-                { "detach",  no_argument,       NULL, OPT_DETACH },
-                { "help",    no_argument,       NULL, 'h' },
-                {}
-        };
-        _cleanup_free_ struct option *opts = profile_cli_options(own, OPT_KEY_BASE);
-        int c;
+/* The option handlers below each take the options of one concern and
+ * return 0 (taken), a nonzero exit code (bad value), or OPT_NOT_MINE
+ * when the option belongs to another concern. */
+#define OPT_NOT_MINE (-2)
 
-        optind = 1;
-        opterr = 0;
-        a->verbosity = LOG_NORMAL;
-        /* '+': options end at the first non-option, the job's command */
-        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
-                switch (c) {
-                case 'p':
-                        a->profile = optarg;
-                        break;
-                case 't':
-                        cfg->tty = true;
-                        break;
-                case 'e':
-                        if (!is_key_value(optarg))
-                                return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
-                        break;
-                case 'c':
-                        a->code = optarg;
-                        break;
-                case OPT_LANG:
-                        a->lang = optarg;
-                        break;
-                case OPT_FILE:
-                        a->code_file = optarg;
-                        break;
-                case OPT_JSON:
-                        a->json = true;
-                        break;
-                case OPT_NET:
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, "network");
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
-                        break;
-                case 'v':
-                        a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
-                        break;
-                case 'q':
-                        a->verbosity = LOG_QUIET;
-                        break;
-                case 'w':
-                        a->workdir = optarg;
-                        break;
-                case OPT_WORKDIR_INSIDE:
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, "workdir");
-                        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
-                        break;
-                case OPT_APPLY:
-                        a->apply = true;
-                        break;
-                case OPT_SKIP_PROTECTED:
-                case OPT_ALLOW_PROTECTED: {
-                        enum apply_protected_policy p = c == OPT_SKIP_PROTECTED ? APPLY_PROTECTED_SKIP
-                                                                                : APPLY_PROTECTED_ALLOW;
-                        if (a->apply_protected != APPLY_PROTECTED_REFUSE && a->apply_protected != p) {
-                                log_error("run: --skip-protected and --allow-protected exclude each other");
-                                return EXIT_USAGE;
-                        }
-                        a->apply_protected = p;
-                        break;
-                }
-                case 'i':
-                        a->inputs = strv_append(a->inputs, optarg);
-                        break;
-                case OPT_SESSION:
-                        if (!session_name_valid(optarg))
-                                return cli_bad_value("run", "session", optarg,
-                                                     "expected 1-64 letters, digits, '.', '_' or '-', "
-                                                     "not starting with '.'");
-                        a->session = optarg;
-                        break;
-                case OPT_QUEUE_WAIT:
-                        if (parse_duration_ms(optarg, &a->queue_wait_ms) < 0)
-                                return cli_bad_value("run", "queue-wait", optarg, "expected a duration");
-                        break;
-                case OPT_SESSION_WAIT:
-                        if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
-                                return cli_bad_value("run", "session-wait", optarg, "expected a duration");
-                        break;
-                case OPT_TRUST_PROFILE:
-                        a->trust_profile = true;
-                        break;
-                case OPT_LOG_ID:
-                        a->log_id = true;
-                        break;
-                case OPT_REQUEST:
-                        a->request = optarg;
-                        break;
-                case OPT_LABEL:
-                        if (!run_label_valid(optarg))
-                                return cli_bad_value("run", "label", optarg,
-                                                     "expected KEY=VALUE (KEY: 1-256 characters)");
-                        a->labels = strv_append(a->labels, optarg);
-                        break;
-                case OPT_ID:
-                        if (!*optarg || strlen(optarg) > 256)
-                                return cli_bad_value("run", "id", optarg, "expected a key of 1-256 characters");
-                        a->id_key = optarg;
-                        break;
-                case OPT_ID_WAIT:
-                        a->id_wait = true;
-                        break;
-                case OPT_SECRET:
-                        a->secrets = strv_append(a->secrets, optarg);
-                        break;
-                case OPT_EVENTS:
-                        a->events = true;
-                        break;
-                case OPT_DETACH:
-                        a->detach = true;
-                        break;
-                case 'h':
-                        run_help(stdout);
-                        return -1;
-                case ':':
-                case '?':
-                        return cli_usage_error("run", argv, opts);
-                default:
-                        if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys + 1) {
-                                const char *key = c == OPT_KEY_BASE + (int)profile_n_keys + 1 ? "image"
-                                                  : c == OPT_KEY_BASE + (int)profile_n_keys
-                                                          ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
-                                a->overrides = strv_push(a->overrides, &a->n_overrides, key);
-                                a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
-                                break;
-                        }
+/* how the run is asked for and reported: profile, tty, code, output */
+static int run_opt_output(int c, struct run_config *cfg, struct run_args *a)
+{
+        switch (c) {
+        case 'p':
+                a->profile = optarg;
+                return 0;
+        case 't':
+                cfg->tty = true;
+                return 0;
+        case 'c':
+                a->code = optarg;
+                return 0;
+        case OPT_LANG:
+                a->lang = optarg;
+                return 0;
+        case OPT_FILE:
+                a->code_file = optarg;
+                return 0;
+        case OPT_JSON:
+                a->json = true;
+                return 0;
+        case 'v':
+                a->verbosity = a->verbosity < LOG_VERBOSE ? LOG_VERBOSE : LOG_DEBUG;
+                return 0;
+        case 'q':
+                a->verbosity = LOG_QUIET;
+                return 0;
+        case OPT_TRUST_PROFILE:
+                a->trust_profile = true;
+                return 0;
+        case OPT_LOG_ID:
+                a->log_id = true;
+                return 0;
+        case OPT_REQUEST:
+                a->request = optarg;
+                return 0;
+        case OPT_EVENTS:
+                a->events = true;
+                return 0;
+        case OPT_DETACH:
+                a->detach = true;
+                return 0;
+        default:
+                return OPT_NOT_MINE;
+        }
+}
+
+/* what is recorded with the run and what the job is given: env,
+ * labels, idempotency key, secrets */
+static int run_opt_record(int c, struct run_args *a)
+{
+        switch (c) {
+        case 'e':
+                if (!is_key_value(optarg))
+                        return cli_bad_value("run", "env", optarg, "expected KEY=VALUE");
+                a->overrides = strv_push(a->overrides, &a->n_overrides, "env");
+                a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
+                return 0;
+        case OPT_LABEL:
+                if (!run_label_valid(optarg))
+                        return cli_bad_value("run", "label", optarg,
+                                             "expected KEY=VALUE (KEY: 1-256 characters)");
+                a->labels = strv_append(a->labels, optarg);
+                return 0;
+        case OPT_ID:
+                if (!*optarg || strlen(optarg) > 256)
+                        return cli_bad_value("run", "id", optarg, "expected a key of 1-256 characters");
+                a->id_key = optarg;
+                return 0;
+        case OPT_ID_WAIT:
+                a->id_wait = true;
+                return 0;
+        case OPT_SECRET:
+                a->secrets = strv_append(a->secrets, optarg);
+                return 0;
+        default:
+                return OPT_NOT_MINE;
+        }
+}
+
+/* the workspace: host dir, apply policy, inputs, session, waits */
+static int run_opt_workspace(int c, struct run_args *a)
+{
+        switch (c) {
+        case 'w':
+                a->workdir = optarg;
+                return 0;
+        case OPT_WORKDIR_INSIDE:
+                a->overrides = strv_push(a->overrides, &a->n_overrides, "workdir");
+                a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
+                return 0;
+        case OPT_APPLY:
+                a->apply = true;
+                return 0;
+        case OPT_SKIP_PROTECTED:
+        case OPT_ALLOW_PROTECTED: {
+                enum apply_protected_policy p = c == OPT_SKIP_PROTECTED ? APPLY_PROTECTED_SKIP
+                                                                        : APPLY_PROTECTED_ALLOW;
+                if (a->apply_protected != APPLY_PROTECTED_REFUSE && a->apply_protected != p) {
+                        log_error("run: --skip-protected and --allow-protected exclude each other");
                         return EXIT_USAGE;
                 }
+                a->apply_protected = p;
+                return 0;
         }
-        log_set_level((enum log_level)a->verbosity);
+        case 'i':
+                a->inputs = strv_append(a->inputs, optarg);
+                return 0;
+        case OPT_SESSION:
+                if (!session_name_valid(optarg))
+                        return cli_bad_value("run", "session", optarg,
+                                             "expected 1-64 letters, digits, '.', '_' or '-', "
+                                             "not starting with '.'");
+                a->session = optarg;
+                return 0;
+        case OPT_QUEUE_WAIT:
+                if (parse_duration_ms(optarg, &a->queue_wait_ms) < 0)
+                        return cli_bad_value("run", "queue-wait", optarg, "expected a duration");
+                return 0;
+        case OPT_SESSION_WAIT:
+                if (parse_duration_ms(optarg, &a->session_wait_ms) < 0)
+                        return cli_bad_value("run", "session-wait", optarg, "expected a duration");
+                return 0;
+        default:
+                return OPT_NOT_MINE;
+        }
+}
 
+/* --net and every profile key (--timeout, --memory, ..., --image):
+ * passed through to the profile as overrides */
+static int run_opt_profile_key(int c, struct run_args *a)
+{
+        const char *key;
+
+        if (c == OPT_NET)
+                key = "network";
+        else if (c >= OPT_KEY_BASE && c <= OPT_KEY_BASE + (int)profile_n_keys + 1)
+                key = c == OPT_KEY_BASE + (int)profile_n_keys + 1 ? "image"
+                      : c == OPT_KEY_BASE + (int)profile_n_keys ? "env" : profile_keys[c - OPT_KEY_BASE].flag;
+        else
+                return OPT_NOT_MINE;
+        a->overrides = strv_push(a->overrides, &a->n_overrides, key);
+        a->overrides = strv_push(a->overrides, &a->n_overrides, optarg);
+        return 0;
+}
+
+/* After the options: options that exclude each other, and what to run
+ * (the request, code in a language, or the command after the options). */
+static int run_check_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
+{
         if (a->events && a->json) {
                 log_error("run: --events and --json exclude each other (the exit event holds the result)");
                 return EXIT_USAGE;
@@ -359,4 +347,69 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
         for (size_t i = (size_t)optind, n = strv_length(cfg->argv); i < (size_t)argc; i++)
                 cfg->argv = strv_push(cfg->argv, &n, argv[i]);
         return 0;
+}
+
+int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_args *a)
+{
+        static const struct option own[] = {
+                { "profile", required_argument, NULL, 'p' },
+                { "tty",     no_argument,       NULL, 't' },
+                { "env",     required_argument, NULL, 'e' },
+                { "code",    required_argument, NULL, 'c' },
+                { "lang",    required_argument, NULL, OPT_LANG },
+                { "file",    required_argument, NULL, OPT_FILE },
+                { "json",    no_argument,       NULL, OPT_JSON },
+                { "net",     required_argument, NULL, OPT_NET },
+                { "verbose", no_argument,       NULL, 'v' },
+                { "quiet",   no_argument,       NULL, 'q' },
+                { "workdir", required_argument, NULL, 'w' },
+                { "workdir-inside", required_argument, NULL, OPT_WORKDIR_INSIDE },
+                { "apply",   no_argument,       NULL, OPT_APPLY },
+                { "skip-protected", no_argument, NULL, OPT_SKIP_PROTECTED },
+                { "allow-protected", no_argument, NULL, OPT_ALLOW_PROTECTED },
+                { "input",   required_argument, NULL, 'i' },
+                { "session", required_argument, NULL, OPT_SESSION },
+                { "session-wait", required_argument, NULL, OPT_SESSION_WAIT },
+                { "queue-wait", required_argument, NULL, OPT_QUEUE_WAIT },
+                { "log-id",  no_argument,       NULL, OPT_LOG_ID },
+                { "trust-profile", no_argument, NULL, OPT_TRUST_PROFILE },
+                { "request", required_argument, NULL, OPT_REQUEST },
+                { "label",   required_argument, NULL, OPT_LABEL },
+                { "id",      required_argument, NULL, OPT_ID },
+                { "id-wait", no_argument,       NULL, OPT_ID_WAIT },
+                { "secret",  required_argument, NULL, OPT_SECRET },
+                { "events",  no_argument,       NULL, OPT_EVENTS },
+                { "detach",  no_argument,       NULL, OPT_DETACH },
+                { "help",    no_argument,       NULL, 'h' },
+                {}
+        };
+        _cleanup_free_ struct option *opts = profile_cli_options(own, OPT_KEY_BASE);
+        int c, r;
+
+        optind = 1;
+        opterr = 0;
+        a->verbosity = LOG_NORMAL;
+        /* '+': options end at the first non-option, the job's command */
+        while ((c = getopt_long(argc, argv, "+:p:te:c:vqhw:i:", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        run_help(stdout);
+                        return -1;
+                }
+                if (c == ':' || c == '?')
+                        return cli_usage_error("run", argv, opts);
+                r = run_opt_output(c, cfg, a);
+                if (r == OPT_NOT_MINE)
+                        r = run_opt_record(c, a);
+                if (r == OPT_NOT_MINE)
+                        r = run_opt_workspace(c, a);
+                if (r == OPT_NOT_MINE)
+                        r = run_opt_profile_key(c, a);
+                if (r == OPT_NOT_MINE)
+                        return EXIT_USAGE;
+                if (r != 0)
+                        return r;
+        }
+        log_set_level((enum log_level)a->verbosity);
+
+        return run_check_args(argc, argv, cfg, a);
 }

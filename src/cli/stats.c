@@ -199,6 +199,34 @@ static void help(void)
                "  -h, --help         this text\n");
 }
 
+/* The summary (hutch.stats/1) of the tally t and the language counts
+ * langs ("LANG=N"; cut at the '=' here). */
+static json_t *stats_object(const struct tally *t, char **langs)
+{
+        json_t *o = json_object(), *by = json_object(), *lang_counts = json_object();
+        json_object_set_new(o, "schema", json_string("hutch.stats/1"));
+        json_object_set_new(o, "runs", json_integer((json_int_t)t->total));
+        size_t ended = t->total - t->by_status[RUN_RUNNING], ok = t->by_status[RUN_SUCCESS];
+        for (int st = 0; st < _RUN_STATUS_MAX; st++)
+                if (t->by_status[st])
+                        json_object_set_new(by, run_status_to_string(st), json_integer((json_int_t)t->by_status[st]));
+        json_object_set_new(o, "by_status", by);
+        json_object_set_new(o, "failure_rate", ended ? json_real((double)(ended - ok) / (double)ended) : json_null());
+        json_object_set_new(o, "duration_ms", distribution(t->duration, t->n_duration, 1));
+        json_object_set_new(o, "cpu_ms", distribution(t->cpu, t->n_cpu, 1));
+        json_object_set_new(o, "peak_memory_mb", distribution(t->memory, t->n_memory, 1048576.0));
+        json_object_set_new(o, "top_commands", top(t->commands));
+        for (char **l = langs; l && *l; l++) {
+                char *eq = strrchr(*l, '=');
+                *eq = '\0';
+                json_object_set_new(lang_counts, *l, json_integer(strtoll(eq + 1, NULL, 10)));
+        }
+        json_object_set_new(o, "top_languages", top(lang_counts));
+        json_decref(lang_counts);
+        json_object_set_new(o, "cpu_ms_by_session", json_incref(t->session_cpu));
+        return o;
+}
+
 int verb_stats(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -287,27 +315,7 @@ int verb_stats(int argc, char **argv)
                 goto out;
         }
 
-        json_t *o = json_object(), *by = json_object(), *lang_counts = json_object();
-        json_object_set_new(o, "schema", json_string("hutch.stats/1"));
-        json_object_set_new(o, "runs", json_integer((json_int_t)t.total));
-        size_t ended = t.total - t.by_status[RUN_RUNNING], ok = t.by_status[RUN_SUCCESS];
-        for (int st = 0; st < _RUN_STATUS_MAX; st++)
-                if (t.by_status[st])
-                        json_object_set_new(by, run_status_to_string(st), json_integer((json_int_t)t.by_status[st]));
-        json_object_set_new(o, "by_status", by);
-        json_object_set_new(o, "failure_rate", ended ? json_real((double)(ended - ok) / (double)ended) : json_null());
-        json_object_set_new(o, "duration_ms", distribution(t.duration, t.n_duration, 1));
-        json_object_set_new(o, "cpu_ms", distribution(t.cpu, t.n_cpu, 1));
-        json_object_set_new(o, "peak_memory_mb", distribution(t.memory, t.n_memory, 1048576.0));
-        json_object_set_new(o, "top_commands", top(t.commands));
-        for (char **l = langs; l && *l; l++) {
-                char *eq = strrchr(*l, '=');
-                *eq = '\0';
-                json_object_set_new(lang_counts, *l, json_integer(strtoll(eq + 1, NULL, 10)));
-        }
-        json_object_set_new(o, "top_languages", top(lang_counts));
-        json_decref(lang_counts);
-        json_object_set_new(o, "cpu_ms_by_session", json_incref(t.session_cpu));
+        json_t *o = stats_object(&t, langs);
         if (json) {
                 _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
                 if (text)

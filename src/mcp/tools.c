@@ -236,6 +236,46 @@ char *mcp_session_name(const char *scope, const char *name, char **ret_error)
         return full;
 }
 
+/* run_command's argv: a non-empty array of strings. Returns 0, or
+ * -EINVAL with *ret_error set. */
+static int check_argv(json_t *v, char **ret_error)
+{
+        size_t i;
+        json_t *x;
+
+        if (!json_is_array(v) || json_array_size(v) == 0) {
+                *ret_error = xstrdup("argv: expected a non-empty array of strings");
+                return -EINVAL;
+        }
+        json_array_foreach(v, i, x)
+                if (!json_is_string(x)) {
+                        *ret_error = xasprintf("argv/%zu: expected a string", i);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+/* env: at most MCP_ENV_MAX variable names -> strings without NUL.
+ * Returns 0, or -EINVAL with *ret_error set. */
+static int check_env(json_t *v, char **ret_error)
+{
+        const char *name;
+        json_t *x;
+
+        if (!json_is_object(v) || json_object_size(v) > MCP_ENV_MAX) {
+                *ret_error = xasprintf("env: expected an object of at most %u names -> strings", MCP_ENV_MAX);
+                return -EINVAL;
+        }
+        json_object_foreach(v, name, x)
+                if (!env_name_valid(name) || !json_is_string(x) ||
+                    strlen(json_string_value(x)) != json_string_length(x)) {
+                        *ret_error = xasprintf("env/%.64s: expected a variable name "
+                                               "([A-Za-z_][A-Za-z0-9_]*) and a string without NUL", name);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
 int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t max_timeout_ms,
                      const json_t *limits, json_t *labels,
                      json_t **ret, char **ret_error)
@@ -256,17 +296,8 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t 
                         json_object_set(req, k, v);
                         *(streq(k, "code") ? &have_code : &have_lang) = true;
                 } else if (t == TOOL_RUN_COMMAND && streq(k, "argv")) {
-                        size_t i;
-                        json_t *x;
-                        if (!json_is_array(v) || json_array_size(v) == 0) {
-                                *ret_error = xstrdup("argv: expected a non-empty array of strings");
+                        if (check_argv(v, ret_error) < 0)
                                 goto out;
-                        }
-                        json_array_foreach(v, i, x)
-                                if (!json_is_string(x)) {
-                                        *ret_error = xasprintf("argv/%zu: expected a string", i);
-                                        goto out;
-                                }
                         json_object_set(req, k, v);
                         have_argv = true;
                 } else if (streq(k, "stdin")) {
@@ -287,20 +318,8 @@ int mcp_tool_request(enum mcp_tool t, json_t *args, const char *scope, uint64_t 
                 } else if (streq(k, "env")) {
                         /* the job's own environment, inside the sandbox:
                          * nothing of it reaches the host or hutch */
-                        const char *name;
-                        json_t *x;
-                        if (!json_is_object(v) || json_object_size(v) > MCP_ENV_MAX) {
-                                *ret_error = xasprintf("env: expected an object of at most %u names -> strings",
-                                                       MCP_ENV_MAX);
+                        if (check_env(v, ret_error) < 0)
                                 goto out;
-                        }
-                        json_object_foreach(v, name, x)
-                                if (!env_name_valid(name) || !json_is_string(x) ||
-                                    strlen(json_string_value(x)) != json_string_length(x)) {
-                                        *ret_error = xasprintf("env/%.64s: expected a variable name "
-                                                               "([A-Za-z_][A-Za-z0-9_]*) and a string without NUL", name);
-                                        goto out;
-                                }
                         json_object_set(req, k, v);
                 } else if (streq(k, "commit")) {
                         const char *c = json_string_value(v);

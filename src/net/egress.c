@@ -1,6 +1,8 @@
 /* egress.c - the egress helper process (see egress.h): its poll loop,
  * the stub DNS, the per-connection state machine (peek, decide,
- * connect, relay) and the report.
+ * connect, relay) and the report; and egress_start(), which forks it.
+ * The supervisor's side after the run (reading the report, stopping
+ * the helper) is in egress-report.c.
  *
  * Shape of the work: a job opens from a few to a few thousand
  * connections, at most max_connections at once; each has two bounded
@@ -34,7 +36,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/util.h"
@@ -726,90 +727,4 @@ int egress_start(const struct egress_params *p, int capture_sock, struct egress 
         close(pair[1]);
         *ret = (struct egress) { .pid = pid, .ctl_fd = pair[0] };
         return 0;
-}
-
-/* By time_ms, then by order of arrival ("seq", stamped on reading:
- * qsort is not stable). */
-static int cmp_time(const void *a, const void *b)
-{
-        json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-        json_int_t tx = json_integer_value(json_object_get(x, "time_ms"));
-        json_int_t ty = json_integer_value(json_object_get(y, "time_ms"));
-        if (tx != ty)
-                return tx < ty ? -1 : 1;
-        json_int_t sx = json_integer_value(json_object_get(x, "seq"));
-        json_int_t sy = json_integer_value(json_object_get(y, "seq"));
-        return sx < sy ? -1 : sx > sy;
-}
-
-int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret)
-{
-        json_t *arr = json_array();
-        size_t len = 0, cap = 0;
-        char *buf = NULL;
-        int r = 0;
-
-        if (e->pid <= 0) {
-                *ret = arr;
-                return 0;
-        }
-        (void)shutdown(e->ctl_fd, SHUT_WR);
-        uint64_t deadline = now_monotonic_ms() + timeout_ms;
-        for (;;) {
-                uint64_t now = now_monotonic_ms();
-                if (now >= deadline) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-                struct pollfd pfd = { .fd = e->ctl_fd, .events = POLLIN };
-                if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
-                        continue;
-                if (len + 65536 > cap)
-                        buf = xrealloc(buf, cap = (cap ? cap * 2 : 65536) + 65536);
-                ssize_t n = read(e->ctl_fd, buf + len, cap - len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        json_t **recs = NULL;
-        size_t n_recs = 0;
-        for (char *line = buf, *nl; buf && line < buf + len && (nl = memchr(line, '\n', (size_t)(buf + len - line)));
-             line = nl + 1) {
-                json_t *o = json_loadb(line, (size_t)(nl - line), 0, NULL);
-                if (!json_is_object(o)) {
-                        json_decref(o);
-                        continue;
-                }
-                json_object_set_new(o, "seq", json_integer((json_int_t)n_recs));
-                recs = xrealloc(recs, (n_recs + 1) * sizeof(*recs));
-                recs[n_recs++] = o;
-        }
-        /* the helper reports each decision when its connection ends; the
-         * record lists them by when they began */
-        if (n_recs)
-                qsort(recs, n_recs, sizeof(*recs), cmp_time);
-        for (size_t i = 0; i < n_recs; i++) {
-                json_object_del(recs[i], "seq");
-                json_array_append_new(arr, recs[i]);
-        }
-        free(recs);
-        free(buf);
-        egress_abort(e);
-        *ret = arr;
-        return r;
-}
-
-void egress_abort(struct egress *e)
-{
-        if (e->pid > 0) {
-                (void)kill(e->pid, SIGKILL);
-                (void)waitpid(e->pid, NULL, 0);
-                e->pid = 0;
-        }
-        if (e->ctl_fd >= 0) {
-                close(e->ctl_fd);
-                e->ctl_fd = -1;
-        }
 }

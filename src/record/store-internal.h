@@ -15,7 +15,7 @@ struct store {
         char *error;
         int wal_frames;         /* after our last commit, once checkpoints are deferred */
         int open_fd;            /* PATH-open, flock'ed while we use the store (see
-                                 * store.c); -1 for read-only connections */
+                                 * store-durable.c); -1 for read-only connections */
         bool readonly;          /* opened with store_open_readonly() */
         bool batch;             /* in store_batch_begin() .. store_batch_end() */
         bool batch_failed;      /* a write of the batch failed: it is rolled back */
@@ -25,18 +25,33 @@ struct store {
         bool marker_unsynced;   /* PATH-open says '1', maybe only in the page cache */
         bool marker_created;    /* ... and its directory entry is new */
         bool marker_unflushed;  /* '1' written to the device, durable at its next
-                                 * flush (store.c, flush_covers_marker()) */
+                                 * flush (store-durable.c, flush_covers_marker()) */
         bool wal_created;       /* PATH-wal was missing at open: its entry is new */
 };
 
-/* ---- store.c ------------------------------------------------------------ */
+/* ---- store-durable.c ---------------------------------------------------- */
+
+/* Refuse (-ENODATA, with the message for store_error()) a missing or
+ * empty database at s->path whose history (a WAL with content, blobs)
+ * remains; 0 otherwise. */
+int store_check_not_lost(struct store *s);
+/* Take the clean-shutdown marker PATH-open (sets s->open_fd, -1 when it
+ * cannot be opened) and say whether the last writer died with the store
+ * open (*ret_unclean). Returns 0. */
+int store_mark_open(struct store *s, bool *ret_unclean);
+/* Write the marker's '0' when last out, unlock and close it. */
+void store_mark_closed(struct store *s);
+/* Does PATH-wal exist? */
+bool store_wal_exists(const char *path);
+/* Make PATH-reserve if it is missing (best effort). */
+void store_ensure_reserve(const char *path);
 
 /* Make a commit durable: call store_durable_begin() before it and
  * store_durable_end(s, r) with its result r after it; that returns r,
  * or -errno when the sync failed. The store runs synchronous = NORMAL:
  * a commit survives any crash of hutch, and only an OS crash or power
  * loss can take back what was not synced yet. begin syncs the
- * clean-shutdown marker's '1' (store.c, mark_open()), or on ext4 and XFS
+ * clean-shutdown marker's '1' (store_mark_open()), or on ext4 and XFS
  * writes it to the device for end's flush to make durable
  * (flush_covers_marker()), so a database that holds a synced change of
  * ours never sits beside a marker that says it was closed cleanly; end

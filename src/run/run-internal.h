@@ -1,8 +1,9 @@
 /* run/run-internal.h - what the files of one run share (run/run.c, the
- * stages, with agent.c, egress.c, limits.c, record.c, tty.c and
- * workspace.c). Not an API: nothing outside run/ includes it. */
+ * stages, with agent.c, egress.c, limits.c, record.c, record-start.c,
+ * tty.c and workspace.c). Not an API: nothing outside run/ includes it. */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,9 +14,15 @@
 
 #include <jansson.h>
 
+#include "lib/digest.h"
+#include "limits/slurm.h"
 #include "net/egress.h"
 #include "net/rules.h"
+#include "run/landlock.h"
 #include "run/run.h"
+#include "sandbox/gvisor.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/seccomp.h"
 #include "supervise/supervise.h"
 #include "workspace/session.h"
 
@@ -207,3 +214,72 @@ int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_eg
 int run_egress_record(struct store *store, const char *run_id, struct run_egress *e);
 /* Kill the helper if still there and free everything; safe to repeat. */
 void run_egress_done(struct run_egress *e);
+
+/* run/run.c and run/record-start.c: the stages of one run */
+
+/* a stage's answer: go on to the next one */
+#define RUN_NEXT (-1)
+
+/* What run_execute() keeps for one run, from the host's side: the state
+ * every stage (run/run.c, run/record-start.c) reads and fills in. */
+struct run {
+        const struct run_config *cfg;   /* resolved and frozen: the stored profile */
+        struct run_config view;         /* cfg as the sandbox, limits and report see it
+                                         * (shallow; env and home its own) */
+        const struct run_args *a;
+        const struct lang_job *lj;
+        const char *lang, *rerun_of;
+        bool json;
+
+        struct workspace_plan wp;
+        int workspace_fd, upper_fd;     /* the sandbox's, once it is gone */
+        struct run_egress egress;
+        struct gvisor_info gv;
+        bool gvisor;
+        struct run_landlock ll;         /* the isolation tier (run/landlock.h) */
+        char *self_cgroup;              /* /proc/self/cgroup, read once */
+        struct slurm_step slurm;
+        unsigned slurm_capped;
+
+        struct run_record *rec;
+        int admit_fd;                   /* the admission lock, held until the row is written */
+        int detach_notify;
+        bool detached_parent;           /* the caller's side of --detach: done */
+        struct events *ev;              /* --events, or NULL */
+
+        char *io_max, *cg_reason, *cg_unit;
+        struct cgroup_run *cgroup;
+
+        struct sandbox_inputs inputs;
+        struct sandbox sb;
+        bool spawned;                   /* sb exists and is not closed */
+        int spawn_r;                    /* sandbox_spawn()'s answer */
+        sigset_t set, old;
+        bool masked;                    /* set is blocked; old is the mask to restore */
+        struct winsize ws;
+        bool have_ws;
+        char *profile_text;
+        char sha[DIGEST_HEX_SIZE];
+        void *bpf;
+        size_t bpf_len;
+        struct seccomp_report sc_report;
+        json_t *enforcement;
+
+        struct store *store;
+        bool key_taken;                 /* another hutch's run has the --id key */
+        struct capture *cap_out, *cap_err;
+        struct hostio *host_in, *host_out, *host_err;
+        int stdin_fd;
+        struct run_ctx ctx;
+        struct supervise_hooks hooks;
+        struct tty_state tty;
+        struct run_outcome out;
+        int files_code;                 /* run_collect_files()'s code, or -1 */
+        char *err;
+};
+
+/* The stages of run/record-start.c (see run/run.c for the order): each
+ * returns RUN_NEXT to go on or hutch's exit code to stop there. */
+int run_open_record(struct run *r);
+int run_admit(struct run *r);
+int run_record_start(struct run *r);

@@ -2,12 +2,12 @@
  *
  *     run_start()          the host side: stdio, signals, Slurm, gVisor
  *     prepare_workspace()  --workdir and --input resolved on the host
- *     open_record()        the record begun (and --detach, --session, --snapshot)
- *     admit()              the node's [admission] cap: wait for a slot, or exit 75
+ *     run_open_record()    the record begun (and --detach, --session, --snapshot)
+ *     run_admit()          the node's [admission] cap: wait for a slot, or exit 75
  *     prepare_limits()     io.max and the run's cgroup
  *     build_sandbox()      the clone, the egress helper, the profile text
  *     build_policy()       the syscall filter and the enforcement report
- *     record_start()       the run's row, with status running
+ *     run_record_start()   the run's row, with status running
  *     supervise_job()      the job, from its start message to its end
  *     collect()            connections, files, the cgroup
  *     report()             the final update and the answer
@@ -15,7 +15,10 @@
  *
  * A stage returns RUN_NEXT to go on or hutch's exit code to stop there;
  * run_done() takes down whatever the stages left (a half-built sandbox,
- * the signal mask, the workspace's fds) on every path.
+ * the signal mask, the workspace's fds) on every path. The stages that
+ * bring the run to its row (run_open_record(), run_admit(),
+ * run_record_start()) are in run/record-start.c; struct run, the state
+ * every stage shares, is in run/run-internal.h.
  *
  * Order matters for "never lose a run": the profile is resolved and the
  * syscall policy built first (a bad profile runs nothing and records
@@ -68,66 +71,6 @@
  * hutch's memory while the reader is slow or stopped (supervise.c) */
 #define PASS_BUFFER_BYTES (256u << 10)
 
-/* a stage's answer: go on to the next one */
-#define RUN_NEXT (-1)
-
-/* What execute() kept in its locals: one run, from the host's side. */
-struct run {
-        const struct run_config *cfg;   /* resolved and frozen: the stored profile */
-        struct run_config view;         /* cfg as the sandbox, limits and report see it
-                                         * (shallow; env and home its own) */
-        const struct run_args *a;
-        const struct lang_job *lj;
-        const char *lang, *rerun_of;
-        bool json;
-
-        struct workspace_plan wp;
-        int workspace_fd, upper_fd;     /* the sandbox's, once it is gone */
-        struct run_egress egress;
-        struct gvisor_info gv;
-        bool gvisor;
-        struct run_landlock ll;         /* the isolation tier (run/landlock.h) */
-        char *self_cgroup;              /* /proc/self/cgroup, read once */
-        struct slurm_step slurm;
-        unsigned slurm_capped;
-
-        struct run_record *rec;
-        int admit_fd;                   /* the admission lock, held until the row is written */
-        int detach_notify;
-        bool detached_parent;           /* the caller's side of --detach: done */
-        struct events *ev;              /* --events, or NULL */
-
-        char *io_max, *cg_reason, *cg_unit;
-        struct cgroup_run *cgroup;
-
-        struct sandbox_inputs inputs;
-        struct sandbox sb;
-        bool spawned;                   /* sb exists and is not closed */
-        int spawn_r;                    /* sandbox_spawn()'s answer */
-        sigset_t set, old;
-        bool masked;                    /* set is blocked; old is the mask to restore */
-        struct winsize ws;
-        bool have_ws;
-        char *profile_text;
-        char sha[DIGEST_HEX_SIZE];
-        void *bpf;
-        size_t bpf_len;
-        struct seccomp_report sc_report;
-        json_t *enforcement;
-
-        struct store *store;
-        bool key_taken;                 /* another hutch's run has the --id key */
-        struct capture *cap_out, *cap_err;
-        struct hostio *host_in, *host_out, *host_err;
-        int stdin_fd;
-        struct run_ctx ctx;
-        struct supervise_hooks hooks;
-        struct tty_state tty;
-        struct run_outcome out;
-        int files_code;                 /* run_collect_files()'s code, or -1 */
-        char *err;
-};
-
 static void close_if(int fd)
 {
         if (fd >= 0)
@@ -147,34 +90,6 @@ static void stdio_keep_open(void)
                                 close(null);
                         }
                 }
-}
-
-static char *json_dumps_new(json_t *j)
-{
-        char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(j);
-        return s;
-}
-
-/* Read an anonymous code file back, for the run's record. */
-static char *slurp_fd(int fd, size_t *ret_len)
-{
-        size_t cap = 4096, len = 0;
-        char *buf = xmalloc(cap);
-        ssize_t n;
-
-        if (lseek(fd, 0, SEEK_SET) < 0) {
-                free(buf);
-                return NULL;
-        }
-        while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-                len += (size_t)n;
-                if (len + 1 >= cap)
-                        buf = xrealloc(buf, cap *= 2);
-        }
-        buf[len] = '\0';
-        *ret_len = len;
-        return buf;
 }
 
 /* The host side before anything of the run exists: our stdio and
@@ -256,154 +171,6 @@ static int prepare_workspace(struct run *r)
         return RUN_NEXT;
 }
 
-/* The record begun in memory; --detach forks here, --session waits for
- * its lock, --snapshot copies the workdir. */
-static int open_record(struct run *r)
-{
-        const struct run_args *a = r->a;
-        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db_path = NULL;
-        int k, code;
-
-        r->rec = run_record_new();
-        k = run_record_begin(r->rec, r->cfg->argv, cwd ? cwd : "", r->cfg->profile_name);
-        if (k < 0) {
-                log_error_errno(k, "run: cannot start a run record: %m");
-                return EXIT_SETUP;
-        }
-        if (a->detach) {
-                /* the caller gets the id; the run goes on in the child */
-                k = run_detach(r->rec, a->live ? a->live->name : NULL, &r->detach_notify);
-                if (k >= 0) {
-                        r->detached_parent = true;
-                        return k;
-                }
-                r->ev = events_new(STDOUT_FILENO, r->cfg->secret_env);
-        }
-        if (a->session) {
-                /* before the row: a run waiting for its session is not running */
-                if (store_default_path(&db_path) < 0) {
-                        log_error("run: no state dir (set HUTCH_STATE_DIR or HOME)");
-                        return EXIT_SETUP;
-                }
-                code = run_open_session(a, db_path, &r->wp);
-                if (code != EXIT_OK)
-                        return code;
-                /* how long it may stay unused: this run's profile says */
-                k = session_set_ttl(&r->wp.session, r->cfg->session_ttl_ms);
-                if (k < 0)
-                        log_warning("run: session %s: cannot record its ttl (hutch gc uses the default "
-                                    "profile's): %s", a->session, strerror(-k));
-                r->rec->session = xstrdup(a->session);
-                r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
-        }
-        code = run_snapshot_workspace(&r->view, r->rec->id, &r->wp);
-        if (code != EXIT_OK)
-                return code;
-        /* the landlock tier's scratch, its copy of the workspace, its rules */
-        if (r->ll.active && run_landlock_prepare(&r->view, r->wp.lower_fd, &r->ll, &r->err) < 0) {
-                log_error("run: %s", r->err);
-                return EXIT_SETUP;
-        }
-        return RUN_NEXT;
-}
-
-/* A store that failed with error: busy past its timeout is worth
- * trying again (75, store_busy); anything else is not (125). */
-static int store_failed(int error)
-{
-        log_set_error_code(error == -EBUSY ? "store_busy" : "store_unusable");
-        return error == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
-}
-
-/* Admission (run/admission.h), before anything of the sandbox exists:
- * a run over the node's cap waits for a slot (--queue-wait, with a
- * queued event on --events) or is refused with 75 and the retryable
- * code admission_full, and is then not recorded at all: the caller,
- * told to retry, holds the only copy of the request. An admitted run
- * keeps the lock until its row is written (record_start()), so the
- * count and the insert are one step for every run with a cap. */
-static int admit(struct run *r)
-{
-        const struct run_config *view = &r->view;
-        struct node_resources node;
-        struct admission_caps caps;
-        _cleanup_free_ char *db = NULL, *error = NULL;
-        _cleanup_store_ struct store *s = NULL;
-        uint64_t start = now_monotonic_ms(), running = 0, memory = 0, shown = UINT64_MAX;
-        int k, code = RUN_NEXT;
-
-        if ((!view->admission_max_running || streq(view->admission_max_running, "none")) &&
-            (!view->admission_max_memory || streq(view->admission_max_memory, "none")))
-                return RUN_NEXT;
-        k = node_resources_read(&node);
-        if (k < 0)
-                return log_error_errno(k, "run: admission: cannot read the node's resources: %m"), EXIT_SETUP;
-        admission_caps_resolve(view, &node, &caps);
-        log_debug("admission: %s", caps.how);
-        if (store_default_path(&db) < 0) {
-                log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
-                admission_caps_done(&caps);
-                return EXIT_SETUP;
-        }
-        /* made if need be: the lock lives beside it */
-        k = store_open(db, &s, &error);
-        if (k < 0) {
-                log_error("run: run store: %s", error ? error : db);
-                admission_caps_done(&caps);
-                return store_failed(k);
-        }
-        for (;;) {
-                int fd = admission_lock(db);
-                if (fd < 0) {
-                        code = EXIT_SETUP;
-                        log_error_errno(fd, "run: admission lock beside %s: %m", db);
-                        break;
-                }
-                k = admission_usage(s, caps.max_memory, &running, &memory);
-                if (k < 0) {
-                        close(fd);
-                        code = EXIT_SETUP;
-                        log_error("run: admission: run store: %s", store_error(s));
-                        break;
-                }
-                if (admission_fits(&caps, running, memory, view->memory_bytes)) {
-                        r->admit_fd = fd;
-                        break;
-                }
-                close(fd);
-                uint64_t now = now_monotonic_ms(), waited = now - start;
-                if (waited >= r->a->queue_wait_ms) {
-                        char d[32];
-                        log_set_error_code("admission_full");
-                        log_error("run: the node is full: %llu run%s of yours running (%s); %s%s",
-                                  (unsigned long long)running, running == 1 ? "" : "s", caps.how,
-                                  r->a->queue_wait_ms ? "no slot within --queue-wait " : "try again later, or wait "
-                                                                                         "with --queue-wait DURATION",
-                                  r->a->queue_wait_ms ? format_duration_ms(r->a->queue_wait_ms, d, sizeof(d)) : "");
-                        code = EXIT_BUSY;
-                        break;
-                }
-                if (running != shown) {
-                        /* once, and again when the count changes */
-                        events_queued(r->ev, r->rec->id, running, caps.max_running, waited);
-                        log_info("run %s: queued: %llu of %llu running", r->rec->id, (unsigned long long)running,
-                                 (unsigned long long)caps.max_running);
-                        shown = running;
-                }
-                /* a slot frees when a run ends: look again soon, not in step */
-                usleep((useconds_t)(MIN(r->a->queue_wait_ms - waited, 50 + (uint64_t)(random() % 100)) * 1000));
-        }
-        if (code == RUN_NEXT && now_monotonic_ms() - start > 1) {
-                /* the run starts now, not when it began to wait */
-                r->rec->started_at_ms = r->rec->heartbeat_at_ms = now_realtime_ms();
-        }
-        admission_caps_done(&caps);
-        return code;
-}
-
-/* The run's cgroup (or the reason there is none) comes before the
- * sandbox, which is cloned straight into it, and before the report,
- * which names what really holds each limit. */
 static int prepare_limits(struct run *r)
 {
         const char *asked = getenv("HUTCH_CGROUP");
@@ -530,96 +297,6 @@ static int build_policy(struct run *r)
                 log_error("run: %s", r->err);
                 return EXIT_SETUP;
         }
-        return RUN_NEXT;
-}
-
-/* The run store, opened for writing; EXIT_OK, or EXIT_SETUP or
- * EXIT_BUSY (logged). */
-static int open_store(struct store **ret)
-{
-        _cleanup_free_ char *path = NULL, *error = NULL;
-        int k;
-
-        if (store_default_path(&path) < 0) {
-                log_error("run: run store: set HUTCH_STATE_DIR, XDG_STATE_HOME or HOME");
-                return store_failed(-ENOENT);
-        }
-        k = store_open(path, ret, &error);
-        if (k < 0) {
-                log_error("run: run store: %s", error ? error : path);
-                return store_failed(k);
-        }
-        return EXIT_OK;
-}
-
-/* The run's row, its labels and its workspace, in one transaction: one
- * lock and one commit while the sandbox builds, all or nothing. */
-static int record_start(struct run *r)
-{
-        const struct run_args *a = r->a;
-        struct run_record *rec = r->rec;
-        int code, k;
-
-        code = open_store(&r->store);
-        if (code != EXIT_OK)
-                return code;
-        /* the row below is written while the sandbox child builds the
-         * job's root: a checkpoint's disk syncs there would delay the job.
-         * on_job_started() does a due one; a run that crosses the
-         * threshold only in its last row leaves it to the next run. */
-        store_defer_checkpoints(r->store);
-        rec->limits_json = json_dumps_new(limits_build(&r->view));
-        rec->enforcement_json = json_dumps(r->enforcement, JSON_COMPACT | JSON_SORT_KEYS);
-        rec->profile_text = xstrdup(r->profile_text);
-        rec->profile_sha256 = xstrdup(r->sha);
-        if (r->rerun_of)
-                rec->rerun_of = xstrdup(r->rerun_of);
-        if (a->id_key)
-                rec->idempotency_key = xstrdup(a->id_key);
-        if (r->lang && r->lj->code_fd >= 0) {
-                rec->lang = xstrdup(r->lang);
-                rec->code = slurp_fd(r->lj->code_fd, &rec->code_len);
-        }
-        k = store_batch_begin(r->store);
-        if (k == 0)
-                k = store_run_insert(r->store, rec);
-        if (k == -EEXIST && a->id_key) {
-                /* another hutch took the key since we looked: its run is
-                 * the answer (run_done() gives it) */
-                (void)store_batch_end(r->store, false);
-                r->key_taken = true;
-                return EXIT_SETUP;
-        }
-        /* what hutch does not keep of a request (its stdin, its files)
-         * is said in labels, so hutch rerun can refuse to run without it */
-        _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
-        if (a->stdin_data)
-                labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
-        if (a->stage_dir || a->n_session_files)
-                labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
-        if (k == 0 && (store_labels_set(r->store, rec->id, labels) < 0 ||
-                       run_label_slurm(r->store, rec->id, &r->slurm, a->labels) < 0))
-                k = -EIO;
-        if (k == 0 && r->wp.workdir)
-                k = store_workspace_set(r->store, rec->id, a->session ? NULL : r->wp.workdir, a->session);
-        if (k == 0)
-                k = store_batch_end(r->store, true);
-        /* the row counts now: the next run's admission sees it */
-        if (r->admit_fd >= 0) {
-                close(r->admit_fd);
-                r->admit_fd = -1;
-        }
-        if (k < 0) {
-                (void)store_batch_end(r->store, false);
-                log_error("run: run store %s: %s", store_path(r->store), store_error(r->store));
-                return store_failed(k);
-        }
-        /* a live sandbox tells its caller once it is up (live.c) */
-        if (!a->live)
-                run_detach_started(&r->detach_notify);
-        if (a->log_id)
-                log_set_tag(rec->id);
-        log_info("run %s", rec->id);
         return RUN_NEXT;
 }
 
@@ -874,8 +551,8 @@ int run_execute(const struct run_config *cfg, const struct lang_job *lj, const s
                 const char *lang, bool json, const char *rerun_of, pid_t *ret_exiting_init)
 {
         static int (*const stages[])(struct run *) = {
-                prepare_workspace, open_record, admit, prepare_limits, build_sandbox, build_policy,
-                record_start, connect_io, supervise_job, collect,
+                prepare_workspace, run_open_record, run_admit, prepare_limits, build_sandbox, build_policy,
+                run_record_start, connect_io, supervise_job, collect,
         };
         struct run r = {
                 .cfg = cfg, .a = a, .lj = lj, .lang = lang, .json = json, .rerun_of = rerun_of,

@@ -12,16 +12,7 @@
 bats_require_minimum_version 1.5.0
 load lib
 
-setup_file() {
-        export GVISOR_SKIP=""
-        if ! command -v runsc >/dev/null; then
-                GVISOR_SKIP="runsc (gVisor) is not installed (apt-get install runsc)"
-        else
-                local out
-                out=$(HUTCH_STATE_DIR="$BATS_FILE_TMPDIR/probe" "$HUTCH" run -q --runtime gvisor -- true 2>&1) ||
-                        GVISOR_SKIP="runsc cannot run a job here: $(echo "$out" | tail -n 1)"
-        fi
-}
+setup_file() { gvisor_probe; }
 
 setup() { common_setup; }
 teardown() { host_dirs_cleanup; }

@@ -185,3 +185,16 @@ else:
 t.close()
 EOF
 }
+
+# busybox_image_setup: common_setup, then the busybox image of
+# busybox_image() as version 1.0 in $W ($MANIFEST its digest); skips
+# without a static busybox or jq. For setup().
+busybox_image_setup() {
+        common_setup
+        [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' \
+                || skip "needs busybox-static at /bin/busybox"
+        command -v jq >/dev/null || skip "needs jq"
+        W="$BATS_TEST_TMPDIR/w"
+        mkdir -p "$W"
+        MANIFEST=$(busybox_image "$W" 1.0)
+}

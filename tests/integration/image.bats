@@ -9,13 +9,7 @@ load lib
 load image-lib
 
 setup() {
-        common_setup
-        [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' \
-                || skip "needs busybox-static at /bin/busybox"
-        command -v jq >/dev/null || skip "needs jq"
-        W="$BATS_TEST_TMPDIR/w"
-        mkdir -p "$W"
-        MANIFEST=$(busybox_image "$W" 1.0)
+        busybox_image_setup
         STORE="$HUTCH_STATE_DIR/images"
 }
 

@@ -119,3 +119,16 @@ has_open() {
         done
         return 1
 }
+
+# gvisor_probe: GVISOR_SKIP (exported) says why a --runtime gvisor job
+# cannot run here, or is empty when one ran; for setup_file.
+gvisor_probe() {
+        export GVISOR_SKIP=""
+        if ! command -v runsc >/dev/null; then
+                GVISOR_SKIP="runsc (gVisor) is not installed (apt-get install runsc)"
+        else
+                local out
+                out=$(HUTCH_STATE_DIR="$BATS_FILE_TMPDIR/probe" "$HUTCH" run -q --runtime gvisor -- true 2>&1) ||
+                        GVISOR_SKIP="runsc cannot run a job here: $(echo "$out" | tail -n 1)"
+        fi
+}

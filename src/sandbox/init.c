@@ -272,6 +272,11 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
                 memcpy(&pid, buf + 1, sizeof(pid));
                 if (pid > 0 && live_slot(jobs, pid) && kill(-pid, SIGKILL) < 0)
                         (void)kill(pid, SIGKILL);
+        } else if (buf[0] == SANDBOX_MSG_INTERRUPT && n == 1 + (ssize_t)sizeof(int32_t)) {
+                int32_t pid;
+                memcpy(&pid, buf + 1, sizeof(pid));
+                if (pid > 0 && live_slot(jobs, pid))
+                        (void)kill(pid, SIGINT);
         } else if (buf[0] == SANDBOX_MSG_EXEC) {
                 live_fork(cfg, in, sync_fd, sfd, jobs, buf, n, fds, nfds, (mh.msg_flags & MSG_TRUNC) != 0);
         }

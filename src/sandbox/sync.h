@@ -27,6 +27,9 @@
 /* A live sandbox's init: SIGKILL the process group of the job whose pid
  * (int32_t, init's view) follows the byte. */
 #define SANDBOX_MSG_KILL 5
+/* A live sandbox's init: SIGINT the job (alone) whose pid follows the
+ * byte: a kernel call's deadline (run/live-kernel.c). */
+#define SANDBOX_MSG_INTERRUPT 6
 #define SANDBOX_LIVE_JOBS_MAX 16
 
 enum sync_kind {

@@ -72,7 +72,11 @@ static ssize_t take(int *fd, struct capture *cap, int out, bool tee)
 
 static int request(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms)
 {
-        struct live_kreq req = { .op = LIVE_OP_KERNEL, .timeout_ms = timeout_ms, .lang = lang };
+        struct live_kreq req;
+        memset(&req, 0, sizeof(req));   /* no stack bytes in the padding */
+        req.op = LIVE_OP_KERNEL;
+        req.timeout_ms = timeout_ms;
+        req.lang = lang;
         struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)code, len } };
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
         return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;

@@ -645,10 +645,11 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                             si.ssi_signo != SIGPIPE && si.ssi_signo != SIGWINCH)
                                 l.why = "stopped by a signal";
                 }
+                /* before a request can reuse a closed client's fd number */
+                live_kernels_events(l.kernels, &l, p + N_EXEC + 4);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
-                live_kernels_events(l.kernels, &l, p + N_EXEC + 4);
                 if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }

@@ -12,8 +12,8 @@
 # to the socket too, and only its own call's result can suffer.
 #
 # SIGINT (the call's deadline) raises KeyboardInterrupt in the running
-# code; it is blocked while no code runs, and one that comes late is
-# dropped before the next call starts.
+# code; one that comes while no code runs (late, or through a thread the
+# code left) is ignored.
 import ast
 import json
 import linecache
@@ -26,7 +26,12 @@ import traceback
 
 VALUE_MAX = 65536
 FRAME_MAX = 1 << 26
-SIGINT = {signal.SIGINT}
+running = False
+
+
+def on_sigint(signum, frame):
+    if running:
+        raise KeyboardInterrupt
 
 
 def read_exact(sock, n):
@@ -55,14 +60,20 @@ def print_error(e):
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != "<kernel>":
         tb = tb.tb_next
+    t = tb
+    while t is not None and t.tb_next is not None:
+        if t.tb_next.tb_frame.f_code is on_sigint.__code__:
+            t.tb_next = None
+        t = t.tb_next
     traceback.print_exception(type(e), e, tb)
 
 
 def run(code, ns):
+    global running
     status, value, ename = "ok", None, ""
     linecache.cache["<kernel>"] = (len(code), None, code.splitlines(True), "<kernel>")
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGINT)
+        running = True
         try:
             tree = ast.parse(code, "<kernel>", "exec")
             last = None
@@ -75,7 +86,7 @@ def run(code, ns):
                     ns["_"] = v
                     value = repr(v)
         finally:
-            signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
+            running = False
     except KeyboardInterrupt as e:
         status = "interrupted"
         print_error(e)
@@ -92,16 +103,13 @@ def main():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # what the code starts reads nothing of ours
     os.close(null)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
+    signal.signal(signal.SIGINT, on_sigint)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     sys.argv = [""]
     while True:
         req = read_request(sock)
         if not isinstance(req, dict):
             return
-        if signal.SIGINT in signal.sigpending():
-            signal.sigwait(SIGINT)  # meant for the call before
         reply = run(str(req.get("code", "")), ns)
         for f in (sys.stdout, sys.stderr):
             try:

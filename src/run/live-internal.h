@@ -115,7 +115,8 @@ struct live_kernels *live_kernels_free(struct live_kernels *ks);
 /* A LIVE_OP_KERNEL request of n bytes on connection fd (ours from here on). */
 void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const char *buf, size_t n);
 /* init forked k's job (pid), or it ended (raw wait status, or error:
- * a positive errno when it never ran). */
+ * a positive errno when it never ran, ESHUTDOWN when the sandbox
+ * stopped). */
 void live_kernel_job_started(struct live_kernel *k, struct live *l, int32_t pid);
 void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, int error);
 /* The fds to poll (LIVE_KERNELS_POLLFDS of p), the earliest deadline

@@ -90,6 +90,7 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
                 .wall_ms = e->r.wall_ms,
                 .wait_status = e->r.status,
                 .timed_out = e->r.timed_out != 0,
+                .stopped = e->r.stopped != 0,
         };
         if (e->value_len != UINT32_MAX) {
                 r->value = xmalloc(n + 1);
@@ -206,7 +207,10 @@ static void outcome_of(const struct live_kernel_result *k, struct run_outcome *o
                          "interrupted at its deadline; the kernel and its state live on");
                 break;
         case LIVE_KERNEL_DIED:
-                if (k->timed_out) {
+                if (k->stopped) {
+                        o->status = RUN_CANCELLED;
+                        o->exit_code = EXIT_CANCELLED_TERM;
+                } else if (k->timed_out) {
                         o->status = RUN_TIMEOUT;
                         o->exit_code = EXIT_TIMEOUT;
                 } else if (WIFSIGNALED(k->wait_status)) {
@@ -304,7 +308,8 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
                         }
                 }
                 outcome_of(&res, &o);
-                if (res.status == LIVE_KERNEL_DIED && !json)
+                /* (a stop or a deadline is the run's error, said at its end) */
+                if (res.status == LIVE_KERNEL_DIED && !res.stopped && !res.timed_out && !json)
                         log_warning("exec: %s", res.message);
                 if (res.state_lost && res.status != LIVE_KERNEL_DIED && !json)
                         log_warning("exec: a fresh %s kernel ran this call: the state of earlier calls was lost", ls);

@@ -65,6 +65,7 @@ struct live_kernel {
         int sock, out, err;     /* ours: the request socket, the output pipes' read ends */
         bool lost;              /* a kernel of this language died: the next reply says so */
         bool killing;           /* SIGKILL sent; why says why */
+        bool stopping;          /* the sandbox stops */
         char why[160];
         enum kernel_call call;
         int client;             /* the call's connection, -1 once gone */
@@ -103,7 +104,8 @@ static void send_end(int fd, const struct live_kernel *k, enum live_kernel_statu
 {
         if (fd < 0)
                 return;
-        struct live_kend e = { .r = { .op = LIVE_OP_END, .status = wait_status, .timed_out = timed_out },
+        struct live_kend e = { .r = { .op = LIVE_OP_END, .status = wait_status, .timed_out = timed_out,
+                                      .stopped = k->stopping },
                                .status = st, .value_len = value ? (uint32_t)vlen : UINT32_MAX };
         e.r.wall_ms = k->started_ms ? now_monotonic_ms() - k->started_ms : 0;
         e.state_lost = lost;
@@ -301,9 +303,12 @@ void live_kernel_job_started(struct live_kernel *k, struct live *l, int32_t pid)
 void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, int error)
 {
         char msg[200];
-        bool never_ran = error != 0;
+        k->stopping = error == ESHUTDOWN;
+        bool never_ran = error != 0 && !k->stopping;
         enum live_kernel_status st = never_ran ? LIVE_KERNEL_UNAVAILABLE : LIVE_KERNEL_DIED;
-        if (never_ran)
+        if (k->stopping)
+                snprintf(msg, sizeof(msg), "the sandbox stopped while the call ran");
+        else if (never_ran)
                 snprintf(msg, sizeof(msg), "the %s kernel could not start: %s",
                          live_kernel_lang_to_string(k->lang), strerror(error));
         else if (k->why[0])

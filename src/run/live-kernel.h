@@ -56,6 +56,7 @@ struct live_kernel_result {
         char message[160];      /* LIVE_KERNEL_DIED / _UNAVAILABLE: why, in words */
         int wait_status;        /* LIVE_KERNEL_DIED: the kernel's raw wait status */
         bool timed_out;         /* LIVE_KERNEL_DIED: killed for not stopping at its deadline */
+        bool stopped;           /* LIVE_KERNEL_DIED: the sandbox stopped while the call ran */
         uint64_t wall_ms;
 };
 

@@ -273,7 +273,7 @@ static void exec_done(struct live *l, struct exec_slot *x)
 {
         if (x->kernel) {
                 struct live_kernel *k = x->kernel;
-                int status = x->end.status, error = x->end.error;
+                int status = x->end.status, error = x->end.stopped ? ESHUTDOWN : x->end.error;
                 *x = (struct exec_slot) { .client = -1 };
                 live_kernel_job_ended(k, l, status, error);
                 return;

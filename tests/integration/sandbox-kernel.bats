@@ -128,6 +128,47 @@ x + 1'
         [ "$(jq -rs '.[] | select(.exit_code == 124) | .status' <<<"$output")" = "timeout" ]
 }
 
+started() { "$HUTCH" exec "$1" -- test -e /tmp/started; }
+
+@test "one call at a time per kernel; an exec's timeout leaves the kernel alone; stop ends a running call" {
+        start_sandbox k11
+        py k11 'count = 1'
+        "$HUTCH" exec k11 --kernel python -c 'open("/tmp/started", "w").close()
+import time
+while not __import__("os").path.exists("/tmp/go"): time.sleep(0.01)
+count += 1' >"$BATS_TEST_TMPDIR/first" 2>&1 &
+        local first=$!
+        wait_until started k11
+        py k11 'count'
+        [ "$status" -eq 75 ]
+        [[ "$stderr" == *"running another call"* ]]
+        # the other language's kernel is free meanwhile
+        if command -v node >/dev/null; then
+                run "$HUTCH" exec k11 --kernel node -c '1 + 1'
+                [ "$output" = "2" ]
+        fi
+        run "$HUTCH" exec k11 --timeout 1s -- sleep 30
+        [ "$status" -eq 124 ]
+        run "$HUTCH" exec k11 -- touch /tmp/go
+        wait "$first"
+        py k11 'count'
+        [ "$status" -eq 0 ]
+        [ "$output" = "2" ]
+        [ -z "$stderr" ]
+        # a call running when the sandbox stops ends cancelled (143)
+        run "$HUTCH" exec k11 -- rm /tmp/started
+        "$HUTCH" exec k11 --kernel python -c 'open("/tmp/started", "w").close(); import time; time.sleep(60)' \
+                >"$BATS_TEST_TMPDIR/last" 2>&1 &
+        local last=$!
+        wait_until started k11
+        run "$HUTCH" sandbox stop k11
+        [ "$status" -eq 0 ]
+        local st=0
+        wait "$last" || st=$?
+        [ "$st" -eq 143 ]
+        grep -q "the sandbox stopped while the call ran" "$BATS_TEST_TMPDIR/last"
+}
+
 @test "python: a kernel that does not stop at its interrupt is killed; the next call says its state was lost" {
         start_sandbox k4
         py k4 'marker = 1'

@@ -15,8 +15,8 @@ set -eu
 
 RUNS=${1:-200}
 HUTCH=${HUTCH:-$(cd "$(dirname "$0")/.." && pwd)/src/hutch}
-export HUTCH_DATADIR=${HUTCH_DATADIR:-$(cd "$(dirname "$0")/.." && pwd)/share}
-export HUTCH_PROFILE_PATH=${HUTCH_PROFILE_PATH:-$(cd "$(dirname "$0")/.." && pwd)/profiles}
+export HUTCH_DATADIR="${HUTCH_DATADIR:-$(cd "$(dirname "$0")/.." && pwd)/share}"
+export HUTCH_PROFILE_PATH="${HUTCH_PROFILE_PATH:-$(cd "$(dirname "$0")/.." && pwd)/profiles}"
 HUTCH_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-kernel.XXXXXX")
 export HUTCH_STATE_DIR
 out=$(mktemp "${TMPDIR:-/tmp}/hutch-bench-kernel.XXXXXX")

@@ -298,7 +298,9 @@ fds'
         local init procs
         init=$(jq -r .init_pid "$HUTCH_STATE_DIR/sandboxes/k9.json")
         procs=$(descendants "$init")
-        [ -n "$procs" ]
+        local p comms=
+        for p in $procs; do comms+=" $(cat "/proc/${p%%:*}/comm")"; done
+        [[ "$comms" == *" python3"* ]]
         run "$HUTCH" sandbox stop k9
         [ "$status" -eq 0 ]
         run any_alive $procs

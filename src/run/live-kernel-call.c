@@ -105,7 +105,7 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
                      uint64_t timeout_ms, struct capture *out, struct capture *err, bool tee,
                      struct live_kernel_result *ret)
 {
-        static char msg[sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1];
+        const size_t msg_size = sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1;
         int io[2] = { -1, -1 }, r;
         if (len > LIVE_KERNEL_CODE_MAX)
                 return -E2BIG;
@@ -120,9 +120,10 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         r = request(fd, lang, code, len, timeout_ms);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *msg = xmalloc(msg_size);
         for (;;) {
                 char cbuf[CMSG_SPACE(2 * sizeof(int))];
-                struct iovec iov = { msg, sizeof(msg) };
+                struct iovec iov = { msg, msg_size };
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                                      .msg_controllen = sizeof(cbuf) };
                 struct pollfd p[3] = { { .fd = fd, .events = POLLIN }, { .fd = io[0], .events = POLLIN },

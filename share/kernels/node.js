@@ -21,6 +21,12 @@ const FRAME_MAX = 1 << 26;
 globalThis.require = require;
 
 const sock = new net.Socket({ fd: 0, readable: true, writable: true });
+// the code's stdin reads nothing (fd 0 is ours: node cannot move it)
+let stdin = null;
+Object.defineProperty(process, 'stdin', {
+  configurable: true,
+  get: () => stdin || (stdin = require('fs').createReadStream('/dev/null')),
+});
 let buf = Buffer.alloc(0);
 let busy = false;
 let interrupt = null;

@@ -103,6 +103,8 @@ x + 1'
         py k2 'n'
         [ "$status" -eq 0 ]
         [ "$output" = "6" ]
+        py k2 'import sys; len(sys.stdin.read())'
+        [ "$output" = "0" ]
         # the code comes from a file or stdin too
         echo 'n * 7' >"$BATS_TEST_TMPDIR/code.py"
         run "$HUTCH" exec k2 --kernel python --file "$BATS_TEST_TMPDIR/code.py"
@@ -264,6 +266,10 @@ threading.Thread(target=late).start()"
         [ "$output" = "true" ]
         run --separate-stderr "$HUTCH" exec k8 --kernel node -c 'await_me = Promise.resolve(7)'
         [ "$output" = "7" ]
+        # the code's stdin is empty, not the kernel's request channel
+        run --separate-stderr "$HUTCH" exec k8 --kernel node -c 'new Promise((r) => { let n = 0; process.stdin.on("data", (d) => { n += d.length; }); process.stdin.on("end", () => r(n)); })'
+        [ "$status" -eq 0 ]
+        [ "$output" = "0" ]
         run --separate-stderr "$HUTCH" exec k8 --kernel node -c 'throw new TypeError("boom")'
         [ "$status" -eq 1 ]
         [[ "$stderr" == *"TypeError: boom"* ]]

@@ -26,6 +26,9 @@
  *    supervisor's own. Then connect(127.0.0.1:PORT) can reach only a
  *    listener in the sandbox's namespace, which has no device but lo:
  *    what the relay reaches is what the sandbox could reach itself.
+ *    Options set on it before it came cannot stall us: it is made
+ *    non-blocking and its SO_LINGER switched off (close() lingers even
+ *    on a non-blocking socket).
  *  - The other way is closed: nothing in the sandbox can reach the
  *    host listener (another namespace's loopback), and the relay only
  *    ever connects into the sandbox, never out of it. No fd of this
@@ -239,7 +242,7 @@ static bool pending(const struct conn *c, int d)
         return c->len[d] > 0 || c->inpipe[d] > 0;
 }
 
-static void start_relay(struct live_publish *p, struct conn *c)
+static void start_relay(struct conn *c)
 {
         c->state = C_RELAY;
         c->cap = relay_open_pipes(c->pipe[0], c->pipe[1]);
@@ -248,7 +251,6 @@ static void start_relay(struct live_publish *p, struct conn *c)
                 c->buf[0] = xmalloc(RELAY_BUF_SIZE);
                 c->buf[1] = xmalloc(RELAY_BUF_SIZE);
         }
-        (void)p;
 }
 
 /* A new client on ports[i]: take it, and ask init for its socket. */
@@ -342,11 +344,14 @@ void live_publish_socket(struct live_publish *p, int fd, int error)
                 return;
         }
         c->sfd = fd;
+        /* whatever init set on it: close() must not linger (it would,
+         * even non-blocking), and no call on it may block */
+        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger) { 0, 0 }, sizeof(struct linger));
         (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(p->ports[c->port].port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-                start_relay(p, c);
+                start_relay(c);
         } else if (errno == EINPROGRESS) {
                 c->state = C_CONNECTING;
                 c->deadline_ms = now_monotonic_ms() + CONNECT_MS;
@@ -426,7 +431,7 @@ void live_publish_run(struct live_publish *p, const struct pollfd *pfd)
                         if (err)
                                 conn_end(p, c, err == ECONNREFUSED ? "refused" : "connect failed", true);
                         else
-                                start_relay(p, c);
+                                start_relay(c);
                 } else if (c->state == C_CONNECTING && now >= c->deadline_ms) {
                         conn_end(p, c, "connect timeout", true);
                 } else if (c->state == C_RELAY && (crev || srev)) {

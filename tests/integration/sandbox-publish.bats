@@ -51,6 +51,7 @@ except OSError as e:
 }
 
 listed() { "$HUTCH" sandbox ls --json | jq -r 'select(.init_pid > 0) | .name' | grep -qx -- "$1"; }
+not_listed() { ! listed "$1"; }
 
 # Start sandbox $1 with the options after it; stdout is its name alone.
 start_sandbox() {
@@ -269,4 +270,42 @@ open(sys.argv[2], "w").write("up"); time.sleep(600)' "$busy" "$BATS_TEST_TMPDIR/
                 [ "${#stderr_lines[@]}" -eq 1 ]
                 [[ "$stderr" == *"--publish 80:8000: host port 80 is privileged"* ]]
         fi
+}
+
+@test "no process of the sandbox holds the host's listener" {
+        start_sandbox p7 --publish 8000
+        hp=$(host_port p7 8000)
+        # the listener's socket inode (/proc/net/tcp's tenth column)
+        inode=$(awk -v p=":$(printf '%04X' "$hp")" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+                /proc/net/tcp)
+        [ -n "$inode" ] && [ "$inode" != 0 ]
+        sup=$(jq -r .supervisor_pid "$HUTCH_STATE_DIR/sandboxes/p7.json")
+        init=$(jq -r .init_pid "$HUTCH_STATE_DIR/sandboxes/p7.json")
+        # the supervisor holds it, as it must: the check can see it
+        ls -l "/proc/$sup/fd" | grep -q "socket:\[$inode\]"
+        run "$HUTCH" exec p7 -- sh -c 'sleep 3017 >/dev/null 2>&1 & echo ok'
+        [ "$output" = ok ]
+        for p in "$init" $(descendants "$init" | cut -d: -f1); do
+                run sh -c "ls -l /proc/$p/fd 2>/dev/null"
+                [[ "$output" != *"socket:[$inode]"* ]]
+        done
+}
+
+@test "an open connection to a published port holds the idle timeout off" {
+        start_sandbox p8 --publish 8000 --idle-timeout 3s
+        hp=$(host_port p8 8000)
+        serve p8 8000 idle "$hp"
+        # a client that keeps one connection open for 6 s
+        python3 -c 'import socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+open(sys.argv[2], "w").write("up"); time.sleep(6)' "$hp" "$BATS_TEST_TMPDIR/open" &
+        HOLDER=$!
+        wait_for_file "$BATS_TEST_TMPDIR/open" 100
+        # not a wait for a state: the time it must outlast
+        sleep 4.5
+        listed p8
+        wait "$HOLDER"
+        HOLDER=
+        # once it closes, the idle timeout runs again
+        WAIT_TENTHS=100 wait_until not_listed p8
 }

@@ -422,12 +422,12 @@ static bool from_init(struct live *l, struct run_outcome *out)
                                         l->sb->workspace_fd = fd;
                                 else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
                                         l->sb->upper_fd = fd;
-                                else if (msg.kind == SYNC_SOCKET && i == 0 && l->ready)
+                                else if (msg.kind == SYNC_SOCKET && i == 0 && l->ready && (size_t)n >= sizeof(msg))
                                         sock = fd;
                                 else
                                         close(fd);
                         }
-        if (msg.kind == SYNC_SOCKET && l->ready) {
+        if (msg.kind == SYNC_SOCKET && l->ready && (size_t)n >= sizeof(msg)) {
                 live_publish_socket(l->pub, sock, msg.error);
                 return true;
         }

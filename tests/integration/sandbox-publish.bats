@@ -96,6 +96,11 @@ listening_on() {
         [[ "$stderr" == *"sandbox p1: 127.0.0.1:$auto -> port 8000 inside"* ]]
         [[ "$stderr" == *"sandbox p1: 127.0.0.1:$fixed -> port 8001 inside"* ]]
         "$HUTCH" sandbox ls --json | jq -e 'select(.name == "p1") | [.ports[].host] == ["127.0.0.1", "127.0.0.1"]'
+        # and the table
+        run "$HUTCH" sandbox ls
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == *PORTS ]]
+        [[ "$output" == *"p1 "*" $auto->8000,$fixed->8001"* ]]
 
         serve p1 8000 "from inside" "$auto"
         run get "$auto"

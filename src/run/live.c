@@ -68,6 +68,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-publish.h"
 #include "run/run-internal.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
@@ -236,6 +237,7 @@ struct live {
         int stopper;            /* `sandbox stop`'s connection, held open to the end */
         const char *why;        /* why the sandbox ended */
         bool ready;
+        struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
         struct live_kernels *kernels;
 };
 
@@ -467,6 +469,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
         struct exec_slot *x;
+        int sock = -1;          /* SYNC_SOCKET's */
         ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n <= 0)
                 return n < 0 && (errno == EAGAIN || errno == EINTR);
@@ -479,9 +482,17 @@ static bool from_init(struct live *l, struct run_outcome *out)
                                         l->sb->workspace_fd = fd;
                                 else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
                                         l->sb->upper_fd = fd;
+                                else if (msg.kind == SYNC_SOCKET && i == 0 && l->ready && (size_t)n >= sizeof(msg))
+                                        sock = fd;
                                 else
                                         close(fd);
                         }
+        if (msg.kind == SYNC_SOCKET && l->ready && (size_t)n >= sizeof(msg)) {
+                live_publish_socket(l->pub, sock, msg.error);
+                return true;
+        }
+        if (sock >= 0)
+                close(sock);
         if ((size_t)n < offsetof(struct sync_msg, reaped))
                 return true;
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
@@ -547,11 +558,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                 (void)unlinkat(dirfd, sock, 0);
                 return;
         }
+        _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
                                            (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms);
+                                           (unsigned long long)l->opts->idle_ms, ports);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -611,9 +623,10 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 l.exec[i].client = -1;
         touch_idle(&l);
+        l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
                 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
-                struct pollfd p[N_EXEC + 4 + LIVE_KERNELS_POLLFDS];
+                struct pollfd p[N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
@@ -621,13 +634,15 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
                 /* requests only once the sandbox is up */
                 p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
-                live_kernels_poll(l.kernels, p + N_EXEC + 4);
+                live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
+                live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
                         run_detach_started(notify);
                 }
-                int n = poll(p, ELEMENTSOF(p), timeout_for(&l));
+                int t = timeout_for(&l), tp = live_publish_timeout(l.pub);
+                int n = poll(p, ELEMENTSOF(p), t < 0 || (tp >= 0 && tp < t) ? tp : t);
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (p[N_EXEC + 1].revents & POLLIN) {
@@ -646,10 +661,14 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                                 l.why = "stopped by a signal";
                 }
                 /* before a request can reuse a closed client's fd number */
-                live_kernels_events(l.kernels, &l, p + N_EXEC + 4);
+                live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
+                live_publish_run(l.pub, p + N_EXEC + 4);
+                /* an open connection to a published port counts as use */
+                if (live_publish_busy(l.pub))
+                        touch_idle(&l);
                 if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }
@@ -666,6 +685,10 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
+        int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
+        if (k < 0)
+                log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",
+                            opts->name, strerror(-k));
         out->wall_ms = now_monotonic_ms() - t0;
         if (out->status != RUN_SETUP_ERROR) {
                 /* stop and the idle timeout are how a live sandbox ends;

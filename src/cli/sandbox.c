@@ -14,6 +14,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "run/live-kernel.h"
 #include "run/live.h"
 #include "run/live-publish.h"
 #include "run/run.h"
@@ -242,17 +243,48 @@ int verb_sandbox(int argc, char **argv)
         return EXIT_USAGE;
 }
 
+/* `hutch exec NAME --kernel LANG (-c CODE | --file FILE)` */
+static int exec_kernel(const char *name, int kernel, const char *code, const char *file, int rest,
+                       uint64_t timeout_ms, bool json)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        if (kernel < 0) {
+                log_error("exec: -c and --file need --kernel python|node");
+                return EXIT_USAGE;
+        }
+        if (!code == !file || rest > 0) {
+                log_error("exec: --kernel takes its code from one of -c CODE or --file FILE, and no command");
+                return EXIT_USAGE;
+        }
+        if (file) {
+                int r = read_file(streq(file, "-") ? "/dev/stdin" : file, &text, &len);
+                if (r < 0) {
+                        log_error("exec: --file %s: %s", file, strerror(-r));
+                        return EXIT_USAGE;
+                }
+                code = text;
+        } else {
+                len = strlen(code);
+        }
+        return live_kernel_exec(name, kernel, code, len, timeout_ms, json, cli_run_ui());
+}
+
 int verb_exec(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "timeout", required_argument, NULL, 'T' },
                 { "json",    no_argument,       NULL, 'j' },
+                { "kernel",  required_argument, NULL, 'K' },
+                { "code",    required_argument, NULL, 'c' },
+                { "file",    required_argument, NULL, 'f' },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
         uint64_t timeout_ms = 0;
         bool json = false;
-        int c;
+        int c, kernel = -1;
+        const char *code = NULL, *code_file = NULL;
 
         /* NAME first, then exec's options, then the command */
         const char *name = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
@@ -262,7 +294,7 @@ int verb_exec(int argc, char **argv)
         }
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
+        while ((c = getopt_long(argc, argv, "+:hc:", opts, NULL)) != -1)
                 switch (c) {
                 case 'T':
                         if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms)
@@ -271,12 +303,29 @@ int verb_exec(int argc, char **argv)
                 case 'j':
                         json = true;
                         break;
+                case 'K':
+                        kernel = live_kernel_lang_from_string(optarg);
+                        if (kernel < 0)
+                                return cli_bad_value("exec", "kernel", optarg, "expected python or node");
+                        break;
+                case 'c':
+                        code = optarg;
+                        break;
+                case 'f':
+                        code_file = optarg;
+                        break;
                 case 'h':
                         printf("Usage: hutch exec NAME [--timeout D] [--json] -- CMD [ARGS...]\n"
+                               "       hutch exec NAME --kernel python|node [--timeout D] [--json] (-c CODE | --file FILE)\n"
                                "\n"
                                "Run CMD in the live sandbox NAME (hutch sandbox start) as a recorded run\n"
                                "labelled sandbox=NAME, with its own timeout (default: the sandbox profile's),\n"
-                               "output and exit status. See hutch-exec(1).\n");
+                               "output and exit status.\n"
+                               "With --kernel, run CODE (or FILE's text; - reads stdin) in the sandbox's\n"
+                               "long-lived interpreter of that language: variables, imports and open files\n"
+                               "persist between calls, a final expression's value is printed as a REPL does,\n"
+                               "the timeout interrupts the call (the state lives on), and a call after the\n"
+                               "kernel died says its state was lost. See hutch-exec(1).\n");
                         return EXIT_OK;
                 default:
                         return cli_usage_error("exec", argv, opts);
@@ -287,6 +336,8 @@ int verb_exec(int argc, char **argv)
                 log_error("exec: no sandbox name (usage: hutch exec NAME -- CMD)");
                 return EXIT_USAGE;
         }
+        if (kernel >= 0 || code || code_file)
+                return exec_kernel(name, kernel, code, code_file, argc - optind, timeout_ms, json);
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;
         if (optind >= argc) {

@@ -186,7 +186,7 @@ static int exchange(int fd, char **argv, uint64_t timeout_ms, bool json, struct 
 
 /* The exec runs under its sandbox's profile, limits and enforcement:
  * its record says so, from the sandbox's own run (NAME.json names it). */
-static void inherit_sandbox(struct store *s, int dirfd, const char *name, struct run_record *rec)
+void live_inherit_sandbox(struct store *s, int dirfd, const char *name, struct run_record *rec)
 {
         _cleanup_free_ char *file = live_path(dirfd, name, "json"), *text = NULL;
         _cleanup_run_record_ struct run_record *sb = NULL;
@@ -228,7 +228,7 @@ int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, con
         _cleanup_free_ char *profile = xasprintf("sandbox:%s", name);
         if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
                 return EXIT_SETUP;
-        inherit_sandbox(s, dirfd, name, rec);
+        live_inherit_sandbox(s, dirfd, name, rec);
         if (store_run_insert(s, rec) < 0 ||
             store_labels_set(s, rec->id, labels) < 0) {
                 log_error("exec: run store %s: %s", db, store_error(s));

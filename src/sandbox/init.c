@@ -299,6 +299,11 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
                 memcpy(&pid, buf + 1, sizeof(pid));
                 if (pid > 0 && live_slot(jobs, pid) && kill(-pid, SIGKILL) < 0)
                         (void)kill(pid, SIGKILL);
+        } else if (buf[0] == SANDBOX_MSG_INTERRUPT && n == 1 + (ssize_t)sizeof(int32_t)) {
+                int32_t pid;
+                memcpy(&pid, buf + 1, sizeof(pid));
+                if (pid > 0 && live_slot(jobs, pid))
+                        (void)kill(pid, SIGINT);
         } else if (buf[0] == SANDBOX_MSG_SOCKET && n == 1) {
                 live_socket(sync_fd);
         } else if (buf[0] == SANDBOX_MSG_EXEC) {

@@ -32,6 +32,9 @@
  * attached; error set and no fd when it could not). The byte alone; for
  * a published port (run/live-publish.c). */
 #define SANDBOX_MSG_SOCKET 6
+/* A live sandbox's init: SIGINT the job (alone) whose pid follows the
+ * byte: a kernel call's deadline (run/live-kernel.c). */
+#define SANDBOX_MSG_INTERRUPT 7
 #define SANDBOX_LIVE_JOBS_MAX 16
 
 enum sync_kind {

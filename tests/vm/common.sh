@@ -36,7 +36,7 @@ vm_paths() {
         fi
         work=$builddir/tests/vm
         cache=${VM_CACHE:-$work/cache}
-        timeout=${VM_TIMEOUT:-480}
+        timeout=${VM_TIMEOUT:-900}
 }
 
 # vm_tools: sets qemu, busybox (a static one: the initramfs has no C

@@ -217,10 +217,23 @@ int live_listen(const char *name, int *ret_fd)
 struct exec_slot {
         bool active;
         int client;             /* its connection, or -1 once the client is gone */
+        bool client_lost;       /* the client went away before the job's end */
         uint64_t seq;           /* order of the request; 0 once init answered it */
         pid_t pid;              /* the job's pid inside, 0 until init says */
         uint64_t started_ms, deadline_ms; /* deadline 0: none */
+        char run_id[sizeof(((struct live_req *)0)->run_id)]; /* the client's run */
         struct live_reply end;  /* what the client will be told */
+};
+
+/* A connection accepted and checked whose request has not come yet.
+ * Requests are read only when they are there (poll, MSG_DONTWAIT), so a
+ * client that connects and says nothing holds up nobody; it is dropped
+ * after LIVE_REQUEST_MS, or when LIVE_PENDING_MAX newer ones wait. */
+#define LIVE_PENDING_MAX 16
+#define LIVE_REQUEST_MS 2000
+struct pending {
+        int fd;                 /* -1: a free entry */
+        uint64_t since_ms;
 };
 
 /* The supervisor's state while it serves. */
@@ -228,7 +241,9 @@ struct live {
         const struct run_config *cfg;
         const struct run_live *opts;
         struct sandbox *sb;
+        struct store *store;    /* the sandbox's run's, for an exec whose client is gone */
         struct exec_slot exec[SANDBOX_LIVE_JOBS_MAX];
+        struct pending pend[LIVE_PENDING_MAX];
         size_t n_active;
         uint64_t seq;
         uint64_t idle_ms_at;    /* the idle deadline, 0: none */
@@ -266,15 +281,65 @@ static void kill_job(struct live *l, struct exec_slot *x)
                 (void)send_to_init(l, SANDBOX_MSG_KILL, &pid, sizeof(pid), NULL, 0);
 }
 
-/* The exec ended (or was given up): tell its client, if still there. */
+/* The client of x went away before it heard of the job's end (killed,
+ * or `hutch kill` of the exec's run, which signals it): its run is
+ * completed here, on the sandbox's own store connection, rather than
+ * left running until gc. The output went to the client and is not
+ * recorded; the rest of the row (argv, profile, limits) is the
+ * client's. Only such a row still running is written: a client that
+ * got END writes its own. This final update's sync holds the loop up
+ * once, on this rare path only. */
+static void record_lost(struct live *l, const struct exec_slot *x)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        struct run_outcome o = { 0 };
+
+        if (!l->store || !x->run_id[0] || store_run_get(l->store, x->run_id, &rec, NULL) < 0 ||
+            rec->status != RUN_RUNNING)
+                return;
+        live_outcome(&x->end, &o);
+        if (x->client_lost && !x->end.stopped) {
+                o.status = RUN_CANCELLED;
+                o.exit_code = EXIT_CANCELLED_TERM;
+                o.job_exit_code = -1;
+                o.signal = 0;
+                snprintf(o.message, sizeof(o.message), "its hutch exec went away: the job was killed "
+                         "with its process group; the output is not recorded");
+        } else {
+                size_t n = strlen(o.message);
+                snprintf(o.message + n, sizeof(o.message) - n, "%sits hutch exec went away: the output is "
+                         "not recorded", n ? "; " : "");
+        }
+        rec->status = o.status;
+        rec->exit_code = o.exit_code;
+        rec->signal = o.signal;
+        free(rec->message);
+        rec->message = xstrdup(o.message);
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = o.wall_ms;
+        rec->cpu_user_ms = o.cpu_user_ms;
+        rec->cpu_sys_ms = o.cpu_sys_ms;
+        if (store_run_finish(l->store, rec) < 0)
+                log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
+                            store_error(l->store));
+}
+
+/* The exec ended (or was given up): tell its client, if still there;
+ * if not, record its end in its stead. */
 static void exec_done(struct live *l, struct exec_slot *x)
 {
+        bool unheard = x->client_lost;
         x->end.op = LIVE_OP_END;
+        x->end.version = LIVE_WIRE_VERSION;
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
         if (x->client >= 0) {
-                (void)send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL);
+                /* its queue holds at most FDS before this: never full */
+                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+                        unheard = true;
                 close(x->client);
         }
+        if (unheard)
+                record_lost(l, x);
         *x = (struct exec_slot) { .client = -1 };
         if (--l->n_active == 0)
                 touch_idle(l);
@@ -298,48 +363,61 @@ static struct exec_slot *slot_of(struct live *l, pid_t pid)
         return NULL;
 }
 
-static void send_fds(int fd, int out, int err)
+/* FDS: the job's stdout and stderr read ends, and with --stdin the
+ * write end of its stdin (in < 0: none). */
+static void send_fds(int fd, int out, int err, int in)
 {
-        struct live_reply f = { .op = LIVE_OP_FDS };
-        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+        struct live_reply f = { .op = LIVE_OP_FDS, .version = LIVE_WIRE_VERSION };
+        int nfds = in >= 0 ? 3 : 2;
+        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &f, .iov_len = sizeof(f) };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-        memcpy(CMSG_DATA(c), (int[]) { out, err }, 2 * sizeof(int));
-        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), (int[]) { out, err, in }, nfds * sizeof(int));
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* An exec request on connection fd (ours from here on). */
 static void exec_start(struct live *l, int fd, const char *buf, size_t n)
 {
         struct live_req req;
-        struct live_reply busy = { .op = LIVE_OP_BUSY };
+        struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
         struct exec_slot *x = NULL;
         int job_in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
         for (size_t i = 0; i < ELEMENTSOF(l->exec) && !x; i++)
                 if (!l->exec[i].active)
                         x = &l->exec[i];
-        if (!x || n <= sizeof(req) || buf[n - 1] != '\0') {
-                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL);
+        memcpy(&req, buf, MIN(n, sizeof(req)));
+        if (n <= sizeof(req) || req.version != LIVE_WIRE_VERSION || buf[n - 1] != '\0') {
+                close(fd);      /* another hutch's client: it hears EOF */
+                return;
+        }
+        if (!x) {
+                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
                 close(fd);
                 return;
         }
-        memcpy(&req, buf, sizeof(req));
         *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms() };
+        memcpy(x->run_id, req.run_id, sizeof(x->run_id));
+        x->run_id[sizeof(x->run_id) - 1] = '\0';
         l->n_active++;
         l->idle_ms_at = 0;
         uint64_t t = req.timeout_ms ? req.timeout_ms : l->cfg->timeout_ms;
         x->deadline_ms = t ? x->started_ms + t : 0;
-        /* fresh pipes for this exec alone; the job's stdin is at EOF */
+        /* fresh pipes for this exec alone; the job's stdin is at EOF
+         * unless the client feeds it (--stdin), through the write end
+         * only it then holds */
         if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 x->end.error = errno;
                 snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
-                close(TAKE_FD(job_in[1]));
+                if (!(req.flags & LIVE_EXEC_STDIN))
+                        close(TAKE_FD(job_in[1]));
                 int job_fds[3] = { job_in[0], out[1], err[1] };
                 int k = send_to_init(l, SANDBOX_MSG_EXEC, buf + sizeof(req), n - sizeof(req), job_fds, 3);
                 if (k < 0) {
@@ -347,7 +425,7 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
                         snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
                         x->seq = ++l->seq;
-                        send_fds(fd, out[0], err[0]);
+                        send_fds(fd, out[0], err[0], job_in[1]);
                 }
         }
         int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
@@ -358,30 +436,13 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
                 exec_done(l, x);
 }
 
-/* One connection on the control socket. */
-static void control(struct live *l, int lfd)
+/* The request of a connection that has sent it (SOCK_SEQPACKET: it
+ * comes whole, in one recv). */
+static void request(struct live *l, int fd, const char *buf, size_t n)
 {
-        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
-        struct timeval tv = { .tv_sec = 2 };
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-                return;
-        if (live_peer_check(fd) < 0) {
-                log_warning("sandbox %s: refused a connection from outside this user's namespace",
-                            l->opts->name);
-                close(fd);
-                return;
-        }
-        /* a client says what it wants at once */
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) {
-                close(fd);
-                return;
-        }
         switch (buf[0]) {
         case LIVE_OP_EXEC:
-                exec_start(l, fd, buf, (size_t)n);
+                exec_start(l, fd, buf, n);
                 return;
         case LIVE_OP_STOP:
                 l->why = "stopped (hutch sandbox stop)";
@@ -391,12 +452,56 @@ static void control(struct live *l, int lfd)
                         close(fd);
                 return;
         case LIVE_OP_PING: {
-                struct live_reply p = { .op = LIVE_OP_PONG };
-                (void)send(fd, &p, sizeof(p), MSG_NOSIGNAL);
+                struct live_reply p = { .op = LIVE_OP_PONG, .version = LIVE_WIRE_VERSION };
+                (void)send(fd, &p, sizeof(p), MSG_NOSIGNAL | MSG_DONTWAIT);
                 break;
         }
         }
         close(fd);
+}
+
+/* A new connection on the control socket: checked, then it waits
+ * among the pending ones for its request. */
+static void control(struct live *l, int lfd)
+{
+        struct pending *slot = NULL;
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                return;
+        if (live_peer_check(fd) < 0) {
+                log_warning("sandbox %s: refused a connection from outside this user's namespace",
+                            l->opts->name);
+                close(fd);
+                return;
+        }
+        /* a free entry, or the one that has waited longest */
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                struct pending *pe = &l->pend[i];
+                if (pe->fd < 0) {
+                        slot = pe;
+                        break;
+                }
+                if (!slot || pe->since_ms < slot->since_ms)
+                        slot = pe;
+        }
+        if (slot->fd >= 0)
+                close(slot->fd);
+        *slot = (struct pending) { .fd = fd, .since_ms = now_monotonic_ms() };
+}
+
+/* A pending connection is readable: its request, or its end. */
+static void pending_read(struct live *l, struct pending *pe)
+{
+        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
+        ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        int fd = TAKE_FD(pe->fd);
+        if (n <= 0) {
+                close(fd);
+                return;
+        }
+        request(l, fd, buf, (size_t)n);
 }
 
 /* One message from init; false when init's setup failed. */
@@ -443,7 +548,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
                 if ((x = oldest_pending(l))) {
                         x->seq = 0;
                         x->pid = msg.pid;
-                        if (x->client < 0 || (x->end.timed_out && x->deadline_ms))
+                        if (x->client < 0 || x->end.cancelled || (x->end.timed_out && x->deadline_ms))
                                 kill_job(l, x); /* given up before it had a pid */
                 }
                 break;
@@ -507,9 +612,48 @@ static int timeout_for(const struct live *l)
                 if (x->active && x->deadline_ms && !x->end.timed_out && (!until || x->deadline_ms < until))
                         until = x->deadline_ms;
         }
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                uint64_t t = l->pend[i].since_ms + LIVE_REQUEST_MS;
+                if (l->pend[i].fd >= 0 && (!until || t < until))
+                        until = t;
+        }
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
+}
+
+/* Pending connections: a request that came is served, one that did
+ * not come in time is given up (p: their poll entries). */
+static void check_pending(struct live *l, const struct pollfd *p)
+{
+        uint64_t now = now_monotonic_ms();
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                struct pending *pe = &l->pend[i];
+                if (pe->fd >= 0 && p[i].fd == pe->fd && p[i].revents)
+                        pending_read(l, pe);
+                if (pe->fd >= 0 && now >= pe->since_ms + LIVE_REQUEST_MS)
+                        close(TAKE_FD(pe->fd));
+        }
+}
+
+/* An exec's client, after its request: a cancel (hutch exec got
+ * SIGTERM, SIGINT or SIGHUP: `hutch kill` of its run), or its end
+ * (killed). Either way the job's group is killed; a client that is
+ * gone has its run recorded here (exec_done()). */
+static void client_says(struct live *l, struct exec_slot *x)
+{
+        struct live_req req;
+        ssize_t n = recv(x->client, &req, sizeof(req), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n == (ssize_t)sizeof(req) && req.op == LIVE_OP_CANCEL) {
+                if (!x->end.cancelled && !x->end.timed_out)
+                        x->end.cancelled = req.flags > 0 && req.flags < 65 ? (int32_t)req.flags : SIGTERM;
+        } else {
+                close(TAKE_FD(x->client));
+                x->client_lost = true;
+        }
+        kill_job(l, x);
 }
 
 /* Deadlines, and clients gone: their jobs end. */
@@ -520,10 +664,8 @@ static void check_execs(struct live *l, const struct pollfd *p)
                 struct exec_slot *x = &l->exec[i];
                 if (!x->active)
                         continue;
-                if (p[i].revents && x->client >= 0) {
-                        close(TAKE_FD(x->client));
-                        kill_job(l, x);
-                }
+                if (p[i].revents && x->client >= 0)
+                        client_says(l, x);
                 if (x->deadline_ms && now >= x->deadline_ms && !x->end.timed_out) {
                         x->end.timed_out = 1;
                         kill_job(l, x);
@@ -531,10 +673,10 @@ static void check_execs(struct live *l, const struct pollfd *p)
         }
 }
 
-int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
+int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1 };
+        struct live l = { .cfg = cfg, .opts = opts, .store = store, .sb = sb, .stopper = -1 };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -545,12 +687,16 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 return -errno;
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 l.exec[i].client = -1;
+        for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
+                l.pend[i].fd = -1;
         touch_idle(&l);
         while (!l.why) {
-                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
-                struct pollfd p[N_EXEC + 4];
+                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX };
+                struct pollfd p[N_EXEC + 4 + N_PEND];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
+                for (size_t i = 0; i < N_PEND; i++)
+                        p[N_EXEC + 4 + i] = (struct pollfd) { .fd = l.pend[i].fd, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
                 p[N_EXEC + 1] = (struct pollfd) { .fd = sb->sync_fd, .events = POLLIN };
                 p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
@@ -579,6 +725,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                             si.ssi_signo != SIGPIPE && si.ssi_signo != SIGWINCH)
                                 l.why = "stopped by a signal";
                 }
+                check_pending(&l, p + N_EXEC + 4);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
@@ -595,6 +742,9 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                         l.exec[i].end.stopped = 1;
                         exec_done(&l, &l.exec[i]);
                 }
+        for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
+                if (l.pend[i].fd >= 0)
+                        close(l.pend[i].fd);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
         out->wall_ms = now_monotonic_ms() - t0;

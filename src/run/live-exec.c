@@ -262,6 +262,9 @@ static int exchange(struct exec_io *x, const struct live_req *req, char **argv, 
         }
         if (send(x->sock, buf, len, MSG_NOSIGNAL) < 0)
                 return -errno;
+        /* while the job starts: compile the final update, sync the
+         * store's marker, do a due checkpoint (as `hutch run` does) */
+        run_on_job_started(x->ctx);
 
         uint64_t beat = now_monotonic_ms() + EXEC_HEARTBEAT_MS;
         for (;;) {
@@ -398,10 +401,14 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         }
         if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
                 goto out;
+        /* a due checkpoint's syncs overlap with the job, not before it */
+        store_defer_checkpoints(s);
         inherit_sandbox(s, dirfd, name, rec);
-        if (store_run_insert(s, rec) < 0 ||
-            store_labels_set(s, rec->id, labels) < 0) {
+        /* the row and its label in one commit */
+        if (store_batch_begin(s) < 0 || store_run_insert(s, rec) < 0 || store_labels_set(s, rec->id, labels) < 0 ||
+            store_batch_end(s, true) < 0) {
                 log_error("exec: run store %s: %s", db, store_error(s));
+                (void)store_batch_end(s, false);
                 goto out;
         }
         log_info("run %s", rec->id);

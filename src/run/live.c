@@ -460,6 +460,21 @@ static void request(struct live *l, int fd, const char *buf, size_t n)
         close(fd);
 }
 
+/* A pending connection is readable: its request, or its end. */
+static void pending_read(struct live *l, struct pending *pe)
+{
+        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
+        ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        int fd = TAKE_FD(pe->fd);
+        if (n <= 0) {
+                close(fd);
+                return;
+        }
+        request(l, fd, buf, (size_t)n);
+}
+
 /* A new connection on the control socket: checked, then it waits
  * among the pending ones for its request. */
 static void control(struct live *l, int lfd)
@@ -487,21 +502,9 @@ static void control(struct live *l, int lfd)
         if (slot->fd >= 0)
                 close(slot->fd);
         *slot = (struct pending) { .fd = fd, .since_ms = now_monotonic_ms() };
-}
-
-/* A pending connection is readable: its request, or its end. */
-static void pending_read(struct live *l, struct pending *pe)
-{
-        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
-        ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
-        int fd = TAKE_FD(pe->fd);
-        if (n <= 0) {
-                close(fd);
-                return;
-        }
-        request(l, fd, buf, (size_t)n);
+        /* a client sends its request right after connecting: it is
+         * usually there already */
+        pending_read(l, slot);
 }
 
 /* One message from init; false when init's setup failed. */

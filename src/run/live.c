@@ -22,8 +22,10 @@
  *    sync socketpair (made before the clone, so no other process holds
  *    it) and init keeps no copy. The caller's own fds never enter: the
  *    `hutch exec` client receives the read ends (the job's output) and
- *    relays them. So no exec's stdio leads out of the sandbox, and a job
- *    holds only its own exec's pipes. (Processes of one sandbox all run
+ *    relays them, and with --stdin the write end of the job's stdin,
+ *    into which it copies the caller's input (else it is closed here:
+ *    the job reads EOF). So no exec's stdio leads out of the sandbox,
+ *    and a job holds only its own exec's pipes. (Processes of one sandbox all run
  *    as its one uid in one pid namespace: a background process an
  *    earlier exec left can see a later exec's processes, as processes of
  *    one container can. The boundary is the sandbox, not the exec.)
@@ -39,6 +41,11 @@
  *    and confirmed alive through its pidfd (SO_PEERPIDFD), so a job
  *    cannot connect, exit, and pass a recycled pid off as the peer. A job thus cannot exec into,
  *    stop, or read another sandbox.
+ *  - No client holds up the loop: a connection's request is read only
+ *    once poll() says it is there (MSG_DONTWAIT), a silent one is
+ *    dropped after LIVE_REQUEST_MS, and replies are sent MSG_DONTWAIT
+ *    (a client's queue never holds more than two of them). So one
+ *    same-user caller cannot delay another exec's deadline.
  *  - Limits: init and every job are in the run's cgroup (CLONE_INTO_CGROUP),
  *    so memory, pids and cpu hold for the whole sandbox; without a cgroup,
  *    only the per-job rlimits hold (no watchdog runs here).

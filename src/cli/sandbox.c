@@ -16,6 +16,7 @@
 #include "lib/util.h"
 #include "run/live.h"
 #include "run/run.h"
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
 #define IDLE_DEFAULT_MS (3600u * 1000)
@@ -110,6 +111,11 @@ static int start(int argc, char **argv)
                 code = EXIT_USAGE;
                 goto out;
         }
+        /* each exec's job gets a Landlock domain of its own: without
+         * one, execs can reach each other's stdio through /proc */
+        if (landlock_abi() <= 0)
+                log_warning("sandbox start: this kernel has no Landlock: the execs of %s, one user in one pid "
+                            "namespace, can reach each other's processes and stdio (hutch-exec(1))", live.name);
         if (live_listen(live.name, &live.listen_fd) < 0) {
                 code = EXIT_SETUP;
                 goto out;

@@ -25,10 +25,15 @@
  *    relays them, and with --stdin the write end of the job's stdin,
  *    into which it copies the caller's input (else it is closed here:
  *    the job reads EOF). So no exec's stdio leads out of the sandbox,
- *    and a job holds only its own exec's pipes. (Processes of one sandbox all run
- *    as its one uid in one pid namespace: a background process an
- *    earlier exec left can see a later exec's processes, as processes of
- *    one container can. The boundary is the sandbox, not the exec.)
+ *    and a job holds only its own exec's pipes. Nor can another exec
+ *    open them: processes of one sandbox all run as its one uid in one
+ *    pid namespace, so /proc/PID/fd of another exec's job would be
+ *    theirs to open (the pipes belong to the sandbox's uid when hutch is
+ *    not root), but each live job gets a Landlock domain of its own
+ *    (job.c, landlock_own_domain()), and Landlock refuses any ptrace
+ *    access, /proc/PID/fd, mem and environ included, to a process
+ *    outside the caller's domain. Listing and signalling remain, as in
+ *    one container.
  *  - The job cannot reach the supervisor: init's end of the sync channel
  *    is close-on-exec (job_stdio() closes every fd above 2 at exec), the
  *    supervisor is outside the job's pid namespace and user namespace

@@ -25,6 +25,7 @@
 #include "run/live-internal.h"
 #include "run/run-internal.h"
 #include "run/run.h"
+#include "sandbox/sync.h"
 #include "supervise/capture.h"
 #include "supervise/events.h"
 #include "supervise/hostio.h"
@@ -68,8 +69,9 @@ struct exec_io {
         bool own_src;           /* src is the file, ours to close */
         size_t in_off, in_len;
         bool gone[2];           /* our stdout / stderr's reader went away */
-        struct run_ctx *ctx;    /* captures, --events */
-        bool json;
+        struct run_ctx *ctx;    /* captures, --events, the store */
+        struct run_record *rec; /* the exec's row, once the supervisor wrote it */
+        bool json, events;
         char inbuf[65536];
 };
 
@@ -245,27 +247,61 @@ static void cancel(struct exec_io *x)
         (void)send(x->sock, &req, sizeof(req), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Send the request, relay the job's stdio until its end: the reply. */
-static int exchange(struct exec_io *x, const struct live_req *req, char **argv, struct live_reply *end)
+/* The request: live_req, our cwd (the exec's record says where it was
+ * asked for), argv. 0 or -errno. */
+static int send_request(struct exec_io *x, const struct live_req *req, const char *cwd, char **argv)
 {
-        size_t len = sizeof(*req);
+        size_t len = sizeof(*req) + strlen(cwd) + 1, args = 0;
         for (char **a = argv; *a; a++)
-                len += strlen(*a) + 1;
-        if (len - sizeof(*req) > LIVE_ARGV_MAX)
+                args += strlen(*a) + 1;
+        if (args > LIVE_ARGV_MAX)
                 return -E2BIG;
+        len += args;
         _cleanup_free_ char *buf = xmalloc(len);
         memcpy(buf, req, sizeof(*req));
         size_t at = sizeof(*req);
+        memcpy(buf + at, cwd, strlen(cwd) + 1);
+        at += strlen(cwd) + 1;
         for (char **a = argv; *a; a++) {
                 memcpy(buf + at, *a, strlen(*a) + 1);
                 at += strlen(*a) + 1;
         }
-        if (send(x->sock, buf, len, MSG_NOSIGNAL) < 0)
-                return -errno;
-        /* while the job starts: compile the final update, sync the
-         * store's marker, do a due checkpoint (as `hutch run` does) */
-        run_on_job_started(x->ctx);
+        return send(x->sock, buf, len, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
 
+/* The supervisor wrote the exec's row (its id came with FDS, or with an
+ * END that came instead): read it back for the final update, and start
+ * the events. -errno when it cannot be read: the supervisor then
+ * completes it (we go away). */
+static int attach_run(struct exec_io *x, const char *id)
+{
+        struct run_ctx *ctx = x->ctx;
+        if (ctx->rec || !id[0])
+                return 0;
+        char copy[sizeof(((struct live_reply *)0)->run_id) + 1];
+        snprintf(copy, sizeof(copy), "%s", id);
+        int r = store_run_get(ctx->store, copy, &x->rec, NULL);
+        if (r < 0)
+                return r;
+        ctx->rec = x->rec;
+        log_info("run %s", x->rec->id);
+        if (x->events) {
+                ctx->ev = events_new(STDOUT_FILENO, NULL);
+                json_t *limits = x->rec->limits_json ? json_loads(x->rec->limits_json, 0, NULL) : NULL,
+                       *labels = store_labels_json(ctx->store, x->rec->id);
+                events_started(ctx->ev, x->rec->id, getpid(), limits, labels);
+                json_decref(limits);
+                json_decref(labels);
+        }
+        /* while the job runs: compile the final update, sync the store's
+         * marker, do a due checkpoint (as `hutch run` does) */
+        run_on_job_started(ctx);
+        return 0;
+}
+
+/* Relay the job's stdio until its end: the reply. */
+static int exchange(struct exec_io *x, struct live_reply *end)
+{
         uint64_t beat = now_monotonic_ms() + EXEC_HEARTBEAT_MS;
         for (;;) {
                 struct hostio *evo = x->ctx->ev ? events_hostio(x->ctx->ev) : NULL;
@@ -307,6 +343,8 @@ static int exchange(struct exec_io *x, const struct live_req *req, char **argv, 
                         continue;
                 struct live_reply m;
                 int k = receive(x, &m);
+                if (k == 0 && m.op != LIVE_OP_BUSY)
+                        k = attach_run(x, m.run_id);
                 if (k < 0)
                         return k;
                 if (m.op == LIVE_OP_BUSY)
@@ -320,25 +358,6 @@ static int exchange(struct exec_io *x, const struct live_req *req, char **argv, 
                 *end = m;
                 return 0;
         }
-}
-
-/* The exec runs under its sandbox's profile, limits and enforcement:
- * its record says so, from the sandbox's own run (NAME.json names it). */
-static void inherit_sandbox(struct store *s, int dirfd, const char *name, struct run_record *rec)
-{
-        _cleanup_free_ char *file = live_path(dirfd, name, "json"), *text = NULL;
-        _cleanup_run_record_ struct run_record *sb = NULL;
-        json_t *o = read_file(file, &text, NULL) >= 0 ? json_loads(text, 0, NULL) : NULL;
-        const char *id = json_string_value(json_object_get(o, "id"));
-        if (id && store_run_get(s, id, &sb, NULL) == 0) {
-                free(rec->profile);
-                rec->profile = TAKE_PTR(sb->profile);
-                rec->profile_text = TAKE_PTR(sb->profile_text);
-                rec->profile_sha256 = TAKE_PTR(sb->profile_sha256);
-                rec->limits_json = TAKE_PTR(sb->limits_json);
-                rec->enforcement_json = TAKE_PTR(sb->enforcement_json);
-        }
-        json_decref(o);
 }
 
 /* --stdin-file or --stdin: what feeds the job's stdin (x->src), or
@@ -376,12 +395,8 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         x.sock = connect_named("exec", name, &dirfd);
         _cleanup_close_ int dirfd_owned = dirfd;
         _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL;
-        _cleanup_free_ char *label = xasprintf("sandbox=%s", name), *profile = xasprintf("sandbox:%s", name);
-        char *labels[] = { label, NULL };
         _cleanup_store_ struct store *s = NULL;
-        _cleanup_run_record_ struct run_record *rec = run_record_new();
         _cleanup_capture_ struct capture *co = NULL, *ce = NULL;
-        _cleanup_events_ struct events *ev = NULL;
         struct run_config cfg;
         struct run_outcome o = { 0 };
         struct live_reply end = { 0 };
@@ -390,50 +405,38 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                                 .flags = x.src >= 0 ? LIVE_EXEC_STDIN : 0 };
         int k;
 
+        run_config_init(&cfg);
         if (x.sock < 0) {
                 code = x.sock == -EINVAL ? EXIT_USAGE : EXIT_SETUP;
                 goto out;
         }
-        code = EXIT_SETUP;
-        if (store_default_path(&db) < 0 || (k = store_open(db, &s, &error)) < 0) {
-                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
-                goto out;
-        }
-        if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
-                goto out;
-        /* a due checkpoint's syncs overlap with the job, not before it */
-        store_defer_checkpoints(s);
-        inherit_sandbox(s, dirfd, name, rec);
-        /* the row and its label in one commit */
-        if (store_batch_begin(s) < 0 || store_run_insert(s, rec) < 0 || store_labels_set(s, rec->id, labels) < 0 ||
-            store_batch_end(s, true) < 0) {
-                log_error("exec: run store %s: %s", db, store_error(s));
-                (void)store_batch_end(s, false);
-                goto out;
-        }
-        log_info("run %s", rec->id);
         /* a closed stdout must not kill us before the record is complete */
         signal(SIGPIPE, SIG_IGN);
-        run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);
-        ctx = (struct run_ctx) { .store = s, .rec = rec, .out = co, .err = ce, .started_ms = now_monotonic_ms() };
-        if (eo->events) {
-                /* the caller has the id before the job starts */
-                ctx.ev = ev = events_new(STDOUT_FILENO, NULL);
-                json_t *limits = rec->limits_json ? json_loads(rec->limits_json, 0, NULL) : NULL,
-                       *lj = store_labels_json(s, rec->id);
-                events_started(ev, rec->id, getpid(), limits, lj);
-                json_decref(limits);
-                json_decref(lj);
-        }
+        ctx = (struct run_ctx) { .out = co, .err = ce, .started_ms = now_monotonic_ms() };
         x.ctx = &ctx;
-        snprintf(req.run_id, sizeof(req.run_id), "%s", rec->id);
-        k = exchange(&x, &req, argv, &end);
+        x.events = eo->events;
+        /* The request first: the supervisor writes the exec's row and
+         * asks for the job, while we open the store for its end. */
+        k = send_request(&x, &req, cwd ? cwd : "", argv);
+        if (k == 0) {
+                if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
+                        log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
+                        /* we go away: the supervisor kills the job and
+                         * records its run cancelled */
+                        code = EXIT_SETUP;
+                        goto out;
+                }
+                store_defer_checkpoints(s);
+                ctx.store = s;
+                k = exchange(&x, &end);
+        }
         if (k == -EBUSY) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_BUSY;
-                snprintf(o.message, sizeof(o.message), "sandbox %s is running another exec; try again", name);
+                snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,
+                         SANDBOX_LIVE_JOBS_MAX);
         } else if (k < 0) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_SETUP;
@@ -444,10 +447,18 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         } else {
                 live_outcome(&end, &o);
         }
-        run_finish_record(ui, s, rec, &cfg, &o, co, ce, NULL, NULL, ev, eo->json);
-        run_config_done(&cfg);
+        if (!x.rec) {
+                /* no row: refused before the supervisor wrote one */
+                log_error("exec: %s", o.message[0] ? o.message : "the exec could not be recorded");
+                code = o.exit_code ? o.exit_code : EXIT_SETUP;
+                goto out;
+        }
+        run_finish_record(ui, s, x.rec, &cfg, &o, co, ce, NULL, NULL, ctx.ev, eo->json);
         code = o.exit_code;
 out:
+        events_free(ctx.ev);
+        run_record_free(x.rec);
+        run_config_done(&cfg);
         io_close(&x.sigfd);
         io_close(&x.sock);
         io_close(&x.job_in);

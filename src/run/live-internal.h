@@ -14,7 +14,7 @@ struct sandbox;
 struct store;
 
 enum {
-        LIVE_OP_EXEC = 'X',     /* client: live_req, then argv (NUL-terminated strings) */
+        LIVE_OP_EXEC = 'X',     /* client: live_req, its cwd, then argv (NUL-terminated strings) */
         LIVE_OP_STOP = 'S',     /* client: stop; the connection stays open until the end */
         LIVE_OP_PING = 'P',     /* client: are you there */
         LIVE_OP_CANCEL = 'C',   /* client, after EXEC: cancel it (live_req.flags: the
@@ -35,15 +35,13 @@ enum {
 
 /* Both ends are one hutch build; a sandbox started by another (an
  * upgrade meanwhile) is refused by either side, not misread. */
-#define LIVE_WIRE_VERSION 2
+#define LIVE_WIRE_VERSION 3
 
 struct live_req {
         char op;
         uint16_t version;       /* LIVE_WIRE_VERSION */
         uint64_t timeout_ms;    /* 0: the sandbox profile's */
         uint32_t flags;         /* LIVE_EXEC_* */
-        char run_id[32];        /* the exec's run (its row exists): the supervisor
-                                 * records its end if the client goes away first */
 };
 
 struct live_reply {
@@ -58,6 +56,8 @@ struct live_reply {
         uint64_t wall_ms;
         int64_t utime_us, stime_us, maxrss_kb;
         char step[96];          /* a setup error's step */
+        char run_id[32];        /* the exec's run, once the supervisor wrote its row
+                                 * (FDS, and END after it); "" if it could not */
 };
 
 /* The sandboxes dir (<state dir>/sandboxes, made 0700 and checked to be
@@ -79,10 +79,21 @@ int live_peer_check(int fd);
  * or a signal, then kill and reap init. A sandbox that never came up
  * leaves notify alone: the caller gets the run's exit code and its
  * message. Fills out as supervise() does for the sandbox's own run.
- * store is the sandbox's run's: the end of an exec whose client went
- * away is recorded there. */
+ * store is the sandbox's run's: each exec's row is written there
+ * before its job starts, and the end of an exec whose client went away
+ * is recorded there. */
 int live_serve(const struct run_config *cfg, const struct run_live *live, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify);
+
+/* An exec's row, as the supervisor writes it before the job is asked
+ * for (live-record.c): labelled sandbox=NAME, with the sandbox's
+ * profile, limits and enforcement (sandbox_rec, may be NULL), argv and
+ * the client's cwd; its supervisor is the client (pid, which `hutch
+ * kill` signals and gc watches). One commit. 0 and the id in ret_id,
+ * or -errno (store_error() says why). */
+struct run_record;
+int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
+                     const char *cwd, pid_t client, char ret_id[32]);
 
 /* The outcome of an exec from its END reply (live-exec.c). */
 void live_outcome(const struct live_reply *end, struct run_outcome *o);

@@ -233,7 +233,7 @@ struct exec_slot {
         uint64_t seq;           /* order of the request; 0 once init answered it */
         pid_t pid;              /* the job's pid inside, 0 until init says */
         uint64_t started_ms, deadline_ms; /* deadline 0: none */
-        char run_id[sizeof(((struct live_req *)0)->run_id)]; /* the client's run */
+        char run_id[sizeof(((struct live_reply *)0)->run_id)]; /* its row, once written */
         struct live_reply end;  /* what the client will be told */
 };
 
@@ -245,6 +245,7 @@ struct exec_slot {
 #define LIVE_REQUEST_MS 2000
 struct pending {
         int fd;                 /* -1: a free entry */
+        pid_t pid;              /* the client, as SO_PEERCRED says */
         uint64_t since_ms;
 };
 
@@ -253,7 +254,10 @@ struct live {
         const struct run_config *cfg;
         const struct run_live *opts;
         struct sandbox *sb;
-        struct store *store;    /* the sandbox's run's, for an exec whose client is gone */
+        struct store *store;    /* the sandbox's run's: the execs' rows go there */
+        const char *run_id;     /* the sandbox's run */
+        struct run_record *tmpl; /* its row: what an exec's row inherits */
+        bool tmpl_read;
         struct exec_slot exec[SANDBOX_LIVE_JOBS_MAX];
         struct pending pend[LIVE_PENDING_MAX];
         size_t n_active;
@@ -343,6 +347,7 @@ static void exec_done(struct live *l, struct exec_slot *x)
         bool unheard = x->client_lost;
         x->end.op = LIVE_OP_END;
         x->end.version = LIVE_WIRE_VERSION;
+        memcpy(x->end.run_id, x->run_id, sizeof(x->end.run_id));
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
         if (x->client >= 0) {
                 /* its queue holds at most FDS before this: never full */
@@ -375,11 +380,12 @@ static struct exec_slot *slot_of(struct live *l, pid_t pid)
         return NULL;
 }
 
-/* FDS: the job's stdout and stderr read ends, and with --stdin the
- * write end of its stdin (in < 0: none). */
-static void send_fds(int fd, int out, int err, int in)
+/* FDS: the exec's run id, the job's stdout and stderr read ends, and
+ * with --stdin the write end of its stdin (in < 0: none). */
+static void send_fds(int fd, const char *run_id, int out, int err, int in)
 {
         struct live_reply f = { .op = LIVE_OP_FDS, .version = LIVE_WIRE_VERSION };
+        snprintf(f.run_id, sizeof(f.run_id), "%s", run_id);
         int nfds = in >= 0 ? 3 : 2;
         char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &f, .iov_len = sizeof(f) };
@@ -393,8 +399,27 @@ static void send_fds(int fd, int out, int err, int in)
         (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* An exec request on connection fd (ours from here on). */
-static void exec_start(struct live *l, int fd, const char *buf, size_t n)
+/* The exec's row, before the job is asked for: without it, no job. */
+static int record(struct live *l, struct exec_slot *x, const char *cwd, const char *args, size_t len, pid_t client)
+{
+        char **argv = NULL;
+        size_t na = 0;
+        for (size_t i = 0; i < len; i += strlen(args + i) + 1)
+                argv = strv_push(argv, &na, args + i);
+        if (!l->tmpl_read) {
+                l->tmpl_read = true;
+                if (store_run_get(l->store, l->run_id, &l->tmpl, NULL) < 0)
+                        l->tmpl = NULL;
+        }
+        int r = argv ? live_record_exec(l->store, l->opts->name, l->tmpl, argv, cwd, client, x->run_id) : -EINVAL;
+        if (r < 0)
+                log_warning("sandbox %s: cannot record an exec: %s", l->opts->name, store_error(l->store));
+        strv_free(argv);
+        return r;
+}
+
+/* An exec request on connection fd (ours from here on) from client. */
+static void exec_start(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
         struct live_req req;
         struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
@@ -405,18 +430,21 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
                 if (!l->exec[i].active)
                         x = &l->exec[i];
         memcpy(&req, buf, MIN(n, sizeof(req)));
-        if (n <= sizeof(req) || req.version != LIVE_WIRE_VERSION || buf[n - 1] != '\0') {
+        /* live_req, the cwd, at least one argument */
+        size_t cwd_len = n > sizeof(req) ? strnlen(buf + sizeof(req), n - sizeof(req)) : 0;
+        if (n <= sizeof(req) || req.version != LIVE_WIRE_VERSION || buf[n - 1] != '\0' ||
+            sizeof(req) + cwd_len + 2 >= n) {
                 close(fd);      /* another hutch's client: it hears EOF */
                 return;
         }
+        const char *cwd = buf + sizeof(req), *args = cwd + cwd_len + 1;
+        size_t args_len = n - (size_t)(args - buf);
         if (!x) {
                 (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
                 close(fd);
                 return;
         }
         *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms() };
-        memcpy(x->run_id, req.run_id, sizeof(x->run_id));
-        x->run_id[sizeof(x->run_id) - 1] = '\0';
         l->n_active++;
         l->idle_ms_at = 0;
         uint64_t t = req.timeout_ms ? req.timeout_ms : l->cfg->timeout_ms;
@@ -424,20 +452,24 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
         /* fresh pipes for this exec alone; the job's stdin is at EOF
          * unless the client feeds it (--stdin), through the write end
          * only it then holds */
-        if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        int k = record(l, x, cwd, args, args_len, client);
+        if (k < 0) {
+                x->end.error = -k;
+                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
+        } else if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 x->end.error = errno;
                 snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
                 if (!(req.flags & LIVE_EXEC_STDIN))
                         close(TAKE_FD(job_in[1]));
                 int job_fds[3] = { job_in[0], out[1], err[1] };
-                int k = send_to_init(l, SANDBOX_MSG_EXEC, buf + sizeof(req), n - sizeof(req), job_fds, 3);
+                k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 3);
                 if (k < 0) {
                         x->end.error = -k;
                         snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
                         x->seq = ++l->seq;
-                        send_fds(fd, out[0], err[0], job_in[1]);
+                        send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
                 }
         }
         int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
@@ -450,11 +482,11 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
 
 /* The request of a connection that has sent it (SOCK_SEQPACKET: it
  * comes whole, in one recv). */
-static void request(struct live *l, int fd, const char *buf, size_t n)
+static void request(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
         switch (buf[0]) {
         case LIVE_OP_EXEC:
-                exec_start(l, fd, buf, n);
+                exec_start(l, fd, client, buf, n);
                 return;
         case LIVE_OP_STOP:
                 l->why = "stopped (hutch sandbox stop)";
@@ -475,7 +507,7 @@ static void request(struct live *l, int fd, const char *buf, size_t n)
 /* A pending connection is readable: its request, or its end. */
 static void pending_read(struct live *l, struct pending *pe)
 {
-        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
+        static char buf[sizeof(struct live_req) + PATH_MAX + LIVE_ARGV_MAX + 1];
         ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
@@ -484,7 +516,7 @@ static void pending_read(struct live *l, struct pending *pe)
                 close(fd);
                 return;
         }
-        request(l, fd, buf, (size_t)n);
+        request(l, fd, pe->pid, buf, (size_t)n);
 }
 
 /* A new connection on the control socket: checked, then it waits
@@ -513,7 +545,10 @@ static void control(struct live *l, int lfd)
         }
         if (slot->fd >= 0)
                 close(slot->fd);
-        *slot = (struct pending) { .fd = fd, .since_ms = now_monotonic_ms() };
+        struct ucred uc = { 0 };
+        socklen_t len = sizeof(uc);
+        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len);
+        *slot = (struct pending) { .fd = fd, .pid = uc.pid, .since_ms = now_monotonic_ms() };
         /* a client sends its request right after connecting: it is
          * usually there already */
         pending_read(l, slot);
@@ -691,7 +726,7 @@ static void check_execs(struct live *l, const struct pollfd *p)
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .store = store, .sb = sb, .stopper = -1 };
+        struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1 };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -760,6 +795,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
                 if (l.pend[i].fd >= 0)
                         close(l.pend[i].fd);
+        run_record_free(l.tmpl);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
         out->wall_ms = now_monotonic_ms() - t0;

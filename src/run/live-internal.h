@@ -3,6 +3,7 @@
  * SOCK_SEQPACKET connection per request: every message arrives whole. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -94,6 +95,16 @@ int live_serve(const struct run_config *cfg, const struct run_live *live, struct
 struct run_record;
 int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
                      const char *cwd, pid_t client, char ret_id[32]);
+
+/* The client of an exec went away before it heard of the job's end
+ * (killed, or its store unusable): complete its run run_id here, from
+ * the END it would have got, on the sandbox's store connection, rather
+ * than leave it running until gc. killed: its job was killed for that
+ * (recorded cancelled). The output went to the client and is not
+ * recorded; the rest of the row stays. A row no longer running is left
+ * alone. The final update's sync holds the supervisor's loop up once,
+ * on this rare path only. 0 or -errno (live-record.c). */
+int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed);
 
 /* The outcome of an exec from its END reply (live-exec.c). */
 void live_outcome(const struct live_reply *end, struct run_outcome *o);

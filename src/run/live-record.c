@@ -11,14 +11,16 @@
  * client as its supervisor, so `hutch kill ID` signals the client,
  * which cancels the exec, and gc sees a dead client as it sees a dead
  * `hutch run`; a client that dies first has its run completed by the
- * supervisor (live.c). */
+ * supervisor (live_record_lost()). */
 #include "config.h"
 
 #include <string.h>
 
+#include "lib/exit-codes.h"
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "supervise/supervise.h"
 
 int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
                      const char *cwd, pid_t client, char ret_id[32])
@@ -54,4 +56,38 @@ int live_record_exec(struct store *s, const char *name, const struct run_record 
         if (r == 0)
                 snprintf(ret_id, 32, "%s", rec->id);
         return r;
+}
+
+int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        struct run_outcome o = { 0 };
+
+        int r = store_run_get(s, run_id, &rec, NULL);
+        if (r < 0)
+                return r;
+        if (rec->status != RUN_RUNNING)
+                return 0;       /* the client wrote its end after all */
+        live_outcome(end, &o);
+        if (killed && !end->stopped) {
+                o.status = RUN_CANCELLED;
+                o.exit_code = EXIT_CANCELLED_TERM;
+                o.signal = 0;
+                snprintf(o.message, sizeof(o.message), "its hutch exec went away: the job was killed "
+                         "with its process group; the output is not recorded");
+        } else {
+                size_t n = strlen(o.message);
+                snprintf(o.message + n, sizeof(o.message) - n, "%sits hutch exec went away: the output is "
+                         "not recorded", n ? "; " : "");
+        }
+        rec->status = o.status;
+        rec->exit_code = o.exit_code;
+        rec->signal = o.signal;
+        free(rec->message);
+        rec->message = xstrdup(o.message);
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = o.wall_ms;
+        rec->cpu_user_ms = o.cpu_user_ms;
+        rec->cpu_sys_ms = o.cpu_sys_ms;
+        return store_run_finish(s, rec) < 0 ? -EIO : 0;
 }

@@ -297,49 +297,6 @@ static void kill_job(struct live *l, struct exec_slot *x)
                 (void)send_to_init(l, SANDBOX_MSG_KILL, &pid, sizeof(pid), NULL, 0);
 }
 
-/* The client of x went away before it heard of the job's end (killed,
- * or `hutch kill` of the exec's run, which signals it): its run is
- * completed here, on the sandbox's own store connection, rather than
- * left running until gc. The output went to the client and is not
- * recorded; the rest of the row (argv, profile, limits) is the
- * client's. Only such a row still running is written: a client that
- * got END writes its own. This final update's sync holds the loop up
- * once, on this rare path only. */
-static void record_lost(struct live *l, const struct exec_slot *x)
-{
-        _cleanup_run_record_ struct run_record *rec = NULL;
-        struct run_outcome o = { 0 };
-
-        if (!l->store || !x->run_id[0] || store_run_get(l->store, x->run_id, &rec, NULL) < 0 ||
-            rec->status != RUN_RUNNING)
-                return;
-        live_outcome(&x->end, &o);
-        if (x->client_lost && !x->end.stopped) {
-                o.status = RUN_CANCELLED;
-                o.exit_code = EXIT_CANCELLED_TERM;
-                o.job_exit_code = -1;
-                o.signal = 0;
-                snprintf(o.message, sizeof(o.message), "its hutch exec went away: the job was killed "
-                         "with its process group; the output is not recorded");
-        } else {
-                size_t n = strlen(o.message);
-                snprintf(o.message + n, sizeof(o.message) - n, "%sits hutch exec went away: the output is "
-                         "not recorded", n ? "; " : "");
-        }
-        rec->status = o.status;
-        rec->exit_code = o.exit_code;
-        rec->signal = o.signal;
-        free(rec->message);
-        rec->message = xstrdup(o.message);
-        rec->finished_at_ms = now_realtime_ms();
-        rec->duration_ms = o.wall_ms;
-        rec->cpu_user_ms = o.cpu_user_ms;
-        rec->cpu_sys_ms = o.cpu_sys_ms;
-        if (store_run_finish(l->store, rec) < 0)
-                log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
-                            store_error(l->store));
-}
-
 /* The exec ended (or was given up): tell its client, if still there;
  * if not, record its end in its stead. */
 static void exec_done(struct live *l, struct exec_slot *x)
@@ -355,8 +312,10 @@ static void exec_done(struct live *l, struct exec_slot *x)
                         unheard = true;
                 close(x->client);
         }
-        if (unheard)
-                record_lost(l, x);
+        if (unheard && l->store && x->run_id[0] &&
+            live_record_lost(l->store, x->run_id, &x->end, x->client_lost) < 0)
+                log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
+                            store_error(l->store));
         *x = (struct exec_slot) { .client = -1 };
         if (--l->n_active == 0)
                 touch_idle(l);

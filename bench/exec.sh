@@ -60,7 +60,7 @@ timed() {
         t0=$EPOCHREALTIME
         run_named "$1" >/dev/null
         t1=$EPOCHREALTIME
-        echo "$1 $(( (${t1/./} - ${t0/./}) ))"
+        echo "$1 $(( ${t1/./} - ${t0/./} ))"
 }
 
 for n in "${names[@]}"; do

@@ -320,8 +320,10 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                         p[1].fd = p[2].fd = -1;
                 uint64_t now = now_monotonic_ms();
                 if (now >= beat) {
-                        /* the row's heartbeat, and --events' */
-                        run_on_heartbeat(x->ctx);
+                        /* the row's heartbeat, and --events' (once
+                         * there is a row) */
+                        if (x->ctx->rec)
+                                run_on_heartbeat(x->ctx);
                         beat = now + EXEC_HEARTBEAT_MS;
                 }
                 if (poll(p, ELEMENTSOF(p), (int)(beat - now)) < 0) {

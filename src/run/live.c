@@ -389,10 +389,10 @@ static void exec_start(struct live *l, int fd, pid_t client, const char *buf, si
                 if (!l->exec[i].active)
                         x = &l->exec[i];
         memcpy(&req, buf, MIN(n, sizeof(req)));
-        /* live_req, the cwd, at least one argument */
+        /* live_req, the cwd, at least one argument (maybe "") */
         size_t cwd_len = n > sizeof(req) ? strnlen(buf + sizeof(req), n - sizeof(req)) : 0;
         if (n <= sizeof(req) || req.version != LIVE_WIRE_VERSION || buf[n - 1] != '\0' ||
-            sizeof(req) + cwd_len + 2 >= n) {
+            sizeof(req) + cwd_len + 1 >= n) {
                 close(fd);      /* another hutch's client: it hears EOF */
                 return;
         }

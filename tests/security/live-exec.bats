@@ -178,3 +178,44 @@ assert_box_alive() {
         [ "$status" -eq 0 ]
         wait_gone "$SECS"
 }
+
+@test "live-exec: with the control socket mounted in, an exec can neither ask for a job nor stop the sandbox" {
+        command -v python3 >/dev/null || skip "no python3"
+        # a sandbox given its own control socket's dir (no profile does
+        # this): hutch masks sockets in what it binds, or (as root, the
+        # dir unreadable by the sandbox's user) refuses to build it
+        run "$HUTCH" sandbox start "$BOX-sock" --ro "$HUTCH_STATE_DIR/sandboxes:/control"
+        if [ "$status" -eq 125 ] && [[ "$output" == *"mask socket or fifo /control"* ]]; then
+                return 0
+        fi
+        [ "$status" -eq 0 ]
+        local before
+        before=$("$HUTCH" ls --sandbox "$BOX-sock" --json | wc -l)
+        # from inside: a ping, an exec request (as hutch exec builds one:
+        # op, version 3, timeout, flags, then cwd and argv) and a stop
+        run "$HUTCH" exec "$BOX-sock" -- python3 -c '
+import socket, struct, sys
+said = []
+for msg in (b"P" + bytes(15),
+            struct.pack("=cxHxxxxQI4x", b"X", 3, 0, 0) + b"/\0touch\0/tmp/escaped'"$M"'\0",
+            b"S" + bytes(15)):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(3)
+        s.connect("/control/'"$BOX-sock"'.sock")
+        s.send(msg)
+        d = s.recv(256)
+        said.append(d[:1])
+    except OSError as e:
+        said.append(type(e).__name__.encode())
+print(said)
+sys.exit(3 if any(d in (b"p", b"F", b"E", b"B") for d in said) else 0)'
+        echo "$output"
+        [ "$status" -eq 0 ]
+        # nothing ran, nothing was recorded, and the sandbox is up
+        [ ! -e "/tmp/escaped$M" ]
+        run "$HUTCH" exec "$BOX-sock" -- sh -c "test -e /tmp/escaped$M && echo ESCAPED; echo up"
+        [ "$output" = up ]
+        [ "$("$HUTCH" ls --sandbox "$BOX-sock" --json | wc -l)" -eq $((before + 2)) ]
+        "$HUTCH" sandbox stop "$BOX-sock"
+}

@@ -80,6 +80,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-publish.h"
 #include "run/run-internal.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
@@ -235,6 +236,7 @@ struct exec_slot {
         uint64_t started_ms, deadline_ms; /* deadline 0: none */
         char run_id[sizeof(((struct live_reply *)0)->run_id)]; /* its row, once written */
         struct live_reply end;  /* what the client will be told */
+        struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
 };
 
 /* A connection accepted and checked whose request has not come yet.
@@ -266,6 +268,8 @@ struct live {
         int stopper;            /* `sandbox stop`'s connection, held open to the end */
         const char *why;        /* why the sandbox ended */
         bool ready;
+        struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
+        struct live_kernels *kernels;
 };
 
 static void touch_idle(struct live *l)
@@ -301,6 +305,13 @@ static void kill_job(struct live *l, struct exec_slot *x)
  * if not, record its end in its stead. */
 static void exec_done(struct live *l, struct exec_slot *x)
 {
+        if (x->kernel) {
+                struct live_kernel *k = x->kernel;
+                int status = x->end.status, error = x->end.stopped ? ESHUTDOWN : x->end.error;
+                *x = (struct exec_slot) { .client = -1 };
+                live_kernel_job_ended(k, l, status, error);
+                return;
+        }
         bool unheard = x->client_lost;
         x->end.op = LIVE_OP_END;
         x->end.version = LIVE_WIRE_VERSION;
@@ -439,6 +450,54 @@ static void exec_start(struct live *l, int fd, pid_t client, const char *buf, si
                 exec_done(l, x);
 }
 
+int live_job_spawn(struct live *l, char **argv, const int fds[3], struct live_kernel *k)
+{
+        struct exec_slot *x = NULL;
+        size_t len = 0, at = 0;
+        for (size_t i = 0; i < ELEMENTSOF(l->exec) && !x; i++)
+                if (!l->exec[i].active)
+                        x = &l->exec[i];
+        if (!x)
+                return -EBUSY;
+        for (char **a = argv; *a; a++)
+                len += strlen(*a) + 1;
+        if (len > LIVE_ARGV_MAX)
+                return -E2BIG;
+        _cleanup_free_ char *buf = xmalloc(len);
+        for (char **a = argv; *a; a++) {
+                memcpy(buf + at, *a, strlen(*a) + 1);
+                at += strlen(*a) + 1;
+        }
+        int r = send_to_init(l, SANDBOX_MSG_EXEC, buf, len, fds, 3);
+        if (r < 0)
+                return r;
+        /* not counted in n_active: a kernel idles between its calls */
+        *x = (struct exec_slot) { .active = true, .client = -1, .seq = ++l->seq, .kernel = k,
+                                  .started_ms = now_monotonic_ms() };
+        return 0;
+}
+
+void live_job_signal(struct live *l, int32_t pid, bool kill)
+{
+        if (pid > 0)
+                (void)send_to_init(l, kill ? SANDBOX_MSG_KILL : SANDBOX_MSG_INTERRUPT, &pid, sizeof(pid), NULL, 0);
+}
+
+void live_busy(struct live *l, bool busy)
+{
+        if (busy) {
+                l->n_active++;
+                l->idle_ms_at = 0;
+        } else if (--l->n_active == 0) {
+                touch_idle(l);
+        }
+}
+
+const struct run_config *live_config(const struct live *l)
+{
+        return l->cfg;
+}
+
 /* The request of a connection that has sent it (SOCK_SEQPACKET: it
  * comes whole, in one recv). */
 static void request(struct live *l, int fd, pid_t client, const char *buf, size_t n)
@@ -446,6 +505,9 @@ static void request(struct live *l, int fd, pid_t client, const char *buf, size_
         switch (buf[0]) {
         case LIVE_OP_EXEC:
                 exec_start(l, fd, client, buf, n);
+                return;
+        case LIVE_OP_KERNEL:
+                live_kernels_request(l->kernels, l, fd, buf, (size_t)n);
                 return;
         case LIVE_OP_STOP:
                 l->why = "stopped (hutch sandbox stop)";
@@ -521,6 +583,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
         struct exec_slot *x;
+        int sock = -1;          /* SYNC_SOCKET's */
         ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n <= 0)
                 return n < 0 && (errno == EAGAIN || errno == EINTR);
@@ -533,9 +596,17 @@ static bool from_init(struct live *l, struct run_outcome *out)
                                         l->sb->workspace_fd = fd;
                                 else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
                                         l->sb->upper_fd = fd;
+                                else if (msg.kind == SYNC_SOCKET && i == 0 && l->ready && (size_t)n >= sizeof(msg))
+                                        sock = fd;
                                 else
                                         close(fd);
                         }
+        if (msg.kind == SYNC_SOCKET && l->ready && (size_t)n >= sizeof(msg)) {
+                live_publish_socket(l->pub, sock, msg.error);
+                return true;
+        }
+        if (sock >= 0)
+                close(sock);
         if ((size_t)n < offsetof(struct sync_msg, reaped))
                 return true;
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
@@ -557,7 +628,9 @@ static bool from_init(struct live *l, struct run_outcome *out)
                 if ((x = oldest_pending(l))) {
                         x->seq = 0;
                         x->pid = msg.pid;
-                        if (x->client < 0 || x->end.cancelled || (x->end.timed_out && x->deadline_ms))
+                        if (x->kernel)
+                                live_kernel_job_started(x->kernel, l, msg.pid);
+                        else if (x->client < 0 || x->end.cancelled || (x->end.timed_out && x->deadline_ms))
                                 kill_job(l, x); /* given up before it had a pid */
                 }
                 break;
@@ -599,11 +672,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                 (void)unlinkat(dirfd, sock, 0);
                 return;
         }
+        _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
                                            (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms);
+                                           (unsigned long long)l->opts->idle_ms, ports);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -626,6 +700,9 @@ static int timeout_for(const struct live *l)
                 if (l->pend[i].fd >= 0 && (!until || t < until))
                         until = t;
         }
+        uint64_t k = live_kernels_deadline(l->kernels);
+        if (k && (!until || k < until))
+                until = k;
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
@@ -685,7 +762,8 @@ static void check_execs(struct live *l, const struct pollfd *p)
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1 };
+        struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
+                          .kernels = live_kernels_new() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -699,24 +777,29 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
                 l.pend[i].fd = -1;
         touch_idle(&l);
+        l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
-                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX };
-                struct pollfd p[N_EXEC + 4 + N_PEND];
+                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
+                       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS };
+                struct pollfd p[AT_PEND + N_PEND];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 for (size_t i = 0; i < N_PEND; i++)
-                        p[N_EXEC + 4 + i] = (struct pollfd) { .fd = l.pend[i].fd, .events = POLLIN };
+                        p[AT_PEND + i] = (struct pollfd) { .fd = l.pend[i].fd, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
                 p[N_EXEC + 1] = (struct pollfd) { .fd = sb->sync_fd, .events = POLLIN };
                 p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
                 /* requests only once the sandbox is up */
                 p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
+                live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
+                live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
                         run_detach_started(notify);
                 }
-                int n = poll(p, ELEMENTSOF(p), timeout_for(&l));
+                int t = timeout_for(&l), tp = live_publish_timeout(l.pub);
+                int n = poll(p, ELEMENTSOF(p), t < 0 || (tp >= 0 && tp < t) ? tp : t);
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (p[N_EXEC + 1].revents & POLLIN) {
@@ -734,10 +817,16 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                             si.ssi_signo != SIGPIPE && si.ssi_signo != SIGWINCH)
                                 l.why = "stopped by a signal";
                 }
-                check_pending(&l, p + N_EXEC + 4);
+                /* before a request can reuse a closed client's fd number */
+                live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                check_pending(&l, p + AT_PEND);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
+                live_publish_run(l.pub, p + N_EXEC + 4);
+                /* an open connection to a published port counts as use */
+                if (live_publish_busy(l.pub))
+                        touch_idle(&l);
                 if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }
@@ -755,8 +844,13 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 if (l.pend[i].fd >= 0)
                         close(l.pend[i].fd);
         run_record_free(l.tmpl);
+        l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
+        int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
+        if (k < 0)
+                log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",
+                            opts->name, strerror(-k));
         out->wall_ms = now_monotonic_ms() - t0;
         if (out->status != RUN_SETUP_ERROR) {
                 /* stop and the idle timeout are how a live sandbox ends;

@@ -21,7 +21,8 @@ enum {
         LIVE_OP_PING = 'P',     /* client: are you there */
         LIVE_OP_CANCEL = 'C',   /* client, after EXEC: cancel it (live_req.flags: the
                                  * signal hutch exec got); the job's group is killed */
-        LIVE_OP_FDS = 'F',      /* supervisor: the job's stdout, stderr read ends attached */
+        LIVE_OP_FDS = 'F',      /* supervisor: the run id; the job's stdout, stderr read ends
+                                 * attached (and its stdin's write end with LIVE_EXEC_STDIN) */
         LIVE_OP_END = 'E',      /* supervisor: how the job ended (live_reply) */
         LIVE_OP_BUSY = 'B',     /* supervisor: another exec is running */
         LIVE_OP_PONG = 'p',

@@ -168,6 +168,14 @@ void live_outcome(const struct live_reply *e, struct run_outcome *o)
                 o->exit_code = nf ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE;
                 o->error = e->error;
                 snprintf(o->message, sizeof(o->message), "exec: %s", strerror(e->error));
+        } else if (e->error == EBUSY && streq(e->step, "record the exec")) {
+                /* another hutch held the store's write lock past the
+                 * supervisor's wait: nothing ran, nothing is recorded */
+                o->status = RUN_SETUP_ERROR;
+                o->exit_code = EXIT_BUSY;
+                o->error = e->error;
+                snprintf(o->message, sizeof(o->message), "the run store is busy (another hutch is writing "
+                         "to it); try again");
         } else if (e->error) {
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = EXIT_SETUP;

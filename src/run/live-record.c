@@ -22,6 +22,9 @@
 #include "run/live-internal.h"
 #include "supervise/supervise.h"
 
+/* How long the supervisor waits for the store's write lock for a row. */
+#define LIVE_RECORD_BUSY_MS 1000
+
 int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
                      const char *cwd, pid_t client, char ret_id[32])
 {
@@ -44,15 +47,20 @@ int live_record_exec(struct store *s, const char *name, const struct run_record 
                 rec->limits_json = sandbox_rec->limits_json ? xstrdup(sandbox_rec->limits_json) : NULL;
                 rec->enforcement_json = sandbox_rec->enforcement_json ? xstrdup(sandbox_rec->enforcement_json) : NULL;
         }
+        /* the supervisor serves other execs and their deadlines: it
+         * waits for another writer's lock this long, not the store's
+         * default; the client says "busy, try again" (75) past it */
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
         r = store_batch_begin(s);
-        if (r < 0)
-                return r;
-        r = store_run_insert(s, rec);
-        if (r == 0)
-                r = store_labels_set(s, rec->id, labels);
-        int k = store_batch_end(s, r == 0);
-        if (r == 0 && k < 0)
-                r = k;
+        if (r == 0) {
+                r = store_run_insert(s, rec);
+                if (r == 0)
+                        r = store_labels_set(s, rec->id, labels);
+                int k = store_batch_end(s, r == 0);
+                if (r == 0 && k < 0)
+                        r = k;
+        }
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
         if (r == 0)
                 snprintf(ret_id, 32, "%s", rec->id);
         return r;
@@ -89,5 +97,8 @@ int live_record_lost(struct store *s, const char *run_id, const struct live_repl
         rec->duration_ms = o.wall_ms;
         rec->cpu_user_ms = o.cpu_user_ms;
         rec->cpu_sys_ms = o.cpu_sys_ms;
-        return store_run_finish(s, rec) < 0 ? -EIO : 0;
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
+        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
+        return r;
 }

@@ -197,3 +197,38 @@ print(len(s.recv(64)))'
         [ "$output" = "" ]
         listed x8
 }
+
+@test "a store another process holds delays the supervisor by at most a second, then says busy" {
+        command -v python3 >/dev/null || skip "no python3"
+        start_sandbox x9
+        # a long exec whose deadline must fire while the store is held
+        ( st=0
+          "$HUTCH" exec x9 --timeout 2s -- sh -c 'touch started; sleep 3026' >/dev/null 2>&1 || st=$?
+          echo "$st $EPOCHREALTIME" > "$BATS_TEST_TMPDIR/timed" ) &
+        wait_until "$HUTCH" exec x9 -- test -e started
+        # another writer holds the store's write lock for 4 s
+        python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("locked\n")
+time.sleep(4)
+c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
+        holder=$!
+        wait_for_file "$BATS_TEST_TMPDIR/locked"
+        t1=$EPOCHREALTIME
+        run "$HUTCH" exec x9 -- echo never
+        t2=$EPOCHREALTIME
+        [ "$status" -eq 75 ]
+        [[ "$output" == *"the run store is busy"* ]]
+        [[ "$output" != *never* ]]
+        echo "refused after $(( (${t2/./} - ${t1/./}) / 1000 )) ms"
+        [ $(( (${t2/./} - ${t1/./}) / 1000 )) -lt 3000 ]
+        wait "$holder"
+        # the other exec still ended at its deadline
+        wait_for_file "$BATS_TEST_TMPDIR/timed" 100
+        read -r st t3 < "$BATS_TEST_TMPDIR/timed"
+        [ "$st" -eq 124 ]
+        # nothing of the refused exec is recorded
+        run "$HUTCH" ls --sandbox x9 --json
+        [[ "$output" != *never* ]]
+}

@@ -18,6 +18,7 @@
 #include "run/live.h"
 #include "run/live-publish.h"
 #include "run/run.h"
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
 #define IDLE_DEFAULT_MS (3600u * 1000)
@@ -182,6 +183,11 @@ static int start(int argc, char **argv)
                 code = EXIT_USAGE;
                 goto out;
         }
+        /* each exec's job gets a Landlock domain of its own: without
+         * one, execs can reach each other's stdio through /proc */
+        if (landlock_abi() <= 0)
+                log_warning("sandbox start: this kernel has no Landlock: the execs of %s, one user in one pid "
+                            "namespace, can reach each other's processes and stdio (hutch-exec(1))", live.name);
         code = bind_publish(&cfg, ports, live.n_ports);
         if (code != EXIT_OK)
                 goto out;
@@ -243,6 +249,39 @@ int verb_sandbox(int argc, char **argv)
         return EXIT_USAGE;
 }
 
+static void exec_help(void)
+{
+        printf("Usage: hutch exec NAME [OPTIONS] -- CMD [ARGS...]\n"
+               "       hutch exec NAME --kernel python|node [--timeout D] [--json] (-c CODE | --file FILE)\n"
+               "\n"
+               "Run CMD in the live sandbox NAME (hutch sandbox start) as a recorded run\n"
+               "labelled sandbox=NAME, with its own timeout, output and exit status. Its stdin\n"
+               "is empty unless --stdin or --stdin-file says otherwise.\n"
+               "With --kernel, run CODE (or FILE's text; - reads stdin) in the sandbox's\n"
+               "long-lived interpreter of that language: variables, imports and open files\n"
+               "persist between calls, a final expression's value is printed as a REPL does,\n"
+               "the timeout interrupts the call (the state lives on), and a call after the\n"
+               "kernel died says its state was lost.\n"
+               "\n"
+               "Options:\n"
+               "      --timeout DURATION   wall-clock limit (default: the sandbox profile's);\n"
+               "                           then the job's process group is killed\n"
+               "      --stdin              relay this command's stdin to the job's, as\n"
+               "                           `cat | CMD` would; the job reads EOF when it ends\n"
+               "      --stdin-file FILE    the job's stdin is FILE's bytes (read by hutch, as\n"
+               "                           the caller: FILE never enters the sandbox)\n"
+               "      --json               print one JSON object (hutch.result/1) at the end\n"
+               "                           instead of passing the job's output through\n"
+               "      --events             print JSON lines (hutch.event/1) as things happen:\n"
+               "                           started (with the id), output, truncated, and exit\n"
+               "                           (with the result), as hutch run --events does\n"
+               "  -h, --help               show this help\n"
+               "\n"
+               "Exit status: the job's own, or as hutch run's (124 timed out, 126, 127, 128+N);\n"
+               "75 when 16 execs are running in NAME already; 125 when NAME is not running.\n"
+               "See hutch-exec(1).\n");
+}
+
 /* `hutch exec NAME --kernel LANG (-c CODE | --file FILE)` */
 static int exec_kernel(const char *name, int kernel, const char *code, const char *file, int rest,
                        uint64_t timeout_ms, bool json)
@@ -272,17 +311,21 @@ static int exec_kernel(const char *name, int kernel, const char *code, const cha
 
 int verb_exec(int argc, char **argv)
 {
+        enum { OPT_STDIN = 0x100, OPT_STDIN_FILE, OPT_EXEC_EVENTS };
         static const struct option opts[] = {
-                { "timeout", required_argument, NULL, 'T' },
-                { "json",    no_argument,       NULL, 'j' },
-                { "kernel",  required_argument, NULL, 'K' },
-                { "code",    required_argument, NULL, 'c' },
-                { "file",    required_argument, NULL, 'f' },
-                { "help",    no_argument,       NULL, 'h' },
+                { "timeout",    required_argument, NULL, 'T' },
+                { "json",       no_argument,       NULL, 'j' },
+                { "events",     no_argument,       NULL, OPT_EXEC_EVENTS },
+                { "stdin",      no_argument,       NULL, OPT_STDIN },
+                { "stdin-file", required_argument, NULL, OPT_STDIN_FILE },
+                { "input",      required_argument, NULL, 'i' },
+                { "kernel",     required_argument, NULL, 'K' },
+                { "code",       required_argument, NULL, 'c' },
+                { "file",       required_argument, NULL, 'f' },
+                { "help",       no_argument,       NULL, 'h' },
                 {}
         };
-        uint64_t timeout_ms = 0;
-        bool json = false;
+        struct live_exec_opts eo = { 0 };
         int c, kernel = -1;
         const char *code = NULL, *code_file = NULL;
 
@@ -294,15 +337,30 @@ int verb_exec(int argc, char **argv)
         }
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:hc:", opts, NULL)) != -1)
+        while ((c = getopt_long(argc, argv, "+:hi:c:", opts, NULL)) != -1)
                 switch (c) {
                 case 'T':
-                        if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms)
+                        if (parse_duration_ms(optarg, &eo.timeout_ms) < 0 || !eo.timeout_ms)
                                 return cli_bad_value("exec", "timeout", optarg, "expected a duration (10s, 5m)");
                         break;
                 case 'j':
-                        json = true;
+                        eo.json = true;
                         break;
+                case OPT_EXEC_EVENTS:
+                        eo.events = true;
+                        break;
+                case OPT_STDIN:
+                        eo.stdin_relay = true;
+                        break;
+                case OPT_STDIN_FILE:
+                        eo.stdin_file = optarg;
+                        break;
+                case 'i':
+                        /* hutch run's -i shows a host path in the workspace:
+                         * the same letter must not mean stdin here */
+                        log_error("exec: -i/--input is hutch run's (a host path shown in the workspace); give "
+                                  "it to hutch sandbox start, or the job's stdin with --stdin-file %s", optarg);
+                        return EXIT_USAGE;
                 case 'K':
                         kernel = live_kernel_lang_from_string(optarg);
                         if (kernel < 0)
@@ -315,34 +373,37 @@ int verb_exec(int argc, char **argv)
                         code_file = optarg;
                         break;
                 case 'h':
-                        printf("Usage: hutch exec NAME [--timeout D] [--json] -- CMD [ARGS...]\n"
-                               "       hutch exec NAME --kernel python|node [--timeout D] [--json] (-c CODE | --file FILE)\n"
-                               "\n"
-                               "Run CMD in the live sandbox NAME (hutch sandbox start) as a recorded run\n"
-                               "labelled sandbox=NAME, with its own timeout (default: the sandbox profile's),\n"
-                               "output and exit status.\n"
-                               "With --kernel, run CODE (or FILE's text; - reads stdin) in the sandbox's\n"
-                               "long-lived interpreter of that language: variables, imports and open files\n"
-                               "persist between calls, a final expression's value is printed as a REPL does,\n"
-                               "the timeout interrupts the call (the state lives on), and a call after the\n"
-                               "kernel died says its state was lost. See hutch-exec(1).\n");
+                        exec_help();
                         return EXIT_OK;
                 default:
                         return cli_usage_error("exec", argv, opts);
                 }
+        if (eo.json && eo.events) {
+                log_error("exec: --events and --json exclude each other (the exit event holds the result)");
+                return EXIT_USAGE;
+        }
+        if (eo.stdin_relay && eo.stdin_file) {
+                log_error("exec: --stdin and --stdin-file exclude each other (the job has one stdin)");
+                return EXIT_USAGE;
+        }
         if (!name && optind < argc && !streq(argv[optind], "--"))
                 name = argv[optind++];
         if (!name) {
                 log_error("exec: no sandbox name (usage: hutch exec NAME -- CMD)");
                 return EXIT_USAGE;
         }
-        if (kernel >= 0 || code || code_file)
-                return exec_kernel(name, kernel, code, code_file, argc - optind, timeout_ms, json);
+        if (kernel >= 0 || code || code_file) {
+                if (eo.events || eo.stdin_relay || eo.stdin_file) {
+                        log_error("exec: --events, --stdin and --stdin-file are for a command, not --kernel");
+                        return EXIT_USAGE;
+                }
+                return exec_kernel(name, kernel, code, code_file, argc - optind, eo.timeout_ms, eo.json);
+        }
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;
         if (optind >= argc) {
                 log_error("exec: no command given (try: hutch exec %s -- sh -c 'echo hi')", name);
                 return EXIT_USAGE;
         }
-        return live_exec(name, argv + optind, timeout_ms, json, cli_run_ui());
+        return live_exec(name, argv + optind, &eo, cli_run_ui());
 }

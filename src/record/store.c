@@ -39,7 +39,6 @@
 /* Long enough for dozens of concurrent hutch processes queueing for the
  * write lock (each holds it for a millisecond or so); short enough that a
  * stuck process is reported rather than waited for forever. */
-#define STORE_BUSY_TIMEOUT_MS 30000
 /* WAL frames (pages) after which a commit checkpoints. What a damaged
  * WAL can lose is what is not checkpointed yet: SQLite ignores every
  * frame after one whose checksum fails, so the runs committed since the

@@ -206,6 +206,14 @@ int store_current_schema_version(void);
 /* The path s was opened with. */
 const char *store_path(const struct store *s);
 
+/* How long a statement on s waits for a lock another connection holds
+ * before it fails (-EBUSY); 0: it fails at once. store_open() sets
+ * STORE_BUSY_TIMEOUT_MS; a caller that must not wait that long (a live
+ * sandbox's supervisor, serving other execs) lowers it around its
+ * writes and sets it back. */
+#define STORE_BUSY_TIMEOUT_MS 30000
+void store_set_busy_timeout(struct store *s, int ms);
+
 /* Make the writes that follow, up to store_batch_end(), one write
  * transaction: one lock and one commit instead of one each (the write
  * lock is taken here, waiting up to the busy timeout). A write that

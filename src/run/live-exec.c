@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -24,7 +25,10 @@
 #include "run/live-internal.h"
 #include "run/run-internal.h"
 #include "run/run.h"
+#include "sandbox/sync.h"
 #include "supervise/capture.h"
+#include "supervise/events.h"
+#include "supervise/hostio.h"
 #include "supervise/supervise.h"
 
 static int connect_named(const char *verb, const char *name, int *ret_dirfd)
@@ -50,33 +54,107 @@ static int connect_named(const char *verb, const char *name, int *ret_dirfd)
         return fd;
 }
 
-/* Read what is there from *fd into cap (and our fd out unless json);
- * closes it at EOF. A reader of ours that went away (EPIPE) gets no
- * more; the capture, and so the record, still gets everything. */
-static void pump(int *fd, struct capture *cap, int out, bool json)
+/* as `hutch run`'s */
+#define EXEC_HEARTBEAT_MS 5000
+
+/* One exec's plumbing on our side: the control connection, the job's
+ * output pipes (read ends), its stdin pipe (write end, --stdin and
+ * --stdin-file) and what feeds it. */
+struct exec_io {
+        int sock;
+        int sigfd;              /* SIGTERM, SIGINT, SIGHUP: cancel the exec */
+        int out[2];             /* stdout, stderr; -1 at EOF */
+        int job_in;             /* -1: none, or done */
+        int src;                /* our stdin or the file; -1 at its end */
+        bool own_src;           /* src is the file, ours to close */
+        size_t in_off, in_len;
+        bool gone[2];           /* our stdout / stderr's reader went away */
+        struct run_ctx *ctx;    /* captures, --events, the store */
+        struct run_record *rec; /* the exec's row, once the supervisor wrote it */
+        bool json, events;
+        char inbuf[65536];
+};
+
+static void io_close(int *fd)
 {
-        static bool gone[3];
-        char buf[65536];
-        ssize_t n = read(*fd, buf, sizeof(buf));
-        if (n > 0) {
-                capture_append(cap, buf, (size_t)n);
-                if (!json && !gone[out] && write_all(out, buf, (size_t)n) < 0)
-                        gone[out] = true;
-                return;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                close(*fd);
-                *fd = -1;
-        }
+        if (*fd >= 0)
+                close(TAKE_FD(*fd));
 }
 
-static void outcome_of(const struct live_reply *e, struct run_outcome *o)
+/* With --events, how much of the job's output the stream has room for
+ * now (each byte may take up to 6 in JSON, and the line's framing):
+ * as `hutch run --events`, nothing is read that could not be queued. */
+static size_t events_room(const struct exec_io *x)
+{
+        struct hostio *h = x->ctx->ev ? events_hostio(x->ctx->ev) : NULL;
+        return h && !hostio_gone(h) ? hostio_room(h) / 8 : SIZE_MAX;
+}
+
+/* Read what is there from stream i into its capture and pass it on (or
+ * make events of it); closes it at EOF. A reader of ours that went
+ * away (EPIPE) gets no more; the capture, and so the record, still
+ * gets everything. */
+static void pump(struct exec_io *x, int i)
+{
+        char buf[65536];
+        size_t want = MIN(sizeof(buf), events_room(x));
+        if (want < 64)
+                return;
+        ssize_t n = read(x->out[i], buf, want);
+        if (n > 0) {
+                run_on_output(x->ctx, i ? STREAM_STDERR : STREAM_STDOUT, buf, (size_t)n);
+                int to = i ? STDERR_FILENO : STDOUT_FILENO;
+                if (!x->json && !x->ctx->ev && !x->gone[i] && write_all(to, buf, (size_t)n) < 0)
+                        x->gone[i] = true;
+                return;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                io_close(&x->out[i]);
+}
+
+/* Feed the job's stdin: read from src when the buffer is empty, write
+ * what the pipe takes when it is not. At src's end the pipe is closed
+ * (the job reads EOF); a job that closed its stdin (EPIPE) gets no
+ * more. */
+static void feed(struct exec_io *x, bool readable, bool writable)
+{
+        if (readable && x->in_len == 0 && x->src >= 0) {
+                ssize_t n = read(x->src, x->inbuf, sizeof(x->inbuf));
+                if (n > 0) {
+                        x->in_off = 0;
+                        x->in_len = (size_t)n;
+                } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                        if (x->own_src)
+                                close(x->src);
+                        x->src = -1;
+                }
+        }
+        if (writable && x->in_len > 0 && x->job_in >= 0) {
+                ssize_t n = write(x->job_in, x->inbuf + x->in_off, x->in_len);
+                if (n > 0) {
+                        x->in_off += (size_t)n;
+                        x->in_len -= (size_t)n;
+                } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        x->in_len = 0;
+                        io_close(&x->job_in);
+                }
+        }
+        if (x->job_in >= 0 && x->src < 0 && x->in_len == 0)
+                io_close(&x->job_in);
+}
+
+void live_outcome(const struct live_reply *e, struct run_outcome *o)
 {
         o->wall_ms = e->wall_ms;
         o->cpu_user_ms = (uint64_t)MAX(e->utime_us, 0) / 1000;
         o->cpu_sys_ms = (uint64_t)MAX(e->stime_us, 0) / 1000;
         o->job_exit_code = -1;
-        if (e->stopped) {
+        if (e->cancelled) {
+                o->status = RUN_CANCELLED;
+                o->exit_code = e->cancelled == SIGINT ? EXIT_CANCELLED_INT : EXIT_CANCELLED_TERM;
+                snprintf(o->message, sizeof(o->message), "cancelled (%s): the job's process group was killed; "
+                         "the sandbox runs on", strsignal(e->cancelled));
+        } else if (e->stopped) {
                 o->status = RUN_CANCELLED;
                 o->exit_code = EXIT_CANCELLED_TERM;
                 snprintf(o->message, sizeof(o->message), "the sandbox stopped while the job ran");
@@ -90,6 +168,14 @@ static void outcome_of(const struct live_reply *e, struct run_outcome *o)
                 o->exit_code = nf ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE;
                 o->error = e->error;
                 snprintf(o->message, sizeof(o->message), "exec: %s", strerror(e->error));
+        } else if (e->error == EBUSY && streq(e->step, "record the exec")) {
+                /* another hutch held the store's write lock past the
+                 * supervisor's wait: nothing ran, nothing is recorded */
+                o->status = RUN_SETUP_ERROR;
+                o->exit_code = EXIT_BUSY;
+                o->error = e->error;
+                snprintf(o->message, sizeof(o->message), "the run store is busy (another hutch is writing "
+                         "to it); try again");
         } else if (e->error) {
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = EXIT_SETUP;
@@ -107,78 +193,178 @@ static void outcome_of(const struct live_reply *e, struct run_outcome *o)
         }
 }
 
-/* Send the request, relay the job's output until its end: the reply. */
-static int exchange(int fd, char **argv, uint64_t timeout_ms, bool json, struct capture *co, struct capture *ce,
-                    struct live_reply *end)
+/* The FDS or END message on the connection: *m, the fds it carried
+ * taken (FDS: stdout, stderr and the stdin write end). -EPIPE when the
+ * supervisor is gone. */
+static int receive(struct exec_io *x, struct live_reply *m)
 {
-        size_t len = sizeof(struct live_req);
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        *m = (struct live_reply) { 0 };
+        ssize_t n = recvmsg(x->sock, &mh, MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+                return -EPIPE;
+        if (n != (ssize_t)sizeof(*m) || m->version != LIVE_WIRE_VERSION)
+                m->op = 0;      /* taken apart below, fds closed */
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                                int f;
+                                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (m->op == LIVE_OP_FDS && i < 2 && x->out[i] < 0)
+                                        x->out[i] = f;
+                                else if (m->op == LIVE_OP_FDS && i == 2 && x->job_in < 0 && x->src >= 0) {
+                                        x->job_in = f;
+                                        (void)fcntl(f, F_SETFL, O_NONBLOCK);
+                                } else
+                                        close(f);
+                        }
+        return m->op ? 0 : -EPROTO;
+}
+
+/* The job has ended: what it wrote is in the pipes (a background
+ * process it left may hold them open, so read only what is there). */
+static void drain(struct exec_io *x)
+{
+        for (int i = 0; i < 2; i++) {
+                if (x->out[i] < 0)
+                        continue;
+                (void)fcntl(x->out[i], F_SETFL, O_NONBLOCK);
+                while (x->out[i] >= 0) {
+                        uint64_t before = capture_total_bytes(i ? x->ctx->err : x->ctx->out);
+                        if (x->ctx->ev && events_room(x) < 64)
+                                hostio_grow(events_hostio(x->ctx->ev), 1u << 20);
+                        pump(x, i);
+                        if (x->out[i] >= 0 && capture_total_bytes(i ? x->ctx->err : x->ctx->out) == before)
+                                break;
+                }
+                io_close(&x->out[i]);
+        }
+}
+
+/* We got SIGTERM (`hutch kill` of the exec's run), SIGINT or SIGHUP:
+ * ask the supervisor to kill the job's group. Its END follows, and the
+ * run is recorded cancelled with what the job wrote until then. */
+static void cancel(struct exec_io *x)
+{
+        struct signalfd_siginfo si;
+        if (read(x->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+                return;
+        struct live_req req = { .op = LIVE_OP_CANCEL, .version = LIVE_WIRE_VERSION, .flags = si.ssi_signo };
+        (void)send(x->sock, &req, sizeof(req), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The request: live_req, our cwd (the exec's record says where it was
+ * asked for), argv. 0 or -errno. */
+static int send_request(struct exec_io *x, const struct live_req *req, const char *cwd, char **argv)
+{
+        size_t len = sizeof(*req) + strlen(cwd) + 1, args = 0;
         for (char **a = argv; *a; a++)
-                len += strlen(*a) + 1;
-        if (len - sizeof(struct live_req) > LIVE_ARGV_MAX)
+                args += strlen(*a) + 1;
+        if (args > LIVE_ARGV_MAX)
                 return -E2BIG;
+        len += args;
         _cleanup_free_ char *buf = xmalloc(len);
-        struct live_req req = { .op = LIVE_OP_EXEC, .timeout_ms = timeout_ms };
-        memcpy(buf, &req, sizeof(req));
-        size_t at = sizeof(req);
+        memcpy(buf, req, sizeof(*req));
+        size_t at = sizeof(*req);
+        memcpy(buf + at, cwd, strlen(cwd) + 1);
+        at += strlen(cwd) + 1;
         for (char **a = argv; *a; a++) {
                 memcpy(buf + at, *a, strlen(*a) + 1);
                 at += strlen(*a) + 1;
         }
-        if (send(fd, buf, len, MSG_NOSIGNAL) < 0)
-                return -errno;
+        return send(x->sock, buf, len, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
 
-        int io[2] = { -1, -1 };
+/* The supervisor wrote the exec's row (its id came with FDS, or with an
+ * END that came instead): read it back for the final update, and start
+ * the events. -errno when it cannot be read: the supervisor then
+ * completes it (we go away). */
+static int attach_run(struct exec_io *x, const char *id)
+{
+        struct run_ctx *ctx = x->ctx;
+        if (ctx->rec || !id[0])
+                return 0;
+        char copy[sizeof(((struct live_reply *)0)->run_id) + 1];
+        snprintf(copy, sizeof(copy), "%s", id);
+        int r = store_run_get(ctx->store, copy, &x->rec, NULL);
+        if (r < 0)
+                return r;
+        ctx->rec = x->rec;
+        log_info("run %s", x->rec->id);
+        if (x->events) {
+                ctx->ev = events_new(STDOUT_FILENO, NULL);
+                json_t *limits = x->rec->limits_json ? json_loads(x->rec->limits_json, 0, NULL) : NULL,
+                       *labels = store_labels_json(ctx->store, x->rec->id);
+                events_started(ctx->ev, x->rec->id, getpid(), limits, labels);
+                json_decref(limits);
+                json_decref(labels);
+        }
+        /* while the job runs: compile the final update, sync the store's
+         * marker, do a due checkpoint (as `hutch run` does) */
+        run_on_job_started(ctx);
+        return 0;
+}
+
+/* Relay the job's stdio until its end: the reply. */
+static int exchange(struct exec_io *x, struct live_reply *end)
+{
+        uint64_t beat = now_monotonic_ms() + EXEC_HEARTBEAT_MS;
         for (;;) {
-                char cbuf[CMSG_SPACE(2 * sizeof(int))];
-                struct live_reply m = { 0 };
-                struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                                     .msg_controllen = sizeof(cbuf) };
-                struct pollfd p[3] = { { .fd = fd, .events = POLLIN }, { .fd = io[0], .events = POLLIN },
-                                       { .fd = io[1], .events = POLLIN } };
-                if (poll(p, 3, -1) < 0) {
+                struct hostio *evo = x->ctx->ev ? events_hostio(x->ctx->ev) : NULL;
+                bool evwait = evo && hostio_pending(evo) > 0;
+                struct pollfd p[7] = {
+                        { .fd = x->sock, .events = POLLIN },
+                        { .fd = x->out[0], .events = POLLIN },
+                        { .fd = x->out[1], .events = POLLIN },
+                        { .fd = x->job_in >= 0 && x->in_len == 0 ? x->src : -1, .events = POLLIN },
+                        { .fd = x->in_len > 0 ? x->job_in : -1, .events = POLLOUT },
+                        { .fd = evwait ? hostio_fd(evo) : -1, .events = POLLOUT },
+                        { .fd = x->sigfd, .events = POLLIN },
+                };
+                /* no room for more events: wait for our reader first */
+                if (evo && events_room(x) < 64)
+                        p[1].fd = p[2].fd = -1;
+                uint64_t now = now_monotonic_ms();
+                if (now >= beat) {
+                        /* the row's heartbeat, and --events' (once
+                         * there is a row) */
+                        if (x->ctx->rec)
+                                run_on_heartbeat(x->ctx);
+                        beat = now + EXEC_HEARTBEAT_MS;
+                }
+                if (poll(p, ELEMENTSOF(p), (int)(beat - now)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
+                if (p[5].revents)
+                        (void)hostio_flush(evo); /* a reader gone: the record still gets all */
+                if (p[6].revents)
+                        cancel(x);
                 if (p[1].revents)
-                        pump(&io[0], co, STDOUT_FILENO, json);
+                        pump(x, 0);
                 if (p[2].revents)
-                        pump(&io[1], ce, STDERR_FILENO, json);
+                        pump(x, 1);
+                if (p[3].revents || p[4].revents)
+                        feed(x, p[3].revents != 0, p[4].revents != 0);
                 if (!p[0].revents)
                         continue;
-                ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-                if (n <= 0)
-                        return -EPIPE;
-                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-                                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-                                        int f;
-                                        memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                                        if (m.op == LIVE_OP_FDS && i < 2 && io[i] < 0)
-                                                io[i] = f;
-                                        else
-                                                close(f);
-                                }
+                struct live_reply m;
+                int k = receive(x, &m);
+                if (k == 0 && m.op != LIVE_OP_BUSY)
+                        k = attach_run(x, m.run_id);
+                if (k < 0)
+                        return k;
                 if (m.op == LIVE_OP_BUSY)
                         return -EBUSY;
+                if (m.op == LIVE_OP_FDS && x->job_in >= 0)
+                        feed(x, false, false);
                 if (m.op != LIVE_OP_END)
                         continue;
-                /* the job has ended: what it wrote is in the pipes (a
-                 * background process it left may hold them open) */
-                for (int i = 0; i < 2; i++) {
-                        if (io[i] < 0)
-                                continue;
-                        (void)fcntl(io[i], F_SETFL, O_NONBLOCK);
-                        while (io[i] >= 0) {
-                                uint64_t before = capture_total_bytes(i ? ce : co);
-                                pump(&io[i], i ? ce : co, i ? STDERR_FILENO : STDOUT_FILENO, json);
-                                if (io[i] >= 0 && capture_total_bytes(i ? ce : co) == before)
-                                        break;
-                        }
-                        if (io[i] >= 0)
-                                close(io[i]);
-                }
+                io_close(&x->job_in);
+                drain(x);
                 *end = m;
                 return 0;
         }
@@ -203,59 +389,113 @@ void live_inherit_sandbox(struct store *s, int dirfd, const char *name, struct r
         json_decref(o);
 }
 
-int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, const struct run_ui *ui)
+/* --stdin-file or --stdin: what feeds the job's stdin (x->src), or
+ * nothing. EXIT_OK, or EXIT_SETUP after saying why. */
+static int open_stdin(const struct live_exec_opts *eo, struct exec_io *x)
+{
+        if (eo->stdin_file) {
+                x->src = open(eo->stdin_file, O_RDONLY | O_CLOEXEC);
+                if (x->src < 0)
+                        return log_error_errno(-errno, "exec: --stdin-file %s: %m", eo->stdin_file), EXIT_SETUP;
+                x->own_src = true;
+        } else if (eo->stdin_relay) {
+                x->src = STDIN_FILENO;
+        }
+        return EXIT_OK;
+}
+
+int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, const struct run_ui *ui)
 {
         int dirfd = -1;
-        _cleanup_close_ int fd = connect_named("exec", name, &dirfd);
+        struct exec_io x = { .sock = -1, .sigfd = -1, .out = { -1, -1 }, .job_in = -1, .src = -1,
+                             .json = eo->json };
+        int code = open_stdin(eo, &x);
+        if (code != EXIT_OK)
+                return code;
+        /* from here on these signals cancel the exec, and the run is
+         * recorded cancelled, instead of ending us with our row running */
+        sigset_t cancel_set;
+        sigemptyset(&cancel_set);
+        sigaddset(&cancel_set, SIGTERM);
+        sigaddset(&cancel_set, SIGINT);
+        sigaddset(&cancel_set, SIGHUP);
+        sigprocmask(SIG_BLOCK, &cancel_set, NULL);
+        x.sigfd = signalfd(-1, &cancel_set, SFD_CLOEXEC | SFD_NONBLOCK);
+        x.sock = connect_named("exec", name, &dirfd);
         _cleanup_close_ int dirfd_owned = dirfd;
-        _cleanup_free_ char *cwd = getcwd(NULL, 0), *label = NULL, *db = NULL, *error = NULL;
+        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL;
         _cleanup_store_ struct store *s = NULL;
-        _cleanup_run_record_ struct run_record *rec = run_record_new();
         _cleanup_capture_ struct capture *co = NULL, *ce = NULL;
         struct run_config cfg;
         struct run_outcome o = { 0 };
         struct live_reply end = { 0 };
+        struct run_ctx ctx = { 0 };
+        struct live_req req = { .op = LIVE_OP_EXEC, .version = LIVE_WIRE_VERSION, .timeout_ms = eo->timeout_ms,
+                                .flags = x.src >= 0 ? LIVE_EXEC_STDIN : 0 };
         int k;
 
-        if (fd < 0)
-                return fd == -EINVAL ? EXIT_USAGE : EXIT_SETUP;
-        if (store_default_path(&db) < 0 || (k = store_open(db, &s, &error)) < 0) {
-                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
-                return EXIT_SETUP;
+        run_config_init(&cfg);
+        if (x.sock < 0) {
+                code = x.sock == -EINVAL ? EXIT_USAGE : EXIT_SETUP;
+                goto out;
         }
-        label = xasprintf("sandbox=%s", name);
-        char *labels[] = { label, NULL };
-        _cleanup_free_ char *profile = xasprintf("sandbox:%s", name);
-        if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
-                return EXIT_SETUP;
-        live_inherit_sandbox(s, dirfd, name, rec);
-        if (store_run_insert(s, rec) < 0 ||
-            store_labels_set(s, rec->id, labels) < 0) {
-                log_error("exec: run store %s: %s", db, store_error(s));
-                return EXIT_SETUP;
-        }
-        log_info("run %s", rec->id);
         /* a closed stdout must not kill us before the record is complete */
         signal(SIGPIPE, SIG_IGN);
-        run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);
-        k = exchange(fd, argv, timeout_ms, json, co, ce, &end);
+        ctx = (struct run_ctx) { .out = co, .err = ce, .started_ms = now_monotonic_ms() };
+        x.ctx = &ctx;
+        x.events = eo->events;
+        /* The request first: the supervisor writes the exec's row and
+         * asks for the job, while we open the store for its end. */
+        k = send_request(&x, &req, cwd ? cwd : "", argv);
+        if (k == 0) {
+                if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
+                        log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
+                        /* we go away: the supervisor kills the job and
+                         * records its run cancelled */
+                        code = EXIT_SETUP;
+                        goto out;
+                }
+                store_defer_checkpoints(s);
+                ctx.store = s;
+                k = exchange(&x, &end);
+        }
         if (k == -EBUSY) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_BUSY;
-                snprintf(o.message, sizeof(o.message), "sandbox %s is running another exec; try again", name);
+                snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,
+                         SANDBOX_LIVE_JOBS_MAX);
         } else if (k < 0) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_SETUP;
                 snprintf(o.message, sizeof(o.message), "sandbox %s: %s", name,
-                         k == -EPIPE ? "its supervisor went away" : strerror(-k));
+                         k == -EPIPE  ? "its supervisor went away"
+                         : k == -EPROTO ? "it runs another version of hutch (stop it and start it again)"
+                                        : strerror(-k));
         } else {
-                outcome_of(&end, &o);
+                live_outcome(&end, &o);
         }
-        run_finish_record(ui, s, rec, &cfg, &o, co, ce, NULL, NULL, NULL, json);
+        if (!x.rec) {
+                /* no row: refused before the supervisor wrote one */
+                log_error("exec: %s", o.message[0] ? o.message : "the exec could not be recorded");
+                code = o.exit_code ? o.exit_code : EXIT_SETUP;
+                goto out;
+        }
+        run_finish_record(ui, s, x.rec, &cfg, &o, co, ce, NULL, NULL, ctx.ev, eo->json);
+        code = o.exit_code;
+out:
+        events_free(ctx.ev);
+        run_record_free(x.rec);
         run_config_done(&cfg);
-        return o.exit_code;
+        io_close(&x.sigfd);
+        io_close(&x.sock);
+        io_close(&x.job_in);
+        io_close(&x.out[0]);
+        io_close(&x.out[1]);
+        if (x.own_src)
+                io_close(&x.src);
+        return code;
 }
 
 int live_stop(const char *name)

@@ -13,12 +13,16 @@
 struct run_config;
 struct run_outcome;
 struct sandbox;
+struct store;
 
 enum {
-        LIVE_OP_EXEC = 'X',     /* client: live_req, then argv (NUL-terminated strings) */
+        LIVE_OP_EXEC = 'X',     /* client: live_req, its cwd, then argv (NUL-terminated strings) */
         LIVE_OP_STOP = 'S',     /* client: stop; the connection stays open until the end */
         LIVE_OP_PING = 'P',     /* client: are you there */
-        LIVE_OP_FDS = 'F',      /* supervisor: the job's stdout, stderr read ends attached */
+        LIVE_OP_CANCEL = 'C',   /* client, after EXEC: cancel it (live_req.flags: the
+                                 * signal hutch exec got); the job's group is killed */
+        LIVE_OP_FDS = 'F',      /* supervisor: the run id; the job's stdout, stderr read ends
+                                 * attached (and its stdin's write end with LIVE_EXEC_STDIN) */
         LIVE_OP_END = 'E',      /* supervisor: how the job ended (live_reply) */
         LIVE_OP_BUSY = 'B',     /* supervisor: another exec is running */
         LIVE_OP_PONG = 'p',
@@ -29,21 +33,37 @@ enum {
 
 #define LIVE_ARGV_MAX (64u << 10) /* init.c takes no more */
 
+/* live_req.flags */
+enum {
+        LIVE_EXEC_STDIN = 1u << 0, /* the client feeds the job's stdin: FDS carries
+                                    * the pipe's write end as a third fd */
+};
+
+/* Both ends are one hutch build; a sandbox started by another (an
+ * upgrade meanwhile) is refused by either side, not misread. */
+#define LIVE_WIRE_VERSION 3
+
 struct live_req {
         char op;
+        uint16_t version;       /* LIVE_WIRE_VERSION */
         uint64_t timeout_ms;    /* 0: the sandbox profile's */
+        uint32_t flags;         /* LIVE_EXEC_* */
 };
 
 struct live_reply {
         char op;
+        uint16_t version;       /* LIVE_WIRE_VERSION */
         int32_t error;          /* positive errno: the exec failed (error, exec_failed) or the setup */
         int32_t exec_failed;    /* execve failed (127/126) rather than the job's setup */
         int32_t status;         /* raw wait status */
         int32_t timed_out;      /* killed at its deadline */
         int32_t stopped;        /* killed because the sandbox stopped */
+        int32_t cancelled;      /* killed at the client's LIVE_OP_CANCEL: its signal */
         uint64_t wall_ms;
         int64_t utime_us, stime_us, maxrss_kb;
         char step[96];          /* a setup error's step */
+        char run_id[32];        /* the exec's run, once the supervisor wrote its row
+                                 * (FDS, and END after it); "" if it could not */
 };
 
 struct live_kreq {
@@ -79,9 +99,35 @@ int live_peer_check(int fd);
  * start` is told, run_detach_started(notify)) until stop, idle timeout
  * or a signal, then kill and reap init. A sandbox that never came up
  * leaves notify alone: the caller gets the run's exit code and its
- * message. Fills out as supervise() does for the sandbox's own run. */
-int live_serve(const struct run_config *cfg, const struct run_live *live, const char *run_id,
+ * message. Fills out as supervise() does for the sandbox's own run.
+ * store is the sandbox's run's: each exec's row is written there
+ * before its job starts, and the end of an exec whose client went away
+ * is recorded there. */
+int live_serve(const struct run_config *cfg, const struct run_live *live, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify);
+
+/* An exec's row, as the supervisor writes it before the job is asked
+ * for (live-record.c): labelled sandbox=NAME, with the sandbox's
+ * profile, limits and enforcement (sandbox_rec, may be NULL), argv and
+ * the client's cwd; its supervisor is the client (pid, which `hutch
+ * kill` signals and gc watches). One commit. 0 and the id in ret_id,
+ * or -errno (store_error() says why). */
+struct run_record;
+int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
+                     const char *cwd, pid_t client, char ret_id[32]);
+
+/* The client of an exec went away before it heard of the job's end
+ * (killed, or its store unusable): complete its run run_id here, from
+ * the END it would have got, on the sandbox's store connection, rather
+ * than leave it running until gc. killed: its job was killed for that
+ * (recorded cancelled). The output went to the client and is not
+ * recorded; the rest of the row stays. A row no longer running is left
+ * alone. The final update's sync holds the supervisor's loop up once,
+ * on this rare path only. 0 or -errno (live-record.c). */
+int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed);
+
+/* The outcome of an exec from its END reply (live-exec.c). */
+void live_outcome(const struct live_reply *end, struct run_outcome *o);
 
 /* The exec record's profile, limits and enforcement are the sandbox's
  * own run's (NAME.json names it), for an exec or a kernel call. */

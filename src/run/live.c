@@ -22,11 +22,18 @@
  *    sync socketpair (made before the clone, so no other process holds
  *    it) and init keeps no copy. The caller's own fds never enter: the
  *    `hutch exec` client receives the read ends (the job's output) and
- *    relays them. So no exec's stdio leads out of the sandbox, and a job
- *    holds only its own exec's pipes. (Processes of one sandbox all run
- *    as its one uid in one pid namespace: a background process an
- *    earlier exec left can see a later exec's processes, as processes of
- *    one container can. The boundary is the sandbox, not the exec.)
+ *    relays them, and with --stdin the write end of the job's stdin,
+ *    into which it copies the caller's input (else it is closed here:
+ *    the job reads EOF). So no exec's stdio leads out of the sandbox,
+ *    and a job holds only its own exec's pipes. Nor can another exec
+ *    open them: processes of one sandbox all run as its one uid in one
+ *    pid namespace, so /proc/PID/fd of another exec's job would be
+ *    theirs to open (the pipes belong to the sandbox's uid when hutch is
+ *    not root), but each live job gets a Landlock domain of its own
+ *    (job.c, landlock_own_domain()), and Landlock refuses any ptrace
+ *    access, /proc/PID/fd, mem and environ included, to a process
+ *    outside the caller's domain. Listing and signalling remain, as in
+ *    one container.
  *  - The job cannot reach the supervisor: init's end of the sync channel
  *    is close-on-exec (job_stdio() closes every fd above 2 at exec), the
  *    supervisor is outside the job's pid namespace and user namespace
@@ -39,6 +46,11 @@
  *    and confirmed alive through its pidfd (SO_PEERPIDFD), so a job
  *    cannot connect, exit, and pass a recycled pid off as the peer. A job thus cannot exec into,
  *    stop, or read another sandbox.
+ *  - No client holds up the loop: a connection's request is read only
+ *    once poll() says it is there (MSG_DONTWAIT), a silent one is
+ *    dropped after LIVE_REQUEST_MS, and replies are sent MSG_DONTWAIT
+ *    (a client's queue never holds more than two of them). So one
+ *    same-user caller cannot delay another exec's deadline.
  *  - Limits: init and every job are in the run's cgroup (CLONE_INTO_CGROUP),
  *    so memory, pids and cpu hold for the whole sandbox; without a cgroup,
  *    only the per-job rlimits hold (no watchdog runs here).
@@ -57,9 +69,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "config/run-config.h"
@@ -74,155 +84,29 @@
 #include "sandbox/sync.h"
 #include "supervise/supervise.h"
 
-bool live_name_valid(const char *name)
-{
-        size_t n = strlen(name);
-        if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
-                return false;
-        return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
-int live_dir_open(void)
-{
-        _cleanup_free_ char *db = NULL;
-        struct stat st;
-        if (store_default_path(&db) < 0) {
-                log_error("sandbox: no state dir (set HUTCH_STATE_DIR or HOME)");
-                return -ENOENT;
-        }
-        *strrchr(db, '/') = '\0';
-        _cleanup_free_ char *dir = xasprintf("%s/sandboxes", db);
-        int r = mkdir_p(dir, 0700);
-        if (r < 0)
-                return log_error_errno(r, "sandbox: %s: %m", dir);
-        int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(-errno, "sandbox: %s: %m", dir);
-        /* ours and ours only: the control sockets live here */
-        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-                close(fd);
-                log_error("sandbox: %s: not a directory of this user's with mode 0700", dir);
-                return -EPERM;
-        }
-        return fd;
-}
-
-char *live_path(int dirfd, const char *name, const char *ext)
-{
-        return xasprintf("/proc/self/fd/%d/%s.%s", dirfd, name, ext);
-}
-
-static int sockaddr_for(int dirfd, const char *name, struct sockaddr_un *sa)
-{
-        _cleanup_free_ char *p = live_path(dirfd, name, "sock");
-        *sa = (struct sockaddr_un) { .sun_family = AF_UNIX };
-        if (strlen(p) >= sizeof(sa->sun_path))
-                return -ENAMETOOLONG;
-        memcpy(sa->sun_path, p, strlen(p) + 1);
-        return 0;
-}
-
-int live_connect(int dirfd, const char *name)
-{
-        struct sockaddr_un sa;
-        int r = sockaddr_for(dirfd, name, &sa);
-        if (r < 0)
-                return r;
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
-}
-
-/* The peer's pidfd (Linux >= 6.5): the pid SO_PEERCRED names is read
- * through /proc, and a process that exits meanwhile could hand its pid
- * to another; the pidfd tells whether the process read is still the
- * one that connected. */
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77
-#endif
-
-int live_peer_check(int fd)
-{
-        struct ucred uc;
-        socklen_t len = sizeof(uc);
-        struct stat ours, theirs;
-        char p[64];
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || uc.uid != geteuid())
-                return -EPERM;
-        /* a pid from SO_PEERCRED is in our pid namespace: 0 means the
-         * peer is outside it (not ours to talk to) */
-        if (uc.pid <= 0)
-                return -EPERM;
-        int pidfd = -1;
-        len = sizeof(pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
-                pidfd = -1;
-                if (errno != ENOPROTOOPT)
-                        return -EPERM;  /* the peer is gone already */
-        }
-        snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)uc.pid);
-        bool same = stat("/proc/self/ns/user", &ours) == 0 && stat(p, &theirs) == 0 &&
-                    ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev;
-        if (pidfd >= 0) {
-                /* what /proc showed was the peer's only if it still lives */
-                same = same && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
-                close(pidfd);
-        }
-        return same ? 0 : -EPERM;
-}
-
-int live_listen(const char *name, int *ret_fd)
-{
-        struct sockaddr_un sa;
-        _cleanup_close_ int dirfd = live_dir_open();
-        if (dirfd < 0)
-                return dirfd;
-        int r = sockaddr_for(dirfd, name, &sa);
-        if (r < 0)
-                return log_error_errno(r, "sandbox: %s: %m", name);
-        int c = live_connect(dirfd, name);
-        if (c >= 0) {
-                close(c);
-                log_error("sandbox: %s is running already (hutch sandbox stop %s)", name, name);
-                return -EEXIST;
-        }
-        /* what a supervisor that is gone left behind */
-        _cleanup_free_ char *sock = xasprintf("%s.sock", name);
-        (void)unlinkat(dirfd, sock, 0);
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return log_error_errno(-errno, "sandbox: socket: %m");
-        mode_t old = umask(0077);
-        r = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
-        umask(old);
-        /* 0600: connecting needs write permission */
-        if (r == 0 && fchmodat(dirfd, sock, 0600, 0) < 0)
-                r = -errno;
-        if (r == 0 && listen(fd, 16) < 0)
-                r = -errno;
-        if (r < 0) {
-                close(fd);
-                return log_error_errno(r, "sandbox: %s: control socket: %m", name);
-        }
-        *ret_fd = fd;
-        return 0;
-}
-
 /* One exec, from its request to its end. */
 struct exec_slot {
         bool active;
         int client;             /* its connection, or -1 once the client is gone */
+        bool client_lost;       /* the client went away before the job's end */
         uint64_t seq;           /* order of the request; 0 once init answered it */
         pid_t pid;              /* the job's pid inside, 0 until init says */
         uint64_t started_ms, deadline_ms; /* deadline 0: none */
+        char run_id[sizeof(((struct live_reply *)0)->run_id)]; /* its row, once written */
         struct live_reply end;  /* what the client will be told */
         struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
+};
+
+/* A connection accepted and checked whose request has not come yet.
+ * Requests are read only when they are there (poll, MSG_DONTWAIT), so a
+ * client that connects and says nothing holds up nobody; it is dropped
+ * after LIVE_REQUEST_MS, or when LIVE_PENDING_MAX newer ones wait. */
+#define LIVE_PENDING_MAX 16
+#define LIVE_REQUEST_MS 2000
+struct pending {
+        int fd;                 /* -1: a free entry */
+        pid_t pid;              /* the client, as SO_PEERCRED says */
+        uint64_t since_ms;
 };
 
 /* The supervisor's state while it serves. */
@@ -230,7 +114,12 @@ struct live {
         const struct run_config *cfg;
         const struct run_live *opts;
         struct sandbox *sb;
+        struct store *store;    /* the sandbox's run's: the execs' rows go there */
+        const char *run_id;     /* the sandbox's run */
+        struct run_record *tmpl; /* its row: what an exec's row inherits */
+        bool tmpl_read;
         struct exec_slot exec[SANDBOX_LIVE_JOBS_MAX];
+        struct pending pend[LIVE_PENDING_MAX];
         size_t n_active;
         uint64_t seq;
         uint64_t idle_ms_at;    /* the idle deadline, 0: none */
@@ -270,7 +159,8 @@ static void kill_job(struct live *l, struct exec_slot *x)
                 (void)send_to_init(l, SANDBOX_MSG_KILL, &pid, sizeof(pid), NULL, 0);
 }
 
-/* The exec ended (or was given up): tell its client, if still there. */
+/* The exec ended (or was given up): tell its client, if still there;
+ * if not, record its end in its stead. */
 static void exec_done(struct live *l, struct exec_slot *x)
 {
         if (x->kernel) {
@@ -280,12 +170,21 @@ static void exec_done(struct live *l, struct exec_slot *x)
                 live_kernel_job_ended(k, l, status, error);
                 return;
         }
+        bool unheard = x->client_lost;
         x->end.op = LIVE_OP_END;
+        x->end.version = LIVE_WIRE_VERSION;
+        memcpy(x->end.run_id, x->run_id, sizeof(x->end.run_id));
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
         if (x->client >= 0) {
-                (void)send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL);
+                /* its queue holds at most FDS before this: never full */
+                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+                        unheard = true;
                 close(x->client);
         }
+        if (unheard && l->store && x->run_id[0] &&
+            live_record_lost(l->store, x->run_id, &x->end, x->client_lost) < 0)
+                log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
+                            store_error(l->store));
         *x = (struct exec_slot) { .client = -1 };
         if (--l->n_active == 0)
                 touch_idle(l);
@@ -309,56 +208,96 @@ static struct exec_slot *slot_of(struct live *l, pid_t pid)
         return NULL;
 }
 
-static void send_fds(int fd, int out, int err)
+/* FDS: the exec's run id, the job's stdout and stderr read ends, and
+ * with --stdin the write end of its stdin (in < 0: none). */
+static void send_fds(int fd, const char *run_id, int out, int err, int in)
 {
-        struct live_reply f = { .op = LIVE_OP_FDS };
-        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+        struct live_reply f = { .op = LIVE_OP_FDS, .version = LIVE_WIRE_VERSION };
+        snprintf(f.run_id, sizeof(f.run_id), "%s", run_id);
+        int nfds = in >= 0 ? 3 : 2;
+        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = &f, .iov_len = sizeof(f) };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-        memcpy(CMSG_DATA(c), (int[]) { out, err }, 2 * sizeof(int));
-        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), (int[]) { out, err, in }, nfds * sizeof(int));
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* An exec request on connection fd (ours from here on). */
-static void exec_start(struct live *l, int fd, const char *buf, size_t n)
+/* The exec's row, before the job is asked for: without it, no job. */
+static int record(struct live *l, struct exec_slot *x, const char *cwd, const char *args, size_t len, pid_t client)
+{
+        char **argv = NULL;
+        size_t na = 0;
+        for (size_t i = 0; i < len; i += strlen(args + i) + 1)
+                argv = strv_push(argv, &na, args + i);
+        if (!l->tmpl_read) {
+                l->tmpl_read = true;
+                if (store_run_get(l->store, l->run_id, &l->tmpl, NULL) < 0)
+                        l->tmpl = NULL;
+        }
+        int r = argv ? live_record_exec(l->store, l->opts->name, l->tmpl, argv, cwd, client, x->run_id) : -EINVAL;
+        if (r < 0)
+                log_warning("sandbox %s: cannot record an exec: %s", l->opts->name, store_error(l->store));
+        strv_free(argv);
+        return r;
+}
+
+/* An exec request on connection fd (ours from here on) from client. */
+static void exec_start(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
         struct live_req req;
-        struct live_reply busy = { .op = LIVE_OP_BUSY };
+        struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
         struct exec_slot *x = NULL;
         int job_in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 
         for (size_t i = 0; i < ELEMENTSOF(l->exec) && !x; i++)
                 if (!l->exec[i].active)
                         x = &l->exec[i];
-        if (!x || n <= sizeof(req) || buf[n - 1] != '\0') {
-                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL);
+        memcpy(&req, buf, MIN(n, sizeof(req)));
+        /* live_req, the cwd, at least one argument (maybe "") */
+        size_t cwd_len = n > sizeof(req) ? strnlen(buf + sizeof(req), n - sizeof(req)) : 0;
+        if (n <= sizeof(req) || req.version != LIVE_WIRE_VERSION || buf[n - 1] != '\0' ||
+            sizeof(req) + cwd_len + 1 >= n) {
+                close(fd);      /* another hutch's client: it hears EOF */
+                return;
+        }
+        const char *cwd = buf + sizeof(req), *args = cwd + cwd_len + 1;
+        size_t args_len = n - (size_t)(args - buf);
+        if (!x) {
+                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
                 close(fd);
                 return;
         }
-        memcpy(&req, buf, sizeof(req));
         *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms() };
         l->n_active++;
         l->idle_ms_at = 0;
         uint64_t t = req.timeout_ms ? req.timeout_ms : l->cfg->timeout_ms;
         x->deadline_ms = t ? x->started_ms + t : 0;
-        /* fresh pipes for this exec alone; the job's stdin is at EOF */
-        if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        /* fresh pipes for this exec alone; the job's stdin is at EOF
+         * unless the client feeds it (--stdin), through the write end
+         * only it then holds */
+        int k = record(l, x, cwd, args, args_len, client);
+        if (k < 0) {
+                x->end.error = -k;
+                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
+        } else if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 x->end.error = errno;
                 snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
-                close(TAKE_FD(job_in[1]));
+                if (!(req.flags & LIVE_EXEC_STDIN))
+                        close(TAKE_FD(job_in[1]));
                 int job_fds[3] = { job_in[0], out[1], err[1] };
-                int k = send_to_init(l, SANDBOX_MSG_EXEC, buf + sizeof(req), n - sizeof(req), job_fds, 3);
+                k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 3);
                 if (k < 0) {
                         x->end.error = -k;
                         snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
                         x->seq = ++l->seq;
-                        send_fds(fd, out[0], err[0]);
+                        send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
                 }
         }
         int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
@@ -417,30 +356,13 @@ const struct run_config *live_config(const struct live *l)
         return l->cfg;
 }
 
-/* One connection on the control socket. */
-static void control(struct live *l, int lfd)
+/* The request of a connection that has sent it (SOCK_SEQPACKET: it
+ * comes whole, in one recv). */
+static void request(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
-        static char buf[sizeof(struct live_req) + LIVE_ARGV_MAX + 1];
-        struct timeval tv = { .tv_sec = 2 };
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-                return;
-        if (live_peer_check(fd) < 0) {
-                log_warning("sandbox %s: refused a connection from outside this user's namespace",
-                            l->opts->name);
-                close(fd);
-                return;
-        }
-        /* a client says what it wants at once */
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) {
-                close(fd);
-                return;
-        }
         switch (buf[0]) {
         case LIVE_OP_EXEC:
-                exec_start(l, fd, buf, (size_t)n);
+                exec_start(l, fd, client, buf, n);
                 return;
         case LIVE_OP_KERNEL:
                 live_kernels_request(l->kernels, l, fd, buf, (size_t)n);
@@ -453,12 +375,62 @@ static void control(struct live *l, int lfd)
                         close(fd);
                 return;
         case LIVE_OP_PING: {
-                struct live_reply p = { .op = LIVE_OP_PONG };
-                (void)send(fd, &p, sizeof(p), MSG_NOSIGNAL);
+                struct live_reply p = { .op = LIVE_OP_PONG, .version = LIVE_WIRE_VERSION };
+                (void)send(fd, &p, sizeof(p), MSG_NOSIGNAL | MSG_DONTWAIT);
                 break;
         }
         }
         close(fd);
+}
+
+/* A pending connection is readable: its request, or its end. */
+static void pending_read(struct live *l, struct pending *pe)
+{
+        static char buf[sizeof(struct live_req) + PATH_MAX + LIVE_ARGV_MAX + 1];
+        ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        int fd = TAKE_FD(pe->fd);
+        if (n <= 0) {
+                close(fd);
+                return;
+        }
+        request(l, fd, pe->pid, buf, (size_t)n);
+}
+
+/* A new connection on the control socket: checked, then it waits
+ * among the pending ones for its request. */
+static void control(struct live *l, int lfd)
+{
+        struct pending *slot = NULL;
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                return;
+        if (live_peer_check(fd) < 0) {
+                log_warning("sandbox %s: refused a connection from outside this user's namespace",
+                            l->opts->name);
+                close(fd);
+                return;
+        }
+        /* a free entry, or the one that has waited longest */
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                struct pending *pe = &l->pend[i];
+                if (pe->fd < 0) {
+                        slot = pe;
+                        break;
+                }
+                if (!slot || pe->since_ms < slot->since_ms)
+                        slot = pe;
+        }
+        if (slot->fd >= 0)
+                close(slot->fd);
+        struct ucred uc = { 0 };
+        socklen_t len = sizeof(uc);
+        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len);
+        *slot = (struct pending) { .fd = fd, .pid = uc.pid, .since_ms = now_monotonic_ms() };
+        /* a client sends its request right after connecting: it is
+         * usually there already */
+        pending_read(l, slot);
 }
 
 /* One message from init; false when init's setup failed. */
@@ -516,7 +488,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
                         x->pid = msg.pid;
                         if (x->kernel)
                                 live_kernel_job_started(x->kernel, l, msg.pid);
-                        else if (x->client < 0 || (x->end.timed_out && x->deadline_ms))
+                        else if (x->client < 0 || x->end.cancelled || (x->end.timed_out && x->deadline_ms))
                                 kill_job(l, x); /* given up before it had a pid */
                 }
                 break;
@@ -581,12 +553,51 @@ static int timeout_for(const struct live *l)
                 if (x->active && x->deadline_ms && !x->end.timed_out && (!until || x->deadline_ms < until))
                         until = x->deadline_ms;
         }
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                uint64_t t = l->pend[i].since_ms + LIVE_REQUEST_MS;
+                if (l->pend[i].fd >= 0 && (!until || t < until))
+                        until = t;
+        }
         uint64_t k = live_kernels_deadline(l->kernels);
         if (k && (!until || k < until))
                 until = k;
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
+}
+
+/* Pending connections: a request that came is served, one that did
+ * not come in time is given up (p: their poll entries). */
+static void check_pending(struct live *l, const struct pollfd *p)
+{
+        uint64_t now = now_monotonic_ms();
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
+                struct pending *pe = &l->pend[i];
+                if (pe->fd >= 0 && p[i].fd == pe->fd && p[i].revents)
+                        pending_read(l, pe);
+                if (pe->fd >= 0 && now >= pe->since_ms + LIVE_REQUEST_MS)
+                        close(TAKE_FD(pe->fd));
+        }
+}
+
+/* An exec's client, after its request: a cancel (hutch exec got
+ * SIGTERM, SIGINT or SIGHUP: `hutch kill` of its run), or its end
+ * (killed). Either way the job's group is killed; a client that is
+ * gone has its run recorded here (exec_done()). */
+static void client_says(struct live *l, struct exec_slot *x)
+{
+        struct live_req req;
+        ssize_t n = recv(x->client, &req, sizeof(req), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n == (ssize_t)sizeof(req) && req.op == LIVE_OP_CANCEL) {
+                if (!x->end.cancelled && !x->end.timed_out)
+                        x->end.cancelled = req.flags > 0 && req.flags < 65 ? (int32_t)req.flags : SIGTERM;
+        } else {
+                close(TAKE_FD(x->client));
+                x->client_lost = true;
+        }
+        kill_job(l, x);
 }
 
 /* Deadlines, and clients gone: their jobs end. */
@@ -597,10 +608,8 @@ static void check_execs(struct live *l, const struct pollfd *p)
                 struct exec_slot *x = &l->exec[i];
                 if (!x->active)
                         continue;
-                if (p[i].revents && x->client >= 0) {
-                        close(TAKE_FD(x->client));
-                        kill_job(l, x);
-                }
+                if (p[i].revents && x->client >= 0)
+                        client_says(l, x);
                 if (x->deadline_ms && now >= x->deadline_ms && !x->end.timed_out) {
                         x->end.timed_out = 1;
                         kill_job(l, x);
@@ -608,10 +617,11 @@ static void check_execs(struct live *l, const struct pollfd *p)
         }
 }
 
-int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
+int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1, .kernels = live_kernels_new() };
+        struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
+                          .kernels = live_kernels_new() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -622,13 +632,18 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 return -errno;
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 l.exec[i].client = -1;
+        for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
+                l.pend[i].fd = -1;
         touch_idle(&l);
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
-                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
-                struct pollfd p[N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS];
+                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
+                       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS };
+                struct pollfd p[AT_PEND + N_PEND];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
+                for (size_t i = 0; i < N_PEND; i++)
+                        p[AT_PEND + i] = (struct pollfd) { .fd = l.pend[i].fd, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
                 p[N_EXEC + 1] = (struct pollfd) { .fd = sb->sync_fd, .events = POLLIN };
                 p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
@@ -662,6 +677,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 }
                 /* before a request can reuse a closed client's fd number */
                 live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                check_pending(&l, p + AT_PEND);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
@@ -682,6 +698,10 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                         l.exec[i].end.stopped = 1;
                         exec_done(&l, &l.exec[i]);
                 }
+        for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
+                if (l.pend[i].fd >= 0)
+                        close(l.pend[i].fd);
+        run_record_free(l.tmpl);
         l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
         close(opts->listen_fd);

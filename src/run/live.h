@@ -34,11 +34,22 @@ bool live_name_valid(const char *name);
  * socket (its supervisor gone) is replaced. 0 or -errno, logged. */
 int live_listen(const char *name, int *ret_fd);
 
+/* What `hutch exec` is asked for besides the command. */
+struct live_exec_opts {
+        uint64_t timeout_ms;    /* 0: the sandbox profile's timeout */
+        bool json;              /* print the run as hutch.result/1 at the end */
+        bool events;            /* print hutch.event/1 lines as things happen */
+        bool stdin_relay;       /* --stdin: our stdin is relayed to the job's */
+        const char *stdin_file; /* --stdin-file: this file's bytes are the job's stdin */
+};
+
 /* `hutch exec NAME -- argv`: run argv in the live sandbox as a job of
- * its own, recorded as a run labelled sandbox=NAME; timeout_ms 0 = the
- * sandbox profile's timeout. Passes the job's output through (or prints
- * the run as JSON with json). Returns hutch's exit code. */
-int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, const struct run_ui *ui);
+ * its own, recorded as a run labelled sandbox=NAME. Passes the job's
+ * output through (or prints the run as JSON, or as events). The job's
+ * stdin is empty unless eo says what feeds it; like `hutch run`'s, it
+ * is a pipe, and no fd of ours enters the sandbox. Returns hutch's exit
+ * code. */
+int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, const struct run_ui *ui);
 
 /* `hutch sandbox ls`: the live sandboxes, as a table or JSON lines
  * (json). Removes what stale ones left. Returns an exit code. */

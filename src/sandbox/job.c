@@ -316,6 +316,17 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                 r = caps_drop_all();
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop capabilities", "");
+                /* A live sandbox's execs all run as its one uid in one
+                 * pid namespace: each job gets a Landlock domain of its
+                 * own, so that no exec (nor what it leaves running) can
+                 * open another's stdio pipes through /proc/PID/fd
+                 * (landlock.h). Without Landlock, `sandbox start` says
+                 * so. The landlock tier's jobs have theirs already. */
+                if (in->live) {
+                        r = landlock_own_domain();
+                        if (r < 0 && r != -EOPNOTSUPP)
+                                fail(sync_fd, SYNC_SETUP_ERROR, -r, "landlock", "the exec's own domain");
+                }
         }
 
         /* The syscall filter goes on last: everything above may need calls

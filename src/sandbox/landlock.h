@@ -101,3 +101,13 @@ void landlock_plan_done(struct landlock_plan *p);
  * -ENOENT with *ret_path naming it. 0 or -errno; on failure nothing is
  * in force. */
 int landlock_plan_apply(const struct landlock_plan *p, const char **ret_path);
+
+/* Put the calling thread (and what it execs) in a Landlock domain of
+ * its own that restricts nothing a job could otherwise do: what it
+ * brings is the boundary. A process in a domain can ptrace no process
+ * outside it or its nested domains, in any mode, so it cannot open the
+ * /proc/PID/fd, mem, environ, cwd or root of one: a live sandbox's
+ * execs, all one uid in one pid namespace, cannot reach each other's
+ * stdio pipes that way. no_new_privs must be set. 0, -EOPNOTSUPP when
+ * the kernel has no Landlock, or -errno. */
+int landlock_own_domain(void);

@@ -1,0 +1,104 @@
+/* run/live-record.c - an exec's row, written by the live sandbox's
+ * supervisor (live-internal.h).
+ *
+ * The supervisor has the store open for the sandbox's own run, its
+ * profile in hand, and is the one that asks init for the job: writing
+ * the exec's row here, in one commit, before that request, keeps "the
+ * row before the job" and spares every `hutch exec` a store open and
+ * an insert on its way to the job (it opens the store while the job
+ * runs, for the final update, which stays its own: the output it
+ * captured goes into it, synced before it returns). The row names the
+ * client as its supervisor, so `hutch kill ID` signals the client,
+ * which cancels the exec, and gc sees a dead client as it sees a dead
+ * `hutch run`; a client that dies first has its run completed by the
+ * supervisor (live_record_lost()). */
+#include "config.h"
+
+#include <string.h>
+
+#include "lib/exit-codes.h"
+#include "lib/util.h"
+#include "record/store.h"
+#include "run/live-internal.h"
+#include "supervise/supervise.h"
+
+/* How long the supervisor waits for the store's write lock for a row. */
+#define LIVE_RECORD_BUSY_MS 1000
+
+int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
+                     const char *cwd, pid_t client, char ret_id[32])
+{
+        _cleanup_run_record_ struct run_record *rec = run_record_new();
+        _cleanup_free_ char *label = xasprintf("sandbox=%s", name), *profile = xasprintf("sandbox:%s", name);
+        char *labels[] = { label, NULL };
+        uint64_t start;
+
+        int r = run_record_begin(rec, argv, cwd, profile);
+        if (r < 0)
+                return r;
+        rec->supervisor_pid = client;
+        rec->supervisor_start = proc_start_time(client, &start) == 0 ? start : RUN_UNSET;
+        if (sandbox_rec) {
+                /* the exec runs under its sandbox's profile and limits */
+                free(rec->profile);
+                rec->profile = sandbox_rec->profile ? xstrdup(sandbox_rec->profile) : xstrdup(profile);
+                rec->profile_text = sandbox_rec->profile_text ? xstrdup(sandbox_rec->profile_text) : NULL;
+                rec->profile_sha256 = sandbox_rec->profile_sha256 ? xstrdup(sandbox_rec->profile_sha256) : NULL;
+                rec->limits_json = sandbox_rec->limits_json ? xstrdup(sandbox_rec->limits_json) : NULL;
+                rec->enforcement_json = sandbox_rec->enforcement_json ? xstrdup(sandbox_rec->enforcement_json) : NULL;
+        }
+        /* the supervisor serves other execs and their deadlines: it
+         * waits for another writer's lock this long, not the store's
+         * default; the client says "busy, try again" (75) past it */
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
+        r = store_batch_begin(s);
+        if (r == 0) {
+                r = store_run_insert(s, rec);
+                if (r == 0)
+                        r = store_labels_set(s, rec->id, labels);
+                int k = store_batch_end(s, r == 0);
+                if (r == 0 && k < 0)
+                        r = k;
+        }
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
+        if (r == 0)
+                snprintf(ret_id, 32, "%s", rec->id);
+        return r;
+}
+
+int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+        struct run_outcome o = { 0 };
+
+        int r = store_run_get(s, run_id, &rec, NULL);
+        if (r < 0)
+                return r;
+        if (rec->status != RUN_RUNNING)
+                return 0;       /* the client wrote its end after all */
+        live_outcome(end, &o);
+        if (killed && !end->stopped) {
+                o.status = RUN_CANCELLED;
+                o.exit_code = EXIT_CANCELLED_TERM;
+                o.signal = 0;
+                snprintf(o.message, sizeof(o.message), "its hutch exec went away: the job was killed "
+                         "with its process group; the output is not recorded");
+        } else {
+                size_t n = strlen(o.message);
+                snprintf(o.message + n, sizeof(o.message) - n, "%sits hutch exec went away: the output is "
+                         "not recorded", n ? "; " : "");
+        }
+        rec->status = o.status;
+        rec->exit_code = o.exit_code;
+        rec->signal = o.signal;
+        free(rec->message);
+        rec->message = xstrdup(o.message);
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = o.wall_ms;
+        rec->cpu_user_ms = o.cpu_user_ms;
+        rec->cpu_sys_ms = o.cpu_sys_ms;
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
+        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
+        return r;
+}

@@ -19,6 +19,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "mcp/live.h"
 #include "mcp/server.h"
 #include "mcp/tools.h"
 
@@ -29,12 +30,14 @@ static void help(void)
 {
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
-               "                 [--workdir DIR [--allow-apply]]\n"
+               "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
+               "                 [--idle-timeout D]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
                "Tools: run_code, run_command (each call a recorded, sandboxed run),\n"
-               "read_output, list_runs, get_file, diff (and apply). Logs go to stderr. Speaks revision\n"
+               "read_output, list_runs, get_file, diff (and apply), list_processes and\n"
+               "list_ports (live sessions). Logs go to stderr. Speaks revision\n"
                "2026-07-28 and 2025-11-25 back to 2024-11-05.\n"
                "\n"
                "  -p, --profile P         run every job with profile P\n"
@@ -58,6 +61,13 @@ static void help(void)
                "                          a server sees only the runs, output, files and\n"
                "                          sessions of its own scope; one scope per\n"
                "                          conversation, one state dir per tenant\n"
+               "      --sessions MODE     live (default): a session is a live sandbox, started\n"
+               "                          by its first call, where files and processes stay\n"
+               "                          between calls; its files are committed when it\n"
+               "                          stops; fresh: each call a new sandbox of the\n"
+               "                          session (files kept, processes not)\n"
+               "      --idle-timeout D    a live session's sandbox stops after D without a\n"
+               "                          call (default 10m); all stop when the server exits\n"
                "  -h, --help              this text\n"
                "\n"
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
@@ -205,11 +215,14 @@ int verb_mcp(int argc, char **argv)
                 { "scope",          required_argument, NULL, 'S' },
                 { "workdir",        required_argument, NULL, 'W' },
                 { "allow-apply",    no_argument,       NULL, 'Y' },
+                { "sessions",       required_argument, NULL, 'L' },
+                { "idle-timeout",   required_argument, NULL, 'I' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
-                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT };
+                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
+                                  .live = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
         _cleanup_strv_ char **run_args = NULL;
         _cleanup_free_ char *workdir = NULL;
         const char *net = NULL, *profile = NULL;
@@ -249,6 +262,16 @@ int verb_mcp(int argc, char **argv)
                         break;
                 case 'Y':
                         cfg.allow_apply = true;
+                        break;
+                case 'L':
+                        if (!streq(optarg, "live") && !streq(optarg, "fresh"))
+                                return cli_bad_value("mcp", "sessions", optarg, "expected live or fresh");
+                        cfg.live = streq(optarg, "live");
+                        break;
+                case 'I':
+                        if (parse_duration_ms(optarg, &cfg.idle_ms) < 0 || cfg.idle_ms == 0)
+                                return cli_bad_value("mcp", "idle-timeout", optarg,
+                                                     "expected a duration above 0 (30s, 10m)");
                         break;
                 case 'S':
                         if (!mcp_scope_valid(optarg))

@@ -172,14 +172,20 @@ static void scopes(void **state)
 
 static void tools(void **state)
 {
-        json_t *t = mcp_tools_json(30000, false);
-        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply" };
-        /* apply only when the operator allows it */
+        json_t *t = mcp_tools_json(30000, false, false);
+        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply",
+                                "list_processes", "list_ports" };
+        /* apply only when the operator allows it; the live tools only
+         * with live sessions */
         assert_int_equal(json_array_size(t), 6);
         json_decref(t);
-        t = mcp_tools_json(30000, true);
-        assert_int_equal(json_array_size(t), 7);
-        for (size_t i = 0; i < 7; i++) {
+        t = mcp_tools_json(30000, false, true);
+        assert_int_equal(json_array_size(t), 8);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(t, 6), "name")), "list_processes");
+        json_decref(t);
+        t = mcp_tools_json(30000, true, true);
+        assert_int_equal(json_array_size(t), 9);
+        for (size_t i = 0; i < 9; i++) {
                 json_t *x = json_array_get(t, i);
                 assert_string_equal(json_string_value(json_object_get(x, "name")), order[i]);
                 assert_string_equal(json_string_value(json_object_get(json_object_get(x, "inputSchema"), "type")), "object");

@@ -466,7 +466,10 @@ static _noreturn_ void keeper_main(int rfd, int exe_fd)
         }
         /* the server is gone: what it started ends. A start that was in
          * flight may bring its sandbox up a moment later: look twice. */
-        for (int round = 0; round < 2; round++) {
+        size_t left = 0;
+        for (size_t i = 0; i < k.n; i++)
+                left += k.names[i] != NULL;
+        for (int round = 0; left && round < 2; round++) {
                 for (size_t i = 0; i < k.n; i++)
                         if (k.names[i])
                                 keeper_stop(exe_fd, k.names[i] + 1, k.names[i][0] == '+');

@@ -5,8 +5,7 @@
 # the server exits (committing by the session's policy) and when the
 # server is killed (its keeper stops it); nothing is left on the host.
 # The client is mcp-live.py (mcp-session.py's, every structuredContent
-# checked against its outputSchema). Parallel calls on one session
-# queuing in order through a live sandbox: mcp.bats (session_queue).
+# checked against its outputSchema).
 
 bats_require_minimum_version 1.5.0
 
@@ -38,6 +37,13 @@ live() {
         run -0 live state --era modern
         echo "$output"
         [[ "$output" == *"ok state"* ]]
+}
+
+@test "mcp live: three calls on one session sent at once run in order, one at a time, in its sandbox" {
+        # mcp-session.py's scenario, on a live server (the default) named so
+        run -0 python3 "$TESTS_DIR/integration/mcp-session.py" session_queue -- --sessions live
+        echo "$output"
+        [[ "$output" == *"ok session_queue"* ]]
 }
 
 @test "mcp live: the server's exit stops the sandbox, commits its files, leaves no process" {

@@ -94,6 +94,12 @@ def scenario_server(c):
     check(not any("hutch-mcp" in p["command"] for p in procs), "list_processes lists itself: %r" % procs)
     r = run_ok(c, "list_ports", {"session": "web"})
     check(r["structuredContent"]["running"] is True and r["structuredContent"]["ports"] == [], "list_ports: %r" % r)
+    # another scope's session of the same name is another sandbox
+    other = Client(c.era, ["--scope", "beta"], c.name + "-beta")
+    other.handshake()
+    r = run_ok(other, "list_processes", {"session": "web"})
+    check(r["structuredContent"]["running"] is False, "beta sees alpha's live sandbox: %r" % r)
+    other.close()
     r = run_ok(c, "list_processes", {"session": "nothing-here"})
     check(r["structuredContent"] == {"sandbox": None, "running": False, "processes": []}, "no sandbox: %r" % r)
     # the run_code path writes its code outside the workspace

@@ -328,13 +328,14 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
         return 0;
 }
 
-/* Each process of the sandbox but this listing's own shell and its
- * children: pid, parent, state, command line (or [comm]). From /proc,
+/* Each process of the sandbox but its init (pid 1, hutch's) and this
+ * listing's own shell and its children: pid, parent, state, command
+ * line (or [comm]). From /proc,
  * so it needs nothing but sh, cat and tr in the sandbox. */
 static const char ps_script[] =
         "me=$$\n"
         "for d in /proc/[0-9]*; do\n"
-        "  p=${d#/proc/}; [ \"$p\" = \"$me\" ] && continue\n"
+        "  p=${d#/proc/}; [ \"$p\" = \"$me\" ] || [ \"$p\" = 1 ] && continue\n"
         "  s=$(cat \"$d/stat\" 2>/dev/null) || continue\n"
         "  c=$(tr '\\000' ' ' < \"$d/cmdline\" 2>/dev/null)\n"
         "  t=${s#*(}; t=${t%)*}; set -- ${s##*) }\n"

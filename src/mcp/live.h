@@ -60,7 +60,8 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
                        char ***ret, char **ret_error);
 
 /* `hutch exec NAME --json --timeout 10s -- sh -c LISTING`: one line per
- * process of the sandbox but the listing's own: "PID PPID STATE CMDLINE". */
+ * process of the sandbox but its init and the listing's own:
+ * "PID PPID STATE CMDLINE". */
 char **mcp_live_ps_argv(const char *name);
 /* The processes array of the listing's stdout (a new reference). */
 json_t *mcp_live_ps_parse(const char *text);

@@ -92,6 +92,7 @@ def scenario_server(c):
     procs = r["structuredContent"]["processes"]
     check(any("server.py" in p["command"] for p in procs), "list_processes misses the server: %r" % procs)
     check(not any("hutch-mcp" in p["command"] for p in procs), "list_processes lists itself: %r" % procs)
+    check(not any(p["pid"] == 1 for p in procs), "list_processes lists the sandbox's init: %r" % procs)
     r = run_ok(c, "list_ports", {"session": "web"})
     check(r["structuredContent"]["running"] is True and r["structuredContent"]["ports"] == [], "list_ports: %r" % r)
     # another scope's session of the same name is another sandbox

@@ -53,6 +53,7 @@ struct mcp_call {
                                  * CALL_HELPER); NULL: hutch run --request - */
         bool merge_stderr;      /* the child's stderr into out too (its message) */
         char *sandbox;          /* CALL_LIVE, CALL_PS: the live sandbox it runs in */
+        bool live_waiting;      /* queued until its session's live sandbox is up */
         char *live_fallback;    /* a session call that could not go live: why
                                  * (said in its result), or NULL */
         size_t request_len, request_off;

@@ -103,6 +103,9 @@ void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms
         _cleanup_free_ char *msg = session_busy
                 ? xasprintf("queued for %llus: waiting for the earlier calls of session %s",
                             (unsigned long long)secs, c->session + strlen(MCP_SESSION_PREFIX))
+                : c->state == CALL_QUEUED && c->live_waiting
+                ? xasprintf("queued for %llus: the session's live sandbox is starting or stopping",
+                            (unsigned long long)secs)
                 : c->state == CALL_QUEUED
                 ? xasprintf("queued for %llus: %zu run%s ahead (at most %u at once)", (unsigned long long)secs,
                             ahead, ahead == 1 ? "" : "s", s->cfg->max_concurrent)

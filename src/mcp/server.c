@@ -67,6 +67,7 @@ static void start_queued(struct mcp_server *s, uint64_t now)
                                 continue;
                         }
                         n += k;
+                        c->live_waiting = k == 0;
                         p = &c->next;
                         continue;
                 }

@@ -58,6 +58,12 @@ live() {
         [[ "$output" == *"ok never"* ]]
 }
 
+@test "mcp live: SIGTERM to the server stops and commits the sandbox, then exits 0" {
+        run -0 live term
+        echo "$output"
+        [[ "$output" == *"ok term"* ]]
+}
+
 @test "mcp live: SIGKILL of the server: its keeper stops the sandbox, no process is left" {
         run -0 live killed -- --idle-timeout 777s
         echo "$output"

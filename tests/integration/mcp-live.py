@@ -203,6 +203,20 @@ def scenario_killed(c):
     wait_until("the keeper exits", lambda: not alive("mcp --idle-timeout 777s"))
 
 
+def scenario_term(c):
+    """SIGTERM to the server: it stops the session's sandbox itself
+    (committing) and exits 0; no process is left."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo t > f; %s >/dev/null 2>&1 &" % marker], "session": "tm"})
+    prefix = server_prefix(c)
+    c.proc.send_signal(signal.SIGTERM)
+    rc = c.proc.wait(60)
+    check(rc == 0, "server exited %d on SIGTERM" % rc)
+    check(sandboxes(prefix) == [] and not alive(marker), "the sandbox outlived the server")
+    check(os.path.exists(os.path.join(tree("mcp-tm"), "f")), "the session's file was not committed")
+
+
 def scenario_idle(c):
     """--idle-timeout: the session's sandbox stops by itself after it
     (committing), and the next call starts a new one."""

@@ -20,7 +20,9 @@
 #include "mcp/calls.h"
 #include "mcp/live.h"
 
-#define CODE_DIR "/tmp/.hutch-mcp"
+/* a call's own files in the sandbox's /tmp, named by its seq: no mkdir
+ * (one process less a call) */
+#define CALL_FILE "/tmp/.hutch-mcp-"
 
 /* s single-quoted for sh, appended to f. */
 static void put_quoted(FILE *f, const char *s)
@@ -111,15 +113,14 @@ static bool argv_safe(const json_t *s)
         return json_is_string(s) && strlen(json_string_value(s)) == json_string_length(s);
 }
 
-/* The part of the wrapper every call shares: a fail function, the call's
- * dir, the files, env and stdin. 0 or -EINVAL with *ret_error. */
+/* The part of the wrapper every call shares: a fail function, the
+ * files, env and stdin. 0 or -EINVAL with *ret_error. */
 static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_error)
 {
         const char *k;
         json_t *x;
 
         fputs("hutch_fail() { echo \"hutch: live session: $1\" >&2; exit 125; }\n", f);
-        fprintf(f, "mkdir -p %s/%u || hutch_fail 'cannot make " CODE_DIR "/%u'\n", CODE_DIR, seq, seq);
         json_object_foreach(json_object_get(req, "files"), k, x) {
                 json_t *content = json_is_object(x) ? json_object_get(x, "content") : x;
                 const char *enc = json_string_value(json_object_get(x, "encoding"));
@@ -166,8 +167,8 @@ static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_erro
                 }
                 fputs("printf %s ", f);
                 put_quoted(f, json_string_value(in));
-                fprintf(f, " > %s/%u/stdin && exec 0< %s/%u/stdin || hutch_fail 'cannot give stdin'\n", CODE_DIR,
-                        seq, CODE_DIR, seq);
+                fprintf(f, " > " CALL_FILE "%u.stdin && exec 0< " CALL_FILE "%u.stdin || hutch_fail 'cannot give stdin'\n",
+                        seq, seq);
         }
         return 0;
 }
@@ -237,8 +238,8 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         }
         /* a file of its own per call: a process an earlier call left
          * may still run (or hold open) the earlier one */
-        src = xasprintf(CODE_DIR "/%u/main%s", seq, l->extension);
-        out = xasprintf(CODE_DIR "/%u/main", seq);
+        src = xasprintf(CALL_FILE "%u%s", seq, l->extension);
+        out = xasprintf(CALL_FILE "%u", seq);
         if ((l->compile && lang_expand(l->compile, src, out, &compile, ret_error) < 0) ||
             lang_expand(l->command, src, out, &run, ret_error) < 0)
                 return -EINVAL;

@@ -52,7 +52,7 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                        char ***ret, char **ret_error);
 
 /* The argv of a run_code call's program in the live sandbox (code
- * written under /tmp/.hutch-mcp/SEQ, compiled if the language says so,
+ * written to /tmp/.hutch-mcp-SEQ.EXT, compiled if the language says so,
  * then run as languages.ini says): the one place that decides how code
  * runs in a live session. A persistent interpreter (`hutch exec
  * --kernel`) replaces it. Same contract as mcp_live_exec_argv(). */

@@ -216,7 +216,7 @@ static void live_argv(void **state)
         assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, &v, &err), 0);
         assert_string_equal(v[6], "sh");
         assert_string_equal(v[7], "-c");
-        assert_non_null(strstr(v[8], "printf %s 'a'\\''b $(x)' > /tmp/.hutch-mcp/7/stdin"));
+        assert_non_null(strstr(v[8], "printf %s 'a'\\''b $(x)' > /tmp/.hutch-mcp-7.stdin"));
         assert_non_null(strstr(v[8], "export K='v'\\'''\n"));
         assert_non_null(strstr(v[8], "mkdir -p -- 'd'"));
         assert_non_null(strstr(v[8], "printf %s '`x`' > 'd/f.txt'"));

@@ -70,7 +70,7 @@ live() {
         [[ "$output" == *"ok killed"* ]]
 }
 
-@test "mcp live: the idle timeout stops the session's sandbox; the next call starts a new one" {
+@test "mcp live: the idle timeout stops the session's sandbox; its run has the change set and artifacts; the next call starts a new one" {
         run -0 live idle -- --idle-timeout 2s
         echo "$output"
         [[ "$output" == *"ok idle"* ]]

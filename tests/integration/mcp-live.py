@@ -222,8 +222,8 @@ def scenario_idle(c):
     (committing), and the next call starts a new one."""
     c.handshake()
     marker = sleep_marker()
-    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo 1 > n; %s >/dev/null 2>&1 &" % marker],
-                              "session": "id"})
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo 1 > n; echo art > output/a.txt; %s >/dev/null 2>&1 &"
+                                       % marker], "session": "id"})
     prefix = server_prefix(c)
     first = [s["name"] for s in sandboxes(prefix)]
     check(len(first) == 1, "no live sandbox")
@@ -232,6 +232,14 @@ def scenario_idle(c):
     check(time.monotonic() - t0 >= 1.0, "stopped before its idle timeout")
     check(not alive(marker), "a process outlived the idle stop")
     check(os.path.exists(os.path.join(tree("mcp-id"), "n")), "the idle stop did not commit")
+    # the sandbox's own run holds the change set and the artifacts, for diff and get_file
+    runs = c.run("list_runs", {})["structuredContent"]["runs"]
+    sb = [x for x in runs if x["argv"] == ["sandbox", first[0]]]
+    check(len(sb) == 1 and sb[0]["status"] == "success", "the sandbox's run: %r" % sb)
+    d = run_ok(c, "diff", {"run_id": sb[0]["id"]})
+    check("b/n" in text_of(d), "diff of the sandbox's run: %r" % text_of(d))
+    g = run_ok(c, "get_file", {"run_id": sb[0]["id"], "path": "output/a.txt"})
+    check(g["structuredContent"]["content"] == "art\n", "get_file of the sandbox's run: %r" % g)
     r = run_ok(c, "run_command", {"argv": ["cat", "n"], "session": "id"})
     check(r["structuredContent"]["stdout"] == "1\n", "the next call: %r" % text_of(r))
     check([s["name"] for s in sandboxes(prefix)] not in ([], first), "no new sandbox for the next call")

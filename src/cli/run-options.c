@@ -395,6 +395,11 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         run_help(stdout);
                         return -1;
                 }
+                if (c == '?' && optind > 0 && startswith(argv[optind - 1], "--publish")) {
+                        log_error("run: --publish is for a live sandbox (hutch sandbox start --publish "
+                                  "[HOST_PORT:]PORT), not for a run");
+                        return EXIT_USAGE;
+                }
                 if (c == ':' || c == '?')
                         return cli_usage_error("run", argv, opts);
                 r = run_opt_output(c, cfg, a);

@@ -14,7 +14,9 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "run/live-kernel.h"
 #include "run/live.h"
+#include "run/live-publish.h"
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 
@@ -23,21 +25,82 @@
 static void sandbox_help(FILE *f)
 {
         fprintf(f,
-                "Usage: hutch sandbox start [NAME] [--idle-timeout D] [RUN OPTIONS]\n"
+                "Usage: hutch sandbox start [NAME] [--idle-timeout D] [--publish [HOST_PORT:]PORT]...\n"
+                "                           [RUN OPTIONS]\n"
                 "       hutch sandbox ls [--json]\n"
                 "       hutch sandbox stop NAME\n"
                 "\n"
                 "A live sandbox stays up between calls: `hutch exec NAME -- CMD` runs a job in it.\n"
                 "start builds it as `hutch run` would (-p, --workdir, --session, -o KEY=VALUE, ...),\n"
                 "prints its name and returns; it stops after --idle-timeout (default 1h) without an\n"
-                "exec, or at `hutch sandbox stop`, and nothing of it survives. See hutch-sandbox(1).\n");
+                "exec, or at `hutch sandbox stop`, and nothing of it survives.\n"
+                "--publish relays 127.0.0.1:HOST_PORT on the host (HOST_PORT omitted or 0: a free\n"
+                "one, shown by start and by `sandbox ls --json`) to 127.0.0.1:PORT inside; repeatable.\n"
+                "See hutch-sandbox(1).\n");
+}
+
+/* One --publish SPEC, added to ports[*n]: 0 or EXIT_USAGE, said. */
+static int add_publish(const char *spec, struct live_port *ports, size_t *n)
+{
+        struct live_port p;
+        const char *why;
+        if (!spec)
+                return log_error("sandbox start: --publish needs [HOST_PORT:]PORT"), EXIT_USAGE;
+        if (live_publish_parse(spec, &p, &why) < 0)
+                return cli_bad_value("sandbox start", "publish", spec, why);
+        if (*n >= LIVE_PUBLISH_MAX) {
+                log_error("sandbox start: --publish %s: at most %d ports", spec, LIVE_PUBLISH_MAX);
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < *n; i++)
+                if (ports[i].port == p.port || (p.host_port && ports[i].host_port == p.host_port)) {
+                        log_error("sandbox start: --publish %s: port %u is published twice", spec,
+                                  ports[i].port == p.port ? p.port : p.host_port);
+                        return EXIT_USAGE;
+                }
+        ports[(*n)++] = p;
+        return 0;
+}
+
+/* Bind every --publish on the host's loopback, before the supervisor
+ * forks: 0 or an exit code, said. */
+static int bind_publish(const struct run_config *cfg, struct live_port *ports, size_t n)
+{
+        if (n && cfg->net == NET_HOST) {
+                log_error("sandbox start: --publish: the sandbox shares the host's network (network = host); "
+                          "its ports are the host's already");
+                return EXIT_USAGE;
+        }
+        if (n && cfg->isolation == ISOLATION_LANDLOCK) {
+                log_error("sandbox start: --publish needs a network namespace of the sandbox's own "
+                          "(isolation = namespaces)");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < n; i++) {
+                unsigned asked = ports[i].host_port;
+                int r = live_publish_bind(&ports[i]);
+                if (r == -EACCES && asked && asked < live_publish_unprivileged_start()) {
+                        log_error("sandbox start: --publish %u:%u: host port %u is privileged here (below %u, "
+                                  "net.ipv4.ip_unprivileged_port_start) and hutch runs unprivileged",
+                                  asked, ports[i].port, asked, live_publish_unprivileged_start());
+                        return EXIT_USAGE;
+                }
+                if (r < 0) {
+                        log_error_errno(r, "sandbox start: --publish %u:%u: cannot listen on 127.0.0.1:%u: %m",
+                                        asked, ports[i].port, asked);
+                        return EXIT_SETUP;
+                }
+        }
+        return EXIT_OK;
 }
 
 static int start(int argc, char **argv)
 {
         struct run_config cfg;
         struct run_args a = { .ui = cli_run_ui() };
-        struct run_live live = { .idle_ms = IDLE_DEFAULT_MS, .listen_fd = -1 };
+        struct live_port ports[LIVE_PUBLISH_MAX];
+        struct run_live live = { .idle_ms = IDLE_DEFAULT_MS, .listen_fd = -1, .ports = ports };
+        pid_t me = getpid();
         _cleanup_free_ char *gen = NULL, *err = NULL;
         char **args = NULL;
         size_t n = 0;
@@ -68,6 +131,15 @@ static int start(int argc, char **argv)
                         else if (parse_duration_ms(v, &live.idle_ms) < 0 || !live.idle_ms) {
                                 code = cli_bad_value("sandbox start", "idle-timeout", v,
                                                      "expected a duration (30s, 10m, 1h) or none");
+                                goto out;
+                        }
+                        continue;
+                }
+                if (streq(argv[i], "--publish") || startswith(argv[i], "--publish=")) {
+                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
+                        r = add_publish(v, ports, &live.n_ports);
+                        if (r != 0) {
+                                code = r;
                                 goto out;
                         }
                         continue;
@@ -110,6 +182,9 @@ static int start(int argc, char **argv)
                 code = EXIT_USAGE;
                 goto out;
         }
+        code = bind_publish(&cfg, ports, live.n_ports);
+        if (code != EXIT_OK)
+                goto out;
         if (live_listen(live.name, &live.listen_fd) < 0) {
                 code = EXIT_SETUP;
                 goto out;
@@ -121,7 +196,14 @@ static int start(int argc, char **argv)
         code = run_execute(&cfg, &(struct lang_job) { .code_fd = -1 }, &a, NULL, false, NULL, &exiting);
         if (exiting > 0)
                 sandbox_reap(exiting);
+        /* the caller (not the supervisor, a fork of ours): where they are */
+        for (size_t k = 0; code == EXIT_OK && getpid() == me && k < live.n_ports; k++)
+                fprintf(stderr, "sandbox %s: 127.0.0.1:%u -> port %u inside\n", live.name, ports[k].host_port,
+                        ports[k].port);
 out:
+        for (size_t k = 0; k < live.n_ports; k++)
+                if (ports[k].fd >= 0)
+                        close(ports[k].fd);
         if (live.listen_fd >= 0)
                 close(live.listen_fd);
         strv_free(args);
@@ -161,17 +243,48 @@ int verb_sandbox(int argc, char **argv)
         return EXIT_USAGE;
 }
 
+/* `hutch exec NAME --kernel LANG (-c CODE | --file FILE)` */
+static int exec_kernel(const char *name, int kernel, const char *code, const char *file, int rest,
+                       uint64_t timeout_ms, bool json)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        if (kernel < 0) {
+                log_error("exec: -c and --file need --kernel python|node");
+                return EXIT_USAGE;
+        }
+        if (!code == !file || rest > 0) {
+                log_error("exec: --kernel takes its code from one of -c CODE or --file FILE, and no command");
+                return EXIT_USAGE;
+        }
+        if (file) {
+                int r = read_file(streq(file, "-") ? "/dev/stdin" : file, &text, &len);
+                if (r < 0) {
+                        log_error("exec: --file %s: %s", file, strerror(-r));
+                        return EXIT_USAGE;
+                }
+                code = text;
+        } else {
+                len = strlen(code);
+        }
+        return live_kernel_exec(name, kernel, code, len, timeout_ms, json, cli_run_ui());
+}
+
 int verb_exec(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "timeout", required_argument, NULL, 'T' },
                 { "json",    no_argument,       NULL, 'j' },
+                { "kernel",  required_argument, NULL, 'K' },
+                { "code",    required_argument, NULL, 'c' },
+                { "file",    required_argument, NULL, 'f' },
                 { "help",    no_argument,       NULL, 'h' },
                 {}
         };
         uint64_t timeout_ms = 0;
         bool json = false;
-        int c;
+        int c, kernel = -1;
+        const char *code = NULL, *code_file = NULL;
 
         /* NAME first, then exec's options, then the command */
         const char *name = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
@@ -181,7 +294,7 @@ int verb_exec(int argc, char **argv)
         }
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1)
+        while ((c = getopt_long(argc, argv, "+:hc:", opts, NULL)) != -1)
                 switch (c) {
                 case 'T':
                         if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms)
@@ -190,12 +303,29 @@ int verb_exec(int argc, char **argv)
                 case 'j':
                         json = true;
                         break;
+                case 'K':
+                        kernel = live_kernel_lang_from_string(optarg);
+                        if (kernel < 0)
+                                return cli_bad_value("exec", "kernel", optarg, "expected python or node");
+                        break;
+                case 'c':
+                        code = optarg;
+                        break;
+                case 'f':
+                        code_file = optarg;
+                        break;
                 case 'h':
                         printf("Usage: hutch exec NAME [--timeout D] [--json] -- CMD [ARGS...]\n"
+                               "       hutch exec NAME --kernel python|node [--timeout D] [--json] (-c CODE | --file FILE)\n"
                                "\n"
                                "Run CMD in the live sandbox NAME (hutch sandbox start) as a recorded run\n"
                                "labelled sandbox=NAME, with its own timeout (default: the sandbox profile's),\n"
-                               "output and exit status. See hutch-exec(1).\n");
+                               "output and exit status.\n"
+                               "With --kernel, run CODE (or FILE's text; - reads stdin) in the sandbox's\n"
+                               "long-lived interpreter of that language: variables, imports and open files\n"
+                               "persist between calls, a final expression's value is printed as a REPL does,\n"
+                               "the timeout interrupts the call (the state lives on), and a call after the\n"
+                               "kernel died says its state was lost. See hutch-exec(1).\n");
                         return EXIT_OK;
                 default:
                         return cli_usage_error("exec", argv, opts);
@@ -206,6 +336,8 @@ int verb_exec(int argc, char **argv)
                 log_error("exec: no sandbox name (usage: hutch exec NAME -- CMD)");
                 return EXIT_USAGE;
         }
+        if (kernel >= 0 || code || code_file)
+                return exec_kernel(name, kernel, code, code_file, argc - optind, timeout_ms, json);
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;
         if (optind >= argc) {

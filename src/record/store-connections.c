@@ -1,5 +1,6 @@
 /* store-connections.c - the queries on the `connections` table (see
- * store.h): the egress decisions of a run, written once at its end and
+ * store.h): the egress decisions of a run (and a live sandbox's
+ * published ports' connections), written at its end and
  * read back by `show` and `--json`. Their rows go with their run
  * (store_delete_older_than(), store-runs.c).
  *
@@ -55,13 +56,27 @@ int store_connections_add(struct store *s, const char *run_id, json_t *connectio
         r = store_begin_write(s);
         if (r < 0)
                 return r;
+        /* after the rows the run has already: a live sandbox adds its
+         * published ports' connections and its egress ones apart */
+        sqlite3_int64 base = 0;
+        r = store_prepare(s, "SELECT COALESCE(MAX(seq) + 1, 0) FROM connections WHERE run_id = ?1", &st);
+        if (r < 0)
+                goto out;
+        store_bind_text(st, 1, run_id);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+                r = store_fail(s, rc);
+                goto out;
+        }
+        base = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(TAKE_PTR(st));
         r = store_prepare(s, sql, &st);
         if (r < 0)
                 goto out;
         json_array_foreach(connections, i, o) {
                 sqlite3_reset(st);
                 store_bind_text(st, 1, run_id);
-                sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+                sqlite3_bind_int64(st, 2, base + (sqlite3_int64)i);
                 for (size_t c = 0; c < ELEMENTSOF(cols); c++) {
                         json_t *v = json_object_get(o, cols[c].field);
                         if (cols[c].integer && json_is_integer(v))

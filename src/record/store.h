@@ -355,8 +355,10 @@ int store_workspace_get(struct store *s, const char *run_id, char **ret_workdir,
 
 /* The `connections` table: every egress decision of a `network = allow`
  * run (one JSON object per decision, the shape of the "connections"
- * array in hutch.result/1; see hutch-run(1)). Add them in one
- * transaction; fields missing from an object are stored as NULL.
+ * array in hutch.result/1; see hutch-run(1)), and the connections to a
+ * live sandbox's published ports. Add them in one transaction, after
+ * the rows the run has already; fields missing from an object are
+ * stored as NULL.
  * 0 or -errno. */
 int store_connections_add(struct store *s, const char *run_id, json_t *connections);
 /* The same back, in the order they were added: a new JSON array (empty

@@ -186,7 +186,7 @@ static int exchange(int fd, char **argv, uint64_t timeout_ms, bool json, struct 
 
 /* The exec runs under its sandbox's profile, limits and enforcement:
  * its record says so, from the sandbox's own run (NAME.json names it). */
-static void inherit_sandbox(struct store *s, int dirfd, const char *name, struct run_record *rec)
+void live_inherit_sandbox(struct store *s, int dirfd, const char *name, struct run_record *rec)
 {
         _cleanup_free_ char *file = live_path(dirfd, name, "json"), *text = NULL;
         _cleanup_run_record_ struct run_record *sb = NULL;
@@ -228,7 +228,7 @@ int live_exec(const char *name, char **argv, uint64_t timeout_ms, bool json, con
         _cleanup_free_ char *profile = xasprintf("sandbox:%s", name);
         if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
                 return EXIT_SETUP;
-        inherit_sandbox(s, dirfd, name, rec);
+        live_inherit_sandbox(s, dirfd, name, rec);
         if (store_run_insert(s, rec) < 0 ||
             store_labels_set(s, rec->id, labels) < 0) {
                 log_error("exec: run store %s: %s", db, store_error(s));
@@ -289,6 +289,23 @@ static bool alive(int dirfd, const char *name)
                recv(fd, &rep, sizeof(rep), 0) > 0 && rep.op == LIVE_OP_PONG;
 }
 
+/* A state file's published ports as "HOST_PORT->PORT,...", or "-". */
+static const char *ports_text(json_t *ports, char *buf, size_t size)
+{
+        size_t i, at = 0;
+        json_t *p;
+        snprintf(buf, size, "-");
+        json_array_foreach(ports, i, p) {
+                int n = snprintf(buf + at, size - at, "%s%lld->%lld", i ? "," : "",
+                                 (long long)json_integer_value(json_object_get(p, "host_port")),
+                                 (long long)json_integer_value(json_object_get(p, "port")));
+                if (n < 0 || (size_t)n >= size - at)
+                        break;
+                at += (size_t)n;
+        }
+        return buf;
+}
+
 int live_list(bool json)
 {
         _cleanup_close_ int dirfd = live_dir_open();
@@ -299,7 +316,7 @@ int live_list(bool json)
         if (!d)
                 return log_error_errno(-errno, "sandbox ls: %m"), EXIT_SETUP;
         if (!json)
-                printf("%-24s %-26s %s\n", "NAME", "ID", "IDLE TIMEOUT");
+                printf("%-24s %-26s %-12s %s\n", "NAME", "ID", "IDLE TIMEOUT", "PORTS");
         struct dirent *de;
         while ((de = readdir(d))) {
                 size_t n = strlen(de->d_name);
@@ -318,10 +335,11 @@ int live_list(bool json)
                         printf("%s\n", j);
                 } else {
                         json_t *id = json_object_get(o, "id"), *idle = json_object_get(o, "idle_timeout_ms");
-                        char dur[32] = "starting";
+                        char dur[32] = "starting", ports[256];
                         if (idle)
                                 (void)format_duration_ms((uint64_t)json_integer_value(idle), dur, sizeof(dur));
-                        printf("%-24s %-26s %s\n", name, id ? json_string_value(id) : "-", dur);
+                        printf("%-24s %-26s %-12s %s\n", name, id ? json_string_value(id) : "-", dur,
+                               ports_text(json_object_get(o, "ports"), ports, sizeof(ports)));
                 }
                 json_decref(o);
         }

@@ -68,6 +68,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-publish.h"
 #include "run/run-internal.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sync.h"
@@ -221,6 +222,7 @@ struct exec_slot {
         pid_t pid;              /* the job's pid inside, 0 until init says */
         uint64_t started_ms, deadline_ms; /* deadline 0: none */
         struct live_reply end;  /* what the client will be told */
+        struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
 };
 
 /* The supervisor's state while it serves. */
@@ -235,6 +237,8 @@ struct live {
         int stopper;            /* `sandbox stop`'s connection, held open to the end */
         const char *why;        /* why the sandbox ended */
         bool ready;
+        struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
+        struct live_kernels *kernels;
 };
 
 static void touch_idle(struct live *l)
@@ -269,6 +273,13 @@ static void kill_job(struct live *l, struct exec_slot *x)
 /* The exec ended (or was given up): tell its client, if still there. */
 static void exec_done(struct live *l, struct exec_slot *x)
 {
+        if (x->kernel) {
+                struct live_kernel *k = x->kernel;
+                int status = x->end.status, error = x->end.stopped ? ESHUTDOWN : x->end.error;
+                *x = (struct exec_slot) { .client = -1 };
+                live_kernel_job_ended(k, l, status, error);
+                return;
+        }
         x->end.op = LIVE_OP_END;
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
         if (x->client >= 0) {
@@ -358,6 +369,54 @@ static void exec_start(struct live *l, int fd, const char *buf, size_t n)
                 exec_done(l, x);
 }
 
+int live_job_spawn(struct live *l, char **argv, const int fds[3], struct live_kernel *k)
+{
+        struct exec_slot *x = NULL;
+        size_t len = 0, at = 0;
+        for (size_t i = 0; i < ELEMENTSOF(l->exec) && !x; i++)
+                if (!l->exec[i].active)
+                        x = &l->exec[i];
+        if (!x)
+                return -EBUSY;
+        for (char **a = argv; *a; a++)
+                len += strlen(*a) + 1;
+        if (len > LIVE_ARGV_MAX)
+                return -E2BIG;
+        _cleanup_free_ char *buf = xmalloc(len);
+        for (char **a = argv; *a; a++) {
+                memcpy(buf + at, *a, strlen(*a) + 1);
+                at += strlen(*a) + 1;
+        }
+        int r = send_to_init(l, SANDBOX_MSG_EXEC, buf, len, fds, 3);
+        if (r < 0)
+                return r;
+        /* not counted in n_active: a kernel idles between its calls */
+        *x = (struct exec_slot) { .active = true, .client = -1, .seq = ++l->seq, .kernel = k,
+                                  .started_ms = now_monotonic_ms() };
+        return 0;
+}
+
+void live_job_signal(struct live *l, int32_t pid, bool kill)
+{
+        if (pid > 0)
+                (void)send_to_init(l, kill ? SANDBOX_MSG_KILL : SANDBOX_MSG_INTERRUPT, &pid, sizeof(pid), NULL, 0);
+}
+
+void live_busy(struct live *l, bool busy)
+{
+        if (busy) {
+                l->n_active++;
+                l->idle_ms_at = 0;
+        } else if (--l->n_active == 0) {
+                touch_idle(l);
+        }
+}
+
+const struct run_config *live_config(const struct live *l)
+{
+        return l->cfg;
+}
+
 /* One connection on the control socket. */
 static void control(struct live *l, int lfd)
 {
@@ -383,6 +442,9 @@ static void control(struct live *l, int lfd)
         case LIVE_OP_EXEC:
                 exec_start(l, fd, buf, (size_t)n);
                 return;
+        case LIVE_OP_KERNEL:
+                live_kernels_request(l->kernels, l, fd, buf, (size_t)n);
+                return;
         case LIVE_OP_STOP:
                 l->why = "stopped (hutch sandbox stop)";
                 if (l->stopper < 0)
@@ -407,6 +469,7 @@ static bool from_init(struct live *l, struct run_outcome *out)
         struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
         struct exec_slot *x;
+        int sock = -1;          /* SYNC_SOCKET's */
         ssize_t n = recvmsg(l->sb->sync_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n <= 0)
                 return n < 0 && (errno == EAGAIN || errno == EINTR);
@@ -419,9 +482,17 @@ static bool from_init(struct live *l, struct run_outcome *out)
                                         l->sb->workspace_fd = fd;
                                 else if (msg.kind == SYNC_WORKSPACE && i == 1 && l->sb->upper_fd < 0)
                                         l->sb->upper_fd = fd;
+                                else if (msg.kind == SYNC_SOCKET && i == 0 && l->ready && (size_t)n >= sizeof(msg))
+                                        sock = fd;
                                 else
                                         close(fd);
                         }
+        if (msg.kind == SYNC_SOCKET && l->ready && (size_t)n >= sizeof(msg)) {
+                live_publish_socket(l->pub, sock, msg.error);
+                return true;
+        }
+        if (sock >= 0)
+                close(sock);
         if ((size_t)n < offsetof(struct sync_msg, reaped))
                 return true;
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
@@ -443,7 +514,9 @@ static bool from_init(struct live *l, struct run_outcome *out)
                 if ((x = oldest_pending(l))) {
                         x->seq = 0;
                         x->pid = msg.pid;
-                        if (x->client < 0 || (x->end.timed_out && x->deadline_ms))
+                        if (x->kernel)
+                                live_kernel_job_started(x->kernel, l, msg.pid);
+                        else if (x->client < 0 || (x->end.timed_out && x->deadline_ms))
                                 kill_job(l, x); /* given up before it had a pid */
                 }
                 break;
@@ -485,11 +558,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                 (void)unlinkat(dirfd, sock, 0);
                 return;
         }
+        _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
                                            (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms);
+                                           (unsigned long long)l->opts->idle_ms, ports);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -507,6 +581,9 @@ static int timeout_for(const struct live *l)
                 if (x->active && x->deadline_ms && !x->end.timed_out && (!until || x->deadline_ms < until))
                         until = x->deadline_ms;
         }
+        uint64_t k = live_kernels_deadline(l->kernels);
+        if (k && (!until || k < until))
+                until = k;
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
@@ -534,7 +611,7 @@ static void check_execs(struct live *l, const struct pollfd *p)
 int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1 };
+        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1, .kernels = live_kernels_new() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -546,9 +623,10 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 l.exec[i].client = -1;
         touch_idle(&l);
+        l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
                 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
-                struct pollfd p[N_EXEC + 4];
+                struct pollfd p[N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
@@ -556,12 +634,15 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
                 /* requests only once the sandbox is up */
                 p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
+                live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
+                live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
                         run_detach_started(notify);
                 }
-                int n = poll(p, ELEMENTSOF(p), timeout_for(&l));
+                int t = timeout_for(&l), tp = live_publish_timeout(l.pub);
+                int n = poll(p, ELEMENTSOF(p), t < 0 || (tp >= 0 && tp < t) ? tp : t);
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (p[N_EXEC + 1].revents & POLLIN) {
@@ -579,9 +660,15 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                             si.ssi_signo != SIGPIPE && si.ssi_signo != SIGWINCH)
                                 l.why = "stopped by a signal";
                 }
+                /* before a request can reuse a closed client's fd number */
+                live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
+                live_publish_run(l.pub, p + N_EXEC + 4);
+                /* an open connection to a published port counts as use */
+                if (live_publish_busy(l.pub))
+                        touch_idle(&l);
                 if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }
@@ -595,8 +682,13 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                         l.exec[i].end.stopped = 1;
                         exec_done(&l, &l.exec[i]);
                 }
+        l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
+        int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
+        if (k < 0)
+                log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",
+                            opts->name, strerror(-k));
         out->wall_ms = now_monotonic_ms() - t0;
         if (out->status != RUN_SETUP_ERROR) {
                 /* stop and the idle timeout are how a live sandbox ends;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct live_port;
 struct run_ui;
 
 /* What `hutch sandbox start` adds to a run (run_args.live). */
@@ -20,6 +21,9 @@ struct run_live {
         const char *name;       /* live_name_valid() */
         uint64_t idle_ms;       /* stop after this long with no exec; 0 = never */
         int listen_fd;          /* live_listen()'s socket */
+        struct live_port *ports; /* --publish, bound (run/live-publish.h); the
+                                  * supervisor closes their fds at the end */
+        size_t n_ports;
 };
 
 /* A sandbox's name: 1-64 of [A-Za-z0-9._-], not starting with . or -. */

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -236,7 +237,33 @@ static void live_fork(const struct run_config *cfg, const struct sandbox_inputs 
         strv_free(argv);
 }
 
-/* One SANDBOX_MSG_EXEC or SANDBOX_MSG_KILL from the supervisor, in a
+/* SANDBOX_MSG_SOCKET: a fresh TCP socket in our network namespace, for
+ * a published port's connection (run/live-publish.c says why this is
+ * safe). It leaves us at once: the supervisor connects it. */
+static void live_socket(int sync_fd)
+{
+        struct sync_msg msg = { .kind = SYNC_SOCKET };
+        char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+        struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+        if (fd < 0) {
+                msg.error = errno;
+        } else {
+                mh.msg_control = cbuf;
+                mh.msg_controllen = sizeof(cbuf);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        (void)sendmsg(sync_fd, &mh, MSG_NOSIGNAL);
+        if (fd >= 0)
+                close(fd);
+}
+
+/* One SANDBOX_MSG_EXEC, _KILL or _SOCKET from the supervisor, in a
  * live sandbox. The job's stdio are exactly the three fds that came with
  * the message (pipes the supervisor made for this exec alone), received
  * close-on-exec, dup'ed to 0-2 in job_exec() and closed here once the
@@ -272,6 +299,13 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
                 memcpy(&pid, buf + 1, sizeof(pid));
                 if (pid > 0 && live_slot(jobs, pid) && kill(-pid, SIGKILL) < 0)
                         (void)kill(pid, SIGKILL);
+        } else if (buf[0] == SANDBOX_MSG_INTERRUPT && n == 1 + (ssize_t)sizeof(int32_t)) {
+                int32_t pid;
+                memcpy(&pid, buf + 1, sizeof(pid));
+                if (pid > 0 && live_slot(jobs, pid))
+                        (void)kill(pid, SIGINT);
+        } else if (buf[0] == SANDBOX_MSG_SOCKET && n == 1) {
+                live_socket(sync_fd);
         } else if (buf[0] == SANDBOX_MSG_EXEC) {
                 live_fork(cfg, in, sync_fd, sfd, jobs, buf, n, fds, nfds, (mh.msg_flags & MSG_TRUNC) != 0);
         }

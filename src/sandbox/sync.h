@@ -27,6 +27,14 @@
 /* A live sandbox's init: SIGKILL the process group of the job whose pid
  * (int32_t, init's view) follows the byte. */
 #define SANDBOX_MSG_KILL 5
+/* A live sandbox's init: make an unconnected TCP/IPv4 socket in the
+ * sandbox's network namespace and send it back (SYNC_SOCKET, the fd
+ * attached; error set and no fd when it could not). The byte alone; for
+ * a published port (run/live-publish.c). */
+#define SANDBOX_MSG_SOCKET 6
+/* A live sandbox's init: SIGINT the job (alone) whose pid follows the
+ * byte: a kernel call's deadline (run/live-kernel.c). */
+#define SANDBOX_MSG_INTERRUPT 7
 #define SANDBOX_LIVE_JOBS_MAX 16
 
 enum sync_kind {
@@ -40,6 +48,7 @@ enum sync_kind {
         SYNC_COMPILE_FAILED,  /* the --lang compile step failed: status, path = compiler */
         SYNC_WORKSPACE,       /* root built, before the job: O_DIRECTORY fds of the
                                * workspace and (status = 2) the overlay upper dir */
+        SYNC_SOCKET,          /* answer to SANDBOX_MSG_SOCKET: the socket attached, or error */
 };
 
 /* SYNC_JOB_EXIT's error field: init killed and reaped every process the

@@ -831,6 +831,32 @@ static void summary_with_finish(void **state)
         assert_int_equal(store_files_summary_get(s, b->id, NULL, NULL, NULL), -ENOENT);
 }
 
+/* Connections added in two batches (a live sandbox's published ports,
+ * then its egress decisions) keep both: the second goes after the
+ * first, in order, and replaces none of it. */
+static void connections_append(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_store_ struct store *s = open_ok(f->path);
+        _cleanup_run_record_ struct run_record *a = make("01JF0000000000000000000001", RUN_SUCCESS, 1000);
+        assert_int_equal(store_run_insert(s, a), 0);
+        json_t *first = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "proto", "tcp", "decision", "published",
+                                  "dest", "127.0.0.1:8000", "proto", "tcp", "decision", "published", "dest",
+                                  "127.0.0.1:8001");
+        json_t *second = json_pack("[{s:s, s:s, s:s}]", "proto", "tcp", "decision", "allowed", "dest",
+                                   "example.test:443");
+        assert_int_equal(store_connections_add(s, a->id, first), 0);
+        assert_int_equal(store_connections_add(s, a->id, second), 0);
+        json_t *got = store_connections_json(s, a->id);
+        assert_int_equal(json_array_size(got), 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(got, 0), "dest")), "127.0.0.1:8000");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(got, 1), "dest")), "127.0.0.1:8001");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(got, 2), "dest")), "example.test:443");
+        json_decref(first);
+        json_decref(second);
+        json_decref(got);
+}
+
 /* Labels, the label and session filters, and lookups by idempotency key. */
 static void labels_and_keys(void **state)
 {
@@ -916,6 +942,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(summary_with_finish, setup, teardown),
                 cmocka_unit_test_setup_teardown(deferred_checkpoints, setup, teardown),
                 cmocka_unit_test_setup_teardown(labels_and_keys, setup, teardown),
+                cmocka_unit_test_setup_teardown(connections_append, setup, teardown),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

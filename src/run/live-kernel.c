@@ -1,0 +1,502 @@
+/* run/live-kernel.c - the kernels of a live sandbox, supervisor side
+ * (run/live-kernel.h; the client side is live-kernel-call.c).
+ *
+ * A kernel is one job of the sandbox, started by live_job_spawn() the
+ * way every exec's job is (init forks it with job_exec(): no
+ * capabilities, no_new_privs, the sandbox's seccomp filter and rlimits,
+ * in its namespaces), running the driver program of its language
+ * (share/kernels/python.py, node.js, read here from the data dir and
+ * passed as the interpreter's -c / -e argument: nothing else of the
+ * host's goes in, and no mount is needed). Its stdio are made here:
+ *  - fd 0, one end of a stream socketpair: requests go in, replies come
+ *    out, each a 4-byte big-endian length and a JSON object;
+ *  - fd 1 and 2, pipes whose read ends stay here and are lent (SCM_RIGHTS
+ *    copies) to the client of the call that runs, which reads the call's
+ *    output from them as an exec's client does; between calls whatever
+ *    is written there is read and dropped.
+ * One call runs at a time per kernel. It ends when the reply comes; the
+ * call stays held until its client, having drained the pipes, hangs up.
+ *
+ * Security: everything the kernel writes is hostile. The code runs in
+ * the driver's own process and can write anything to the socket, so:
+ *  - a reply is read without blocking into a buffer of at most
+ *    KERNEL_FRAME_MAX bytes; a larger length, bytes past the reply, bytes
+ *    while no call runs, EOF, or anything but a JSON object with a known
+ *    "status" string, an optional "value" string and "ename" string gets
+ *    the kernel killed (SIGKILL to its process group, through init) and
+ *    the call answered "died" with the reason, once init reports its end;
+ *  - what reaches the client is bounded: the value cut to
+ *    LIVE_KERNEL_VALUE_MAX, the exception name to 63 bytes; the output
+ *    never passes through the supervisor during a call;
+ *  - a call's deadline sends SIGINT to the kernel alone (init checks the
+ *    pid is one of its jobs); a kernel that has not replied
+ *    KERNEL_GRACE_MS later is killed. Without a deadline, the client
+ *    going away interrupts the call the same way. So no kernel can stall
+ *    the supervisor's loop or its other execs, and the supervisor holds
+ *    no buffer a kernel can grow beyond KERNEL_FRAME_MAX per language.
+ * A forged reply can only lie about its own call, which is the code's
+ * own; the record of a call is its client's (live-kernel-call.c). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+#include "config/run-config.h"
+#include "lib/util.h"
+#include "run/live-internal.h"
+
+#define KERNEL_FRAME_MAX (256u << 10)
+#define KERNEL_GRACE_MS 2000
+#define KERNEL_EOF_GRACE_MS 500
+
+enum kernel_job { JOB_DOWN, JOB_STARTING, JOB_UP };
+enum kernel_call { CALL_NONE, CALL_RUNNING, CALL_HELD };
+
+struct live_kernel {
+        enum live_kernel_lang lang;
+        enum kernel_job job;
+        int32_t pid;            /* init's view, 0 until it says */
+        int sock, out, err;     /* ours: the request socket, the output pipes' read ends */
+        bool lost;              /* a kernel of this language died: the next reply says so */
+        bool killing;           /* SIGKILL sent; why says why */
+        bool stopping;          /* the sandbox stops */
+        char why[160];
+        enum kernel_call call;
+        int client;             /* the call's connection, -1 once gone */
+        uint64_t started_ms, deadline_ms, kill_at_ms;
+        uint64_t eof_at_ms;     /* the socket hit EOF: killed unless it ends by then */
+        char *rbuf;             /* the reply so far: rlen of 4 + KERNEL_FRAME_MAX */
+        size_t rlen;
+};
+
+struct live_kernels {
+        struct live_kernel k[_LIVE_KERNEL_LANG_MAX];
+};
+
+static const char *const driver_file[_LIVE_KERNEL_LANG_MAX] = {
+        [LIVE_KERNEL_PYTHON] = "python.py",
+        [LIVE_KERNEL_NODE] = "node.js",
+};
+
+struct live_kernels *live_kernels_new(void)
+{
+        struct live_kernels *ks = xmalloc(sizeof(*ks));
+        for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++)
+                ks->k[i] = (struct live_kernel) { .lang = i, .sock = -1, .out = -1, .err = -1, .client = -1 };
+        return ks;
+}
+
+static void close_fd(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static void send_end(int fd, const struct live_kernel *k, enum live_kernel_status st, int wait_status,
+                     bool timed_out, bool lost, const char *value, size_t vlen, const char *ename, const char *message)
+{
+        if (fd < 0)
+                return;
+        struct live_kend e = { .r = { .op = LIVE_OP_END, .status = wait_status, .timed_out = timed_out,
+                                      .stopped = k->stopping },
+                               .status = st, .value_len = value ? (uint32_t)vlen : UINT32_MAX };
+        e.r.wall_ms = k->started_ms ? now_monotonic_ms() - k->started_ms : 0;
+        e.state_lost = lost;
+        snprintf(e.ename, sizeof(e.ename), "%s", ename ? ename : "");
+        snprintf(e.message, sizeof(e.message), "%s", message ? message : "");
+        struct iovec iov[2] = { { &e, sizeof(e) }, { (void *)value, value ? vlen : 0 } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = value ? 2 : 1 };
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+}
+
+static void call_done(struct live_kernel *k, struct live *l)
+{
+        close_fd(&k->client);
+        k->call = CALL_NONE;
+        k->started_ms = k->deadline_ms = k->kill_at_ms = 0;
+        live_busy(l, false);
+}
+
+static void kill_kernel(struct live_kernel *k, struct live *l, const char *why)
+{
+        if (k->killing)
+                return;
+        k->killing = true;
+        snprintf(k->why, sizeof(k->why), "%s", why);
+        close_fd(&k->sock);
+        live_job_signal(l, k->pid, true);       /* pid 0: at its start */
+}
+
+/* Read and drop what the kernel wrote while no call runs. */
+static void drain(int *fd)
+{
+        char buf[16384];
+        for (int i = 0; i < 4 && *fd >= 0; i++) {
+                ssize_t n = read(*fd, buf, sizeof(buf));
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                        close_fd(fd);
+                if (n <= 0)
+                        return;
+        }
+}
+
+static int start(struct live_kernel *k, struct live *l, char *msg, size_t msg_size)
+{
+        const char *dir = getenv("HUTCH_DATADIR");
+        _cleanup_free_ char *path = xasprintf("%s/kernels/%s", dir && *dir ? dir : HUTCH_DATADIR,
+                                              driver_file[k->lang]);
+        _cleanup_free_ char *text = NULL;
+        int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+        int r = read_file(path, &text, NULL);
+        if (r < 0) {
+                snprintf(msg, msg_size, "kernel driver %s: %s", path, strerror(-r));
+                return r;
+        }
+        char *argv[] = { k->lang == LIVE_KERNEL_PYTHON ? "python3" : "node",
+                         k->lang == LIVE_KERNEL_PYTHON ? "-c" : "-e", text, NULL };
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+            pipe2(err, O_CLOEXEC) < 0)
+                r = -errno;
+        else
+                r = live_job_spawn(l, argv, (int[]) { sv[1], out[1], err[1] }, k);
+        int ends[] = { sv[1], out[1], err[1] };
+        for (size_t i = 0; i < ELEMENTSOF(ends); i++)
+                if (ends[i] >= 0)
+                        close(ends[i]);
+        if (r < 0) {
+                int ours[] = { sv[0], out[0], err[0] };
+                for (size_t i = 0; i < ELEMENTSOF(ours); i++)
+                        if (ours[i] >= 0)
+                                close(ours[i]);
+                snprintf(msg, msg_size, "start the kernel: %s", r == -EBUSY ? "every job slot of the sandbox is taken" : strerror(-r));
+                return r;
+        }
+        k->sock = sv[0];
+        k->out = out[0];
+        k->err = err[0];
+        for (int *fd = &k->sock; fd <= &k->err; fd++)
+                (void)fcntl(*fd, F_SETFL, O_NONBLOCK);
+        k->job = JOB_STARTING;
+        k->killing = false;
+        k->why[0] = '\0';
+        k->rlen = 0;
+        if (!k->rbuf)
+                k->rbuf = xmalloc(4 + KERNEL_FRAME_MAX);
+        return 0;
+}
+
+/* The request frame: {"code": ...} after its length. */
+static char *request_frame(const char *code, size_t len, size_t *ret_len)
+{
+        json_t *o = json_object();
+        json_t *c = json_stringn(code, len);
+        if (!c) {
+                json_decref(o);
+                return NULL;
+        }
+        json_object_set_new(o, "code", c);
+        _cleanup_free_ char *body = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!body)
+                return NULL;
+        size_t n = strlen(body);
+        char *f = xmalloc(4 + n);
+        uint32_t be = htobe32((uint32_t)n);
+        memcpy(f, &be, 4);
+        memcpy(f + 4, body, n);
+        *ret_len = 4 + n;
+        return f;
+}
+
+static void refuse(int fd, char op, const char *message)
+{
+        struct live_kernel none = { .sock = -1 };
+        if (op == LIVE_OP_BUSY) {
+                struct live_reply b = { .op = LIVE_OP_BUSY };
+                (void)send(fd, &b, sizeof(b), MSG_NOSIGNAL);
+        } else {
+                send_end(fd, &none, LIVE_KERNEL_UNAVAILABLE, 0, false, false, NULL, 0, NULL, message);
+        }
+        close(fd);
+}
+
+void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const char *buf, size_t n)
+{
+        struct live_kreq req;
+        char msg[160];
+        if (n < sizeof(req)) {
+                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                return;
+        }
+        memcpy(&req, buf, sizeof(req));
+        if (req.lang < 0 || req.lang >= _LIVE_KERNEL_LANG_MAX || n - sizeof(req) > LIVE_KERNEL_CODE_MAX) {
+                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                return;
+        }
+        struct live_kernel *k = &ks->k[req.lang];
+        char c;
+        /* the last call's client hung up already (sequential callers) */
+        if (k->call == CALL_HELD && recv(k->client, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
+                call_done(k, l);
+        if (k->call != CALL_NONE || k->killing) {
+                refuse(fd, LIVE_OP_BUSY, NULL);
+                return;
+        }
+        size_t flen;
+        _cleanup_free_ char *frame = request_frame(buf + sizeof(req), n - sizeof(req), &flen);
+        if (!frame) {
+                refuse(fd, LIVE_OP_END, "the code is not UTF-8 text");
+                return;
+        }
+        if (k->job == JOB_DOWN && start(k, l, msg, sizeof(msg)) < 0) {
+                refuse(fd, LIVE_OP_END, msg);
+                return;
+        }
+        drain(&k->out);
+        drain(&k->err);
+        k->call = CALL_RUNNING;
+        k->client = fd;
+        k->started_ms = now_monotonic_ms();
+        uint64_t t = req.timeout_ms ? req.timeout_ms : live_config(l)->timeout_ms;
+        k->deadline_ms = t ? k->started_ms + t : 0;
+        live_busy(l, true);
+        /* the output pipes, lent: SCM_RIGHTS hands copies */
+        struct live_reply f = { .op = LIVE_OP_FDS };
+        int fds[2], nfds = 0;
+        if (k->out >= 0)
+                fds[nfds++] = k->out;
+        if (k->err >= 0)
+                fds[nfds++] = k->err;
+        char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+        struct iovec iov = { &f, sizeof(f) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (nfds) {
+                mh.msg_control = cbuf;
+                mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+                memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+        }
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+        /* an idle kernel's socket buffer is empty: the frame fits */
+        if (k->sock < 0 || send(k->sock, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)flen)
+                kill_kernel(k, l, "the kernel did not take its request");
+}
+
+void live_kernel_job_started(struct live_kernel *k, struct live *l, int32_t pid)
+{
+        k->pid = pid;
+        k->job = JOB_UP;
+        if (k->killing)
+                live_job_signal(l, pid, true);
+}
+
+void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, int error)
+{
+        char msg[200];
+        k->stopping = error == ESHUTDOWN;
+        bool never_ran = error != 0 && !k->stopping;
+        enum live_kernel_status st = never_ran ? LIVE_KERNEL_UNAVAILABLE : LIVE_KERNEL_DIED;
+        if (k->stopping)
+                snprintf(msg, sizeof(msg), "the sandbox stopped while the call ran");
+        else if (never_ran)
+                snprintf(msg, sizeof(msg), "the %s kernel could not start: %s",
+                         live_kernel_lang_to_string(k->lang), strerror(error));
+        else if (k->why[0])
+                snprintf(msg, sizeof(msg), "%s: it was killed and its state is lost", k->why);
+        else if (WIFSIGNALED(status))
+                snprintf(msg, sizeof(msg), "the kernel was killed by signal %d: its state is lost",
+                         WTERMSIG(status));
+        else
+                snprintf(msg, sizeof(msg), "the kernel exited with status %d: its state is lost",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        if (k->call == CALL_RUNNING) {
+                bool timed_out = k->kill_at_ms && now_monotonic_ms() >= k->kill_at_ms;
+                send_end(k->client, k, st, status, timed_out, !never_ran || k->lost, NULL, 0, NULL, msg);
+                if (k->client >= 0)
+                        k->call = CALL_HELD;    /* its client drains the pipes */
+                else
+                        call_done(k, l);
+        }
+        /* a kernel that ran had state; one that never ran leaves the
+         * loss of the one before it to be said */
+        if (!never_ran)
+                k->lost = true;
+        close_fd(&k->sock);
+        close_fd(&k->out);
+        close_fd(&k->err);
+        k->job = JOB_DOWN;
+        k->pid = 0;
+        k->killing = false;
+        k->why[0] = '\0';
+        k->rlen = 0;
+        k->deadline_ms = k->kill_at_ms = k->eof_at_ms = 0;
+}
+
+/* A whole reply frame in k->rbuf: check it, answer the call. */
+static void reply(struct live_kernel *k, struct live *l, size_t body)
+{
+        json_error_t jerr;
+        json_t *o = json_loadb(k->rbuf + 4, body, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *jst = json_object_get(o, "status"), *jv = json_object_get(o, "value"),
+               *je = json_object_get(o, "ename");
+        const char *s = json_string_value(jst);
+        enum live_kernel_status st = _LIVE_KERNEL_STATUS_INVALID;
+        if (s && streq(s, "ok"))
+                st = LIVE_KERNEL_OK;
+        else if (s && streq(s, "error"))
+                st = LIVE_KERNEL_ERROR;
+        else if (s && streq(s, "interrupted"))
+                st = LIVE_KERNEL_INTERRUPTED;
+        if (!json_is_object(o) || st < 0 || (jv && !json_is_null(jv) && !json_is_string(jv)) ||
+            (je && !json_is_string(je))) {
+                json_decref(o);
+                kill_kernel(k, l, "the kernel sent a malformed reply");
+                return;
+        }
+        size_t vlen = json_is_string(jv) ? MIN(json_string_length(jv), (size_t)LIVE_KERNEL_VALUE_MAX) : 0;
+        send_end(k->client, k, st, 0, st == LIVE_KERNEL_INTERRUPTED, k->lost,
+                 json_is_string(jv) ? json_string_value(jv) : NULL, vlen, json_string_value(je), NULL);
+        k->lost = false;        /* said once */
+        json_decref(o);
+        k->rlen = 0;
+        if (k->client >= 0) {
+                k->call = CALL_HELD;
+                k->deadline_ms = k->kill_at_ms = 0;
+        } else {
+                call_done(k, l);
+        }
+}
+
+/* What the kernel wrote on its socket. */
+static void from_kernel(struct live_kernel *k, struct live *l)
+{
+        for (;;) {
+                size_t cap = 4 + KERNEL_FRAME_MAX;
+                ssize_t n = read(k->sock, k->rbuf + k->rlen, cap - k->rlen);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n <= 0) {
+                        /* mostly a kernel on its way out: let its own end
+                         * be told, unless it lingers */
+                        close_fd(&k->sock);
+                        k->eof_at_ms = now_monotonic_ms() + KERNEL_EOF_GRACE_MS;
+                        return;
+                }
+                if (k->call != CALL_RUNNING) {
+                        kill_kernel(k, l, "the kernel wrote out of turn");
+                        return;
+                }
+                k->rlen += (size_t)n;
+                if (k->rlen < 4)
+                        continue;
+                uint32_t be;
+                memcpy(&be, k->rbuf, 4);
+                size_t body = be32toh(be);
+                if (body > KERNEL_FRAME_MAX) {
+                        kill_kernel(k, l, "the kernel sent an oversized reply");
+                        return;
+                }
+                if (k->rlen > 4 + body) {
+                        kill_kernel(k, l, "the kernel wrote past its reply");
+                        return;
+                }
+                if (k->rlen == 4 + body) {
+                        reply(k, l, body);
+                        return;
+                }
+        }
+}
+
+void live_kernels_poll(const struct live_kernels *ks, struct pollfd *p)
+{
+        for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
+                const struct live_kernel *k = &ks->k[i];
+                bool idle = k->call == CALL_NONE;
+                p[4 * i + 0] = (struct pollfd) { .fd = k->sock, .events = POLLIN };
+                p[4 * i + 1] = (struct pollfd) { .fd = idle ? k->out : -1, .events = POLLIN };
+                p[4 * i + 2] = (struct pollfd) { .fd = idle ? k->err : -1, .events = POLLIN };
+                p[4 * i + 3] = (struct pollfd) { .fd = idle ? -1 : k->client, .events = POLLIN };
+        }
+}
+
+uint64_t live_kernels_deadline(const struct live_kernels *ks)
+{
+        uint64_t until = 0;
+        for (int i = 0; ks && i < _LIVE_KERNEL_LANG_MAX; i++) {
+                const struct live_kernel *k = &ks->k[i];
+                if (k->eof_at_ms && !k->killing && (!until || k->eof_at_ms < until))
+                        until = k->eof_at_ms;
+                if (k->call != CALL_RUNNING || k->pid <= 0 || k->killing)
+                        continue;
+                uint64_t t = k->kill_at_ms ? k->kill_at_ms : k->deadline_ms;
+                if (t && (!until || t < until))
+                        until = t;
+        }
+        return until;
+}
+
+void live_kernels_events(struct live_kernels *ks, struct live *l, const struct pollfd *p)
+{
+        uint64_t now = now_monotonic_ms();
+        for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
+                struct live_kernel *k = &ks->k[i];
+                if (p[4 * i].revents && k->sock >= 0)
+                        from_kernel(k, l);
+                if (p[4 * i + 1].revents)
+                        drain(&k->out);
+                if (p[4 * i + 2].revents)
+                        drain(&k->err);
+                if (p[4 * i + 3].revents && k->client >= 0) {
+                        /* the client hung up: after its reply, the call is
+                         * over; before it, nobody waits for it any more */
+                        if (k->call == CALL_HELD) {
+                                call_done(k, l);
+                        } else {
+                                close_fd(&k->client);
+                                if (!k->kill_at_ms && k->pid > 0) {
+                                        live_job_signal(l, k->pid, false);
+                                        k->kill_at_ms = now + KERNEL_GRACE_MS;
+                                }
+                        }
+                }
+                if (k->eof_at_ms && now >= k->eof_at_ms && !k->killing)
+                        kill_kernel(k, l, "the kernel closed its request channel");
+                if (k->call != CALL_RUNNING || k->pid <= 0 || k->killing)
+                        continue;
+                if (k->deadline_ms && now >= k->deadline_ms && !k->kill_at_ms) {
+                        live_job_signal(l, k->pid, false);
+                        k->kill_at_ms = now + KERNEL_GRACE_MS;
+                } else if (k->kill_at_ms && now >= k->kill_at_ms) {
+                        kill_kernel(k, l, "the kernel did not stop at its interrupt");
+                }
+        }
+}
+
+struct live_kernels *live_kernels_free(struct live_kernels *ks)
+{
+        if (!ks)
+                return NULL;
+        for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
+                struct live_kernel *k = &ks->k[i];
+                if (k->call == CALL_RUNNING)
+                        send_end(k->client, k, LIVE_KERNEL_DIED, 0, false, true, NULL, 0, NULL,
+                                 "the sandbox stopped while the call ran");
+                close_fd(&k->client);
+                close_fd(&k->sock);
+                close_fd(&k->out);
+                close_fd(&k->err);
+                free(k->rbuf);
+        }
+        free(ks);
+        return NULL;
+}

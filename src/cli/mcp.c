@@ -31,7 +31,7 @@ static void help(void)
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
                "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
-               "                 [--idle-timeout D]\n"
+               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]...\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
@@ -68,12 +68,35 @@ static void help(void)
                "                          session (files kept, processes not)\n"
                "      --idle-timeout D    a live session's sandbox stops after D without a\n"
                "                          call (default 10m); all stop when the server exits\n"
+               "      --publish [HOST_PORT:]PORT  each live session's sandbox relays\n"
+               "                          127.0.0.1:HOST_PORT on the host to its PORT (HOST_PORT\n"
+               "                          omitted: one the kernel picks; list_ports says which)\n"
                "  -h, --help              this text\n"
                "\n"
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
                "mcp.scope=<scope>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
                MCP_CONCURRENT_DEFAULT);
+}
+
+/* [HOST_PORT:]PORT: PORT 1-65535, HOST_PORT 0-65535 (0: the kernel
+ * picks one, as without it). `sandbox start` checks it again. */
+static bool publish_spec_valid(const char *spec)
+{
+        const char *colon = strchr(spec, ':');
+        for (int part = 0; part < (colon ? 2 : 1); part++) {
+                const char *s = part == 0 && colon ? spec : colon ? colon + 1 : spec;
+                size_t n = part == 0 && colon ? (size_t)(colon - spec) : strlen(s);
+                unsigned long v = 0;
+                if (n == 0 || n > 5 || strspn(s, "0123456789") < n)
+                        return false;
+                for (size_t i = 0; i < n; i++)
+                        v = v * 10 + (unsigned long)(s[i] - '0');
+                bool host = colon && part == 0;
+                if (v > 65535 || (!host && v == 0))
+                        return false;
+        }
+        return true;
 }
 
 /* min(), with 0 (no limit) above everything. */
@@ -217,13 +240,14 @@ int verb_mcp(int argc, char **argv)
                 { "allow-apply",    no_argument,       NULL, 'Y' },
                 { "sessions",       required_argument, NULL, 'L' },
                 { "idle-timeout",   required_argument, NULL, 'I' },
+                { "publish",        required_argument, NULL, 'P' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
                                   .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
                                   .live = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
-        _cleanup_strv_ char **run_args = NULL;
+        _cleanup_strv_ char **run_args = NULL, **publish = NULL;
         _cleanup_free_ char *workdir = NULL;
         const char *net = NULL, *profile = NULL;
         uint64_t max_memory = 0;
@@ -268,6 +292,12 @@ int verb_mcp(int argc, char **argv)
                                 return cli_bad_value("mcp", "sessions", optarg, "expected live or fresh");
                         cfg.live = streq(optarg, "live");
                         break;
+                case 'P':
+                        if (!publish_spec_valid(optarg))
+                                return cli_bad_value("mcp", "publish", optarg,
+                                                     "expected [HOST_PORT:]PORT, ports 1 to 65535 (HOST_PORT may be 0)");
+                        publish = strv_append(publish, optarg);
+                        break;
                 case 'I':
                         if (parse_duration_ms(optarg, &cfg.idle_ms) < 0 || cfg.idle_ms == 0)
                                 return cli_bad_value("mcp", "idle-timeout", optarg,
@@ -291,6 +321,11 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
+        if (publish && !cfg.live) {
+                log_error("mcp: --publish goes with live sessions (not --sessions fresh)");
+                return EXIT_USAGE;
+        }
+        cfg.publish = publish;
         if (cfg.allow_apply && !workdir) {
                 log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
                 return EXIT_USAGE;

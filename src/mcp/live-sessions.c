@@ -113,7 +113,8 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
                  * the keeper a name to stop */
                 mcp_keeper_tell(s->keeper_fd, '+', l->name);
                 r = spawn_helper(s, l, mcp_live_start_argv(l->name, c->session, req, s->cfg->limits,
-                                                           s->cfg->run_args, s->cfg->idle_ms), now);
+                                                           s->cfg->run_args, s->cfg->publish, s->cfg->idle_ms),
+                                   now);
                 if (r < 0) {
                         c->live_fallback = xasprintf("the server could not run hutch sandbox start: %s",
                                                      strerror(-r));
@@ -376,9 +377,20 @@ json_t *live_list_ports(struct mcp_server *s, json_t *args)
         if (!json_is_array(ports))
                 ports = json_object_get(o, "publish");
         ports = json_is_array(ports) ? json_incref(ports) : json_array();
-        _cleanup_free_ char *list = json_dumps(ports, JSON_COMPACT);
+        _cleanup_free_ char *list = NULL;
+        size_t len = 0, i;
+        json_t *p;
+        FILE *f = open_memstream(&list, &len);
+        if (f) {
+                json_array_foreach(ports, i, p)
+                        fprintf(f, "\n%s:%lld -> port %lld inside", json_string_value(json_object_get(p, "host")) ?: "?",
+                                (long long)json_integer_value(json_object_get(p, "host_port")),
+                                (long long)json_integer_value(json_object_get(p, "port")));
+                fclose(f);
+        }
         _cleanup_free_ char *text = !o ? xstrdup("this session has no live sandbox now: nothing is published")
-                : json_array_size(ports) ? xasprintf("ports published from the live sandbox %s: %s", l->name, list)
+                : json_array_size(ports) ? xasprintf("ports the live sandbox %s publishes on the host:%s", l->name,
+                                                     list ? list : "")
                 : xasprintf("the live sandbox %s publishes no port", l->name);
         json_t *r = json_pack("{s:[{s:s, s:s}], s:{s:o, s:b, s:o}, s:b}", "content", "type", "text", "text", text,
                               "structuredContent", "sandbox", o ? json_string(l->name) : json_null(), "running",

@@ -42,7 +42,7 @@ static char *limit_arg(const char *flag, json_int_t v, const char *unit)
 }
 
 char **mcp_live_start_argv(const char *name, const char *session, const json_t *req, const json_t *limits,
-                           char *const *run_args, uint64_t idle_ms)
+                           char *const *run_args, char *const *publish, uint64_t idle_ms)
 {
         char **v = NULL;
         size_t n = 0;
@@ -78,6 +78,10 @@ char **mcp_live_start_argv(const char *name, const char *session, const json_t *
                         a = xasprintf("--cpus=%.3f", json_number_value(x));
                 if (a)
                         v = strv_push(v, &n, a);
+        }
+        for (size_t i = 0; publish && publish[i]; i++) {
+                _cleanup_free_ char *a = xasprintf("--publish=%s", publish[i]);
+                v = strv_push(v, &n, a);
         }
         json_object_foreach(json_object_get(req, "labels"), k, x) {
                 _cleanup_free_ char *a = xasprintf("--label=%s=%s", k, json_string_value(x) ?: "");

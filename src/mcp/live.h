@@ -35,11 +35,12 @@ struct lang_table;
 #define MCP_LIVE_ARGV_MAX (60u << 10)
 
 /* `hutch sandbox start NAME --session SESSION --commit success
- * --idle-timeout IDLE+BACKSTOP RUN_ARGS... LIMITS... --label ...`: the
- * limits are the server's own for run_command (limits[""]), the labels
- * the request's (req: the call's hutch.request/1). A new vector. */
+ * --idle-timeout IDLE+BACKSTOP RUN_ARGS... LIMITS... --publish ...
+ * --label ...`: the limits are the server's own for run_command
+ * (limits[""]), the ports publish's (may be NULL), the labels the
+ * request's (req: the call's hutch.request/1). A new vector. */
 char **mcp_live_start_argv(const char *name, const char *session, const json_t *req, const json_t *limits,
-                           char *const *run_args, uint64_t idle_ms);
+                           char *const *run_args, char *const *publish, uint64_t idle_ms);
 
 /* The exec argv of a run_code or run_command call (req: its
  * hutch.request/1), the call's seq-th in the sandbox: `hutch exec NAME

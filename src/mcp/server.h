@@ -21,7 +21,9 @@ struct mcp_config {
         const char *scope;              /* --scope: what this server's tools see and
                                          * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         bool live;                      /* sessions are live sandboxes (--sessions live) */
-        uint64_t idle_ms;               /* a session's sandbox stops after this long
+        uint64_t idle_ms;
+        char **publish;                 /* --publish [HOST_PORT:]PORT of each session's
+                                         * sandbox (owned by the caller), or NULL */               /* a session's sandbox stops after this long
                                          * without a call (--idle-timeout) */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the

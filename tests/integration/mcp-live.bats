@@ -33,6 +33,12 @@ live() {
         [[ "$output" == *"ok server"* ]]
 }
 
+@test "mcp live: --publish: a server in a session's sandbox answers on the host at the port list_ports names" {
+        run -0 live publish -- --publish 8765
+        echo "$output"
+        [[ "$output" == *"ok publish"* ]]
+}
+
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
         run -0 live state --era modern
         echo "$output"
@@ -88,5 +94,9 @@ live() {
         [[ "$output" == *"sessions"* ]]
         run -2 "$HUTCH" mcp --idle-timeout 0
         [[ "$output" == *"idle-timeout"* ]]
+        run -2 "$HUTCH" mcp --publish 70000
+        [[ "$output" == *"publish"* ]]
+        run -2 "$HUTCH" mcp --publish 8000 --sessions fresh
+        [[ "$output" == *"--publish goes with live sessions"* ]]
         run -0 python3 "$TESTS_DIR/integration/mcp-session.py" no_apply -- --sessions fresh
 }

@@ -109,6 +109,37 @@ def scenario_server(c):
     c.close()
 
 
+def scenario_publish(c):
+    """--publish 8765 (the bats test's): a server run_command starts on
+    port 8765 in the session's sandbox answers on the host, at the port
+    list_ports names; only on loopback."""
+    c.handshake()
+    code = ("import http.server, socketserver\n"
+            "class H(http.server.BaseHTTPRequestHandler):\n"
+            "    def do_GET(self):\n"
+            "        self.send_response(200); self.end_headers(); self.wfile.write(b'published')\n"
+            "    def log_message(self, *a): pass\n"
+            "socketserver.TCPServer(('127.0.0.1', 8765), H).serve_forever()\n")
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "python3 srv.py </dev/null >/dev/null 2>&1 &"], "session": "pub",
+                              "files": {"srv.py": code}})
+    r = run_ok(c, "list_ports", {"session": "pub"})
+    ports = r["structuredContent"]["ports"]
+    check(len(ports) == 1 and ports[0]["port"] == 8765 and ports[0]["host"] == "127.0.0.1", "list_ports: %r" % r)
+    check("-> port 8765 inside" in text_of(r), "list_ports text: %r" % text_of(r))
+    import urllib.request
+    url = "http://127.0.0.1:%d/" % ports[0]["host_port"]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            body = urllib.request.urlopen(url, timeout=5).read()
+            break
+        except OSError as e:
+            check(time.monotonic() < deadline, "the published port does not answer: %s" % e)
+            time.sleep(0.1)
+    check(body == b"published", "the published port answered %r" % body)
+    c.close()
+
+
 def scenario_state(c):
     """A file and a process an earlier call left are there for the next
     call (no interpreter variable involved); a module written in one call

@@ -31,7 +31,7 @@ static void help(void)
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
                "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
-               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]...\n"
+               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]... [--kernels]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
@@ -71,6 +71,9 @@ static void help(void)
                "      --publish [HOST_PORT:]PORT  each live session's sandbox relays\n"
                "                          127.0.0.1:HOST_PORT on the host to its PORT (HOST_PORT\n"
                "                          omitted: one the kernel picks; list_ports says which)\n"
+               "      --kernels           run_code in python or node (without stdin, files\n"
+               "                          or env) runs in the live session's persistent\n"
+               "                          interpreter: variables and imports stay between calls\n"
                "  -h, --help              this text\n"
                "\n"
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
@@ -241,6 +244,7 @@ int verb_mcp(int argc, char **argv)
                 { "sessions",       required_argument, NULL, 'L' },
                 { "idle-timeout",   required_argument, NULL, 'I' },
                 { "publish",        required_argument, NULL, 'P' },
+                { "kernels",        no_argument,       NULL, 'K' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
@@ -292,6 +296,9 @@ int verb_mcp(int argc, char **argv)
                                 return cli_bad_value("mcp", "sessions", optarg, "expected live or fresh");
                         cfg.live = streq(optarg, "live");
                         break;
+                case 'K':
+                        cfg.kernels = true;
+                        break;
                 case 'P':
                         if (!publish_spec_valid(optarg))
                                 return cli_bad_value("mcp", "publish", optarg,
@@ -321,8 +328,8 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
-        if (publish && !cfg.live) {
-                log_error("mcp: --publish goes with live sessions (not --sessions fresh)");
+        if ((publish || cfg.kernels) && !cfg.live) {
+                log_error("mcp: --%s goes with live sessions (not --sessions fresh)", publish ? "publish" : "kernels");
                 return EXIT_USAGE;
         }
         cfg.publish = publish;

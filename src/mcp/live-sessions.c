@@ -130,7 +130,7 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         }
         if (l->state != LIVE_UP)
                 return 0;
-        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, &argv, &error);
+        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, s->cfg->kernels, &argv, &error);
         if (r < 0) {
                 mcp_send_call_result(s, c, mcp_result_error("%s", error));
                 return -1;
@@ -323,12 +323,16 @@ json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *r, 
                 l->idle_at_ms = now + s->cfg->idle_ms;
                 mcp_keeper_tell(s->keeper_fd, l->commit ? '+' : '!', l->name);
         }
+        const char *kernel = json_string_value(json_object_get(json_object_get(sc, "labels"), "kernel"));
+        _cleanup_free_ char *in_kernel = kernel ? xasprintf("it ran in the session's %s kernel, whose variables and "
+                                                            "imports stay for the next call (reload a module "
+                                                            "you changed); ", kernel) : NULL;
         char idle[32] = "";
         (void)format_duration_ms(s->cfg->idle_ms, idle, sizeof(idle));
         _cleanup_free_ char *live = xasprintf(
-                "live session: files and processes stay in its sandbox for the next call; not committed yet: "
+                "live session: %sfiles and processes stay in its sandbox for the next call; not committed yet: "
                 "the session's files are %s when the sandbox stops (after %s without a call, or when the server "
-                "exits)%s", l && !l->commit ? "thrown away" : "committed", idle,
+                "exits)%s", in_kernel ? in_kernel : "", l && !l->commit ? "thrown away" : "committed", idle,
                 l && !l->commit ? " unless a later call's commit policy keeps them" : "");
         char *note = c->note ? xasprintf("%s; %s", c->note, live) : xstrdup(live);
         free(c->note);

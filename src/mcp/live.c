@@ -19,6 +19,7 @@
 #include "lib/util.h"
 #include "mcp/calls.h"
 #include "mcp/live.h"
+#include "run/live-kernel.h"
 
 /* a call's own files in the sandbox's /tmp, named by its seq: no mkdir
  * (one process less a call) */
@@ -220,8 +221,30 @@ static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
         return 0;
 }
 
+/* `hutch exec NAME --json --timeout T --kernel LANG -c CODE`, or NULL
+ * when the call is not one for a kernel. */
+static char **kernel_argv(const char *name, const json_t *req)
+{
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        /* a kernel takes code alone: what brings stdin, files or env
+         * runs as a program */
+        if (k < 0 || json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+                return NULL;
+        json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+        _cleanup_free_ char *timeout = xasprintf("--timeout=%lldms", (long long)(t > 0 ? t : 30000));
+        char **v = NULL;
+        size_t n = 0;
+        const char *words[] = { "hutch", "exec", name, "--json", timeout, "--kernel",
+                                live_kernel_lang_to_string(k), "-c",
+                                json_string_value(json_object_get(req, "code")) ?: "", NULL };
+        for (size_t i = 0; words[i]; i++)
+                v = strv_push(v, &n, words[i]);
+        return v;
+}
+
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       char ***ret, char **ret_error)
+                       bool kernels, char ***ret, char **ret_error)
 {
         const struct lang *l;
         _cleanup_free_ char *text = NULL, *src = NULL, *out = NULL;
@@ -229,6 +252,10 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         size_t len = 0;
         int r;
 
+        if (kernels && argv_safe(json_object_get(req, "code")) &&
+            strlen(json_string_value(json_object_get(req, "code"))) <= LIVE_KERNEL_CODE_MAX &&
+            (*ret = kernel_argv(name, req)))
+                return 0;
         if (!langs) {
                 *ret_error = xstrdup("language: no languages file (languages.ini) on this server");
                 return -EINVAL;
@@ -281,7 +308,7 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
 }
 
 int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       char ***ret, char **ret_error)
+                       bool kernels, char ***ret, char **ret_error)
 {
         json_t *argv = json_object_get(req, "argv");
         _cleanup_free_ char *text = NULL;
@@ -291,7 +318,7 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
         int r;
 
         if (!argv)
-                return mcp_live_code_argv(name, req, langs, seq, ret, ret_error);
+                return mcp_live_code_argv(name, req, langs, seq, kernels, ret, ret_error);
         json_array_foreach(argv, i, x) {
                 if (!argv_safe(x)) {
                         *ret_error = xasprintf("argv/%zu: expected a string without NUL", i);

@@ -50,15 +50,18 @@ char **mcp_live_start_argv(const char *name, const char *session, const json_t *
  * execs the command, every value single-quoted into it. 0 and *ret, or
  * -EINVAL / -E2BIG with *ret_error (one line for the model). */
 int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       char ***ret, char **ret_error);
+                       bool kernels, char ***ret, char **ret_error);
 
-/* The argv of a run_code call's program in the live sandbox (code
- * written to /tmp/.hutch-mcp-SEQ.EXT, compiled if the language says so,
- * then run as languages.ini says): the one place that decides how code
- * runs in a live session. A persistent interpreter (`hutch exec
- * --kernel`) replaces it. Same contract as mcp_live_exec_argv(). */
+/* The argv of a run_code call in the live sandbox: the one place that
+ * decides how code runs in a live session. With kernels (hutch mcp
+ * --kernels), python and node code without stdin, files or env runs in
+ * the sandbox's persistent interpreter (`hutch exec --kernel LANG -c
+ * CODE`: variables and imports persist, a final expression's value is
+ * printed); otherwise as a program: written to /tmp/.hutch-mcp-SEQ.EXT,
+ * compiled if the language says so, then run as languages.ini says.
+ * Same contract as mcp_live_exec_argv(). */
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       char ***ret, char **ret_error);
+                       bool kernels, char ***ret, char **ret_error);
 
 /* `hutch exec NAME --json --timeout 10s -- sh -c LISTING`: one line per
  * process of the sandbox but its init and the listing's own:

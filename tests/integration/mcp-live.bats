@@ -39,6 +39,13 @@ live() {
         [[ "$output" == *"ok publish"* ]]
 }
 
+@test "mcp live: --kernels: run_code keeps python and node variables between calls, across an error" {
+        command -v node >/dev/null || skip "node not installed"
+        run -0 live kernels --era modern -- --kernels
+        echo "$output"
+        [[ "$output" == *"ok kernels"* ]]
+}
+
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
         run -0 live state --era modern
         echo "$output"
@@ -98,5 +105,7 @@ live() {
         [[ "$output" == *"publish"* ]]
         run -2 "$HUTCH" mcp --publish 8000 --sessions fresh
         [[ "$output" == *"--publish goes with live sessions"* ]]
+        run -2 "$HUTCH" mcp --kernels --sessions fresh
+        [[ "$output" == *"--kernels goes with live sessions"* ]]
         run -0 python3 "$TESTS_DIR/integration/mcp-session.py" no_apply -- --sessions fresh
 }

@@ -140,6 +140,33 @@ def scenario_publish(c):
     c.close()
 
 
+def scenario_kernels(c):
+    """--kernels: run_code in python and node keeps its variables between
+    calls (the session's kernel), a final expression's value is printed,
+    an error is a failed result and the state survives it; code with
+    stdin runs as a program; the record names the language and code."""
+    c.handshake()
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "import math\nx = 41"})
+    check("python kernel" in text_of(r), "the result does not say it ran in the kernel: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "x + 1"})
+    check(r["structuredContent"]["stdout"] == "42\n", "a kernel variable did not persist: %r" % text_of(r))
+    check(r["structuredContent"]["lang"] == "python" and r["structuredContent"]["labels"]["kernel"] == "python",
+          "the record: %r" % r["structuredContent"])
+    r = c.run("run_code", {"language": "python", "session": "k", "code": "assert x == 0, 'x is not 0'"})
+    check(r["isError"] and "x is not 0" in r["structuredContent"]["stderr"], "an error: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "print(math.floor(x / 2))"})
+    check(r["structuredContent"]["stdout"] == "20\n", "the state did not survive an error: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "node", "session": "k", "code": "let n = 20"})
+    r = run_ok(c, "run_code", {"language": "node", "session": "k", "code": "n + 22"})
+    check(r["structuredContent"]["stdout"] == "42\n", "a node kernel variable: %r" % text_of(r))
+    # stdin: a program, which does not see the kernel's variables
+    r = c.run("run_code", {"language": "python", "session": "k", "stdin": "in\n",
+                           "code": "import sys\nprint(sys.stdin.read().strip(), 'x' in globals())"})
+    check(r["structuredContent"]["stdout"] == "in False\n" and "kernel" not in text_of(r),
+          "code with stdin: %r" % text_of(r))
+    c.close()
+
+
 def scenario_state(c):
     """A file and a process an earlier call left are there for the next
     call (no interpreter variable involved); a module written in one call

@@ -204,7 +204,7 @@ static void live_argv(void **state)
         json_t *req = json_pack("{s:[s,s], s:{s:i}}", "argv", "echo", "it's", "limits", "timeout_ms", 5000);
 
         /* a plain command: its argv as is, after exec's own options */
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, &v, &err), 0);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), 0);
         const char *want[] = { "hutch", "exec", "sb", "--json", "--timeout=5000ms", "--", "echo", "it's", NULL };
         for (size_t i = 0; want[i] || v[i]; i++)
                 assert_string_equal(v[i], want[i]);
@@ -213,7 +213,7 @@ static void live_argv(void **state)
         json_object_set_new(req, "stdin", json_string("a'b $(x)"));
         json_object_set_new(req, "env", json_pack("{s:s}", "K", "v'"));
         json_object_set_new(req, "files", json_pack("{s:s}", "d/f.txt", "`x`"));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, &v, &err), 0);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, false, &v, &err), 0);
         assert_string_equal(v[6], "sh");
         assert_string_equal(v[7], "-c");
         assert_non_null(strstr(v[8], "printf %s 'a'\\''b $(x)' > /tmp/.hutch-mcp-7.stdin"));
@@ -226,21 +226,21 @@ static void live_argv(void **state)
         const char *bad[] = { "../x", "/etc/x", "a//b", "a/./b", "a/", "" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_object_set_new(req, "files", json_pack("{s:s}", bad[i], "x"));
-                assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, &v, &err), -EINVAL);
+                assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
                 assert_non_null(strstr(err, "relative path"));
                 free(err);
                 err = NULL;
         }
         json_object_del(req, "files");
         json_object_set_new(req, "stdin", json_stringn("a\0b", 3));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, &v, &err), -EINVAL);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
         assert_non_null(strstr(err, "NUL"));
         free(err);
         char *big = xmalloc(MCP_LIVE_ARGV_MAX + 2);
         memset(big, 'x', MCP_LIVE_ARGV_MAX + 1);
         big[MCP_LIVE_ARGV_MAX + 1] = '\0';
         json_object_set_new(req, "stdin", json_string(big));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, &v, &err), -E2BIG);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -E2BIG);
         free(err);
         free(big);
         json_decref(req);

@@ -151,7 +151,7 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         return 1;
 }
 
-/* The start's message: its output on one line, without "hutch: ". */
+/* A helper's message: its output on one line, without "hutch: ". */
 static char *start_message(const struct mcp_call *h)
 {
         char *m = xstrdup(h->out ? h->out : "");
@@ -180,6 +180,12 @@ bool live_reaped(struct mcp_server *s, pid_t pid, int wstatus, uint64_t now)
                 return false;
         call_exited(l->helper, wstatus);
         if (l->state == LIVE_STOPPING) {
+                if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+                        _cleanup_free_ char *why = start_message(l->helper);
+                        /* its own idle timeout still ends it */
+                        log_warning("mcp: session %s: stopping its sandbox %s failed: %s", l->session, l->name,
+                                    *why ? why : "no message");
+                }
                 log_debug("mcp: sandbox %s stopped", l->name);
                 mcp_keeper_tell(s->keeper_fd, '-', l->name);
                 drop(s, l);

@@ -19,6 +19,7 @@
 #include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "mcp/live.h"
 #include "mcp/server.h"
 #include "mcp/tools.h"
 
@@ -29,12 +30,14 @@ static void help(void)
 {
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
-               "                 [--workdir DIR [--allow-apply]]\n"
+               "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
+               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]... [--kernels]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
                "Tools: run_code, run_command (each call a recorded, sandboxed run),\n"
-               "read_output, list_runs, get_file, diff (and apply). Logs go to stderr. Speaks revision\n"
+               "read_output, list_runs, get_file, diff (and apply), list_processes and\n"
+               "list_ports (live sessions). Logs go to stderr. Speaks revision\n"
                "2026-07-28 and 2025-11-25 back to 2024-11-05.\n"
                "\n"
                "  -p, --profile P         run every job with profile P\n"
@@ -58,12 +61,45 @@ static void help(void)
                "                          a server sees only the runs, output, files and\n"
                "                          sessions of its own scope; one scope per\n"
                "                          conversation, one state dir per tenant\n"
+               "      --sessions MODE     live (default): a session is a live sandbox, started\n"
+               "                          by its first call, where files and processes stay\n"
+               "                          between calls; its files are committed when it\n"
+               "                          stops; fresh: each call a new sandbox of the\n"
+               "                          session (files kept, processes not)\n"
+               "      --idle-timeout D    a live session's sandbox stops after D without a\n"
+               "                          call (default 10m); all stop when the server exits\n"
+               "      --publish [HOST_PORT:]PORT  each live session's sandbox relays\n"
+               "                          127.0.0.1:HOST_PORT on the host to its PORT (HOST_PORT\n"
+               "                          omitted: one the kernel picks; list_ports says which)\n"
+               "      --kernels           run_code in python or node (without stdin, files\n"
+               "                          or env) runs in the live session's persistent\n"
+               "                          interpreter: variables and imports stay between calls\n"
                "  -h, --help              this text\n"
                "\n"
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
                "mcp.scope=<scope>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
                MCP_CONCURRENT_DEFAULT);
+}
+
+/* [HOST_PORT:]PORT: PORT 1-65535, HOST_PORT 0-65535 (0: the kernel
+ * picks one, as without it). `sandbox start` checks it again. */
+static bool publish_spec_valid(const char *spec)
+{
+        const char *colon = strchr(spec, ':');
+        for (int part = 0; part < (colon ? 2 : 1); part++) {
+                const char *s = part == 0 && colon ? spec : colon ? colon + 1 : spec;
+                size_t n = part == 0 && colon ? (size_t)(colon - spec) : strlen(s);
+                unsigned long v = 0;
+                if (n == 0 || n > 5 || strspn(s, "0123456789") < n)
+                        return false;
+                for (size_t i = 0; i < n; i++)
+                        v = v * 10 + (unsigned long)(s[i] - '0');
+                bool host = colon && part == 0;
+                if (v > 65535 || (!host && v == 0))
+                        return false;
+        }
+        return true;
 }
 
 /* min(), with 0 (no limit) above everything. */
@@ -205,12 +241,17 @@ int verb_mcp(int argc, char **argv)
                 { "scope",          required_argument, NULL, 'S' },
                 { "workdir",        required_argument, NULL, 'W' },
                 { "allow-apply",    no_argument,       NULL, 'Y' },
+                { "sessions",       required_argument, NULL, 'L' },
+                { "idle-timeout",   required_argument, NULL, 'I' },
+                { "publish",        required_argument, NULL, 'P' },
+                { "kernels",        no_argument,       NULL, 'K' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
-                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT };
-        _cleanup_strv_ char **run_args = NULL;
+                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
+                                  .live = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
+        _cleanup_strv_ char **run_args = NULL, **publish = NULL;
         _cleanup_free_ char *workdir = NULL;
         const char *net = NULL, *profile = NULL;
         uint64_t max_memory = 0;
@@ -250,6 +291,25 @@ int verb_mcp(int argc, char **argv)
                 case 'Y':
                         cfg.allow_apply = true;
                         break;
+                case 'L':
+                        if (!streq(optarg, "live") && !streq(optarg, "fresh"))
+                                return cli_bad_value("mcp", "sessions", optarg, "expected live or fresh");
+                        cfg.live = streq(optarg, "live");
+                        break;
+                case 'K':
+                        cfg.kernels = true;
+                        break;
+                case 'P':
+                        if (!publish_spec_valid(optarg))
+                                return cli_bad_value("mcp", "publish", optarg,
+                                                     "expected [HOST_PORT:]PORT, ports 1 to 65535 (HOST_PORT may be 0)");
+                        publish = strv_append(publish, optarg);
+                        break;
+                case 'I':
+                        if (parse_duration_ms(optarg, &cfg.idle_ms) < 0 || cfg.idle_ms == 0)
+                                return cli_bad_value("mcp", "idle-timeout", optarg,
+                                                     "expected a duration above 0 (30s, 10m)");
+                        break;
                 case 'S':
                         if (!mcp_scope_valid(optarg))
                                 return cli_bad_value("mcp", "scope", optarg, "expected 1 to 16 letters, digits or '_'");
@@ -268,6 +328,11 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
+        if ((publish || cfg.kernels) && !cfg.live) {
+                log_error("mcp: --%s goes with live sessions (not --sessions fresh)", publish ? "publish" : "kernels");
+                return EXIT_USAGE;
+        }
+        cfg.publish = publish;
         if (cfg.allow_apply && !workdir) {
                 log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
                 return EXIT_USAGE;

@@ -27,10 +27,22 @@ struct mcp_call *call_new(json_t *id, json_t *progress_token, bool modern, char 
         return c;
 }
 
+struct mcp_call *call_new_helper(char **argv, uint64_t now_ms)
+{
+        struct mcp_call *c = call_new(NULL, NULL, false, xstrdup(""), now_ms);
+        c->kind = CALL_HELPER;
+        c->argv = argv;
+        c->merge_stderr = true;
+        return c;
+}
+
 void call_free(struct mcp_call *c)
 {
         if (!c)
                 return;
+        strv_free(c->argv);
+        free(c->live_fallback);
+        free(c->sandbox);
         json_decref(c->id);
         json_decref(c->progress_token);
         free(c->request);
@@ -55,6 +67,15 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
         while (extra_args && extra_args[n_extra])
                 n_extra++;
         argv = xcalloc(n_extra + 8, sizeof(char *));
+        if (c->argv) {
+                /* a live call or a helper: its own verb */
+                while (c->argv[n])
+                        n++;
+                free(argv);
+                argv = xcalloc(n + 1, sizeof(char *));
+                memcpy(argv, c->argv, n * sizeof(char *));
+                goto spawn;
+        }
         argv[n++] = (char *)"hutch";
         argv[n++] = (char *)"run";
         argv[n++] = (char *)"--request";
@@ -69,6 +90,7 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
                 argv[n++] = c->session_wait;
         }
 
+spawn:
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
                 goto fail;
         pid_t pid = fork();
@@ -85,7 +107,8 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 signal(SIGPIPE, SIG_DFL);
-                if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+                if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
+                    (c->merge_stderr && dup2(out[1], STDERR_FILENO) < 0))
                         _exit(125);
                 /* every other fd of the server is O_CLOEXEC, exe_fd too:
                  * execveat closes it with the rest */

@@ -21,6 +21,14 @@
  * captured streams of at most a few MiB, the file list) */
 #define CALL_RESULT_MAX (32u << 20)
 
+/* What a child is for. */
+enum call_kind {
+        CALL_RUN,               /* `hutch run --request -`: a fresh sandbox */
+        CALL_LIVE,              /* `hutch exec NAME --json`: a call into its session's live sandbox */
+        CALL_PS,                /* list_processes: an exec of a /proc listing, side by side */
+        CALL_HELPER,            /* `hutch sandbox start|stop`, `hutch kill`: no client call */
+};
+
 enum call_state {
         CALL_QUEUED,            /* waiting for a free slot */
         CALL_RUNNING,           /* child started */
@@ -32,6 +40,7 @@ struct mcp_call {
         json_t *id;             /* the JSON-RPC request id */
         json_t *progress_token; /* or NULL: no progress notifications */
         bool modern;            /* answered the 2026-07-28 way */
+        enum call_kind kind;
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
@@ -40,6 +49,13 @@ struct mcp_call {
         char *session_wait;     /* with a session: --session-wait for its child, or NULL */
         char *session;          /* the hutch session it runs in, or NULL: calls
                                  * of one session run one at a time, in order */
+        char **argv;            /* the child's whole argv (CALL_LIVE, CALL_PS,
+                                 * CALL_HELPER); NULL: hutch run --request - */
+        bool merge_stderr;      /* the child's stderr into out too (its message) */
+        char *sandbox;          /* CALL_LIVE, CALL_PS: the live sandbox it runs in */
+        bool live_waiting;      /* queued until its session's live sandbox is up */
+        char *live_fallback;    /* a session call that could not go live: why
+                                 * (said in its result), or NULL */
         size_t request_len, request_off;
         pid_t pid;
         int in_fd, out_fd;      /* -1 once closed */
@@ -53,6 +69,8 @@ struct mcp_call {
         uint64_t kill_at_ms;    /* after a cancel: SIGKILL the child then (0: not set) */
 };
 
+/* A helper child's call (kind CALL_HELPER) owning argv: queued, no id. */
+struct mcp_call *call_new_helper(char **argv, uint64_t now_ms);
 /* A new queued call owning request (text) and taking references to id
  * and progress_token (may be NULL). */
 struct mcp_call *call_new(json_t *id, json_t *progress_token, bool modern, char *request, uint64_t now_ms);
@@ -60,7 +78,8 @@ void call_free(struct mcp_call *c);
 
 /* Start the child: the program open at exe_fd (the server's own
  * binary, opened once at start, so an upgrade meanwhile does not mix
- * versions) as `hutch run --request - --json EXTRA...`. 0 or -errno. */
+ * versions) as c->argv, or `hutch run --request - --json EXTRA...`
+ * without it. 0 or -errno. */
 int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args);
 
 /* Move the request into the child's stdin as far as it takes it. */

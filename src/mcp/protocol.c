@@ -35,7 +35,9 @@ static const char *const modern_versions[] = { "2026-07-28", NULL };
 static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL };
 
 static const char instructions[] =
-        "Each run_code or run_command call runs in a fresh sandbox and is recorded; "
+        "Each run_code or run_command call runs in a fresh sandbox and is recorded; with a session "
+        "it runs in the session's sandbox, where files (and on a server with live sessions, "
+        "processes) stay between calls; "
         "the result's header line gives exit code, status and duration, and long output "
         "is cut in the middle: page the rest with read_output.";
 
@@ -101,6 +103,9 @@ void mcp_send_progress(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms
         _cleanup_free_ char *msg = session_busy
                 ? xasprintf("queued for %llus: waiting for the earlier calls of session %s",
                             (unsigned long long)secs, c->session + strlen(MCP_SESSION_PREFIX))
+                : c->state == CALL_QUEUED && c->live_waiting
+                ? xasprintf("queued for %llus: the session's live sandbox is starting or stopping",
+                            (unsigned long long)secs)
                 : c->state == CALL_QUEUED
                 ? xasprintf("queued for %llus: %zu run%s ahead (at most %u at once)", (unsigned long long)secs,
                             ahead, ahead == 1 ? "" : "s", s->cfg->max_concurrent)
@@ -194,6 +199,19 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 }
                 send_result(s, id, modern, mcp_apply(args, s->cfg, s->exe_fd));
                 return;
+        case TOOL_LIST_PROCESSES:
+        case TOOL_LIST_PORTS: {
+                if (!s->cfg->live) {
+                        _cleanup_free_ char *m = xasprintf("Unknown tool: %s", name);
+                        send_error(s, id, RPC_INVALID_PARAMS, m, NULL);
+                        return;
+                }
+                json_t *r = t == TOOL_LIST_PORTS ? live_list_ports(s, args)
+                                                 : live_list_processes(s, id, modern, args, now_ms);
+                if (r)
+                        send_result(s, id, modern, r);
+                return;
+        }
         default:
                 break;
         }
@@ -306,7 +324,7 @@ static void handle_request(struct mcp_server *s, json_t *id, const char *method,
                                       "capabilities", "tools", "instructions", instructions, "ttlMs", 3600000,
                                       "cacheScope", "public"));
         else if (streq(method, "tools/list")) {
-                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms, s->cfg->allow_apply));
+                json_t *r = json_pack("{s:o}", "tools", mcp_tools_json(s->cfg->max_timeout_ms, s->cfg->allow_apply, s->cfg->live));
                 if (modern) {
                         /* the list depends on this server's ceilings only */
                         json_object_set_new(r, "ttlMs", json_integer(3600000));

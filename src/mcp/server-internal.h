@@ -18,6 +18,26 @@
  * take a few seconds at most) */
 #define MCP_CANCEL_KILL_MS 30000u
 
+struct lang_table;
+
+/* A session's live sandbox (live-sessions.c, mcp/live.h). */
+enum live_state {
+        LIVE_STARTING,          /* `hutch sandbox start` runs (helper) */
+        LIVE_UP,                /* calls exec into it */
+        LIVE_STOPPING,          /* `hutch sandbox stop` or `hutch kill` runs (helper) */
+};
+
+struct mcp_live {
+        struct mcp_live *next;
+        char *session;          /* the hutch session */
+        char *name;             /* the sandbox's: "mcp-<server session>-<n>" */
+        enum live_state state;
+        struct mcp_call *helper; /* the start or stop child, or NULL */
+        bool commit;            /* what its stop does: commit (stop) or throw away (kill) */
+        uint64_t idle_at_ms;    /* stop it then (monotonic); 0 while a call runs */
+        unsigned seq;           /* calls it served */
+};
+
 struct mcp_server {
         const struct mcp_config *cfg;
         int exe_fd;                     /* our own binary, for the children */
@@ -28,7 +48,34 @@ struct mcp_server {
         char *legacy_client;            /* its clientInfo.name */
         char session[ULID_LEN + 1];     /* this server's MCP session: the mcp.session label */
         bool closing;                   /* input ended: cancel all, exit once reaped */
+        struct mcp_live *lives;         /* the sessions' live sandboxes */
+        unsigned live_count;            /* sandboxes started: names them */
+        struct lang_table *langs;       /* languages.ini, for run_code in a live
+                                         * session (NULL: none readable) */
+        int keeper_fd;                  /* the keeper's pipe (mcp/live.h), or -1 */
 };
+
+/* Live sessions (live-sessions.c). */
+/* Start a queued session call c in its live sandbox: starts the
+ * sandbox first when it has none (c stays queued until it is up). 1:
+ * c runs; 0: c waits; -1: c was answered (an error) and is to be dropped. */
+int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms);
+/* A live call (CALL_LIVE, CALL_PS) finished with result (stolen; may be
+ * NULL for a cancelled call): label its run, say in c->note what a live
+ * call is, set when its sandbox goes idle and what its stop does.
+ * Returns the result to send (a list_processes answer for CALL_PS). */
+json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *result, uint64_t now_ms);
+/* Reap: pid was a live sandbox's helper. Returns whether it was. */
+bool live_reaped(struct mcp_server *s, pid_t pid, int wstatus, uint64_t now_ms);
+/* Stop the sandboxes that are idle (or all once closing and no call is
+ * left); returns the ms to the next idle stop, or -1. */
+int live_timers(struct mcp_server *s, uint64_t now_ms);
+/* The tools list_processes (NULL: a CALL_PS was queued, answered when
+ * it ends) and list_ports: the result to send now. */
+json_t *live_list_processes(struct mcp_server *s, json_t *id, bool modern, json_t *args, uint64_t now_ms);
+json_t *live_list_ports(struct mcp_server *s, json_t *args);
+/* Drop every entry (at exit, after the loop). */
+void live_free_all(struct mcp_server *s);
 
 /* Handle one line from the client. */
 void mcp_handle_line(struct mcp_server *s, const char *line, uint64_t now_ms);

@@ -18,9 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config/lang.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/format.h"
+#include "mcp/live.h"
 #include "mcp/server-internal.h"
 
 /* the most a server waits for its output to drain at exit */
@@ -47,12 +49,25 @@ static bool session_busy(const struct mcp_server *s, const struct mcp_call *c)
         return false;
 }
 
-static void start_queued(struct mcp_server *s)
+static void start_queued(struct mcp_server *s, uint64_t now)
 {
         size_t n = running(s);
         for (struct mcp_call **p = &s->calls; *p && n < s->cfg->max_concurrent;) {
                 struct mcp_call *c = *p;
                 if (c->state != CALL_QUEUED || session_busy(s, c)) {
+                        p = &c->next;
+                        continue;
+                }
+                if (c->session && s->cfg->live && c->kind == CALL_RUN && !c->live_fallback) {
+                        /* into the session's live sandbox, once it is up */
+                        int k = live_dispatch(s, c, now);
+                        if (k < 0) {
+                                *p = c->next;
+                                call_free(c);
+                                continue;
+                        }
+                        n += k;
+                        c->live_waiting = k == 0;
                         p = &c->next;
                         continue;
                 }
@@ -71,20 +86,23 @@ static void start_queued(struct mcp_server *s)
         }
 }
 
-static void reap(struct mcp_server *s)
+static void reap(struct mcp_server *s, uint64_t now)
 {
         int st;
         pid_t pid;
-        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+                if (live_reaped(s, pid, st, now))
+                        continue;
                 for (struct mcp_call *c = s->calls; c; c = c->next)
                         if (c->state == CALL_RUNNING && c->pid == pid) {
                                 call_exited(c, st);
                                 break;
                         }
+        }
 }
 
 /* Answer and drop the calls whose child is done. */
-static void finish_calls(struct mcp_server *s)
+static void finish_calls(struct mcp_server *s, uint64_t now)
 {
         for (struct mcp_call **p = &s->calls; *p;) {
                 struct mcp_call *c = *p;
@@ -92,12 +110,23 @@ static void finish_calls(struct mcp_server *s)
                         p = &c->next;
                         continue;
                 }
+                json_t *r = mcp_result_from_child(c->out, c->out_len, c->out_overflow, c->wstatus);
+                if (c->kind != CALL_RUN)
+                        /* a cancelled live call still labels its run and
+                         * sets its sandbox's idle time */
+                        r = live_call_finished(s, c, r, now);
+                else if (c->live_fallback) {
+                        char *note = c->note ? xasprintf("%s; %s", c->live_fallback, c->note) : xstrdup(c->live_fallback);
+                        free(c->note);
+                        c->note = note;
+                }
                 /* a cancelled call gets nothing more (the spec's MUST NOT) */
                 if (!c->cancelled) {
-                        json_t *r = mcp_result_from_child(c->out, c->out_len, c->out_overflow, c->wstatus);
-                        mcp_result_note(r, c->note);
+                        if (c->kind != CALL_PS)
+                                mcp_result_note(r, c->note);
                         mcp_send_call_result(s, c, r);
-                }
+                } else
+                        json_decref(r);
                 *p = c->next;
                 call_free(c);
         }
@@ -139,7 +168,7 @@ static int timers(struct mcp_server *s, uint64_t now)
                         }
                         next = MIN(next, c->kill_at_ms);
                 }
-                if (c->progress_token && !c->cancelled) {
+                if (c->progress_token && !c->cancelled && c->next_progress_ms != UINT64_MAX) {
                         if (now >= c->next_progress_ms) {
                                 mcp_send_progress(s, c, now, c->state == CALL_QUEUED ? ahead : 0,
                                                   c->state == CALL_QUEUED && session_busy(s, c));
@@ -152,7 +181,8 @@ static int timers(struct mcp_server *s, uint64_t now)
                 if (c->state == CALL_QUEUED)
                         ahead++;
         }
-        return next == UINT64_MAX ? -1 : (int)MIN(next - now, 60000u);
+        int t = next == UINT64_MAX ? -1 : (int)MIN(next - now, 60000u), lt = live_timers(s, now);
+        return t < 0 ? lt : lt < 0 ? t : MIN(t, lt);
 }
 
 static int setup_fds(sigset_t *mask, int *ret_sigfd, int flags[2])
@@ -208,7 +238,7 @@ static void serve_signals(struct mcp_server *s, int sigfd, uint64_t now)
                         log_info("mcp: %s: cancelling the runs in flight", strsignal((int)si.ssi_signo));
                         close_input(s, now);
                 }
-        reap(s);
+        reap(s, now);
 }
 
 /* The requests waiting on stdin, until the output is too far behind;
@@ -240,7 +270,7 @@ static void read_requests(struct mcp_server *s, uint64_t now)
  * output written (or broken, or past its flush deadline). */
 static bool finished(struct mcp_server *s, uint64_t now, uint64_t *flush_until)
 {
-        if (!s->closing || s->calls)
+        if (!s->closing || s->calls || s->lives)
                 return false;
         if (!wire_out_pending(&s->out) || s->out.broken)
                 return true;
@@ -258,9 +288,9 @@ static int serve_loop(struct mcp_server *s, int sigfd)
                 uint64_t now = now_monotonic_ms();
                 /* answer the finished calls first: their slots (and
                  * sessions) are free for the queued ones at once */
-                finish_calls(s);
+                finish_calls(s, now);
                 if (!s->closing)
-                        start_queued(s);
+                        start_queued(s, now);
                 /* progress due now goes out in this round's flush, not
                  * the next wake's */
                 int timeout = timers(s, now);
@@ -301,7 +331,7 @@ static int serve_loop(struct mcp_server *s, int sigfd)
 
 int mcp_serve(const struct mcp_config *cfg)
 {
-        struct mcp_server s = { .cfg = cfg };
+        struct mcp_server s = { .cfg = cfg, .keeper_fd = -1 };
         sigset_t mask;
         int flags[2], r;
         _cleanup_close_ int sigfd = -1;
@@ -314,6 +344,17 @@ int mcp_serve(const struct mcp_config *cfg)
         if (exe_fd < 0)
                 return -errno;
         s.exe_fd = exe_fd;
+        if (cfg->live) {
+                /* run_code in a live session runs its language's command
+                 * itself; without the table it says so in each call */
+                if (lang_table_load(NULL, &s.langs, NULL) < 0)
+                        s.langs = NULL;
+                /* before anything else is open: it holds none of it */
+                pid_t keeper;
+                r = mcp_keeper_start(exe_fd, &s.keeper_fd, &keeper);
+                if (r < 0)
+                        return r;
+        }
         r = setup_fds(&mask, &sigfd, flags);
         if (r < 0)
                 return r;
@@ -332,6 +373,10 @@ int mcp_serve(const struct mcp_config *cfg)
                 s.calls = c->next;
                 call_free(c);
         }
+        live_free_all(&s);
+        if (s.keeper_fd >= 0)
+                close(s.keeper_fd);     /* the keeper stops what is left, and exits */
+        lang_table_free(s.langs);
         free(s.legacy_version);
         free(s.legacy_client);
         wire_in_done(&s.in);

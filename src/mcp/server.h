@@ -9,7 +9,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <jansson.h>
 
 struct mcp_config {
         uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
@@ -21,6 +20,13 @@ struct mcp_config {
         bool allow_apply;               /* --allow-apply: offer the apply tool */
         const char *scope;              /* --scope: what this server's tools see and
                                          * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
+        bool live;                      /* sessions are live sandboxes (--sessions live) */
+        uint64_t idle_ms;
+        bool kernels;                   /* --kernels: run_code python|node in a live
+                                         * session's persistent interpreter */
+        char **publish;                 /* --publish [HOST_PORT:]PORT of each session's
+                                         * sandbox (owned by the caller), or NULL */               /* a session's sandbox stops after this long
+                                         * without a call (--idle-timeout) */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the
                                          * operator's ceiling (owned by the caller) */

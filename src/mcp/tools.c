@@ -18,6 +18,8 @@ static const char *const names[_TOOL_MAX] = {
         [TOOL_GET_FILE] = "get_file",
         [TOOL_DIFF] = "diff",
         [TOOL_APPLY] = "apply",
+        [TOOL_LIST_PROCESSES] = "list_processes",
+        [TOOL_LIST_PORTS] = "list_ports",
 };
 
 /* share/schema/hutch.result-1.json, as built into the binary: the
@@ -32,9 +34,9 @@ static const char result_schema_text[] =
         "\"additionalProperties\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"content\"],\"additionalProperties\":false," \
         "\"properties\":{\"content\":{\"type\":\"string\"},\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}}}]}}," \
         "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"wall-clock limit in seconds (default 30 or the server's ceiling, the lower; at most that ceiling)\"}," \
-        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between runs of the same session; files given with it are put into the session first and kept\",\"maxLength\":60}," \
+        "\"session\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$\",\"description\":\"a persistent workspace: files kept between calls of the same session, and on a server with live sessions (the default) its running processes too (one live sandbox per session); files given with it are put into the session first\",\"maxLength\":60}," \
         "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"propertyNames\":{\"pattern\":\"^[A-Za-z_][A-Za-z0-9_]{0,127}$\"},\"additionalProperties\":{\"type\":\"string\"},\"description\":\"environment variables of the program (name -> value)\"}," \
-        "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never\"}"
+        "\"commit\":{\"enum\":[\"always\",\"success\",\"never\"],\"description\":\"with session: keep the run's changes in the session always (default: like a REPL, even when the program fails), only on success, or never; in a live session, what the sandbox's stop does with its files, as of this call\"}"
 
 static const char *const input_text[_TOOL_MAX] = {
         [TOOL_RUN_CODE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\",\"code\"],\"properties\":{"
@@ -63,6 +65,10 @@ static const char *const input_text[_TOOL_MAX] = {
                 "\"stat\":{\"type\":\"boolean\",\"description\":\"one line per changed path instead of the diff\"}}}",
         [TOOL_APPLY] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"}}}",
+        [TOOL_LIST_PROCESSES] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"session\"],\"properties\":{"
+                "\"session\":{\"type\":\"string\",\"description\":\"the session whose live sandbox to look into\"}}}",
+        [TOOL_LIST_PORTS] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"session\"],\"properties\":{"
+                "\"session\":{\"type\":\"string\",\"description\":\"the session whose live sandbox to look into\"}}}",
 };
 
 static const char *const output_text[_TOOL_MAX] = {
@@ -89,14 +95,24 @@ static const char *const output_text[_TOOL_MAX] = {
         [TOOL_APPLY] = "{\"type\":\"object\",\"required\":[\"run_id\",\"applied\",\"exit_code\",\"text\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},\"applied\":{\"type\":\"boolean\"},"
                 "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"text\":{\"type\":\"string\"}}}",
+        [TOOL_LIST_PROCESSES] = "{\"type\":\"object\",\"required\":[\"sandbox\",\"running\",\"processes\"],\"properties\":{"
+                "\"sandbox\":{\"type\":[\"string\",\"null\"]},\"running\":{\"type\":\"boolean\"},"
+                "\"run_id\":{\"type\":\"string\"},"
+                "\"processes\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"pid\",\"ppid\",\"state\",\"command\"],"
+                "\"properties\":{\"pid\":{\"type\":\"integer\"},\"ppid\":{\"type\":\"integer\"},\"state\":{\"type\":\"string\"},"
+                "\"command\":{\"type\":\"string\"}}}}}}",
+        [TOOL_LIST_PORTS] = "{\"type\":\"object\",\"required\":[\"sandbox\",\"running\",\"ports\"],\"properties\":{"
+                "\"sandbox\":{\"type\":[\"string\",\"null\"]},\"running\":{\"type\":\"boolean\"},"
+                "\"ports\":{\"type\":\"array\"}}}",
 };
 
 static const char *const descriptions[_TOOL_MAX] = {
-        [TOOL_RUN_CODE] = "Run a program in a fresh, isolated sandbox (no network unless the operator allows it) "
-                "and return its exit status and output. Every run is recorded; long output is cut in the "
+        [TOOL_RUN_CODE] = "Run a program in a fresh, isolated sandbox (no network unless the operator allows it), "
+                "or with session in the session's live sandbox, and return its exit status and output. Every run is recorded; long output is cut in the "
                 "middle and the rest can be paged with read_output.",
-        [TOOL_RUN_COMMAND] = "Run a command (argv, no shell) in a fresh, isolated sandbox and return its exit "
-                "status and output. Every run is recorded; long output is cut in the middle and the rest can "
+        [TOOL_RUN_COMMAND] = "Run a command (argv, no shell) in a fresh, isolated sandbox, or with session in "
+                "the session's live sandbox (a background process it starts keeps running for the next call), "
+                "and return its exit status and output. Every run is recorded; long output is cut in the middle and the rest can "
                 "be paged with read_output.",
         [TOOL_READ_OUTPUT] = "Read part of a recorded run's stdout or stderr (sanitised text), for output the "
                 "run's result left out.",
@@ -107,6 +123,10 @@ static const char *const descriptions[_TOOL_MAX] = {
         [TOOL_DIFF] = "Show what a recorded run changed in its workspace (the server's --workdir or a session): "
                 "a unified diff of text files, one line for the rest; changes to protected paths "
                 "(.git/hooks, .envrc, ...) first.",
+        [TOOL_LIST_PROCESSES] = "List the processes running in a session's live sandbox (what earlier calls "
+                "left running, such as a server started in the background): pid, parent, state, command line.",
+        [TOOL_LIST_PORTS] = "List the ports a session's live sandbox publishes on the host's loopback "
+                "(reachable by the user at 127.0.0.1:PORT).",
         [TOOL_APPLY] = "Apply a recorded run's changes to the server's working directory, all or nothing: "
                 "refused when the directory changed under the run in a conflicting way, or when the run "
                 "changes protected paths.",
@@ -147,13 +167,15 @@ json_t *mcp_tool_output_schema(enum mcp_tool t)
         return cache[t];
 }
 
-json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply)
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply, bool live)
 {
         json_t *a = json_array();
         for (size_t i = 0; i < _TOOL_MAX; i++) {
                 _cleanup_free_ char *desc = NULL;
                 if (i == TOOL_APPLY && !allow_apply)
                         continue;       /* applying stays the operator's unless allowed */
+                if ((i == TOOL_LIST_PROCESSES || i == TOOL_LIST_PORTS) && !live)
+                        continue;       /* no live sessions, nothing to look into */
                 if (i == TOOL_RUN_CODE || i == TOOL_RUN_COMMAND)
                         desc = xasprintf("%s Time limit: timeout_s, default %gs, at most %gs.", descriptions[i],
                                          MIN(MCP_DEFAULT_TIMEOUT_MS, max_timeout_ms) / 1000.0,

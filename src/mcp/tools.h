@@ -21,6 +21,8 @@ enum mcp_tool {
         TOOL_GET_FILE,
         TOOL_DIFF,
         TOOL_APPLY,             /* listed and served only with --allow-apply */
+        TOOL_LIST_PROCESSES,    /* listed and served only with live sessions */
+        TOOL_LIST_PORTS,        /* likewise */
         _TOOL_MAX,
         _TOOL_INVALID = -EINVAL,
 };
@@ -56,7 +58,7 @@ enum mcp_tool mcp_tool_from_name(const char *name);
 
 /* The tools array of tools/list: a new reference. max_timeout_ms goes
  * into the descriptions. */
-json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply);
+json_t *mcp_tools_json(uint64_t max_timeout_ms, bool allow_apply, bool live);
 
 /* The outputSchema of tool t (borrowed, parsed once). */
 json_t *mcp_tool_output_schema(enum mcp_tool t);

@@ -60,7 +60,9 @@ r = await call(agent, "run_code", { language: "python", session: "proj",
         code: "open('calc.py', 'w').write('def add(a, b):\\n    return a - b\\n')\n" +
               "import calc\nassert calc.add(2, 2) == 4, 'add is wrong'" });
 assert.equal(r.isError, true);
-assert.equal(r.structuredContent.committed, true);
+// a live session: kept in its sandbox, committed when the sandbox stops
+assert.equal(r.structuredContent.committed, false);
+assert.match(text(r), /committed when the sandbox stops/);
 r = await call(agent, "run_command", { argv: ["cat", "calc.py"], session: "proj" });
 assert.match(r.structuredContent.stdout, /a - b/);
 

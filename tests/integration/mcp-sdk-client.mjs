@@ -38,7 +38,8 @@ if (mode === "client2-pin")
         assert.equal(version, "2026-07-28");
 
 const { tools } = await client.listTools();
-assert.deepEqual(tools.map(t => t.name), ["run_code", "run_command", "read_output", "list_runs", "get_file", "diff"]);
+assert.deepEqual(tools.map(t => t.name), ["run_code", "run_command", "read_output", "list_runs", "get_file", "diff",
+        "list_processes", "list_ports"]);
 
 const ok = await client.callTool({ name: "run_code", arguments: { language: "python", code: "print(6*7)" } });
 assert.equal(ok.isError, false);

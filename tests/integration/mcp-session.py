@@ -35,6 +35,7 @@ class Client:
     def __init__(self, era, server_args, name):
         self.era = era
         self.name = name
+        self.server_args = list(server_args)
         self.proc = subprocess.Popen([HUTCH, "mcp", *server_args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, bufsize=0)
         self.buf = b""
@@ -166,8 +167,10 @@ class Client:
             check(isinstance(r["ttlMs"], int) and r["cacheScope"] in ("public", "private"), "no cache fields")
         r = self.result(self.request("tools/list"))
         names = [t["name"] for t in r["tools"]]
+        live = "--sessions" not in self.server_args or "live" in self.server_args
         check(names[:6] == ["run_code", "run_command", "read_output", "list_runs", "get_file", "diff"] and
-              names[6:] in ([], ["apply"]), "tools %r" % names)
+              [n for n in names[6:] if n != "apply"] == (["list_processes", "list_ports"] if live else []) and
+              names[6:].count("apply") <= 1, "tools %r" % names)
         for t in r["tools"]:
             check(t["inputSchema"]["type"] == "object", "%s: inputSchema" % t["name"])
             check(t["outputSchema"]["type"] == "object", "%s: outputSchema" % t["name"])

@@ -110,13 +110,16 @@ EOF2
         echo "$output"
 }
 
-@test "mcp: a session call's edit survives a failing run (commit always by default); commit never" {
-        run -0 session commit --era modern
+@test "mcp: a session call's edit survives a failing run (commit always by default); commit never (--sessions fresh)" {
+        # per call commits are the fresh sessions' (live ones: mcp-live.bats)
+        run -0 session commit --era modern -- --sessions fresh
         echo "$output"
 }
 
 @test "mcp: two servers with different --scope see nothing of each other's runs, files or sessions" {
-        run -0 session scopes -- --scope alpha
+        # fresh sessions: an artifact is the call's own run's (a live
+        # session's are recorded when its sandbox stops)
+        run -0 session scopes -- --scope alpha --sessions fresh
         echo "$output"
         run -2 "$HUTCH" mcp --scope a-b
         [[ "$output" == *scope* ]]

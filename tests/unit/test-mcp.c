@@ -1,7 +1,8 @@
 /* test-mcp.c - unit tests for the pure parts of `hutch mcp`: line
  * framing (wire.c) over a pipe, the head-and-tail cut of a result's text
  * (format.c), and the requests the run tools build from a model's
- * arguments (tools.c): ceilings held, host paths refused. */
+ * arguments (tools.c): ceilings held, host paths refused; the exec argv
+ * of a live session's call (live.c): values quoted, bad paths refused. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 
 #include "lib/util.h"
 #include "mcp/format.h"
+#include "mcp/live.h"
 #include "mcp/tools.h"
 #include "mcp/wire.h"
 
@@ -172,14 +174,20 @@ static void scopes(void **state)
 
 static void tools(void **state)
 {
-        json_t *t = mcp_tools_json(30000, false);
-        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply" };
-        /* apply only when the operator allows it */
+        json_t *t = mcp_tools_json(30000, false, false);
+        const char *order[] = { "run_code", "run_command", "read_output", "list_runs", "get_file", "diff", "apply",
+                                "list_processes", "list_ports" };
+        /* apply only when the operator allows it; the live tools only
+         * with live sessions */
         assert_int_equal(json_array_size(t), 6);
         json_decref(t);
-        t = mcp_tools_json(30000, true);
-        assert_int_equal(json_array_size(t), 7);
-        for (size_t i = 0; i < 7; i++) {
+        t = mcp_tools_json(30000, false, true);
+        assert_int_equal(json_array_size(t), 8);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(t, 6), "name")), "list_processes");
+        json_decref(t);
+        t = mcp_tools_json(30000, true, true);
+        assert_int_equal(json_array_size(t), 9);
+        for (size_t i = 0; i < 9; i++) {
                 json_t *x = json_array_get(t, i);
                 assert_string_equal(json_string_value(json_object_get(x, "name")), order[i]);
                 assert_string_equal(json_string_value(json_object_get(json_object_get(x, "inputSchema"), "type")), "object");
@@ -190,6 +198,66 @@ static void tools(void **state)
         json_decref(t);
 }
 
+static void live_argv(void **state)
+{
+        char **v = NULL, *err = NULL;
+        json_t *req = json_pack("{s:[s,s], s:{s:i}}", "argv", "echo", "it's", "limits", "timeout_ms", 5000);
+
+        /* a plain command: its argv as is, after exec's own options */
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), 0);
+        const char *want[] = { "hutch", "exec", "sb", "--json", "--timeout=5000ms", "--", "echo", "it's", NULL };
+        for (size_t i = 0; want[i] || v[i]; i++)
+                assert_string_equal(v[i], want[i]);
+        strv_free(v);
+        /* stdin, env and files: one sh script, every value single-quoted */
+        json_object_set_new(req, "stdin", json_string("a'b $(x)"));
+        json_object_set_new(req, "env", json_pack("{s:s}", "K", "v'"));
+        json_object_set_new(req, "files", json_pack("{s:s}", "d/f.txt", "`x`"));
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, false, &v, &err), 0);
+        assert_string_equal(v[6], "sh");
+        assert_string_equal(v[7], "-c");
+        assert_non_null(strstr(v[8], "printf %s 'a'\\''b $(x)' > /tmp/.hutch-mcp-7.stdin"));
+        assert_non_null(strstr(v[8], "export K='v'\\'''\n"));
+        assert_non_null(strstr(v[8], "mkdir -p -- 'd'"));
+        assert_non_null(strstr(v[8], "printf %s '`x`' > 'd/f.txt'"));
+        assert_non_null(strstr(v[8], "exec 'echo' 'it'\\''s'\n"));
+        strv_free(v);
+        /* paths out of the workspace, NUL bytes, too much */
+        const char *bad[] = { "../x", "/etc/x", "a//b", "a/./b", "a/", "" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                json_object_set_new(req, "files", json_pack("{s:s}", bad[i], "x"));
+                assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
+                assert_non_null(strstr(err, "relative path"));
+                free(err);
+                err = NULL;
+        }
+        json_object_del(req, "files");
+        json_object_set_new(req, "stdin", json_stringn("a\0b", 3));
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
+        assert_non_null(strstr(err, "NUL"));
+        free(err);
+        char *big = xmalloc(MCP_LIVE_ARGV_MAX + 2);
+        memset(big, 'x', MCP_LIVE_ARGV_MAX + 1);
+        big[MCP_LIVE_ARGV_MAX + 1] = '\0';
+        json_object_set_new(req, "stdin", json_string(big));
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -E2BIG);
+        free(err);
+        free(big);
+        json_decref(req);
+}
+
+static void live_ps(void **state)
+{
+        json_t *a = mcp_live_ps_parse("1 0 S [hutch]\n12 1 S python3 server.py  \nnot a line\n");
+        assert_int_equal(json_array_size(a), 2);
+        json_t *p = json_array_get(a, 1);
+        assert_int_equal(json_integer_value(json_object_get(p, "pid")), 12);
+        assert_int_equal(json_integer_value(json_object_get(p, "ppid")), 1);
+        assert_string_equal(json_string_value(json_object_get(p, "state")), "S");
+        assert_string_equal(json_string_value(json_object_get(p, "command")), "python3 server.py");
+        json_decref(a);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -198,6 +266,8 @@ int main(void)
                 cmocka_unit_test(scopes),
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
+                cmocka_unit_test(live_argv),
+                cmocka_unit_test(live_ps),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

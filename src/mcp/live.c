@@ -1,0 +1,555 @@
+/* live.c - the argv vectors of `hutch mcp`'s live sessions, the process
+ * listing, and the keeper (see live.h).
+ *
+ * What a call brings (code, stdin, files, env) reaches the live sandbox
+ * inside the exec's argv only: a sh script whose every value is single-
+ * quoted, so nothing a model sends is ever parsed as shell. The script
+ * runs inside the sandbox, as the job, with the job's rights: it can
+ * write nothing the job could not. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/lang.h"
+#include "lib/util.h"
+#include "mcp/calls.h"
+#include "mcp/live.h"
+#include "run/live-kernel.h"
+
+/* a call's own files in the sandbox's /tmp, named by its seq: no mkdir
+ * (one process less a call) */
+#define CALL_FILE "/tmp/.hutch-mcp-"
+
+/* s single-quoted for sh, appended to f. */
+static void put_quoted(FILE *f, const char *s)
+{
+        fputc('\'', f);
+        for (; *s; s++)
+                if (*s == '\'')
+                        fputs("'\\''", f);
+                else
+                        fputc(*s, f);
+        fputc('\'', f);
+}
+
+static char *limit_arg(const char *flag, json_int_t v, const char *unit)
+{
+        return xasprintf("--%s=%lld%s", flag, (long long)v, unit);
+}
+
+char **mcp_live_start_argv(const char *name, const char *session, const json_t *req, const json_t *limits,
+                           char *const *run_args, char *const *publish, uint64_t idle_ms)
+{
+        char **v = NULL;
+        size_t n = 0;
+        const char *k;
+        json_t *x;
+
+        v = strv_push(v, &n, "hutch");
+        v = strv_push(v, &n, "sandbox");
+        v = strv_push(v, &n, "start");
+        v = strv_push(v, &n, name);
+        _cleanup_free_ char *idle = xasprintf("--idle-timeout=%llums",
+                                              (unsigned long long)(idle_ms + MCP_LIVE_BACKSTOP_MS));
+        v = strv_push(v, &n, idle);
+        v = strv_push(v, &n, "--session");
+        v = strv_push(v, &n, session);
+        /* the stop of a sandbox that ran commits, its kill does not: the
+         * server chooses between them by the session's policy */
+        v = strv_push(v, &n, "--commit=success");
+        for (size_t i = 0; run_args && run_args[i]; i++)
+                v = strv_push(v, &n, run_args[i]);
+        /* the limits every run_command of the server gets: the sandbox
+         * is the session's for every language */
+        json_t *lim = json_object_get(limits, "");
+        json_object_foreach(lim, k, x) {
+                _cleanup_free_ char *a = NULL;
+                if (streq(k, "memory_mb"))
+                        a = limit_arg("memory", json_integer_value(x), "M");
+                else if (streq(k, "disk_mb"))
+                        a = limit_arg("disk", json_integer_value(x), "M");
+                else if (streq(k, "pids"))
+                        a = limit_arg("pids", json_integer_value(x), "");
+                else if (streq(k, "cpu_cores") && json_number_value(x) > 0)
+                        a = xasprintf("--cpus=%.3f", json_number_value(x));
+                if (a)
+                        v = strv_push(v, &n, a);
+        }
+        for (size_t i = 0; publish && publish[i]; i++) {
+                _cleanup_free_ char *a = xasprintf("--publish=%s", publish[i]);
+                v = strv_push(v, &n, a);
+        }
+        json_object_foreach(json_object_get(req, "labels"), k, x) {
+                _cleanup_free_ char *a = xasprintf("--label=%s=%s", k, json_string_value(x) ?: "");
+                v = strv_push(v, &n, a);
+        }
+        /* another holder of the session (another server of the scope,
+         * the operator) is waited for as long as the call may run */
+        json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+        _cleanup_free_ char *wait = xasprintf("--session-wait=%lldms", (long long)(t > 0 ? t : 30000));
+        v = strv_push(v, &n, wait);
+        return v;
+}
+
+/* A files/ path as the model gave it: relative, no '..', no empty part. */
+static bool rel_path_ok(const char *p)
+{
+        if (!*p || *p == '/' || strlen(p) > 4096)
+                return false;
+        for (const char *c = p; *c;) {
+                size_t len = strcspn(c, "/");
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += len;
+                if (*c == '/')
+                        c++;
+        }
+        return p[strlen(p) - 1] != '/';
+}
+
+/* A string of the request that a live call passes in its argv: no NUL. */
+static bool argv_safe(const json_t *s)
+{
+        return json_is_string(s) && strlen(json_string_value(s)) == json_string_length(s);
+}
+
+/* The part of the wrapper every call shares: a fail function, the
+ * files, env and stdin. 0 or -EINVAL with *ret_error. */
+static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_error)
+{
+        const char *k;
+        json_t *x;
+
+        fputs("hutch_fail() { echo \"hutch: live session: $1\" >&2; exit 125; }\n", f);
+        json_object_foreach(json_object_get(req, "files"), k, x) {
+                json_t *content = json_is_object(x) ? json_object_get(x, "content") : x;
+                const char *enc = json_string_value(json_object_get(x, "encoding"));
+                bool b64 = enc && streq(enc, "base64");
+                if (!rel_path_ok(k)) {
+                        *ret_error = xasprintf("files/%s: expected a relative path inside the workspace", k);
+                        return -EINVAL;
+                }
+                if (!argv_safe(content)) {
+                        *ret_error = xasprintf("files/%s: a live session takes text without NUL bytes "
+                                               "(give binary content with encoding base64)", k);
+                        return -EINVAL;
+                }
+                if (strchr(k, '/')) {
+                        _cleanup_free_ char *dir = xstrdup(k);
+                        *strrchr(dir, '/') = '\0';
+                        fputs("mkdir -p -- ", f);
+                        put_quoted(f, dir);
+                        fputs(" || hutch_fail 'cannot make a directory of files'\n", f);
+                }
+                fputs("printf %s ", f);
+                put_quoted(f, json_string_value(content));
+                fputs(b64 ? " | base64 -d > " : " > ", f);
+                put_quoted(f, k);
+                fputs(" || hutch_fail 'cannot write files/'", f);
+                put_quoted(f, k);
+                fputc('\n', f);
+        }
+        json_object_foreach(json_object_get(req, "env"), k, x) {
+                /* names are checked by mcp_tool_request(): [A-Za-z_][A-Za-z0-9_]* */
+                if (!argv_safe(x)) {
+                        *ret_error = xasprintf("env/%s: expected a string without NUL", k);
+                        return -EINVAL;
+                }
+                fprintf(f, "export %s=", k);
+                put_quoted(f, json_string_value(x));
+                fputc('\n', f);
+        }
+        json_t *in = json_object_get(req, "stdin");
+        if (in) {
+                if (!argv_safe(in)) {
+                        *ret_error = xstrdup("stdin: a live session takes text without NUL bytes");
+                        return -EINVAL;
+                }
+                fputs("printf %s ", f);
+                put_quoted(f, json_string_value(in));
+                fprintf(f, " > " CALL_FILE "%u.stdin && exec 0< " CALL_FILE "%u.stdin || hutch_fail 'cannot give stdin'\n",
+                        seq, seq);
+        }
+        return 0;
+}
+
+/* `hutch exec NAME --json --timeout T --` then, if script, `sh -c
+ * SCRIPT hutch-mcp`, else words. */
+static char **exec_argv(const char *name, const json_t *req, const char *script, char *const *words)
+{
+        char **v = NULL;
+        size_t n = 0;
+        json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+        _cleanup_free_ char *timeout = xasprintf("--timeout=%lldms", (long long)(t > 0 ? t : 30000));
+
+        v = strv_push(v, &n, "hutch");
+        v = strv_push(v, &n, "exec");
+        v = strv_push(v, &n, name);
+        v = strv_push(v, &n, "--json");
+        v = strv_push(v, &n, timeout);
+        v = strv_push(v, &n, "--");
+        if (script) {
+                v = strv_push(v, &n, "sh");
+                v = strv_push(v, &n, "-c");
+                v = strv_push(v, &n, script);
+                v = strv_push(v, &n, "hutch-mcp");
+        } else
+                for (size_t i = 0; words[i]; i++)
+                        v = strv_push(v, &n, words[i]);
+        return v;
+}
+
+static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
+{
+        if (fclose(f) != 0) {
+                *ret_error = xstrdup("out of memory");
+                return -ENOMEM;
+        }
+        if (*len > MCP_LIVE_ARGV_MAX) {
+                *ret_error = xasprintf("a live session's call carries at most %u KiB of code, stdin, files "
+                                       "and env together (this one %zu KiB): write large files in parts",
+                                       MCP_LIVE_ARGV_MAX >> 10, *len >> 10);
+                free(*text);
+                *text = NULL;
+                return -E2BIG;
+        }
+        return 0;
+}
+
+/* `hutch exec NAME --json --timeout T --kernel LANG -c CODE`, or NULL
+ * when the call is not one for a kernel. */
+static char **kernel_argv(const char *name, const json_t *req)
+{
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        /* a kernel takes code alone: what brings stdin, files or env
+         * runs as a program */
+        if (k < 0 || json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+                return NULL;
+        json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+        _cleanup_free_ char *timeout = xasprintf("--timeout=%lldms", (long long)(t > 0 ? t : 30000));
+        char **v = NULL;
+        size_t n = 0;
+        const char *words[] = { "hutch", "exec", name, "--json", timeout, "--kernel",
+                                live_kernel_lang_to_string(k), "-c",
+                                json_string_value(json_object_get(req, "code")) ?: "", NULL };
+        for (size_t i = 0; words[i]; i++)
+                v = strv_push(v, &n, words[i]);
+        return v;
+}
+
+int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
+                       bool kernels, char ***ret, char **ret_error)
+{
+        const struct lang *l;
+        _cleanup_free_ char *text = NULL, *src = NULL, *out = NULL;
+        _cleanup_strv_ char **compile = NULL, **run = NULL;
+        size_t len = 0;
+        int r;
+
+        if (kernels && argv_safe(json_object_get(req, "code")) &&
+            strlen(json_string_value(json_object_get(req, "code"))) <= LIVE_KERNEL_CODE_MAX &&
+            (*ret = kernel_argv(name, req)))
+                return 0;
+        if (!langs) {
+                *ret_error = xstrdup("language: no languages file (languages.ini) on this server");
+                return -EINVAL;
+        }
+        r = lang_lookup(langs, json_string_value(json_object_get(req, "language")) ?: "", &l, ret_error);
+        if (r < 0)
+                return -EINVAL;
+        if (!argv_safe(json_object_get(req, "code"))) {
+                *ret_error = xstrdup("code: a live session takes code without NUL bytes");
+                return -EINVAL;
+        }
+        /* a file of its own per call: a process an earlier call left
+         * may still run (or hold open) the earlier one */
+        src = xasprintf(CALL_FILE "%u%s", seq, l->extension);
+        out = xasprintf(CALL_FILE "%u", seq);
+        if ((l->compile && lang_expand(l->compile, src, out, &compile, ret_error) < 0) ||
+            lang_expand(l->command, src, out, &run, ret_error) < 0)
+                return -EINVAL;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                *ret_error = xstrdup("out of memory");
+                return -ENOMEM;
+        }
+        r = put_prelude(f, req, seq, ret_error);
+        if (r < 0) {
+                fclose(f);
+                return r;
+        }
+        fputs("printf %s ", f);
+        put_quoted(f, json_string_value(json_object_get(req, "code")));
+        fprintf(f, " > %s || hutch_fail 'cannot write the code'\n", src);
+        if (compile) {
+                for (size_t i = 0; compile[i]; i++) {
+                        put_quoted(f, compile[i]);
+                        fputc(' ', f);
+                }
+                fputs("|| { s=$?; echo \"hutch: compile failed (exit $s)\" >&2; exit $s; }\n", f);
+        }
+        fputs("exec", f);
+        for (size_t i = 0; run[i]; i++) {
+                fputc(' ', f);
+                put_quoted(f, run[i]);
+        }
+        fputc('\n', f);
+        r = finish_script(f, &text, &len, ret_error);
+        if (r < 0)
+                return r;
+        *ret = exec_argv(name, req, text, NULL);
+        return 0;
+}
+
+int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
+                       bool kernels, char ***ret, char **ret_error)
+{
+        json_t *argv = json_object_get(req, "argv");
+        _cleanup_free_ char *text = NULL;
+        _cleanup_strv_ char **words = NULL;
+        size_t len = 0, n = 0, i;
+        json_t *x;
+        int r;
+
+        if (!argv)
+                return mcp_live_code_argv(name, req, langs, seq, kernels, ret, ret_error);
+        json_array_foreach(argv, i, x) {
+                if (!argv_safe(x)) {
+                        *ret_error = xasprintf("argv/%zu: expected a string without NUL", i);
+                        return -EINVAL;
+                }
+                words = strv_push(words, &n, json_string_value(x));
+        }
+        if (!json_object_get(req, "stdin") && !json_object_get(req, "files") && !json_object_get(req, "env")) {
+                size_t total = 0;
+                for (i = 0; words[i]; i++)
+                        total += strlen(words[i]) + 1;
+                if (total > MCP_LIVE_ARGV_MAX) {
+                        *ret_error = xasprintf("argv: at most %u KiB in a live session", MCP_LIVE_ARGV_MAX >> 10);
+                        return -E2BIG;
+                }
+                *ret = exec_argv(name, req, NULL, words);
+                return 0;
+        }
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                *ret_error = xstrdup("out of memory");
+                return -ENOMEM;
+        }
+        r = put_prelude(f, req, seq, ret_error);
+        if (r < 0) {
+                fclose(f);
+                return r;
+        }
+        fputs("exec", f);
+        for (i = 0; words[i]; i++) {
+                fputc(' ', f);
+                put_quoted(f, words[i]);
+        }
+        fputc('\n', f);
+        r = finish_script(f, &text, &len, ret_error);
+        if (r < 0)
+                return r;
+        *ret = exec_argv(name, req, text, NULL);
+        return 0;
+}
+
+/* Each process of the sandbox but its init (pid 1, hutch's) and this
+ * listing's own shell and its children: pid, parent, state, command
+ * line (or [comm]). From /proc,
+ * so it needs nothing but sh, cat and tr in the sandbox. */
+static const char ps_script[] =
+        "me=$$\n"
+        "for d in /proc/[0-9]*; do\n"
+        "  p=${d#/proc/}; [ \"$p\" = \"$me\" ] || [ \"$p\" = 1 ] && continue\n"
+        "  s=$(cat \"$d/stat\" 2>/dev/null) || continue\n"
+        "  c=$(tr '\\000' ' ' < \"$d/cmdline\" 2>/dev/null)\n"
+        "  t=${s#*(}; t=${t%)*}; set -- ${s##*) }\n"
+        "  [ \"$2\" = \"$me\" ] && continue\n"
+        "  [ -n \"$c\" ] || c=\"[$t]\"\n"
+        "  printf '%s %s %s %s\\n' \"$p\" \"$2\" \"$1\" \"$c\"\n"
+        "done\n";
+
+char **mcp_live_ps_argv(const char *name)
+{
+        json_t *req = json_pack("{s:{s:i}}", "limits", "timeout_ms", 10000);
+        char **v = exec_argv(name, req, ps_script, NULL);
+        json_decref(req);
+        return v;
+}
+
+json_t *mcp_live_ps_parse(const char *text)
+{
+        json_t *a = json_array();
+        while (text && *text) {
+                size_t len = strcspn(text, "\n");
+                _cleanup_free_ char *line = xmalloc(len + 1);
+                memcpy(line, text, len);
+                line[len] = '\0';
+                long pid, ppid;
+                char state[8];
+                int used = 0;
+                if (sscanf(line, "%ld %ld %7s %n", &pid, &ppid, state, &used) >= 3 && used > 0) {
+                        char *cmd = line + used;
+                        size_t cl = strlen(cmd);
+                        while (cl && cmd[cl - 1] == ' ')
+                                cmd[--cl] = '\0';
+                        json_t *c = json_string(cmd);
+                        json_array_append_new(a, json_pack("{s:I, s:I, s:s, s:o}", "pid", (json_int_t)pid, "ppid",
+                                                           (json_int_t)ppid, "state", state, "command",
+                                                           c ? c : json_string("?")));
+                }
+                text += len + (text[len] == '\n');
+        }
+        return a;
+}
+
+/* The keeper's list: a name and how to stop it, per line "+name" or "!name". */
+struct kept {
+        char **names;           /* "+name" / "!name" */
+        size_t n;
+};
+
+static void kept_apply(struct kept *k, const char *line)
+{
+        for (size_t i = 0; i < k->n; i++)
+                if (k->names[i] && streq(k->names[i] + 1, line + 1)) {
+                        free(k->names[i]);
+                        k->names[i] = NULL;
+                }
+        if (line[0] == '+' || line[0] == '!')
+                k->names = strv_push(k->names, &k->n, line);
+}
+
+json_t *mcp_live_ls_entry(int exe_fd, const char *name)
+{
+        char *argv[] = { (char *)"hutch", (char *)"sandbox", (char *)"ls", (char *)"--json", NULL };
+        _cleanup_free_ char *out = NULL;
+        size_t len;
+        bool cut;
+        int st;
+        if (call_run_sync(exe_fd, argv, 1 << 20, &out, &len, &cut, &st) < 0)
+                return NULL;
+        for (char *l = out; l && *l;) {
+                char *nl = strchr(l, '\n');
+                if (nl)
+                        *nl = '\0';
+                json_t *o = json_loads(l, 0, NULL);
+                const char *n = json_string_value(json_object_get(o, "name"));
+                if (n && streq(n, name))
+                        return o;
+                json_decref(o);
+                l = nl ? nl + 1 : NULL;
+        }
+        return NULL;
+}
+
+char *mcp_live_run_id(int exe_fd, const char *name)
+{
+        json_t *o = mcp_live_ls_entry(exe_fd, name);
+        const char *id = json_string_value(json_object_get(o, "id"));
+        char *r = id ? xstrdup(id) : NULL;
+        json_decref(o);
+        return r;
+}
+
+/* Stop (commit) or kill (throw away) sandbox name. */
+static void keeper_stop(int exe_fd, const char *name, bool commit)
+{
+        _cleanup_free_ char *out = NULL, *id = commit ? NULL : mcp_live_run_id(exe_fd, name);
+        char *stop[] = { (char *)"hutch", (char *)"sandbox", (char *)"stop", (char *)name, NULL };
+        char *kill[] = { (char *)"hutch", (char *)"kill", (char *)"--grace", (char *)"0", id, NULL };
+        size_t len;
+        bool cut;
+        int st;
+        if (!commit && !id)
+                return;         /* not running */
+        (void)call_run_sync(exe_fd, commit ? stop : kill, 4096, &out, &len, &cut, &st);
+}
+
+static _noreturn_ void keeper_main(int rfd, int exe_fd)
+{
+        struct kept k = { 0 };
+        char buf[4096];
+        size_t have = 0;
+
+        for (;;) {
+                ssize_t n = read(rfd, buf + have, sizeof(buf) - 1 - have);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                have += (size_t)n;
+                buf[have] = '\0';
+                char *nl;
+                while ((nl = memchr(buf, '\n', have))) {
+                        *nl = '\0';
+                        kept_apply(&k, buf);
+                        have -= (size_t)(nl + 1 - buf);
+                        memmove(buf, nl + 1, have);
+                }
+                if (have == sizeof(buf) - 1)
+                        have = 0;       /* not ours: no line is this long */
+        }
+        /* the server is gone: what it started ends. A start that was in
+         * flight may bring its sandbox up a moment later: look twice. */
+        size_t left = 0;
+        for (size_t i = 0; i < k.n; i++)
+                left += k.names[i] != NULL;
+        for (int round = 0; left && round < 2; round++) {
+                for (size_t i = 0; i < k.n; i++)
+                        if (k.names[i])
+                                keeper_stop(exe_fd, k.names[i] + 1, k.names[i][0] == '+');
+                if (round == 0)
+                        usleep(500 * 1000);
+        }
+        _exit(0);
+}
+
+int mcp_keeper_start(int exe_fd, int *ret_fd, pid_t *ret_pid)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                /* its own session: a signal to the client's process group
+                 * (Ctrl-C) ends the server, not the one that cleans up */
+                (void)setsid();
+                signal(SIGINT, SIG_IGN);
+                signal(SIGHUP, SIG_IGN);
+                signal(SIGPIPE, SIG_IGN);
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                /* hold none of the client's pipes (stdin, stdout) open */
+                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
+                        _exit(125);
+                int keep[2] = { MIN(p[0], exe_fd), MAX(p[0], exe_fd) };
+                (void)close_range(3, (unsigned)keep[0] - 1, 0);
+                (void)close_range((unsigned)keep[0] + 1, (unsigned)keep[1] - 1, 0);
+                (void)close_range((unsigned)keep[1] + 1, ~0u, 0);
+                keeper_main(p[0], exe_fd);
+        }
+        close(p[0]);
+        *ret_fd = p[1];
+        *ret_pid = pid;
+        return 0;
+}
+
+void mcp_keeper_tell(int fd, char what, const char *name)
+{
+        _cleanup_free_ char *line = xasprintf("%c%s\n", what, name);
+        if (fd >= 0)
+                (void)write_all(fd, line, strlen(line));
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# hutch mcp's live sessions (hutch-mcp(1), "Live sessions"): a session's
+# calls exec into one live sandbox started by its first call, so files
+# and processes stay between calls; it stops at the idle timeout, when
+# the server exits (committing by the session's policy) and when the
+# server is killed (its keeper stops it); nothing is left on the host.
+# The client is mcp-live.py (mcp-session.py's, every structuredContent
+# checked against its outputSchema).
+
+bats_require_minimum_version 1.5.0
+
+load lib
+
+setup() {
+        common_setup
+        LIVE="$TESTS_DIR/integration/mcp-live.py"
+}
+
+teardown() {
+        local s
+        for s in $("$HUTCH" sandbox ls --json 2>/dev/null | jq -r .name); do
+                "$HUTCH" sandbox stop "$s" || true
+        done
+}
+
+live() {
+        python3 "$LIVE" "$@"
+}
+
+@test "mcp live: run_command starts a background server that a later call talks to; list_processes, list_ports" {
+        run -0 live server
+        echo "$output"
+        [[ "$output" == *"ok server"* ]]
+}
+
+@test "mcp live: --publish: a server in a session's sandbox answers on the host at the port list_ports names" {
+        run -0 live publish -- --publish 8765
+        echo "$output"
+        [[ "$output" == *"ok publish"* ]]
+}
+
+@test "mcp live: --kernels: run_code keeps python and node variables between calls, across an error" {
+        command -v node >/dev/null || skip "node not installed"
+        run -0 live kernels --era modern -- --kernels
+        echo "$output"
+        [[ "$output" == *"ok kernels"* ]]
+}
+
+@test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
+        run -0 live state --era modern
+        echo "$output"
+        [[ "$output" == *"ok state"* ]]
+}
+
+@test "mcp live: three calls on one session sent at once run in order, one at a time, in its sandbox" {
+        # mcp-session.py's scenario, on a live server (the default) named so
+        run -0 python3 "$TESTS_DIR/integration/mcp-session.py" session_queue -- --sessions live
+        echo "$output"
+        [[ "$output" == *"ok session_queue"* ]]
+}
+
+@test "mcp live: the server's exit stops the sandbox, commits its files, leaves no process" {
+        run -0 live exit
+        echo "$output"
+        [[ "$output" == *"ok exit"* ]]
+}
+
+@test "mcp live: commit never on the latest call throws the sandbox's files away at its stop; success keeps a success" {
+        run -0 live never --era modern
+        echo "$output"
+        [[ "$output" == *"ok never"* ]]
+}
+
+@test "mcp live: SIGTERM to the server stops and commits the sandbox, then exits 0" {
+        run -0 live term
+        echo "$output"
+        [[ "$output" == *"ok term"* ]]
+}
+
+@test "mcp live: SIGKILL of the server: its keeper stops the sandbox, no process is left" {
+        run -0 live killed -- --idle-timeout 777s
+        echo "$output"
+        [[ "$output" == *"ok killed"* ]]
+}
+
+@test "mcp live: the idle timeout stops the session's sandbox; its run has the change set and artifacts; the next call starts a new one" {
+        run -0 live idle -- --idle-timeout 2s
+        echo "$output"
+        [[ "$output" == *"ok idle"* ]]
+}
+
+@test "mcp live: a profile a live sandbox refuses (gvisor) runs the call fresh and says so" {
+        printf '[sandbox]\nruntime = gvisor\n' > "$BATS_TEST_TMPDIR/gvisor.ini"
+        run -0 live fallback -- --profile "$BATS_TEST_TMPDIR/gvisor.ini"
+        echo "$output"
+        [[ "$output" == *"ok fallback"* ]]
+}
+
+@test "mcp live: --sessions and --idle-timeout take only valid values; fresh sessions list no live tools" {
+        run -2 "$HUTCH" mcp --sessions sometimes
+        [[ "$output" == *"sessions"* ]]
+        run -2 "$HUTCH" mcp --idle-timeout 0
+        [[ "$output" == *"idle-timeout"* ]]
+        run -2 "$HUTCH" mcp --publish 70000
+        [[ "$output" == *"publish"* ]]
+        run -2 "$HUTCH" mcp --publish 8000 --sessions fresh
+        [[ "$output" == *"--publish goes with live sessions"* ]]
+        run -2 "$HUTCH" mcp --kernels --sessions fresh
+        [[ "$output" == *"--kernels goes with live sessions"* ]]
+        run -0 python3 "$TESTS_DIR/integration/mcp-session.py" no_apply -- --sessions fresh
+}

@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+# mcp-live.py - scenarios of hutch mcp's live sessions (mcp-live.bats):
+# a session's calls exec into one live sandbox, so files and processes
+# stay between calls; the sandbox stops at the idle timeout, when the
+# server exits, and when it is killed. Uses mcp-session.py's client
+# (every structuredContent validated against its outputSchema).
+#
+#   mcp-live.py SCENARIO [--era legacy|modern] [-- SERVER-ARGS...]
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+spec = importlib.util.spec_from_file_location(
+    "mcp_session", os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp-session.py"))
+ms = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ms)
+Client, Fail, check, text_of, alive, show = ms.Client, ms.Fail, ms.check, ms.text_of, ms.alive, ms.show
+HUTCH = ms.HUTCH
+STATE = os.environ["HUTCH_STATE_DIR"]
+
+
+def sandboxes(prefix):
+    """The live sandboxes whose name starts with prefix (hutch sandbox ls --json)."""
+    return [s for s in ms.hutch_json("sandbox", "ls", "--json") if s.get("name", "").startswith(prefix)]
+
+
+def wait_until(what, cond, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        check(time.monotonic() < deadline, "%s: not within %ss" % (what, timeout))
+        time.sleep(0.1)
+
+
+def server_prefix(c):
+    """The sandboxes of c's server are named mcp-<its session id>-N."""
+    r = c.run("list_runs", {"limit": 1})
+    runs = r["structuredContent"]["runs"]
+    check(runs, "no run to learn the server's session from")
+    return "mcp-%s-" % runs[0]["labels"]["mcp.session"]
+
+
+def sleep_marker():
+    """A background process a test can find by its command line alone."""
+    return "sleep %d" % (100000 + os.getpid() + int(time.monotonic() * 1000) % 100000)
+
+
+def tree(session):
+    return os.path.join(STATE, "sessions", session, "tree")
+
+
+def run_ok(c, tool, args):
+    r = c.run(tool, args)
+    check(not r["isError"], "%s %r failed: %s" % (tool, args, text_of(r)))
+    return r
+
+
+# --- scenarios -------------------------------------------------------------
+
+def scenario_server(c):
+    """run_command starts a background server; a later call talks to it;
+    list_processes shows it; list_ports answers (none published)."""
+    c.handshake()
+    port = 20000 + os.getpid() % 20000
+    code = ("import http.server, socketserver\n"
+            "class H(http.server.BaseHTTPRequestHandler):\n"
+            "    def do_GET(self):\n"
+            "        self.send_response(200); self.end_headers(); self.wfile.write(b'hello from the sandbox')\n"
+            "    def log_message(self, *a): pass\n"
+            "socketserver.TCPServer(('127.0.0.1', %d), H).serve_forever()\n" % port)
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "python3 server.py </dev/null >/dev/null 2>&1 & echo started"],
+                                  "session": "web", "files": {"server.py": code}})
+    sc = r["structuredContent"]
+    check(sc["committed"] is False and sc["session"].endswith("web"), "a live call's result: %r" % sc)
+    check("live session" in text_of(r) and "committed when the sandbox stops" in text_of(r),
+          "the result does not say what a live call is: %r" % text_of(r))
+    check(sc["labels"].get("mcp.scope") == "default" and sc["labels"]["mcp.live"].startswith("mcp-"),
+          "a live call's run is not labelled as the server's: %r" % sc["labels"])
+    # a later call talks to it (it may need a moment to listen)
+    get = ("import time, urllib.request\n"
+           "for i in range(100):\n"
+           "    try:\n"
+           "        print(urllib.request.urlopen('http://127.0.0.1:%d/').read().decode()); break\n"
+           "    except OSError:\n"
+           "        time.sleep(0.1)\n" % port)
+    r = run_ok(c, "run_code", {"language": "python", "code": get, "session": "web"})
+    check(r["structuredContent"]["stdout"] == "hello from the sandbox\n", "the server did not answer: %r" % text_of(r))
+    r = run_ok(c, "list_processes", {"session": "web"})
+    procs = r["structuredContent"]["processes"]
+    check(any("server.py" in p["command"] for p in procs), "list_processes misses the server: %r" % procs)
+    check(not any("hutch-mcp" in p["command"] for p in procs), "list_processes lists itself: %r" % procs)
+    check(not any(p["pid"] == 1 for p in procs), "list_processes lists the sandbox's init: %r" % procs)
+    r = run_ok(c, "list_ports", {"session": "web"})
+    check(r["structuredContent"]["running"] is True and r["structuredContent"]["ports"] == [], "list_ports: %r" % r)
+    # another scope's session of the same name is another sandbox
+    other = Client(c.era, ["--scope", "beta"], c.name + "-beta")
+    other.handshake()
+    r = run_ok(other, "list_processes", {"session": "web"})
+    check(r["structuredContent"]["running"] is False, "beta sees alpha's live sandbox: %r" % r)
+    other.close()
+    r = run_ok(c, "list_processes", {"session": "nothing-here"})
+    check(r["structuredContent"] == {"sandbox": None, "running": False, "processes": []}, "no sandbox: %r" % r)
+    # the run_code path writes its code outside the workspace
+    r = run_ok(c, "run_command", {"argv": ["ls", "-A"], "session": "web"})
+    check(r["structuredContent"]["stdout"].split() == ["output", "server.py"], "workspace: %r" % text_of(r))
+    c.close()
+
+
+def scenario_publish(c):
+    """--publish 8765 (the bats test's): a server run_command starts on
+    port 8765 in the session's sandbox answers on the host, at the port
+    list_ports names; only on loopback."""
+    c.handshake()
+    code = ("import http.server, socketserver\n"
+            "class H(http.server.BaseHTTPRequestHandler):\n"
+            "    def do_GET(self):\n"
+            "        self.send_response(200); self.end_headers(); self.wfile.write(b'published')\n"
+            "    def log_message(self, *a): pass\n"
+            "socketserver.TCPServer(('127.0.0.1', 8765), H).serve_forever()\n")
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "python3 srv.py </dev/null >/dev/null 2>&1 &"], "session": "pub",
+                              "files": {"srv.py": code}})
+    r = run_ok(c, "list_ports", {"session": "pub"})
+    ports = r["structuredContent"]["ports"]
+    check(len(ports) == 1 and ports[0]["port"] == 8765 and ports[0]["host"] == "127.0.0.1", "list_ports: %r" % r)
+    check("-> port 8765 inside" in text_of(r), "list_ports text: %r" % text_of(r))
+    import urllib.request
+    url = "http://127.0.0.1:%d/" % ports[0]["host_port"]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            body = urllib.request.urlopen(url, timeout=5).read()
+            break
+        except OSError as e:
+            check(time.monotonic() < deadline, "the published port does not answer: %s" % e)
+            time.sleep(0.1)
+    check(body == b"published", "the published port answered %r" % body)
+    c.close()
+
+
+def scenario_kernels(c):
+    """--kernels: run_code in python and node keeps its variables between
+    calls (the session's kernel), a final expression's value is printed,
+    an error is a failed result and the state survives it; code with
+    stdin runs as a program; the record names the language and code."""
+    c.handshake()
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "import math\nx = 41"})
+    check("python kernel" in text_of(r), "the result does not say it ran in the kernel: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "x + 1"})
+    check(r["structuredContent"]["stdout"] == "42\n", "a kernel variable did not persist: %r" % text_of(r))
+    check(r["structuredContent"]["lang"] == "python" and r["structuredContent"]["labels"]["kernel"] == "python",
+          "the record: %r" % r["structuredContent"])
+    r = c.run("run_code", {"language": "python", "session": "k", "code": "assert x == 0, 'x is not 0'"})
+    check(r["isError"] and "x is not 0" in r["structuredContent"]["stderr"], "an error: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "python", "session": "k", "code": "print(math.floor(x / 2))"})
+    check(r["structuredContent"]["stdout"] == "20\n", "the state did not survive an error: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "node", "session": "k", "code": "let n = 20"})
+    r = run_ok(c, "run_code", {"language": "node", "session": "k", "code": "n + 22"})
+    check(r["structuredContent"]["stdout"] == "42\n", "a node kernel variable: %r" % text_of(r))
+    # stdin: a program, which does not see the kernel's variables
+    r = c.run("run_code", {"language": "python", "session": "k", "stdin": "in\n",
+                           "code": "import sys\nprint(sys.stdin.read().strip(), 'x' in globals())"})
+    check(r["structuredContent"]["stdout"] == "in False\n" and "kernel" not in text_of(r),
+          "code with stdin: %r" % text_of(r))
+    c.close()
+
+
+def scenario_state(c):
+    """A file and a process an earlier call left are there for the next
+    call (no interpreter variable involved); a module written in one call
+    is imported by run_code in the next; stdin and env reach the command."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo 42 > state; %s >/dev/null 2>&1 & echo $! > pidfile"
+                                       % marker], "session": "st"})
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "cat state; kill -0 $(cat pidfile) && echo alive; "
+                                           "tr '\\0' ' ' < /proc/$(cat pidfile)/cmdline"], "session": "st"})
+    out = r["structuredContent"]["stdout"]
+    check(out.startswith("42\nalive\n") and marker in out, "state did not persist: %r" % out)
+    check(alive(marker), "the background process is not running")
+    run_ok(c, "run_code", {"language": "python", "session": "st", "code": "open('helper.py','w').write('X = 7\\n')"})
+    r = run_ok(c, "run_code", {"language": "python", "session": "st", "code": "import helper\nprint(helper.X * 6)"})
+    check(r["structuredContent"]["stdout"] == "42\n", "import across calls: %r" % text_of(r))
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "cat; echo \"$GREETING\""], "session": "st",
+                                  "stdin": "it's a 'quoted' $(line)\n", "env": {"GREETING": "héllo 'x'"}})
+    check(r["structuredContent"]["stdout"] == "it's a 'quoted' $(line)\nhéllo 'x'\n", "stdin/env: %r" % text_of(r))
+    r = run_ok(c, "run_code", {"language": "c", "session": "st",
+                               "code": "#include <stdio.h>\nint main(void){printf(\"c ok\\n\");return 0;}\n"})
+    check(r["structuredContent"]["stdout"] == "c ok\n", "a compiled language: %r" % text_of(r))
+    r = c.run("run_code", {"language": "c", "session": "st", "code": "int main(void){ return nope; }\n"})
+    check(r["isError"] and "compile failed" in r["structuredContent"]["stderr"], "a compile error: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["sh", "-c", "exit 3"], "session": "st"})
+    check(r["isError"] and r["structuredContent"]["exit_code"] == 3, "exit code: %r" % text_of(r))
+    r = c.run("run_command", {"argv": ["sleep", "30"], "session": "st", "timeout_s": 1})
+    check(r["structuredContent"]["status"] == "timeout", "a call's timeout: %r" % text_of(r))
+    r = run_ok(c, "run_command", {"argv": ["cat", "state"], "session": "st"})
+    check(alive(marker), "a call's timeout ended the sandbox")
+    c.close()
+    check(not alive(marker), "a process of the session outlived the server")
+
+
+def scenario_exit(c):
+    """End of input: the sandbox stops, its files are committed (the
+    default policy), no process is left, the sandbox is gone."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo kept > f; %s >/dev/null 2>&1 &" % marker],
+                              "session": "ex"})
+    check(alive(marker), "the background process is not running")
+    prefix = server_prefix(c)
+    check(len(sandboxes(prefix)) == 1, "no live sandbox: %r" % sandboxes(prefix))
+    rc, _ = c.close()
+    check(rc == 0, "server exited %d" % rc)
+    # the server waited for the stop: nothing is left when it has exited
+    check(not alive(marker), "a process of the session outlived the server")
+    check(sandboxes(prefix) == [], "a sandbox outlived the server")
+    f = os.path.join(tree("mcp-ex"), "f")
+    check(os.path.exists(f) and open(f).read() == "kept\n", "the session's file was not committed")
+    sb = [r for r in ms.hutch_json("ls", "--json", "--label", "mcp.scope=default")
+          if r["argv"][:1] == ["sandbox"] and r["argv"][1].startswith(prefix)]
+    check(len(sb) == 1 and sb[0]["status"] == "success", "the sandbox's run: %r" % sb)
+    check(show(sb[0]["id"])["committed"] is True, "the sandbox's run did not commit")
+
+
+def scenario_never(c):
+    """commit never on the session's latest call: the stop throws the
+    sandbox's files away (its run is cancelled, nothing committed); a
+    later commit always call would have kept them."""
+    c.handshake()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo one > a"], "session": "nv"})
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "echo two > b"], "session": "nv", "commit": "never"})
+    check(r["structuredContent"]["committed"] is False and "thrown away" in text_of(r), "never: %r" % text_of(r))
+    prefix = server_prefix(c)
+    rc, _ = c.close()
+    check(rc == 0 and sandboxes(prefix) == [], "the sandbox outlived the server")
+    check(not os.path.exists(os.path.join(tree("mcp-nv"), "a")) and
+          not os.path.exists(os.path.join(tree("mcp-nv"), "b")), "commit never kept the files")
+    # a new server: the session is as it was; commit success keeps a success
+    c2 = Client(c.era, c.server_args, c.name + "-2")
+    c2.handshake()
+    r = run_ok(c2, "run_command", {"argv": ["sh", "-c", "ls; echo three > c"], "session": "nv", "commit": "success"})
+    check(r["structuredContent"]["stdout"] in ("", "output\n"), "the thrown away files came back: %r" % text_of(r))
+    c2.close()
+    check(os.path.exists(os.path.join(tree("mcp-nv"), "c")), "commit success did not keep a success")
+
+
+def scenario_killed(c):
+    """SIGKILL to the server: its keeper stops the session's sandbox;
+    no process is left behind."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "%s >/dev/null 2>&1 &" % marker], "session": "kd"})
+    check(alive(marker), "the background process is not running")
+    prefix = server_prefix(c)
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(30)
+    wait_until("the sandbox stops after SIGKILL of the server", lambda: sandboxes(prefix) == [])
+    wait_until("the session's processes end", lambda: not alive(marker))
+    wait_until("the keeper exits", lambda: not alive("mcp --idle-timeout 777s"))
+
+
+def scenario_term(c):
+    """SIGTERM to the server: it stops the session's sandbox itself
+    (committing) and exits 0; no process is left."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo t > f; %s >/dev/null 2>&1 &" % marker], "session": "tm"})
+    prefix = server_prefix(c)
+    c.proc.send_signal(signal.SIGTERM)
+    rc = c.proc.wait(60)
+    check(rc == 0, "server exited %d on SIGTERM" % rc)
+    check(sandboxes(prefix) == [] and not alive(marker), "the sandbox outlived the server")
+    check(os.path.exists(os.path.join(tree("mcp-tm"), "f")), "the session's file was not committed")
+
+
+def scenario_idle(c):
+    """--idle-timeout: the session's sandbox stops by itself after it
+    (committing), and the next call starts a new one."""
+    c.handshake()
+    marker = sleep_marker()
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "echo 1 > n; echo art > output/a.txt; %s >/dev/null 2>&1 &"
+                                       % marker], "session": "id"})
+    answered = time.monotonic()         # the idle time counts from the call's end, just before
+    prefix = server_prefix(c)           # (list_runs: not a call of the session)
+    first = [s["name"] for s in sandboxes(prefix)]
+    check(len(first) == 1, "no live sandbox")
+    wait_until("the idle sandbox stops", lambda: sandboxes(prefix) == [], timeout=30)
+    # --idle-timeout 2s (the bats test's): not before, whatever the load
+    check(time.monotonic() - answered >= 1.9, "stopped %.2f s after the call, before its idle timeout"
+          % (time.monotonic() - answered))
+    check(not alive(marker), "a process outlived the idle stop")
+    check(os.path.exists(os.path.join(tree("mcp-id"), "n")), "the idle stop did not commit")
+    # the sandbox's own run holds the change set and the artifacts, for diff and get_file
+    runs = c.run("list_runs", {})["structuredContent"]["runs"]
+    sb = [x for x in runs if x["argv"] == ["sandbox", first[0]]]
+    check(len(sb) == 1 and sb[0]["status"] == "success", "the sandbox's run: %r" % sb)
+    d = run_ok(c, "diff", {"run_id": sb[0]["id"]})
+    check("b/n" in text_of(d), "diff of the sandbox's run: %r" % text_of(d))
+    g = run_ok(c, "get_file", {"run_id": sb[0]["id"], "path": "output/a.txt"})
+    check(g["structuredContent"]["content"] == "art\n", "get_file of the sandbox's run: %r" % g)
+    r = run_ok(c, "run_command", {"argv": ["cat", "n"], "session": "id"})
+    check(r["structuredContent"]["stdout"] == "1\n", "the next call: %r" % text_of(r))
+    check([s["name"] for s in sandboxes(prefix)] not in ([], first), "no new sandbox for the next call")
+    c.close()
+
+
+def scenario_fallback(c):
+    """A profile a live sandbox refuses (runtime gvisor): the call runs
+    as a fresh session call, and its result says so."""
+    c.handshake()
+    r = c.run("run_command", {"argv": ["sh", "-c", "echo fb > f"], "session": "fb"})
+    check("live sandbox could not start" in text_of(r) and "gvisor" in text_of(r),
+          "the fallback is not said: %r" % text_of(r))
+    check(r["structuredContent"]["notes"] and "fresh sandbox" in r["structuredContent"]["notes"][0], "notes: %r" % r)
+    c.close()
+
+
+def scenario_latency(c):
+    """Not a check: the median of 30 run_command calls (true) on one
+    session, in ms, printed for the report."""
+    c.handshake()
+    c.run("run_command", {"argv": ["true"], "session": "lat"})
+    t = []
+    for i in range(30):
+        t0 = time.monotonic()
+        r = c.run("run_command", {"argv": ["true"], "session": "lat"})
+        t.append((time.monotonic() - t0) * 1000)
+        check(not r["isError"], "call failed: %r" % text_of(r))
+    t.sort()
+    print("latency %s: median %.1f ms, min %.1f, p90 %.1f" % (" ".join(c.server_args), t[15], t[0], t[27]))
+    c.close()
+
+
+def main():
+    args = sys.argv[1:]
+    scenario = args.pop(0)
+    era = "legacy"
+    if args[:1] == ["--era"]:
+        era = args[1]
+        args = args[2:]
+    if args[:1] == ["--"]:
+        args = args[1:]
+    name = "mcp-live-%s-%d-%s" % (scenario, os.getpid(), era)
+    c = Client(era, args, name)
+    try:
+        globals()["scenario_" + scenario](c)
+    except Fail as e:
+        print("FAIL: %s (era %s)" % (e, era), file=sys.stderr)
+        c.proc.kill()
+        sys.exit(1)
+    print("ok %s (era %s)" % (scenario, era))
+
+
+if __name__ == "__main__":
+    main()

@@ -393,6 +393,7 @@ static int record_fork(int dirfd, const char *name, const char *new_name, const 
                 return -EIO;
         if (!src->state)
                 live_inherit_sandbox(s, dirfd, name, rec);
+        rec->session = xstrdup(new_name);
         rec->status = RUN_SUCCESS;
         rec->exit_code = 0;
         rec->finished_at_ms = now_realtime_ms();

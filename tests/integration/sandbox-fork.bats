@@ -137,6 +137,31 @@ tree() { echo "$HUTCH_STATE_DIR/sessions/$1/tree"; }
         wait_until "$HUTCH" exec s5 -- sh -c "[ \$(cat a) -gt $n ]"
 }
 
+@test "while a fork holds the workspace new execs are answered busy (75); its hang-up frees them" {
+        start_sandbox s5h
+        # a fork's client, speaking the control socket's wire: it asks
+        # for the workspace, then holds it while hutch exec tries
+        run python3 - "$HUTCH_STATE_DIR/sandboxes" s5h "$HUTCH" <<'PY'
+import os, socket, struct, subprocess, sys
+os.chdir(sys.argv[1])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[2] + ".sock")
+s.send(b"C" + bytes(15))
+msg, anc, _, _ = s.recvmsg(512, socket.CMSG_SPACE(4))
+fds = [struct.unpack("i", d[:4])[0] for (lvl, typ, d) in anc if typ == socket.SCM_RIGHTS]
+print("lent", msg[:1].decode(), len(fds), sorted(os.listdir(fds[0])) if fds else None)
+held = subprocess.run([sys.argv[3], "exec", sys.argv[2], "--", "true"], capture_output=True)
+print("held", held.returncode)
+s.close()
+freed = subprocess.run([sys.argv[3], "exec", sys.argv[2], "--", "true"], capture_output=True)
+print("freed", freed.returncode)
+PY
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "lent C 1 ['output']" ]
+        [ "${lines[1]}" = "held 75" ]
+        [ "${lines[2]}" = "freed 0" ]
+}
+
 @test "without a cgroup, a process writing through the fork: each file whole, or the fork fails, never stuck" {
         start_sandbox s5b
         "$HUTCH" exec s5b -- sh -c 'while :; do head -c 100000 /dev/zero > w; done >/dev/null 2>&1 &'

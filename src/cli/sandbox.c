@@ -32,14 +32,21 @@ static void sandbox_help(FILE *f)
                 "       hutch sandbox fork NAME NEW\n"
                 "\n"
                 "A live sandbox stays up between calls: `hutch exec NAME -- CMD` runs a job in it.\n"
-                "start builds it as `hutch run` would (-p, --workdir, --session, -o KEY=VALUE, ...),\n"
+                "start builds it as `hutch run` would (-p, --workdir, --session, --memory, ...),\n"
                 "prints its name and returns; it stops after --idle-timeout (default 1h) without an\n"
                 "exec, or at `hutch sandbox stop`, and nothing of it survives.\n"
-                "--publish relays 127.0.0.1:HOST_PORT on the host (HOST_PORT omitted or 0: a free\n"
-                "one, shown by start and by `sandbox ls --json`) to 127.0.0.1:PORT inside; repeatable.\n"
                 "fork copies NAME's workspace files as they are now (not its processes) into a new\n"
                 "stopped sandbox NEW, kept as the session NEW; `hutch sandbox start NEW` starts it\n"
                 "with NAME's run options and that session.\n"
+                "\n"
+                "Options:\n"
+                "  --idle-timeout D     start: stop after D without an exec (30s, 10m, 1h; none)\n"
+                "  --publish [HOST_PORT:]PORT\n"
+                "                       start: relay 127.0.0.1:HOST_PORT on the host (omitted or 0:\n"
+                "                       a free one, shown by start and by `sandbox ls --json`) to\n"
+                "                       127.0.0.1:PORT inside; repeatable\n"
+                "  --json               ls: one JSON object a line\n"
+                "\n"
                 "See hutch-sandbox(1).\n");
 }
 
@@ -363,7 +370,16 @@ int verb_exec(int argc, char **argv)
                                "long-lived interpreter of that language: variables, imports and open files\n"
                                "persist between calls, a final expression's value is printed as a REPL does,\n"
                                "the timeout interrupts the call (the state lives on), and a call after the\n"
-                               "kernel died says its state was lost. See hutch-exec(1).\n");
+                               "kernel died says its state was lost.\n"
+                               "\n"
+                               "Options:\n"
+                               "  --timeout D          the job's (or call's) wall-clock limit (10s, 5m)\n"
+                               "  --json               print the run's record as JSON, not the output\n"
+                               "  --kernel LANG        run code in the sandbox's python or node interpreter\n"
+                               "  -c, --code CODE      the code (with --kernel)\n"
+                               "  --file FILE          the code from FILE, - for stdin (with --kernel)\n"
+                               "\n"
+                               "See hutch-exec(1).\n");
                         return EXIT_OK;
                 default:
                         return cli_usage_error("exec", argv, opts);

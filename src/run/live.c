@@ -680,10 +680,11 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 }
                 /* before a request can reuse a closed client's fd number */
                 live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                /* a fork's hang-up before requests it held off */
+                live_fork_events(&l.fork, p[ELEMENTSOF(p) - 1].revents);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
-                live_fork_events(&l.fork, p[ELEMENTSOF(p) - 1].revents);
                 live_publish_run(l.pub, p + N_EXEC + 4);
                 /* an open connection to a published port counts as use */
                 if (live_publish_busy(l.pub))

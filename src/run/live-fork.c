@@ -301,6 +301,9 @@ static int ask_supervisor(int dirfd, const char *name, int *ret_fd, struct live_
         int wfd = -1;
         ssize_t n = -1;
         *rep = (struct live_fork_reply) { 0 };
+        /* it answers at once, after at most FREEZE_WAIT_MS of freezing */
+        struct timeval tv = { .tv_sec = FREEZE_WAIT_MS / 1000 + 10 };
+        (void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         if (send(conn, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req))
                 while ((n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
                         ;

@@ -23,7 +23,7 @@ static const struct verb verbs[] = {
         { "diff",    verb_diff,    "show what a run changed in its workspace" },
         { "apply",   verb_apply,   "apply a run's workspace changes to a directory" },
         { "cp",      verb_cp,      "copy a recorded file or artifact out of a run" },
-        { "sandbox", verb_sandbox, "start, list or stop live sandboxes (hutch exec runs in them)" },
+        { "sandbox", verb_sandbox, "start, list, stop or fork live sandboxes (hutch exec runs in them)" },
         { "exec",    verb_exec,    "run a command in a live sandbox, as a recorded run" },
         { "session", verb_session, "list or remove persistent session workspaces" },
         { "ps",      verb_ps,      "list the runs running now" },

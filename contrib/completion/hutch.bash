@@ -4,7 +4,8 @@
 # --help`, asked of the hutch being completed, so the completion cannot
 # drift from the program. Profile names come from `hutch profile list`,
 # run ids from `hutch ls` (the newest 50), session names from `hutch
-# session ls`, asked afresh at each completion (a few ms each).
+# session ls`, live sandbox names from `hutch sandbox ls`, asked afresh
+# at each completion (a few ms each).
 # Installed as bash-completion's completions/hutch.
 # shellcheck disable=SC2207 # COMPREPLY=($(compgen ...)) is the idiom: words have no spaces
 
@@ -38,6 +39,9 @@ _hutch_profiles() { _hutch_first_column profile list; }
 _hutch_run_ids() { _hutch_first_column ls --limit 50; }
 _hutch_sessions() { _hutch_first_column session ls; }
 _hutch_images() { _hutch_first_column image ls; }
+_hutch_sandboxes() { _hutch_first_column sandbox ls; }
+# run's options that sandbox start refuses (a live sandbox has no job of its own)
+_hutch_not_live='--(lang|code|file|request|id|id-wait|apply|detach|json|events|secret|tty)|-c'
 
 _hutch()
 {
@@ -99,15 +103,28 @@ _hutch()
     --net)
         COMPREPLY=($(compgen -W 'none host allow' -- "$cur"))
         return ;;
+    --kernel)
+        COMPREPLY=($(compgen -W 'python node' -- "$cur"))
+        return ;;
+    --timeout | --idle-timeout | --publish | -c | --code)
+        return ;;
     esac
 
+    local sub=${words[verb_at + 1]}
+    if [[ $cur == -* && $verb == sandbox ]]; then
+        # start takes run's options besides its own
+        case $sub in
+        start) COMPREPLY=($(compgen -W "$(_hutch_options run; _hutch_options sandbox)" -- "$cur" | grep -vxE -- "$_hutch_not_live")) ;;
+        ls) COMPREPLY=($(compgen -W '--json' -- "$cur")) ;;
+        esac
+        return
+    fi
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$(_hutch_options "$verb")" -- "$cur"))
         return
     fi
 
     # positional arguments
-    local sub=${words[verb_at + 1]}
     case $verb in
     show | logs | diff | apply | kill | wait | rerun)
         COMPREPLY=($(compgen -W "$(_hutch_run_ids)" -- "$cur")) ;;
@@ -141,6 +158,14 @@ _hutch()
             COMPREPLY=($(compgen -W 'oci: oci-archive: docker-archive:' -- "$cur"))
             compopt -o nospace 2>/dev/null
         fi ;;
+    sandbox)
+        if ((cword == verb_at + 1)); then
+            COMPREPLY=($(compgen -W 'start ls stop fork' -- "$cur"))
+        elif ((cword == verb_at + 2)) && [[ $sub == stop || $sub == fork ]]; then
+            COMPREPLY=($(compgen -W "$(_hutch_sandboxes)" -- "$cur"))
+        fi ;;
+    exec)
+        ((cword == verb_at + 1)) && COMPREPLY=($(compgen -W "$(_hutch_sandboxes)" -- "$cur")) ;;
     run)
         COMPREPLY=($(compgen -c -- "$cur")) ;;
     esac

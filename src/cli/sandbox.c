@@ -1,4 +1,4 @@
-/* cli/sandbox.c - `hutch sandbox start|ls|stop` and `hutch exec`: live
+/* cli/sandbox.c - `hutch sandbox start|ls|stop|fork` and `hutch exec`: live
  * sandboxes (run/live.h). `sandbox start` takes `hutch run`'s options
  * and builds the sandbox with `hutch run`'s stages; the rest is run/. */
 #include "config.h"
@@ -30,13 +30,24 @@ static void sandbox_help(FILE *f)
                 "                           [RUN OPTIONS]\n"
                 "       hutch sandbox ls [--json]\n"
                 "       hutch sandbox stop NAME\n"
+                "       hutch sandbox fork NAME NEW\n"
                 "\n"
                 "A live sandbox stays up between calls: `hutch exec NAME -- CMD` runs a job in it.\n"
-                "start builds it as `hutch run` would (-p, --workdir, --session, -o KEY=VALUE, ...),\n"
+                "start builds it as `hutch run` would (-p, --workdir, --session, --memory, ...),\n"
                 "prints its name and returns; it stops after --idle-timeout (default 1h) without an\n"
                 "exec, or at `hutch sandbox stop`, and nothing of it survives.\n"
-                "--publish relays 127.0.0.1:HOST_PORT on the host (HOST_PORT omitted or 0: a free\n"
-                "one, shown by start and by `sandbox ls --json`) to 127.0.0.1:PORT inside; repeatable.\n"
+                "fork copies NAME's workspace files as they are now (not its processes) into a new\n"
+                "stopped sandbox NEW, kept as the session NEW; `hutch sandbox start NEW` starts it\n"
+                "with NAME's run options and that session.\n"
+                "\n"
+                "Options:\n"
+                "  --idle-timeout D     start: stop after D without an exec (30s, 10m, 1h; none)\n"
+                "  --publish [HOST_PORT:]PORT\n"
+                "                       start: relay 127.0.0.1:HOST_PORT on the host (omitted or 0:\n"
+                "                       a free one, shown by start and by `sandbox ls --json`) to\n"
+                "                       127.0.0.1:PORT inside; repeatable\n"
+                "  --json               ls: one JSON object a line\n"
+                "\n"
                 "See hutch-sandbox(1).\n");
 }
 
@@ -103,8 +114,8 @@ static int start(int argc, char **argv)
         struct run_live live = { .idle_ms = IDLE_DEFAULT_MS, .listen_fd = -1, .ports = ports };
         pid_t me = getpid();
         _cleanup_free_ char *gen = NULL, *err = NULL;
-        char **args = NULL;
-        size_t n = 0;
+        char **args = NULL, **forked = NULL, **given = NULL;
+        size_t n = 0, n_given = 0;
         int i = 1, code = EXIT_USAGE, r;
 
         run_config_init(&cfg);
@@ -120,6 +131,15 @@ static int start(int argc, char **argv)
                 log_error("sandbox start: \"%s\": not a sandbox name (1-64 of A-Z a-z 0-9 . _ -)", live.name);
                 goto out;
         }
+        /* a stopped fork (hutch sandbox fork): its session and the run
+         * options of the sandbox it came from, before the ones given */
+        r = live_fork_start_args(live.name, &forked);
+        if (r < 0 && r != -ENOENT) {
+                code = EXIT_SETUP;
+                goto out;
+        }
+        for (char **f = forked; f && *f; f++)
+                args = strv_push(args, &n, *f);
         for (; i < argc; i++) {
                 if (streq(argv[i], "--idle-timeout") || startswith(argv[i], "--idle-timeout=")) {
                         const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
@@ -149,8 +169,23 @@ static int start(int argc, char **argv)
                         log_error("sandbox start: no command: jobs come with hutch exec %s -- CMD", live.name);
                         goto out;
                 }
+                if (forked && (streq(argv[i], "--session") || startswith(argv[i], "--session=") ||
+                               streq(argv[i], "--workdir") || startswith(argv[i], "--workdir=") ||
+                               streq(argv[i], "-w"))) {
+                        log_error("sandbox start: %s is a fork: its workspace is its session %s, not %s",
+                                  live.name, live.name, argv[i]);
+                        goto out;
+                }
                 args = strv_push(args, &n, argv[i]);
+                given = strv_push(given, &n_given, argv[i]);
         }
+        /* what NAME.json keeps for a fork of this sandbox */
+        if (forked) {
+                size_t nf = strv_length(forked);
+                for (char **g = given; g && *g; g++)
+                        forked = strv_push(forked, &nf, *g);
+        }
+        live.args = forked ? forked : given;
         /* the sandbox's own run: its command says what it is */
         args = strv_push(args, &n, "--");
         args = strv_push(args, &n, "sandbox");
@@ -188,6 +223,7 @@ static int start(int argc, char **argv)
         if (landlock_abi() <= 0)
                 log_warning("sandbox start: this kernel has no Landlock: the execs of %s, one user in one pid "
                             "namespace, can reach each other's processes and stdio (hutch-exec(1))", live.name);
+        live.workdir = a.workdir != NULL;
         code = bind_publish(&cfg, ports, live.n_ports);
         if (code != EXIT_OK)
                 goto out;
@@ -213,6 +249,8 @@ out:
         if (live.listen_fd >= 0)
                 close(live.listen_fd);
         strv_free(args);
+        strv_free(forked);
+        strv_free(given);
         strv_free(a.overrides);
         strv_free(a.inputs);
         strv_free(a.labels);
@@ -245,7 +283,14 @@ int verb_sandbox(int argc, char **argv)
                 }
                 return live_stop(argv[2]);
         }
-        log_error("sandbox: unknown command \"%s\" (start, ls, stop)", argv[1]);
+        if (streq(argv[1], "fork")) {
+                if (argc != 4) {
+                        log_error("sandbox fork: usage: hutch sandbox fork NAME NEW");
+                        return EXIT_USAGE;
+                }
+                return live_fork(argv[2], argv[3]);
+        }
+        log_error("sandbox: unknown command \"%s\" (start, ls, stop, fork)", argv[1]);
         return EXIT_USAGE;
 }
 
@@ -275,10 +320,14 @@ static void exec_help(void)
                "      --events             print JSON lines (hutch.event/1) as things happen:\n"
                "                           started (with the id), output, truncated, and exit\n"
                "                           (with the result), as hutch run --events does\n"
+               "      --kernel LANG        run code in the sandbox's python or node interpreter\n"
+               "  -c, --code CODE          the code (with --kernel)\n"
+               "      --file FILE          the code from FILE, - for stdin (with --kernel)\n"
                "  -h, --help               show this help\n"
                "\n"
                "Exit status: the job's own, or as hutch run's (124 timed out, 126, 127, 128+N);\n"
-               "75 when 16 execs are running in NAME already; 125 when NAME is not running.\n"
+               "75 when 16 execs are running in NAME already or a fork is copying it; 125 when\n"
+               "NAME is not running.\n"
                "See hutch-exec(1).\n");
 }
 

@@ -26,6 +26,9 @@ enum {
         LIVE_OP_END = 'E',      /* supervisor: how the job ended (live_reply) */
         LIVE_OP_BUSY = 'B',     /* supervisor: another exec is running */
         LIVE_OP_PONG = 'p',
+        LIVE_OP_FORK = 'C',     /* client: live_req (copy the workspace); supervisor:
+                                 * live_fork_reply with the workspace dir attached;
+                                 * the client hangs up when its copy is done */
         LIVE_OP_KERNEL = 'K',   /* client: live_kreq, then the code; supervisor: FDS
                                  * (the kernel's output pipes), then END as live_kend
                                  * and value_len bytes of the value */
@@ -80,6 +83,40 @@ struct live_kend {
         char ename[64];
         char message[160];
 };
+
+struct live_fork_reply {
+        char op;                /* LIVE_OP_FORK, or LIVE_OP_BUSY */
+        int32_t error;          /* positive errno: no fork (then no fd) */
+        int32_t paused;         /* the sandbox's processes are frozen (cgroup) */
+        uint64_t disk_bytes;    /* the copy's bounds: the sandbox's --disk, */
+        uint64_t inodes;        /* limits.inodes, */
+        uint64_t timeout_ms;    /* and how long it may take */
+        char run_id[32];        /* the sandbox's own run */
+        char why[160];          /* with error: in words */
+};
+
+/* A fork in progress on a live sandbox (live-fork.c): at most one; new
+ * execs and kernel calls are answered busy until its client hangs up. */
+struct live_fork {
+        int fd;                 /* the fork's client, or -1 */
+        int freeze_fd;          /* the run cgroup's cgroup.freeze while frozen, or -1 */
+        uint64_t until_ms;      /* given up (thawed) at this time */
+};
+struct cgroup_run;
+/* A LIVE_OP_FORK request on connection fd (ours from here on): refuse
+ * it (workdir-backed, no workspace, a fork already running), or pause
+ * the sandbox (freeze its cgroup when it has one) and lend the client
+ * the workspace dir. */
+void live_fork_request(struct live_fork *f, const struct run_config *cfg, const struct run_live *opts,
+                       const char *run_id, int workspace_fd, struct cgroup_run *cg, int fd);
+/* The fork's connection to poll (or -1), its deadline (0: none), and
+ * what came of the poll: a hang-up (or the deadline, or end) thaws. */
+int live_fork_pollfd(const struct live_fork *f);
+uint64_t live_fork_deadline(const struct live_fork *f);
+void live_fork_events(struct live_fork *f, short revents);
+void live_fork_end(struct live_fork *f);
+/* ",\"args\":[...]" for NAME.json: the run options start was given. */
+char *live_fork_args_json(char **args);
 
 /* The sandboxes dir (<state dir>/sandboxes, made 0700 and checked to be
  * ours), as an O_PATH fd; -errno, logged. */

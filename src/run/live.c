@@ -128,6 +128,7 @@ struct live {
         bool ready;
         struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
         struct live_kernels *kernels;
+        struct live_fork fork;  /* a fork being copied (live-fork.c) */
 };
 
 static void touch_idle(struct live *l)
@@ -360,7 +361,17 @@ const struct run_config *live_config(const struct live *l)
  * comes whole, in one recv). */
 static void request(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
+        if (l->fork.fd >= 0 && (buf[0] == LIVE_OP_EXEC || buf[0] == LIVE_OP_KERNEL)) {
+                /* a fork is copying the workspace: nothing new starts */
+                struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
+                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
+                close(fd);
+                return;
+        }
         switch (buf[0]) {
+        case LIVE_OP_FORK:
+                live_fork_request(&l->fork, l->cfg, l->opts, l->run_id, l->sb->workspace_fd, l->sb->cgroup, fd);
+                return;
         case LIVE_OP_EXEC:
                 exec_start(l, fd, client, buf, n);
                 return;
@@ -531,11 +542,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                 return;
         }
         _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
+        _cleanup_free_ char *args = live_fork_args_json(l->opts->args);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
                                            (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms, ports);
+                                           (unsigned long long)l->opts->idle_ms, ports, args);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -559,6 +571,9 @@ static int timeout_for(const struct live *l)
                         until = t;
         }
         uint64_t k = live_kernels_deadline(l->kernels);
+        if (k && (!until || k < until))
+                until = k;
+        k = live_fork_deadline(&l->fork);
         if (k && (!until || k < until))
                 until = k;
         if (!until)
@@ -621,7 +636,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
         struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
-                          .kernels = live_kernels_new() };
+                          .kernels = live_kernels_new(), .fork = { .fd = -1, .freeze_fd = -1 } };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -638,8 +653,9 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
                 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
-                       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS };
-                struct pollfd p[AT_PEND + N_PEND];
+                       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
+                       AT_FORK = AT_PEND + N_PEND };
+                struct pollfd p[AT_FORK + 1];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 for (size_t i = 0; i < N_PEND; i++)
@@ -651,6 +667,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
                 live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
                 live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                p[AT_FORK] = (struct pollfd) { .fd = live_fork_pollfd(&l.fork), .events = POLLIN };
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
@@ -677,6 +694,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 }
                 /* before a request can reuse a closed client's fd number */
                 live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                /* a fork's hang-up before requests it held off */
+                live_fork_events(&l.fork, p[AT_FORK].revents);
                 check_pending(&l, p + AT_PEND);
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
@@ -690,6 +709,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         }
         /* Everything inside ends with init: SIGKILL to a pid namespace's
          * init kills every process in it. Reaped before the record. */
+        live_fork_end(&l.fork);
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;

@@ -24,6 +24,9 @@ struct run_live {
         struct live_port *ports; /* --publish, bound (run/live-publish.h); the
                                   * supervisor closes their fds at the end */
         size_t n_ports;
+        bool workdir;           /* the workspace is a host --workdir (no fork) */
+        char **args;            /* the run options start was given, for a fork
+                                 * (NULL-terminated; NAME.json "args") */
 };
 
 /* A sandbox's name: 1-64 of [A-Za-z0-9._-], not starting with . or -. */
@@ -50,6 +53,20 @@ struct live_exec_opts {
  * is a pipe, and no fd of ours enters the sandbox. Returns hutch's exit
  * code. */
 int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, const struct run_ui *ui);
+
+/* `hutch sandbox fork NAME NEW`: copy NAME's workspace (a running
+ * sandbox's, or a stopped fork's session) into a new session NEW and
+ * record NEW as a stopped sandbox that `hutch sandbox start NEW`
+ * resumes (live-fork.c has the consistency argument). Prints NEW.
+ * Returns an exit code. */
+int live_fork(const char *name, const char *new_name);
+
+/* A stopped fork's state (sandboxes/NAME.fork, written by live_fork()):
+ * 0 and *ret_args (the run options to start it with, --session NAME
+ * included; a NULL-terminated vector to free) when NAME is one; -ENOENT
+ * when it is not (a fork whose session was removed is not one any
+ * more: its file goes); other -errno, logged. */
+int live_fork_start_args(const char *name, char ***ret_args);
 
 /* `hutch sandbox ls`: the live sandboxes, as a table or JSON lines
  * (json). Removes what stale ones left. Returns an exit code. */

@@ -37,6 +37,7 @@ struct walk {
         struct snapshot_stats *st;
         unsigned max_depth;
         char *fail_path;        /* where it failed (new string) */
+        uint64_t mnt_id;        /* skip_mounts: the source root's mount */
 };
 
 static bool same_object(const struct stat *a, const struct stat *b)
@@ -162,6 +163,19 @@ static int copy_entry(struct walk *w, int sfd, int dfd, const char *name, const 
                 w->st->left_out++;
                 return 0;
         }
+        if (w->lim->skip_mounts) {
+                /* a mount point's name resolves to the mounted root, on
+                 * another mount: its files are not the tree's own */
+                struct statx sx;
+                if (statx(sfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_MNT_ID, &sx) < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                if (!(sx.stx_mask & STATX_MNT_ID))
+                        return -EOPNOTSUPP;
+                if (sx.stx_mnt_id != w->mnt_id) {
+                        w->st->mounts++;
+                        return 0;
+                }
+        }
         if (w->lim->max_entries && ++w->st->entries > w->lim->max_entries)
                 return -EMLINK;
         if (!w->lim->max_entries)
@@ -254,6 +268,14 @@ int snapshot_copy(int src_fd, int dst_fd, const struct snapshot_limits *lim, str
                 *ret_path = NULL;
         if (fstat(src_fd, &st) < 0)
                 return -errno;
+        if (lim->skip_mounts) {
+                struct statx sx;
+                if (statx(src_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0)
+                        return -errno;
+                if (!(sx.stx_mask & STATX_MNT_ID))
+                        return -EOPNOTSUPP;
+                w.mnt_id = sx.stx_mnt_id;
+        }
         r = copy_dir(&w, src_fd, dst_fd, "", 0);
         if (r >= 0)
                 r = set_meta(&w, dst_fd, -1, NULL, &st);

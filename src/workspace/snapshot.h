@@ -38,6 +38,8 @@ struct snapshot_limits {
         unsigned max_depth;             /* directory levels (0: 128) */
         struct timespec deadline;       /* CLOCK_MONOTONIC; {0, 0}: none */
         bool keep_owners;               /* real root: each entry's uid and gid as the source's */
+        bool skip_mounts;               /* leave out what another mount covers (a bind
+                                         * into the tree): one mount's files only */
 };
 
 struct snapshot_stats {
@@ -45,6 +47,7 @@ struct snapshot_stats {
         uint64_t bytes;                 /* allocated bytes of the copy */
         uint64_t left_out;              /* sockets, device nodes */
         uint64_t unreadable;            /* made empty: the caller could not read them */
+        uint64_t mounts;                /* skip_mounts: mount points left out */
 };
 
 /* Copy the tree under src_fd (an O_DIRECTORY fd) into dst_fd, an empty

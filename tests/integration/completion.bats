@@ -153,3 +153,65 @@ help_verbs() {
         run complete_zsh "$HUTCH" image ""
         [[ "$output" == *inspect* && "$output" == *import* ]]
 }
+
+@test "bash: sandbox's subcommands and start's options, exec's options, live sandbox names, --kernel" {
+        run complete_bash "$HUTCH" sandbox ""
+        [ "$output" = "$(printf 'fork\nls\nstart\nstop')" ]
+        # start takes run's options and its own; ls only --json
+        run complete_bash "$HUTCH" sandbox start --mem
+        [ "$output" = "$(printf -- '--memory\n--memory-high')" ]
+        run complete_bash "$HUTCH" sandbox start sb --idle
+        [ "$output" = "--idle-timeout" ]
+        run complete_bash "$HUTCH" sandbox start --pub
+        [ "$output" = "--publish" ]
+        # not those of run's that start refuses
+        run complete_bash "$HUTCH" sandbox start --id
+        [ "$output" = "--idle-timeout" ]
+        run complete_bash "$HUTCH" sandbox start --
+        [[ "$output" == *--timeout* && "$output" != *--json* && "$output" != *--lang* && "$output" != *--tty* ]]
+        run complete_bash "$HUTCH" sandbox ls --
+        [ "$output" = "--json" ]
+        run complete_bash "$HUTCH" exec --
+        [ "$output" = "$(printf -- '--code\n--file\n--json\n--kernel\n--timeout')" ]
+        run complete_bash "$HUTCH" exec sb --kernel ""
+        [ "$output" = "$(printf 'node\npython')" ]
+        run complete_bash "$HUTCH" exec sb --timeout ""
+        [ -z "$output" ]
+        # names of the running sandboxes, from hutch sandbox ls
+        run complete_bash "$HUTCH" exec ""
+        [ -z "$output" ]
+        "$HUTCH" sandbox start compl-sb >/dev/null
+        run complete_bash "$HUTCH" exec ""
+        [ "$output" = compl-sb ]
+        run complete_bash "$HUTCH" sandbox stop compl
+        [ "$output" = compl-sb ]
+        run complete_bash "$HUTCH" sandbox fork c
+        [ "$output" = compl-sb ]
+        # the new name and exec's command are not sandbox names
+        run complete_bash "$HUTCH" sandbox fork compl-sb c
+        [ -z "$output" ]
+        run complete_bash "$HUTCH" exec compl-sb -- compl-s
+        [[ "$output" != *compl-sb* ]]
+        "$HUTCH" sandbox stop compl-sb
+}
+
+@test "zsh: sandbox and exec" {
+        command -v zsh >/dev/null || skip "zsh is not installed"
+        run complete_zsh "$HUTCH" sandbox ""
+        [ "$output" = "$(printf 'fork\nls\nstart\nstop')" ]
+        run complete_zsh "$HUTCH" sandbox start --
+        [[ "$output" == *--idle-timeout* && "$output" == *--publish* && "$output" == *--memory* ]]
+        [[ "$output" != *--json* ]]
+        run complete_zsh "$HUTCH" exec --
+        [[ "$output" == *--kernel* && "$output" == *--timeout* && "$output" == *--json* ]]
+        run complete_zsh "$HUTCH" exec sb --kernel ""
+        [ "$output" = "$(printf 'node\npython')" ]
+        "$HUTCH" sandbox start compl-zsb >/dev/null
+        run complete_zsh "$HUTCH" exec ""
+        [ "$output" = compl-zsb ]
+        run complete_zsh "$HUTCH" sandbox fork ""
+        [ "$output" = compl-zsb ]
+        run complete_zsh "$HUTCH" sandbox fork compl-zsb ""
+        [ -z "$output" ]
+        "$HUTCH" sandbox stop compl-zsb
+}

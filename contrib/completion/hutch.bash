@@ -93,7 +93,7 @@ _hutch()
     --image)
         COMPREPLY=($(compgen -W "$(_hutch_images)" -- "$cur"))
         return ;;
-    --file | --request | --workdir | -w | --to | --ro | --rw | --output | -o)
+    --file | --stdin-file | --request | --workdir | -w | --to | --ro | --rw | --output | -o)
         COMPREPLY=($(compgen -f -- "$cur"))
         return ;;
     --status)

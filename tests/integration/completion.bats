@@ -172,7 +172,7 @@ help_verbs() {
         run complete_bash "$HUTCH" sandbox ls --
         [ "$output" = "--json" ]
         run complete_bash "$HUTCH" exec --
-        [ "$output" = "$(printf -- '--code\n--file\n--json\n--kernel\n--timeout')" ]
+        [ "$output" = "$(printf -- '--code\n--events\n--file\n--help\n--json\n--kernel\n--stdin\n--stdin-file\n--timeout')" ]
         run complete_bash "$HUTCH" exec sb --kernel ""
         [ "$output" = "$(printf 'node\npython')" ]
         run complete_bash "$HUTCH" exec sb --timeout ""

@@ -33,10 +33,21 @@
 # "base", with its own state dir, and prints hutch/base too: the way to
 # measure a change on a host whose load moves between two runs.
 #
+# FIFO=1 runs every command of the bench under SCHED_FIFO (chrt -f 1,
+# inherited by hutch, bwrap and unshare alike): on a host whose other
+# users keep every CPU busy, the commands then wait for no one's time
+# slice but each other's and the kernel threads', which is close to a
+# quiet host. It needs root (or CAP_SYS_NICE); the first line says so.
+#
 #   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, HUTCH_STATIC=path/to/hutch-static,
 #                                LOAD=2; LOAD=0: no loaded pass;
-#                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier)
+#                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier;
+#                                FIFO=1: SCHED_FIFO)
 set -euo pipefail
+if [ "${FIFO:-0}" = 1 ] && [ -z "${HUTCH_BENCH_FIFO:-}" ]; then
+        command -v chrt >/dev/null || { echo "bench/startup.sh: FIFO=1 needs chrt (util-linux)" >&2; exit 77; }
+        HUTCH_BENCH_FIFO=1 exec chrt -f 1 "$0" "$@"
+fi
 rounds=${1:-200}
 load=${LOAD:-2}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
@@ -190,7 +201,7 @@ report() {
         fi
 }
 
-echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)${HUTCH_BENCH_FIFO:+; under SCHED_FIFO}"
 report "$tmp/quiet" "one at a time:"
 [ "$load" -gt 0 ] && report "$tmp/loaded" "$load at a time (each copy timed on its own):"
 if [ "$phases" != 0 ]; then

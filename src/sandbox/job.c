@@ -161,8 +161,8 @@ void job_set_detach_fd(int fd)
         detach_fd = fd;
 }
 
-/* The old root is gone (mount.c, detach_old_root()), or the setup fails:
- * an errno from the umount, or EOF if the task died before it said. */
+/* The old root is gone (mount-detach.c), or the setup fails: an errno
+ * from the umount, or EOF if the thread died before it said. */
 static void wait_detached(int sync_fd)
 {
         int fd = detach_fd, err = 0;

@@ -24,6 +24,6 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
 void job_wait_start(int sync_fd);
 
 /* The pipe mount_build_root() left in mount_workspace.ret_detach_fd (or
- * -1), for job_wait_start() to wait on: init's, before the job (or the
- * compile step, or a live sandbox's first exec) can be started. */
+ * -1), for job_wait_start() to wait on: in the job before its exec, or in
+ * init before a compile step or before a live sandbox says it is ready. */
 void job_set_detach_fd(int fd);

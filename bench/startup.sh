@@ -2,8 +2,8 @@
 # bench/startup.sh - start-up cost of hutch against bubblewrap and the
 # plain unshare(1) floor, measured in the same run.
 #
-# Each round runs, in an order that rotates from round to round (so no
-# command always follows the same one on a noisy host):
+# Each round runs, in an order shuffled afresh each round (so no command
+# always follows the same one, whose pages and load it would inherit):
 #   hutch:   hutch run -- /bin/true       (every protection on, and the record)
 #   bwrap:   bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev
 #            --proc /proc --tmpfs /tmp /bin/true
@@ -33,10 +33,21 @@
 # "base", with its own state dir, and prints hutch/base too: the way to
 # measure a change on a host whose load moves between two runs.
 #
+# FIFO=1 runs every command of the bench under SCHED_FIFO (chrt -f 1,
+# inherited by hutch, bwrap and unshare alike): on a host whose other
+# users keep every CPU busy, the commands then wait for no one's time
+# slice but each other's and the kernel threads', which is close to a
+# quiet host. It needs root (or CAP_SYS_NICE); the first line says so.
+#
 #   bench/startup.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch, HUTCH_STATIC=path/to/hutch-static,
 #                                LOAD=2; LOAD=0: no loaded pass;
-#                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier)
+#                                PHASES=0: no split pass; LANDLOCK=0: no landlock tier;
+#                                FIFO=1: SCHED_FIFO)
 set -euo pipefail
+if [ "${FIFO:-0}" = 1 ] && [ -z "${HUTCH_BENCH_FIFO:-}" ]; then
+        command -v chrt >/dev/null || { echo "bench/startup.sh: FIFO=1 needs chrt (util-linux)" >&2; exit 77; }
+        HUTCH_BENCH_FIFO=1 exec chrt -f 1 "$0" "$@"
+fi
 rounds=${1:-200}
 load=${LOAD:-2}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
@@ -116,17 +127,28 @@ done
 # a few unrecorded rounds first: page cache, the compiled filter's cache
 for ((i = 0; i < 5; i++)); do for n in "${names[@]}"; do run_named "$n" >/dev/null; done; done
 
-nn=${#names[@]}
-for ((i = 0; i < rounds; i++)); do
-        for ((k = 0; k < nn; k++)); do
-                timed "${names[(i + k) % nn]}"
+# this round's order in $order: a fresh random permutation of names. A
+# rotation keeps each command's predecessor fixed within a round, and
+# the command after base (or static) then ran with hutch's pages just
+# warmed by it: two copies of one binary measured 0.97 that way.
+shuffle() {
+        local i j t
+        order=("${names[@]}")
+        for ((i = ${#order[@]} - 1; i > 0; i--)); do
+                j=$((RANDOM % (i + 1)))
+                t=${order[i]} order[i]=${order[j]} order[j]=$t
         done
+}
+
+for ((i = 0; i < rounds; i++)); do
+        shuffle
+        for n in "${order[@]}"; do timed "$n"; done
 done >"$tmp/quiet"
 
 if [ "$load" -gt 0 ]; then
         for ((i = 0; i < rounds; i++)); do
-                for ((k = 0; k < nn; k++)); do
-                        n=${names[(i + k) % nn]}
+                shuffle
+                for n in "${order[@]}"; do
                         for ((j = 0; j < load; j++)); do timed "$n" & done
                         wait
                 done
@@ -137,9 +159,8 @@ phases=${PHASES:-1}
 if [ "$phases" != 0 ]; then
         for n in "${names[@]}"; do stamped "$n" >/dev/null; done
         for ((i = 0; i < rounds; i++)); do
-                for ((k = 0; k < nn; k++)); do
-                        stamped "${names[(i + k) % nn]}"
-                done
+                shuffle
+                for n in "${order[@]}"; do stamped "$n"; done
         done >"$tmp/phases"
 fi
 
@@ -190,7 +211,7 @@ report() {
         fi
 }
 
-echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "rounds:   $rounds of each command, order shuffled; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)${HUTCH_BENCH_FIFO:+; under SCHED_FIFO}"
 report "$tmp/quiet" "one at a time:"
 [ "$load" -gt 0 ] && report "$tmp/loaded" "$load at a time (each copy timed on its own):"
 if [ "$phases" != 0 ]; then

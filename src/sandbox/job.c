@@ -152,10 +152,42 @@ static void landlock_job_setup(const struct landlock_job *lj, int sync_fd)
                 fail(sync_fd, SYNC_SETUP_ERROR, -r, "drop privileges", "");
 }
 
+/* Shared by init and the job it vforks (one address space): whichever
+ * waits first takes it, so it is waited for once. */
+static int detach_fd = -1;
+
+void job_set_detach_fd(int fd)
+{
+        detach_fd = fd;
+}
+
+/* The old root is gone (mount-detach.c), or the setup fails: an errno
+ * from the umount, or EOF if the thread died before it said. */
+static void wait_detached(int sync_fd)
+{
+        int fd = detach_fd, err = 0;
+        ssize_t n;
+
+        if (fd < 0)
+                return;
+        detach_fd = -1;
+        do
+                n = read(fd, &err, sizeof(err));
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "detach old root", "/");
+        if (n != (ssize_t)sizeof(err))
+                fail(sync_fd, SYNC_SETUP_ERROR, EIO, "detach old root", "/");
+        if (err != 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, err, "detach old root", "/");
+}
+
 void job_wait_start(int sync_fd)
 {
         char mark = 0;
         ssize_t n;
+
+        wait_detached(sync_fd);
         do
                 n = read(sync_fd, &mark, 1);
         while (n < 0 && errno == EINTR);
@@ -349,9 +381,10 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
 
         /* Everything above is hutch's own setup, done while the supervisor
          * writes the record; the job's first instruction comes with the
-         * exec below, after "start". The wait is the one call made under
-         * the job's filter before the exec: a read, which no program can
-         * start without either. */
+         * exec below, after "start". The waits (for the old root's
+         * detach, then for "start") are the calls made under the job's
+         * filter before the exec: reads, which no program can start
+         * without either. */
         if (wait_start)
                 job_wait_start(sync_fd);
         r = exec_search(argv, env);

@@ -18,5 +18,12 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
                         int sync_fd, const struct init_stdio *stdio, bool wait_start);
 
 /* Block until the supervisor's "start" arrives on sync_fd. EOF (it gave
- * up, or died) exits quietly: nothing of the job runs. */
+ * up, or died) exits quietly: nothing of the job runs. First, once per
+ * sandbox, it waits for the old root's detach (job_set_detach_fd()) and
+ * fails the setup unless it succeeded. */
 void job_wait_start(int sync_fd);
+
+/* The pipe mount_build_root() left in mount_workspace.ret_detach_fd (or
+ * -1), for job_wait_start() to wait on: in the job before its exec, or in
+ * init before a compile step or before a live sandbox says it is ready. */
+void job_set_detach_fd(int fd);

@@ -1,7 +1,7 @@
 /* mount-internal.h - internal to the mount module: the scratch layout
  * and the helpers that mount.c (the root build), mount-kernel.c (/proc
- * and /dev) and mount-layers.c (the overlays: workspace, image root,
- * --lang code) share. Not an API:
+ * and /dev), mount-layers.c (the overlays: workspace, image root,
+ * --lang code) and mount-detach.c (the old root's detach) share. Not an API:
  * nothing outside those files includes it; sandbox/mount.h is the API.
  */
 #pragma once
@@ -24,6 +24,19 @@
 #define MASKS RW "/masks"
 #define EMPTY_FILE MASKS "/empty-file"
 #define EMPTY_DIR MASKS "/empty-dir"
+
+/* mount-detach.c: the old root's detach, in the background, after
+ * pivot_root(".", "."). Start it: 0 with *ret_fd to wait on, or -errno
+ * when it could not start (then the caller detaches it itself). */
+int mount_detach_in_background(int *ret_fd);
+/* Wait for it in this process (*fd >= 0), then *fd = -1: 0 once the old
+ * root is gone, or -errno (the umount's, or -EIO for a thread that died
+ * before it said). 0 at once when *fd < 0. */
+int mount_detach_wait(int *fd);
+/* dir (absolute), opened O_PATH beneath /, so that no "..", absolute or
+ * magic symlink reaches above it, where the old root is still stacked
+ * while the detach runs. The fd, or -errno for a path that cannot be. */
+int mount_open_beneath_root(const char *dir);
 
 static inline int sys_open_tree(int dfd, const char *path, unsigned flags)
 {

@@ -582,43 +582,90 @@ static int attach_binds_and_masks(const struct run_config *cfg, const struct mou
         return 0;
 }
 
-/* Make the new root the root and leave the job's working dir current. */
-static int pivot(const struct run_config *cfg, bool image, struct setup_failure *fail)
+/* The job's working dir current, and its artifacts dir made, while the
+ * old root may still be stacked on / (*detach_fd >= 0): each reached
+ * beneath / (mount_open_beneath_root()), or else after the detach, as
+ * when there is none. */
+static int enter_workdir(const struct run_config *cfg, int *detach_fd, struct setup_failure *fail)
 {
-        if (chdir(NEWROOT) < 0)
-                return fail_with(fail, -errno, "chdir", NEWROOT);
-        /* pivot_root(".", ".") stacks the old root on top of the new one;
-         * detaching it leaves nothing of the host but the binds above. */
-        if (syscall(SYS_pivot_root, ".", ".") < 0)
-                return fail_with(fail, -errno, "pivot_root", NEWROOT);
-        if (umount2(".", MNT_DETACH) < 0)
-                return fail_with(fail, -errno, "detach old root", "/");
-        if (chdir("/") < 0)
-                return fail_with(fail, -errno, "chdir", "/");
-        /* The root itself holds only mountpoints: nothing to write there.
-         * An image root is the exception: writable everywhere, on the
-         * scratch. */
-        if (!image && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-                return fail_with(fail, -errno, "read-only", "/");
-        /* an image's WorkingDir is made when the image lacks it, as
-         * other runtimes do: the root is the writable overlay then */
-        if (cfg->image_workdir) {
-                (void)mkdir_p(cfg->image_workdir, 0755);
-                if (chdir(cfg->image_workdir) < 0)
-                        return fail_with(fail, -errno, "chdir", cfg->image_workdir);
-                return 0;
+        int fd = *detach_fd >= 0 ? mount_open_beneath_root(cfg->workdir_inside) : -1, r;
+
+        if (fd >= 0) {
+                r = fchdir(fd) < 0 ? -errno : 0;
+                close(fd);
+        } else {
+                r = mount_detach_wait(detach_fd);
+                if (r < 0)
+                        return fail_with(fail, r, "detach old root", "/");
+                r = chdir(cfg->workdir_inside) < 0 ? -errno : 0;
         }
-        if (chdir(cfg->workdir_inside) < 0)
-                return fail_with(fail, -errno, "chdir", cfg->workdir_inside);
+        if (r < 0)
+                return fail_with(fail, r, "chdir", cfg->workdir_inside);
         /* The artifacts dir exists when the job starts, so `echo x >
          * output/report.txt` works as the documentation shows. It is on
          * the workspace's writable layer and never part of a change set
          * (run/runfiles.c leaves it out); a workspace that already has
          * one keeps it, and where it cannot be made the job simply finds
          * none, as before. */
-        if (cfg->artifacts_dir)
-                (void)mkdir(cfg->artifacts_dir, 0755);
+        if (!cfg->artifacts_dir)
+                return 0;
+        _cleanup_free_ char *parent = xstrdup(cfg->artifacts_dir);
+        char *name = strrchr(parent, '/');
+        *name++ = '\0';        /* an absolute path: there is a '/' */
+        fd = *detach_fd >= 0 && *name ? mount_open_beneath_root(parent) : -1;
+        if (fd >= 0) {
+                (void)mkdirat(fd, name, 0755);
+                close(fd);
+                return 0;
+        }
+        r = mount_detach_wait(detach_fd);
+        if (r < 0)
+                return fail_with(fail, r, "detach old root", "/");
+        (void)mkdir(cfg->artifacts_dir, 0755);
         return 0;
+}
+
+/* Make the new root the root and leave the job's working dir current.
+ * With ret_detach_fd, the old root may be detached in the background
+ * (mount-detach.c) and *ret_detach_fd says when it is gone; else it is
+ * gone before this returns (*ret_detach_fd = -1). */
+static int pivot(const struct run_config *cfg, bool image, struct setup_failure *fail, int *ret_detach_fd)
+{
+        int detached = -1;
+
+        if (chdir(NEWROOT) < 0)
+                return fail_with(fail, -errno, "chdir", NEWROOT);
+        /* The root itself holds only mountpoints: nothing to write there.
+         * An image root is the exception: writable everywhere, on the
+         * scratch. Made read-only here, where NEWROOT names the one mount
+         * that becomes /, before the old root is stacked on it. */
+        if (!image && mount(NULL, NEWROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                return fail_with(fail, -errno, "read-only", "/");
+        /* pivot_root(".", ".") stacks the old root on top of the new one;
+         * detaching it leaves nothing of the host but the binds above. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return fail_with(fail, -errno, "pivot_root", NEWROOT);
+        if (!ret_detach_fd || mount_detach_in_background(&detached) < 0) {
+                if (umount2(".", MNT_DETACH) < 0)
+                        return fail_with(fail, -errno, "detach old root", "/");
+        }
+        /* "/" itself never crosses into what is stacked on it */
+        int r = chdir("/") < 0 ? fail_with(fail, -errno, "chdir", "/") : 0;
+        /* an image's WorkingDir is made when the image lacks it, as
+         * other runtimes do: the root is the writable overlay then (and
+         * the old root gone already: ret_detach_fd is NULL) */
+        if (r == 0 && cfg->image_workdir) {
+                (void)mkdir_p(cfg->image_workdir, 0755);
+                if (chdir(cfg->image_workdir) < 0)
+                        r = fail_with(fail, -errno, "chdir", cfg->image_workdir);
+        } else if (r == 0) {
+                r = enter_workdir(cfg, &detached, fail);
+        }
+        if (r < 0 && detached >= 0)
+                close(detached);
+        else if (ret_detach_fd)
+                *ret_detach_fd = detached;
+        return r;
 }
 
 /* A directory of the new root (a path inside it), opened. */
@@ -703,7 +750,9 @@ static int build_root(const struct run_config *cfg, struct mount_workspace *ws, 
         r = attach_binds_and_masks(cfg, ws, binds, fail);
         if (r < 0)
                 return r;
-        return pivot(cfg, image, fail);
+        /* in the background unless the root is an image's, whose own
+         * paths (WorkingDir) are walked right after */
+        return pivot(cfg, image, fail, ws && !image && !cfg->image_workdir ? &ws->ret_detach_fd : NULL);
 }
 
 int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
@@ -712,6 +761,8 @@ int mount_build_root(const struct run_config *cfg, struct mount_workspace *ws,
         struct pending_list system = { 0 }, binds = { 0 };
         _cleanup_close_ int lower_clone = ws ? ws->lower_clone : -1, upper_fd = -1, workspace_fd = -1;
 
+        if (ws)
+                ws->ret_detach_fd = -1;
         int r = build_root(cfg, ws, lower_clone, &system, &binds, fail, &upper_fd, &workspace_fd);
         if (r == 0 && ws) {
                 ws->ret_upper_fd = TAKE_FD(upper_fd);

@@ -38,6 +38,11 @@ struct mount_workspace {
          * scratch is unreachable by path); -1 when there is none */
         int ret_upper_fd;       /* the overlay upper dir (with lower only) */
         int ret_workspace_fd;   /* the workspace as the job sees it */
+        /* out: the old root is being detached in the background; this
+         * pipe yields the umount's errno (0: gone), and nothing of the
+         * job may run before it did (job_set_detach_fd()); -1 when it
+         * was detached before mount_build_root() returned */
+        int ret_detach_fd;
 };
 
 /* Build the root and pivot into it; on return the process's / and cwd

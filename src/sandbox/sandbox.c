@@ -50,6 +50,7 @@
 #include "lib/exit-codes.h"
 #include "sandbox/init.h"
 #include "lib/log.h"
+#include "sandbox/job.h"
 #include "sandbox/mount.h"
 #include "sandbox/named.h"
 #include "net/netns.h"
@@ -368,6 +369,8 @@ static _Noreturn void child_main(const struct run_config *cfg, const struct sand
         r = mount_build_root(cfg, &ws, &fail);
         if (r < 0)
                 sandbox_setup_failed(sync_fd, r, fail.step, fail.path);
+        /* the old root may still be going: the job waits for it */
+        job_set_detach_fd(ws.ret_detach_fd);
         named_close(named);     /* whatever mount_build_root() left */
         r = sandbox_send_workspace(sync_fd, ws.ret_workspace_fd, ws.ret_upper_fd);
         if (r < 0)

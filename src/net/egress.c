@@ -694,7 +694,7 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         struct egress_addr warm[2];
         (void)egress_resolve_system("localhost", warm, ELEMENTSOF(warm), NULL);
         json_object_seed(0);
-        int r = egress_confine(p->init_pid);
+        int r = egress_confine_as(p->init_pid, p->job_uid, p->job_gid);
         if (r < 0) {
                 /* never parse the job's bytes unconfined: no decision is
                  * made, so every connection and query of the job fails */

@@ -35,9 +35,6 @@ static int check_landlock_config(const struct run_config *cfg, bool has_inputs, 
 {
         if (cfg->runtime == RUNTIME_GVISOR)
                 return refuse(ret_error, "runtime gvisor needs the namespace tier");
-        if (cfg->net == NET_ALLOW)
-                return refuse(ret_error, "network allow needs the namespace tier (its egress capture lives in "
-                                         "the job's network namespace); use network none or host");
         if (cfg->root_layers)
                 return refuse(ret_error, "an image root (filesystem.root) needs the namespace tier");
         if (cfg->tmpfs_paths)
@@ -96,7 +93,8 @@ int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has
         return 0;
 }
 
-int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_landlock *ll, char **ret_error)
+int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t proxy_port, struct run_landlock *ll,
+                         char **ret_error)
 {
         bool root = geteuid() == 0;
         uid_t uid = root ? UNPRIVILEGED_ID : getuid();
@@ -141,6 +139,8 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
                 writable = strv_append(writable, *p);
         struct landlock_request req = {
                 .read_dirs = cfg->ro_binds, .read_paths = cfg->ro_paths, .write_paths = writable,
+                /* network allow too: the job connects nothing itself,
+                 * its init connects the proxy for it (connect-notify.h) */
                 .masks = cfg->masks, .net = cfg->net == NET_HOST ? LANDLOCK_NET_HOST : LANDLOCK_NET_NONE,
                 .tty = cfg->tty,
         };
@@ -153,7 +153,9 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
         ll->job = (struct landlock_job){
                 .workspace = ll->scratch.workspace, .home = ll->scratch.home, .tmpdir = ll->scratch.tmp,
                 .uid = uid, .gid = gid,
-                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET : SECCOMP_SOCKETS_NONE,
+                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET
+                           : cfg->net == NET_ALLOW ? SECCOMP_SOCKETS_TCP : SECCOMP_SOCKETS_NONE,
+                .proxy_port = cfg->net == NET_ALLOW ? proxy_port : 0,
                 .plan = &ll->plan,
         };
         log_debug("landlock tier: ABI %d, %zu rules, scratch %s, job uid %u", ll->plan.abi, ll->plan.n_rules,
@@ -189,7 +191,21 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
             "directory holding one is allowed entry by entry)");
         if (cfg->net == NET_HOST)
                 ADD("no network namespace: network host is the host's network, as in the namespace tier");
-        else
+        else if (cfg->net == NET_ALLOW) {
+                ADD("network allow reaches the allow-list only through hutch's proxy (the proxy variables): "
+                    "the job's connect() is answered by hutch, which connects the proxy for it when the job "
+                    "asked for the proxy's address and refuses any other (EACCES); a client that ignores the "
+                    "proxy variables reaches nothing, where the namespace tier catches it transparently");
+                ADD("network allow: no DNS for the job (no UDP socket): names are resolved by the proxy, so a "
+                    "client that looks a name up itself before it connects fails");
+                ADDF("network allow: the proxy listens on the host's 127.0.0.1:%u for the run, where the host's "
+                     "other processes can reach it too (and through it, the run's allow-list); its record may "
+                     "then hold connections the job did not make", (unsigned)ll->job.proxy_port);
+                ADD("network allow: socket options a program sets before connect() (TCP_NODELAY, "
+                    "SO_KEEPALIVE) are not kept on the proxy's socket that replaces its own");
+                ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
+                    "socket families (TCP only), TCP also by Landlock (no bind or connect of the job's own)");
+        } else
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
                     "socket families (none at all with network none), TCP also by Landlock");
         ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
@@ -245,10 +261,18 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
         json_object_set_new(report, "capabilities",
                             json_string(geteuid() == 0 ? "none (root's job runs as uid 65534, every set empty)"
                                                        : "none (the caller's uid, every set empty)"));
-        json_object_set_new(report, "network",
-                            json_string(cfg->net == NET_HOST ? "host"
-                                                             : "none (seccomp: no socket but socketpair; "
-                                                               "Landlock: no TCP bind or connect)"));
+        if (cfg->net == NET_ALLOW) {
+                _cleanup_free_ char *net = xasprintf(
+                        "allow, through hutch's proxy only (127.0.0.1:%u, the proxy variables; seccomp: TCP sockets "
+                        "only, no bind, listen or TCP Fast Open, and every connect() answered by hutch, which "
+                        "connects the proxy for the job and refuses any other address; Landlock: no TCP bind or "
+                        "connect of the job's own)", (unsigned)ll->job.proxy_port);
+                json_object_set_new(report, "network", json_string(net));
+        } else
+                json_object_set_new(report, "network",
+                                    json_string(cfg->net == NET_HOST ? "host"
+                                                                     : "none (seccomp: no socket but socketpair; "
+                                                                       "Landlock: no TCP bind or connect)"));
         json_t *limits = json_object_get(report, "limits");
         if (cfg->disk_bytes)
                 set_limit(limits, "disk", "rlimit",

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 
 #include "lib/exit-codes.h"
+#include "sandbox/connect-notify.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
 #include "sandbox/job.h"
@@ -225,7 +226,7 @@ static void live_fork(const struct run_config *cfg, const struct sandbox_inputs 
                 init_report(sync_fd, SYNC_SETUP_ERROR, slot ? EPROTO : EBUSY, 0, 0, "exec request",
                             slot ? "malformed" : "too many jobs");
         } else {
-                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1 };
+                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1, -1 };
                 struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
                 pid_t pid = spawn_job(&js);
                 if (pid < 0)
@@ -371,11 +372,31 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
          * the supervisor's record, and waits for "start" just before its
          * exec (job_wait_start()). init is suspended meanwhile (vfork), and
          * has nothing to do before the job runs. */
-        struct job_start js = { cfg, in->argv, in, sync_fd, stdio, sfd, !in->compile_argv };
+        struct init_stdio st = *stdio;
+        st.notify_fd = -1;
+        uint16_t proxy_port = in->landlock ? in->landlock->proxy_port : 0;
+        int notify[2] = { -1, -1 }, listener = -1;
+        if (proxy_port) {
+                /* the landlock tier's network allow: the job sends us its
+                 * connect listener on this before its exec */
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, notify) < 0) {
+                        init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "connect notify", "socketpair");
+                        _exit(EXIT_SETUP);
+                }
+                st.notify_fd = notify[1];
+        }
+        struct job_start js = { cfg, in->argv, in, sync_fd, &st, sfd, !in->compile_argv };
         pid_t job = spawn_job(&js);
         if (job < 0) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
                 _exit(EXIT_SETUP);
+        }
+        if (proxy_port) {
+                /* the job has exec'd or failed: its copy is closed, so
+                 * this ends with the listener or EOF. Without one the
+                 * job's connect(2) answers ENOSYS: nothing is reached */
+                close(notify[1]);
+                listener = connect_notify_receive(notify[0]);
         }
 
         /* The job holds the only copies of its stdio now: EOF on the
@@ -392,6 +413,20 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 init_report(sync_fd, SYNC_READY, 0, 0, job, "", "");
 
         for (;;) {
+                if (listener >= 0) {
+                        /* one connect(2) at a time; signals in between */
+                        struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
+                        if (poll(p, 2, -1) < 0)
+                                continue;
+                        if ((p[1].revents & POLLIN) ? connect_notify_handle(listener, proxy_port) < 0
+                                                    : p[1].revents != 0) {
+                                /* every task under the filter is gone */
+                                close(listener);
+                                listener = -1;
+                        }
+                        if (!p[0].revents)
+                                continue;
+                }
                 struct signalfd_siginfo si;
                 ssize_t n = read(sfd, &si, sizeof(si));
                 if (n < 0 && errno == EINTR)

@@ -316,6 +316,32 @@ static void socket_families(void **state)
         assert_int_equal(socket_answer(f, n, AF_NETLINK, SOCK_RAW), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_PACKET, SOCK_RAW), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_UNIX, SOCK_DGRAM), ERR(EAFNOSUPPORT));
+        /* network allow's other calls: connect to init, no bind, listen or TCP Fast Open */
+        struct seccomp_data d = { .nr = SYS_connect, .arch = seccomp_arch_native() };
+        assert_int_equal(bpf_run(f, n, &d), SECCOMP_RET_USER_NOTIF);
+        d.nr = SYS_bind;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EACCES));
+        d.nr = SYS_listen;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EACCES));
+        d = (struct seccomp_data){ .nr = SYS_sendmsg, .arch = seccomp_arch_native(), .args = { 3, 0, MSG_FASTOPEN } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d.args[2] = MSG_NOSIGNAL;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d = (struct seccomp_data){ .nr = SYS_sendto, .arch = seccomp_arch_native(),
+                                   .args = { 3, 0, 1, MSG_FASTOPEN | MSG_NOSIGNAL } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d.args[3] = 0;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d.nr = SYS_sendmmsg;
+        d.args[3] = MSG_FASTOPEN;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d = (struct seccomp_data){ .nr = SYS_socket, .arch = seccomp_arch_native(),
+                                   .args = { AF_INET, SOCK_STREAM, IPPROTO_SCTP } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EPROTONOSUPPORT));
+        d.args[2] = IPPROTO_TCP;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d = (struct seccomp_data){ .nr = SYS_getpid, .arch = seccomp_arch_native() };
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
 
         assert_int_equal(seccomp_sockets_build(SECCOMP_SOCKETS_ALL_INET, f, ELEMENTSOF(f), &n), 0);
         assert_int_equal(socket_answer(f, n, AF_INET, SOCK_DGRAM), ALLOW);
@@ -328,8 +354,17 @@ static void socket_families(void **state)
         assert_true(pid >= 0);
         if (pid == 0) {
                 CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-                CHECK(seccomp_sockets_load(SECCOMP_SOCKETS_TCP) == 0);
+                int listener = -1;
+                CHECK(seccomp_sockets_load(SECCOMP_SOCKETS_TCP, &listener) == 0);
+                CHECK(listener >= 0 && (fcntl(listener, F_GETFD) & FD_CLOEXEC));
                 CHECK_OK(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+                CHECK_ERRNO(socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP), EPROTONOSUPPORT);
+                int s = socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP);
+                CHECK_OK(s);
+                CHECK_ERRNO(listen(s, 1), EACCES);
+                CHECK_ERRNO(bind(s, (struct sockaddr *)&(struct sockaddr_in6){ .sin6_family = AF_INET6 },
+                                 sizeof(struct sockaddr_in6)), EACCES);
+                CHECK_ERRNO(sendto(s, "x", 1, MSG_FASTOPEN, NULL, 0), EOPNOTSUPP);
                 CHECK_ERRNO(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
                 int pair[2];
                 CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));

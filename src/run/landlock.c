@@ -14,6 +14,7 @@
 
 #include "run/landlock.h"
 #include "lib/log.h"
+#include "limits/du.h"
 #include "lib/util.h"
 #include "sandbox/ns.h"
 #include "sandbox/ns-probe.h"
@@ -24,6 +25,17 @@
 #define UNPRIVILEGED_ID 65534
 /* the workspace copy gets at least this long, like a snapshot */
 #define COPY_MIN_MS 10000
+
+/* What the landlock tier's disk limit is, and what it does not hold
+ * (limits/du.h, supervise.h's disk_dir). */
+#define DISK_NOT_HELD \
+        "no scratch tmpfs, so no ENOSPC: each file is bounded by RLIMIT_FSIZE (at most --disk; SIGXFSZ or " \
+        "EFBIG past it), and the total by a watch that walks the scratch every 50 ms (allocated blocks, so " \
+        "sparse files count what they take, and every entry against limits.inodes, beyond the workspace " \
+        "copy) and kills the job (status disk_limit) over it; it does not hold what the job writes between " \
+        "two looks (a burst at the disk's speed), nor files it deleted while it still holds them open or " \
+        "mapped, which the walk cannot see, nor --rw paths (as in the namespace tier); the scratch's " \
+        "filesystem is the host's, so the host may fill up first"
 
 static int refuse(char **ret_error, const char *what)
 {
@@ -127,6 +139,21 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t pr
                                        at ? " at " : "", at ? at : "", why);
                 return r;
         }
+        /* the disk watch's baseline: the job may add --disk to it */
+        struct du *du = NULL;
+        struct du_sample used = { 0 };
+        r = du_new(ll->scratch.dir, &du);
+        if (r >= 0) {
+                r = du_step(du, UINT64_MAX, &used);
+                du_free(du);
+        }
+        if (r < 0) {
+                *ret_error = xasprintf("the landlock tier's scratch %s: cannot measure it: %s", ll->scratch.dir,
+                                       strerror(-r));
+                return r;
+        }
+        ll->disk_base_bytes = used.bytes;
+        ll->disk_base_entries = used.entries;
         ll->write_paths[0] = ll->scratch.workspace;
         ll->write_paths[1] = ll->scratch.home;
         ll->write_paths[2] = ll->scratch.tmp;
@@ -212,8 +239,8 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
             "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
-        ADD("the disk limit holds per file (RLIMIT_FSIZE): nothing bounds the total the job writes to its "
-            "scratch");
+        if (cfg->disk_bytes)
+                ADD(DISK_NOT_HELD);
         ADD("without a cgroup the pids limit is RLIMIT_NPROC over every task of the job's uid on the host "
             "(those at the start plus pids): partial");
         if (ll->job.uid == getuid()) {
@@ -275,9 +302,7 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
                                                                        "Landlock: no TCP bind or connect)"));
         json_t *limits = json_object_get(report, "limits");
         if (cfg->disk_bytes)
-                set_limit(limits, "disk", "rlimit",
-                          "the landlock tier has no scratch tmpfs: RLIMIT_FSIZE bounds each file, not the total",
-                          true);
+                set_limit(limits, "disk", "watch", DISK_NOT_HELD, true);
         if (cfg->pids && !pids_in_cgroup)
                 set_limit(limits, "pids", "rlimit",
                           "no cgroup, and no user namespace: RLIMIT_NPROC counts every task of the job's uid on "

@@ -31,6 +31,8 @@ struct run_landlock {
         struct landlock_plan plan;
         struct landlock_job job;
         char *write_paths[4];   /* the scratch's workspace, home, tmp: the plan's */
+        uint64_t disk_base_bytes;       /* what the scratch held before the job (the */
+        uint64_t disk_base_entries;     /* workspace copy): the disk watch's baseline */
 };
 
 /* Decide the tier for cfg->isolation: namespaces (nothing more to do),

@@ -357,6 +357,12 @@ static int connect_io(struct run *r)
                 /* the egress helper's log is complete only once the
                  * sandbox is gone */
                 .record_while_exiting = !r->egress.active,
+                /* the landlock tier's disk limit: the copy of the
+                 * workspace plus --disk, and as many entries more as
+                 * limits.inodes (run/landlock.c) */
+                .disk_dir = r->ll.active && r->view.disk_bytes ? r->ll.scratch.dir : NULL,
+                .disk_max_bytes = r->ll.disk_base_bytes + r->view.disk_bytes,
+                .disk_max_entries = r->ll.disk_base_entries + r->view.inodes,
         };
         return RUN_NEXT;
 }

@@ -445,8 +445,63 @@ except OSError as e:
         [ ! -e "$d/accepted" ]
 }
 
-# the disk limit holds per file only: a profile that requires it (strict)
-# is refused, never run with less
+# The disk limit without a tmpfs: a watch walks the scratch on the
+# watchdog's tick and ends the job over --disk (beyond the workspace
+# copy), counting allocated blocks, and entries against limits.inodes.
+# Each job below keeps running until something ends it (--timeout is
+# only the safety net the status must not show).
+@test "this host: the disk watch ends a job that writes more than --disk in files each under it" {
+        local d
+        d=$(host_dir)
+        # the workspace copy is not the job's to pay for
+        head -c 12M /dev/zero > "$d/big"
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" --disk 20M --timeout 20s -- \
+                sh -c 'for i in 1 2 3; do head -c 8M /dev/zero > "$TMPDIR/f$i"; done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '.message | test("^disk limit 20M exceeded: the scratch held [0-9.]+[KMG] beyond the workspace copy")'
+        echo "$output" | jq -e '.enforcement.limits.disk.mechanism == "watch"'
+        echo "$output" | jq -e '.enforcement.limits.disk.partial == true'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("deleted while it still holds them open"))] | length == 1'
+}
+
+@test "this host: the disk watch counts what files take, not their size, and not the workspace copy" {
+        local d
+        d=$(host_dir)
+        head -c 12M /dev/zero > "$d/big"
+        # 3 x 19M sparse, 12M copied in, 15M written: 27M beyond the copy
+        # by size, 15M by blocks. The job gives the watch rounds to err in
+        # (a window, not a wait for anything) and then ends by itself.
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" --disk 20M --timeout 20s -- \
+                sh -c 'for i in 1 2 3; do truncate -s 19M "$TMPDIR/s$i"; done; head -c 15M /dev/zero > w
+                       sleep 0.5; du -sh "$TMPDIR" >/dev/null; echo done'
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.status == "success" and .stdout == "done\n"'
+}
+
+@test "this host: the disk watch holds limits.inodes and a tree nested past its reach" {
+        local p
+        p="$BATS_TEST_TMPDIR/inodes.ini"
+        printf 'extends = default\n[limits]\ninodes = 100\n' > "$p"
+        run --separate-stderr "$HUTCH" run --json -p "$p" --trust-profile --isolation landlock --timeout 20s -- \
+                sh -c 'i=0; while [ $i -lt 200 ]; do : > "$TMPDIR/f$i"; i=$((i + 1)); done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '.message | test("held [0-9]+ entries, over the [0-9]+ allowed \\(limits.inodes 100")'
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --timeout 60s -- python3 -c '
+import os, time
+fd = os.open(os.environ["TMPDIR"], os.O_RDONLY)
+for i in range(300):
+    os.mkdir("d", dir_fd=fd); n = os.open("d", os.O_RDONLY, dir_fd=fd); os.close(fd); fd = n
+while True:
+    time.sleep(0.05)'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.message | test("nested directories more than 256 deep")'
+}
+
+# the disk watch is not a bound a hostile job cannot pass (what it writes
+# between two looks, files it deleted but holds open): a profile that
+# requires the disk limit (strict) is refused, never run with less
 @test "this host: --require disk, and so -p strict, refuse the landlock tier" {
         local d
         d=$(host_dir)

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -138,6 +139,17 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t pr
                 *ret_error = xasprintf("cannot copy the workspace into the landlock tier's scratch%s%s: %s",
                                        at ? " at " : "", at ? at : "", why);
                 return r;
+        }
+        /* The artifacts dir exists when the job starts, as the namespace
+         * tier makes it (sandbox/mount.c): in the copy, the job's, unless
+         * the workspace has one already. Made before the baseline and
+         * never part of a change set (run/runfiles.c leaves it out). */
+        size_t wl = strlen(cfg->workdir_inside);
+        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
+            cfg->artifacts_dir[wl] == '/' && cfg->artifacts_dir[wl + 1] && !strchr(cfg->artifacts_dir + wl + 1, '/')) {
+                _cleanup_free_ char *out = xasprintf("%s/%s", ll->scratch.workspace, cfg->artifacts_dir + wl + 1);
+                if (mkdir(out, 0755) == 0 && lchown(out, uid, gid) < 0)
+                        log_debug("landlock tier: cannot give %s to the job: %m", out);
         }
         /* the disk watch's baseline: the job may add --disk to it */
         struct du *du = NULL;

@@ -299,6 +299,17 @@ record_says() {
         [ "$(id -u)" -ne 0 ] || [ "$uid" -eq 65534 ]
 }
 
+@test "this host: the artifacts dir exists when the job starts, and is collected, as in the namespace tier" {
+        local d
+        d=$(host_dir)
+        echo a > "$d/a"
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" -- \
+                sh -c 'echo report > output/r.txt; echo b > a'
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '[.files[] | .path + ":" + .kind] | sort == ["a:modified", "r.txt:output"]'
+        [ ! -e "$d/output" ]
+}
+
 @test "this host: the landlock tier leaves no scratch behind" {
         local base
         base=$(host_dir)

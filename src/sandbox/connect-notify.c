@@ -15,7 +15,8 @@
  *     (AF_INET/AF_INET6, SOCK_STREAM, protocol 0 or IPPROTO_TCP: no UDP,
  *     no SCTP or MPTCP, no unix sockets but socketpair's); bind(2) and
  *     listen(2) are refused; sendto/sendmsg/sendmmsg with MSG_FASTOPEN
- *     (which connects without connect(2), past Landlock's hook) are
+ *     (which connects without connect(2); Landlock holds that too, from
+ *     ABI 4) are
  *     refused; io_uring is refused by the policy (the tier refuses
  *     allow_io_uring); and connect(2) goes to a user notification.
  *  3. Here, in the job's init: the answer to that notification is never

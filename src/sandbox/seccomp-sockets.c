@@ -35,7 +35,9 @@
  *   bind(2), listen(2)          EACCES: no port of the host's is the job's
  *                               (listen() would bind an ephemeral one)
  *   sendto, sendmsg, sendmmsg   EOPNOTSUPP with MSG_FASTOPEN, which connects
- *                               without connect(2) and past Landlock's hook
+ *                               without connect(2), so without init's answer
+ *                               (Landlock's TCP rule holds it too, where the
+ *                               ABI has one: 4 and later)
  *
  * The filter is loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER then, and
  * the listener goes to init before the exec (the job never holds it). */

@@ -147,6 +147,7 @@ int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_eg
                 .rules = &e->rules, .max_connections = cfg->net_max_connections,
                 .max_bytes = cfg->net_max_bytes, .max_records = EGRESS_MAX_RECORDS,
                 .init_pid = init_pid, .job_uid = e->job_uid, .job_gid = e->job_gid,
+                .job_only = e->proxy_port != 0,
         };
         int r = egress_start(&e->params, e->helper_fd, &e->helper);
         close(TAKE_FD(e->helper_fd));

@@ -237,9 +237,6 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
                     "proxy variables reaches nothing, where the namespace tier catches it transparently");
                 ADD("network allow: no DNS for the job (no UDP socket): names are resolved by the proxy, so a "
                     "client that looks a name up itself before it connects fails");
-                ADDF("network allow: the proxy listens on the host's 127.0.0.1:%u for the run, where the host's "
-                     "other processes can reach it too (and through it, the run's allow-list); its record may "
-                     "then hold connections the job did not make", (unsigned)ll->job.proxy_port);
                 ADD("network allow: socket options a program sets before connect() (TCP_NODELAY, "
                     "SO_KEEPALIVE) are not kept on the proxy's socket that replaces its own");
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "

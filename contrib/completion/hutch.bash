@@ -98,7 +98,7 @@ _hutch()
         return ;;
     --status)
         COMPREPLY=($(compgen -W 'running success failed signaled timeout cpu_timeout oom cancelled
-            setup_error not_found not_executable compile_error orphaned' -- "$cur"))
+            setup_error not_found not_executable compile_error orphaned disk_limit' -- "$cur"))
         return ;;
     --net)
         COMPREPLY=($(compgen -W 'none host allow' -- "$cur"))

@@ -29,7 +29,7 @@ static void help(void)
                "  --status STATUS    only runs with this status (running, success, failed,\n"
                "                     signaled, timeout, cpu_timeout, oom, cancelled,\n"
                "                     setup_error, not_found, not_executable, compile_error,\n"
-               "                     orphaned)\n"
+               "                     orphaned, disk_limit)\n"
                "  --since DURATION   only runs started within DURATION (30s, 2h, 7d, ...)\n"
                "  --label KEY=VALUE  only runs labelled so (run --label)\n"
                "  --session NAME     only runs of session NAME\n"

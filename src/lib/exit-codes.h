@@ -20,6 +20,8 @@ enum {
         EXIT_NOT_FOUND = 127,     /* command not found */
         EXIT_SIGNAL_BASE = 128,   /* job killed by signal N exits 128+N */
         EXIT_OOM = 137,           /* memory limit hit (128+SIGKILL) */
+        EXIT_DISK = 153,          /* the landlock tier's disk limit hit (128+SIGXFSZ, what
+                                   * one file past RLIMIT_FSIZE gets too) */
         EXIT_CANCELLED_INT = 130, /* cancelled by Ctrl-C (128+SIGINT) */
         EXIT_CANCELLED_TERM = 143,/* cancelled by SIGTERM to hutch (128+SIGTERM) */
 };

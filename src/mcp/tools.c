@@ -52,7 +52,7 @@ static const char *const input_text[_TOOL_MAX] = {
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65536,\"description\":\"bytes to return (default 16384)\"}}}",
         [TOOL_LIST_RUNS] = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
                 "\"status\":{\"enum\":[\"running\",\"success\",\"failed\",\"signaled\",\"timeout\",\"cpu_timeout\",\"oom\",\"cancelled\","
-                "\"setup_error\",\"not_found\",\"not_executable\",\"compile_error\",\"orphaned\"]},"
+                "\"setup_error\",\"not_found\",\"not_executable\",\"compile_error\",\"orphaned\",\"disk_limit\"]},"
                 "\"label\":{\"type\":\"string\",\"pattern\":\"^[^=]+=\",\"description\":\"KEY=VALUE: only runs with this label\"},"
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"at most this many, newest first (default 20)\"}}}",
         [TOOL_GET_FILE] = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"run_id\",\"path\"],\"properties\":{"

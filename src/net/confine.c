@@ -205,7 +205,7 @@ static int sandbox_ids(pid_t init_pid, uid_t *ret_uid, gid_t *ret_gid)
 
 /* Steps 1 and 2 of the header: no capability in any set, and as root
  * the sandbox's host uid. */
-static int drop_privileges(pid_t init_pid)
+static int drop_privileges(pid_t init_pid, uid_t job_uid, gid_t job_gid)
 {
         cap_t cur = cap_get_proc();
         cap_flag_value_t setpcap = CAP_CLEAR;
@@ -220,9 +220,11 @@ static int drop_privileges(pid_t init_pid)
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -errno;
         if (geteuid() == 0) {
-                uid_t uid;
-                gid_t gid;
-                int r = sandbox_ids(init_pid, &uid, &gid);
+                uid_t uid = job_uid;
+                gid_t gid = job_gid;
+                /* the landlock tier's init keeps the caller's uid: the
+                 * job's ids come from the run then */
+                int r = job_uid != (uid_t)-1 ? 0 : sandbox_ids(init_pid, &uid, &gid);
                 if (r < 0)
                         return r;
                 if (uid == 0)
@@ -251,7 +253,12 @@ static int drop_privileges(pid_t init_pid)
 
 int egress_confine(pid_t init_pid)
 {
-        int r = drop_privileges(init_pid);
+        return egress_confine_as(init_pid, (uid_t)-1, (gid_t)-1);
+}
+
+int egress_confine_as(pid_t init_pid, uid_t job_uid, gid_t job_gid)
+{
+        int r = drop_privileges(init_pid, job_uid, job_gid);
         if (r < 0)
                 return r;
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

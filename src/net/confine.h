@@ -16,6 +16,9 @@
  * host's addresses, loading the resolver's configuration) is done. 0,
  * or -errno: then the helper must not go on. */
 int egress_confine(pid_t init_pid);
+/* The same with the sandbox's host ids given (the landlock tier, whose
+ * init keeps the caller's uid); (uid_t)-1 reads them from init. */
+int egress_confine_as(pid_t init_pid, uid_t job_uid, gid_t job_gid);
 
 /* The syscalls the allow-list names, by name, NULL-terminated (some are
  * allowed only with the arguments confine.c gives). For tests and

@@ -390,6 +390,25 @@ static bool conn_decide(struct helper *h, struct conn *c)
         egress_decide(h->p->rules, &req, h->own, h->n_own, egress_resolve_system, NULL, &c->d);
         c->rec = decision_record(h, c, stub);
         bool ok = c->d.allowed;
+        /* The landlock tier's proxy listens on the host's loopback, where
+         * any process may connect: only a connection whose other end a
+         * process of the sandbox holds is the job's (init made it and
+         * handed it over before the job could send a byte). Looked up
+         * first there, and only for what the rules let through: the
+         * lookup reads the host's whole TCP table, and a job that opens
+         * thousands of connections would otherwise slow every decision
+         * (a denied one's record has no pid then). Elsewhere it is for
+         * the record only, and later. */
+        pid_t pid = 0;
+        if (h->p->job_only && ok) {
+                pid = egress_socket_owner(h->p->init_pid, &c->peer, c->pport, &c->dest, c->dport);
+                if (pid <= 0) {
+                        json_object_set_new(c->rec, "decision", json_string("denied"));
+                        c->d.reason = "not the job's connection";
+                        set_str(c->rec, "reason", c->d.reason);
+                        ok = false;
+                }
+        }
         if (ok && h->bytes_exhausted) {
                 json_object_set_new(c->rec, "decision", json_string("denied"));
                 c->d.reason = "byte limit";
@@ -401,8 +420,8 @@ static bool conn_decide(struct helper *h, struct conn *c)
                 ok = false;
         }
         /* while the upstream connect is on its way */
-        pid_t pid = h->p->init_pid > 0 ? egress_socket_owner(h->p->init_pid, &c->peer, c->pport, &c->dest, c->dport)
-                                       : 0;
+        if (!h->p->job_only && h->p->init_pid > 0)
+                pid = egress_socket_owner(h->p->init_pid, &c->peer, c->pport, &c->dest, c->dport);
         json_object_set_new(c->rec, "pid", pid > 0 ? json_integer(pid) : json_null());
         if (!ok && (c->proxy || c->pk.kind == PEEK_HTTP || c->pk.kind == PEEK_CONNECT)) {
                 /* an HTTP client gets told, in words of ours only */
@@ -694,7 +713,7 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         struct egress_addr warm[2];
         (void)egress_resolve_system("localhost", warm, ELEMENTSOF(warm), NULL);
         json_object_seed(0);
-        int r = egress_confine(p->init_pid);
+        int r = egress_confine_as(p->init_pid, p->job_uid, p->job_gid);
         if (r < 0) {
                 /* never parse the job's bytes unconfined: no decision is
                  * made, so every connection and query of the job fails */

@@ -29,6 +29,11 @@ struct egress_params {
                                          * connections let through and as many of the
                                          * rest (DNS, denied); the rest are counted */
         pid_t init_pid;                 /* the sandbox's init, for the job pid of each connection */
+        bool job_only;                  /* refuse a connection no process of the sandbox holds
+                                         * the other end of (the landlock tier's proxy, on the
+                                         * host's loopback) */
+        uid_t job_uid;                  /* the job's host ids, for the confinement (confine.h); */
+        gid_t job_gid;                  /* (uid_t)-1: init's, as the namespace tier has them */
 };
 
 struct egress {

@@ -137,7 +137,7 @@ static int dns_socket(int family)
         return fd;
 }
 
-static int send_fds(int sock, const int *fds, const struct netns_fd_info *info, size_t n)
+int netns_capture_send(int sock, const int *fds, const struct netns_fd_info *info, size_t n)
 {
         char cbuf[CMSG_SPACE(NETNS_MAX_FDS * sizeof(int))] = { 0 };
         struct iovec iov = { .iov_base = (void *)info, .iov_len = n * sizeof(*info) };
@@ -206,7 +206,7 @@ int netns_capture_setup(int sock, const uint16_t *ports, size_t n_ports, const c
                 info[n++] = (struct netns_fd_info) { NETNS_FD_DNS6, 53 };
         }
         *ret_step = "egress hand-over";
-        r = send_fds(sock, fds, info, n);
+        r = netns_capture_send(sock, fds, info, n);
 out:
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);

@@ -36,6 +36,11 @@ struct netns_fd_info {
  * close them. Returns 0 or -errno; *ret_step names what failed. */
 int netns_capture_setup(int sock, const uint16_t *ports, size_t n_ports, const char **ret_step);
 
+/* Send n fds with their info over sock, as netns_capture_setup() does
+ * (the landlock tier sends its proxy listener from the supervisor). 0
+ * or -errno. */
+int netns_capture_send(int sock, const int *fds, const struct netns_fd_info *info, size_t n);
+
 /* The supervisor's side: receive what netns_capture_setup() sent. Fills
  * fds[] and info[] (room for NETNS_MAX_FDS); returns the count or
  * -errno. */

@@ -18,6 +18,7 @@ static const char *const names[_RUN_STATUS_MAX] = {
         [RUN_NOT_EXECUTABLE] = "not_executable",
         [RUN_COMPILE_ERROR] = "compile_error",
         [RUN_ORPHANED] = "orphaned",
+        [RUN_DISK_LIMIT] = "disk_limit",
 };
 
 const char *run_status_to_string(enum run_status s)

@@ -17,6 +17,7 @@ enum run_status {
         RUN_NOT_EXECUTABLE,     /* command could not be executed */
         RUN_COMPILE_ERROR,      /* a language's compile step failed */
         RUN_ORPHANED,           /* supervisor died; found later */
+        RUN_DISK_LIMIT,         /* the landlock tier's scratch over the disk limit */
         _RUN_STATUS_MAX,
         _RUN_STATUS_INVALID = -22,
 };

@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,12 +34,47 @@ static bool env_has(char *const *env, const char *name)
         return false;
 }
 
-int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error)
+/* Drop NAME=... from env (owned strings). */
+static void env_unset(char **env, const char *name)
+{
+        size_t n = strlen(name), j = 0;
+        for (size_t i = 0; env && env[i]; i++) {
+                if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+                        free(env[i]);
+                else
+                        env[j++] = env[i];
+        }
+        if (env)
+                env[j] = NULL;
+}
+
+/* The landlock tier's proxy: a listener on the host's 127.0.0.1 at a
+ * port the kernel picks, sent to the helper over the capture socket as
+ * the namespace tier's sandbox sends its own; the job never reaches it
+ * itself, its init connects it for the job (connect-notify.h). Returns
+ * the port, or -errno. */
+static int landlock_proxy(int sock)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0 ||
+            getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+                return -errno;
+        struct netns_fd_info info = { .kind = NETNS_FD_PROXY, .port = ntohs(sa.sin_port) };
+        int r = netns_capture_send(sock, &fd, &info, 1);
+        return r < 0 ? r : (int)info.port;
+}
+
+int run_egress_prepare(struct run_config *cfg, bool landlock, struct run_egress *e, char **ret_error)
 {
         const char *bad = NULL;
         int pair[2], r;
 
-        *e = (struct run_egress) { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 } };
+        *e = (struct run_egress) { .sandbox_fd = -1, .helper_fd = -1, .helper = { .ctl_fd = -1 },
+                                   .job_uid = (uid_t)-1, .job_gid = (gid_t)-1 };
         if (cfg->net != NET_ALLOW)
                 return 0;
         r = egress_rules_parse(cfg->net_allow, cfg->net_deny, cfg->net_hosts, &e->rules, &bad);
@@ -61,15 +98,31 @@ int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_
         e->sandbox_fd = pair[0];
         e->helper_fd = pair[1];
         e->active = true;
+        int port = NETNS_PROXY_PORT;
+        if (landlock) {
+                /* no capture: the proxy is the only way out, so its
+                 * variables are set whatever the caller's say */
+                port = landlock_proxy(e->sandbox_fd);
+                close(TAKE_FD(e->sandbox_fd));
+                if (port < 0) {
+                        *ret_error = xasprintf("network: the landlock tier's egress proxy: %s", strerror(-port));
+                        return port;
+                }
+                e->proxy_port = (uint16_t)port;
+                static const char *const own[] = { "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                                                   "ALL_PROXY", "all_proxy" };
+                for (size_t i = 0; i < ELEMENTSOF(own); i++)
+                        env_unset(cfg->env, own[i]);
+        }
 
         /* Clients that prefer a proxy get one (the helper's CONNECT
          * port); the rest are caught anyway. Unless the rules took its
          * port for themselves, or the user set their own. */
         bool proxy = true;
-        for (size_t i = 0; i < e->n_ports; i++)
+        for (size_t i = 0; !landlock && i < e->n_ports; i++)
                 proxy = proxy && e->ports[i] != NETNS_PROXY_PORT;
         if (proxy) {
-                _cleanup_free_ char *url = xasprintf("http://127.0.0.1:%d", NETNS_PROXY_PORT);
+                _cleanup_free_ char *url = xasprintf("http://127.0.0.1:%d", port);
                 const char *vars[] = { "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY" };
                 for (size_t i = 0; i < ELEMENTSOF(vars); i++)
                         if (!env_has(cfg->env, vars[i])) {
@@ -93,7 +146,8 @@ int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_eg
         e->params = (struct egress_params) {
                 .rules = &e->rules, .max_connections = cfg->net_max_connections,
                 .max_bytes = cfg->net_max_bytes, .max_records = EGRESS_MAX_RECORDS,
-                .init_pid = init_pid,
+                .init_pid = init_pid, .job_uid = e->job_uid, .job_gid = e->job_gid,
+                .job_only = e->proxy_port != 0,
         };
         int r = egress_start(&e->params, e->helper_fd, &e->helper);
         close(TAKE_FD(e->helper_fd));

@@ -9,11 +9,13 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "run/landlock.h"
 #include "lib/log.h"
+#include "limits/du.h"
 #include "lib/util.h"
 #include "sandbox/ns.h"
 #include "sandbox/ns-probe.h"
@@ -25,6 +27,17 @@
 /* the workspace copy gets at least this long, like a snapshot */
 #define COPY_MIN_MS 10000
 
+/* What the landlock tier's disk limit is, and what it does not hold
+ * (limits/du.h, supervise.h's disk_dir). */
+#define DISK_NOT_HELD \
+        "no scratch tmpfs, so no ENOSPC: each file is bounded by RLIMIT_FSIZE (at most --disk; SIGXFSZ or " \
+        "EFBIG past it), and the total by a watch that walks the scratch every 50 ms (allocated blocks, so " \
+        "sparse files count what they take, and every entry against limits.inodes, beyond the workspace " \
+        "copy) and kills the job (status disk_limit) over it; it does not hold what the job writes between " \
+        "two looks (a burst at the disk's speed), nor files it deleted while it still holds them open or " \
+        "mapped, which the walk cannot see, nor --rw paths (as in the namespace tier); the scratch's " \
+        "filesystem is the host's, so the host may fill up first"
+
 static int refuse(char **ret_error, const char *what)
 {
         *ret_error = xasprintf("--isolation landlock: %s", what);
@@ -35,9 +48,6 @@ static int check_landlock_config(const struct run_config *cfg, bool has_inputs, 
 {
         if (cfg->runtime == RUNTIME_GVISOR)
                 return refuse(ret_error, "runtime gvisor needs the namespace tier");
-        if (cfg->net == NET_ALLOW)
-                return refuse(ret_error, "network allow needs the namespace tier (its egress capture lives in "
-                                         "the job's network namespace); use network none or host");
         if (cfg->root_layers)
                 return refuse(ret_error, "an image root (filesystem.root) needs the namespace tier");
         if (cfg->tmpfs_paths)
@@ -96,7 +106,8 @@ int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has
         return 0;
 }
 
-int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_landlock *ll, char **ret_error)
+int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t proxy_port, struct run_landlock *ll,
+                         char **ret_error)
 {
         bool root = geteuid() == 0;
         uid_t uid = root ? UNPRIVILEGED_ID : getuid();
@@ -129,6 +140,32 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
                                        at ? " at " : "", at ? at : "", why);
                 return r;
         }
+        /* The artifacts dir exists when the job starts, as the namespace
+         * tier makes it (sandbox/mount.c): in the copy, the job's, unless
+         * the workspace has one already. Made before the baseline and
+         * never part of a change set (run/runfiles.c leaves it out). */
+        size_t wl = strlen(cfg->workdir_inside);
+        if (cfg->artifacts_dir && strncmp(cfg->artifacts_dir, cfg->workdir_inside, wl) == 0 &&
+            cfg->artifacts_dir[wl] == '/' && cfg->artifacts_dir[wl + 1] && !strchr(cfg->artifacts_dir + wl + 1, '/')) {
+                _cleanup_free_ char *out = xasprintf("%s/%s", ll->scratch.workspace, cfg->artifacts_dir + wl + 1);
+                if (mkdir(out, 0755) == 0 && lchown(out, uid, gid) < 0)
+                        log_debug("landlock tier: cannot give %s to the job: %m", out);
+        }
+        /* the disk watch's baseline: the job may add --disk to it */
+        struct du *du = NULL;
+        struct du_sample used = { 0 };
+        r = du_new(ll->scratch.dir, &du);
+        if (r >= 0) {
+                r = du_step(du, UINT64_MAX, &used);
+                du_free(du);
+        }
+        if (r < 0) {
+                *ret_error = xasprintf("the landlock tier's scratch %s: cannot measure it: %s", ll->scratch.dir,
+                                       strerror(-r));
+                return r;
+        }
+        ll->disk_base_bytes = used.bytes;
+        ll->disk_base_entries = used.entries;
         ll->write_paths[0] = ll->scratch.workspace;
         ll->write_paths[1] = ll->scratch.home;
         ll->write_paths[2] = ll->scratch.tmp;
@@ -141,6 +178,8 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
                 writable = strv_append(writable, *p);
         struct landlock_request req = {
                 .read_dirs = cfg->ro_binds, .read_paths = cfg->ro_paths, .write_paths = writable,
+                /* network allow too: the job connects nothing itself,
+                 * its init connects the proxy for it (connect-notify.h) */
                 .masks = cfg->masks, .net = cfg->net == NET_HOST ? LANDLOCK_NET_HOST : LANDLOCK_NET_NONE,
                 .tty = cfg->tty,
         };
@@ -153,7 +192,9 @@ int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_
         ll->job = (struct landlock_job){
                 .workspace = ll->scratch.workspace, .home = ll->scratch.home, .tmpdir = ll->scratch.tmp,
                 .uid = uid, .gid = gid,
-                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET : SECCOMP_SOCKETS_NONE,
+                .sockets = cfg->net == NET_HOST ? SECCOMP_SOCKETS_ALL_INET
+                           : cfg->net == NET_ALLOW ? SECCOMP_SOCKETS_TCP : SECCOMP_SOCKETS_NONE,
+                .proxy_port = cfg->net == NET_ALLOW ? proxy_port : 0,
                 .plan = &ll->plan,
         };
         log_debug("landlock tier: ABI %d, %zu rules, scratch %s, job uid %u", ll->plan.abi, ll->plan.n_rules,
@@ -189,15 +230,26 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
             "directory holding one is allowed entry by entry)");
         if (cfg->net == NET_HOST)
                 ADD("no network namespace: network host is the host's network, as in the namespace tier");
-        else
+        else if (cfg->net == NET_ALLOW) {
+                ADD("network allow reaches the allow-list only through hutch's proxy (the proxy variables): "
+                    "the job's connect() is answered by hutch, which connects the proxy for it when the job "
+                    "asked for the proxy's address and refuses any other (EACCES); a client that ignores the "
+                    "proxy variables reaches nothing, where the namespace tier catches it transparently");
+                ADD("network allow: no DNS for the job (no UDP socket): names are resolved by the proxy, so a "
+                    "client that looks a name up itself before it connects fails");
+                ADD("network allow: socket options a program sets before connect() (TCP_NODELAY, "
+                    "SO_KEEPALIVE) are not kept on the proxy's socket that replaces its own");
+                ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
+                    "socket families (TCP only), TCP also by Landlock (no bind or connect of the job's own)");
+        } else
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
                     "socket families (none at all with network none), TCP also by Landlock");
         ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
             "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
-        ADD("the disk limit holds per file (RLIMIT_FSIZE): nothing bounds the total the job writes to its "
-            "scratch");
+        if (cfg->disk_bytes)
+                ADD(DISK_NOT_HELD);
         ADD("without a cgroup the pids limit is RLIMIT_NPROC over every task of the job's uid on the host "
             "(those at the start plus pids): partial");
         if (ll->job.uid == getuid()) {
@@ -245,15 +297,21 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
         json_object_set_new(report, "capabilities",
                             json_string(geteuid() == 0 ? "none (root's job runs as uid 65534, every set empty)"
                                                        : "none (the caller's uid, every set empty)"));
-        json_object_set_new(report, "network",
-                            json_string(cfg->net == NET_HOST ? "host"
-                                                             : "none (seccomp: no socket but socketpair; "
-                                                               "Landlock: no TCP bind or connect)"));
+        if (cfg->net == NET_ALLOW) {
+                _cleanup_free_ char *net = xasprintf(
+                        "allow, through hutch's proxy only (127.0.0.1:%u, the proxy variables; seccomp: TCP sockets "
+                        "only, no bind, listen or TCP Fast Open, and every connect() answered by hutch, which "
+                        "connects the proxy for the job and refuses any other address; Landlock: no TCP bind or "
+                        "connect of the job's own)", (unsigned)ll->job.proxy_port);
+                json_object_set_new(report, "network", json_string(net));
+        } else
+                json_object_set_new(report, "network",
+                                    json_string(cfg->net == NET_HOST ? "host"
+                                                                     : "none (seccomp: no socket but socketpair; "
+                                                                       "Landlock: no TCP bind or connect)"));
         json_t *limits = json_object_get(report, "limits");
         if (cfg->disk_bytes)
-                set_limit(limits, "disk", "rlimit",
-                          "the landlock tier has no scratch tmpfs: RLIMIT_FSIZE bounds each file, not the total",
-                          true);
+                set_limit(limits, "disk", "watch", DISK_NOT_HELD, true);
         if (cfg->pids && !pids_in_cgroup)
                 set_limit(limits, "pids", "rlimit",
                           "no cgroup, and no user namespace: RLIMIT_NPROC counts every task of the job's uid on "

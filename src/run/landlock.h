@@ -31,19 +31,23 @@ struct run_landlock {
         struct landlock_plan plan;
         struct landlock_job job;
         char *write_paths[4];   /* the scratch's workspace, home, tmp: the plan's */
+        uint64_t disk_base_bytes;       /* what the scratch held before the job (the */
+        uint64_t disk_base_entries;     /* workspace copy): the disk watch's baseline */
 };
 
 /* Decide the tier for cfg->isolation: namespaces (nothing more to do),
  * landlock, or auto (probes the host: ns_probe_userns()). Also refuses,
  * with a one-line reason, what the landlock tier cannot do (network
- * allow, gVisor, an image root, extra tmpfs mounts, --input, --lang),
+ * gVisor, an image root, extra tmpfs mounts, --input, --lang),
  * and a kernel without Landlock. 0, or -errno with *ret_error. */
 int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has_code, struct run_landlock *ll,
                          char **ret_error);
 
 /* The landlock tier's scratch, workspace copy (lower_fd, or -1 for an
- * empty workspace) and plan. 0, or -errno with *ret_error. */
-int run_landlock_prepare(const struct run_config *cfg, int lower_fd, struct run_landlock *ll, char **ret_error);
+ * empty workspace) and plan; proxy_port is the egress proxy's with
+ * network allow (run/egress.c), else 0. 0, or -errno with *ret_error. */
+int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t proxy_port, struct run_landlock *ll,
+                         char **ret_error);
 
 /* Add the `isolation` object to the enforcement report (both tiers),
  * and, in the landlock tier, say what holds each thing the namespace

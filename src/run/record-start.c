@@ -96,9 +96,15 @@ int run_open_record(struct run *r)
         if (code != EXIT_OK)
                 return code;
         /* the landlock tier's scratch, its copy of the workspace, its rules */
-        if (r->ll.active && run_landlock_prepare(&r->view, r->wp.lower_fd, &r->ll, &r->err) < 0) {
+        if (r->ll.active && run_landlock_prepare(&r->view, r->wp.lower_fd, r->egress.proxy_port, &r->ll,
+                                                 &r->err) < 0) {
                 log_error("run: %s", r->err);
                 return EXIT_SETUP;
+        }
+        /* the egress helper touches files as the job's uid */
+        if (r->ll.active) {
+                r->egress.job_uid = r->ll.job.uid;
+                r->egress.job_gid = r->ll.job.gid;
         }
         return RUN_NEXT;
 }

@@ -198,6 +198,9 @@ struct run_egress {
         size_t n_ports;
         int sandbox_fd;         /* the sandbox's end of the capture socket */
         int helper_fd;          /* the helper's end */
+        uint16_t proxy_port;    /* the landlock tier: the proxy on the host's 127.0.0.1 */
+        uid_t job_uid;          /* the landlock tier: the job's ids, for the helper's */
+        gid_t job_gid;          /* confinement; (uid_t)-1 otherwise */
         struct egress_params params;
         struct egress helper;
 };
@@ -205,7 +208,7 @@ struct run_egress {
 /* Parse the rules and open the capture socket (network = allow only;
  * otherwise *e is left inactive); add the proxy variables to cfg->env.
  * 0 or -errno with *ret_error set. */
-int run_egress_prepare(struct run_config *cfg, struct run_egress *e, char **ret_error);
+int run_egress_prepare(struct run_config *cfg, bool landlock, struct run_egress *e, char **ret_error);
 /* After sandbox_spawn(): start the helper (init_pid: the sandbox's
  * init, for the job pid of each connection). 0 or -errno. */
 int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_egress *e);

@@ -155,7 +155,7 @@ static int prepare_workspace(struct run *r)
                 log_error("run: %s", r->err);
                 return EXIT_SETUP;
         }
-        k = run_egress_prepare(&r->view, &r->egress, &r->err);
+        k = run_egress_prepare(&r->view, r->ll.active, &r->egress, &r->err);
         if (k < 0) {
                 log_error("run: %s", r->err);
                 return EXIT_SETUP;
@@ -250,6 +250,16 @@ static int build_sandbox(struct run *r)
                 if (k < 0) {
                         log_error_errno(k, "run: cannot start the egress helper: %m");
                         return EXIT_SETUP;
+                }
+                /* the landlock tier ends every child of ours it does not
+                 * know when the job ends: the helper is ours, and its
+                 * report comes after that */
+                if (r->sb.subreaper && r->egress.helper.pid > 0) {
+                        if (r->sb.n_keep >= SANDBOX_KEEP_MAX) {
+                                log_error("run: too many helper processes to tell from the job's");
+                                return EXIT_SETUP;
+                        }
+                        r->sb.keep[r->sb.n_keep++] = r->egress.helper.pid;
                 }
         }
         /* The record's copy of the profile: the frozen settings, taken
@@ -347,6 +357,12 @@ static int connect_io(struct run *r)
                 /* the egress helper's log is complete only once the
                  * sandbox is gone */
                 .record_while_exiting = !r->egress.active,
+                /* the landlock tier's disk limit: the copy of the
+                 * workspace plus --disk, and as many entries more as
+                 * limits.inodes (run/landlock.c) */
+                .disk_dir = r->ll.active && r->view.disk_bytes ? r->ll.scratch.dir : NULL,
+                .disk_max_bytes = r->ll.disk_base_bytes + r->view.disk_bytes,
+                .disk_max_entries = r->ll.disk_base_entries + r->view.inodes,
         };
         return RUN_NEXT;
 }

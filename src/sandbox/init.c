@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "lib/exit-codes.h"
+#include "sandbox/connect-notify.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
 #include "sandbox/job.h"
@@ -199,9 +200,41 @@ static int run_compile(const struct run_config *cfg, const struct sandbox_inputs
 /* The longest argv a live job's request may carry (SANDBOX_MSG_EXEC). */
 #define LIVE_ARGV_MAX (64u << 10)
 
-/* The jobs of a live sandbox that run now (their pids, 0: a free slot). */
+/* The landlock tier's network allow (connect-notify.h): before the
+ * job's spawn, a socketpair for it to send its connect listener on
+ * (st->notify_fd); after it, the listener (-1: none, and then the job's
+ * connect(2) answers ENOSYS: nothing is reached). */
+static int notify_open(const struct sandbox_inputs *in, int sync_fd, struct init_stdio *st, int pair[2])
+{
+        pair[0] = pair[1] = st->notify_fd = -1;
+        if (!in->landlock || !in->landlock->proxy_port)
+                return 0;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "connect notify", "socketpair");
+                return -1;
+        }
+        st->notify_fd = pair[1];
+        return 0;
+}
+
+static int notify_take(int pair[2])
+{
+        if (pair[0] < 0)
+                return -1;
+        /* the job has exec'd or failed: its copy is closed, so this
+         * ends with the listener or EOF */
+        close(pair[1]);
+        int fd = connect_notify_receive(pair[0]);
+        return fd < 0 ? -1 : fd;
+}
+
+/* The jobs of a live sandbox that run now (their pids, 0: a free slot),
+ * and the connect listeners of the ones before (notify_take()), kept
+ * while a process under them lives. */
 struct live_jobs {
         pid_t pid[SANDBOX_LIVE_JOBS_MAX];
+        int *listeners;
+        size_t n_listeners;
 };
 
 static pid_t *live_slot(struct live_jobs *j, pid_t pid)
@@ -226,12 +259,18 @@ static void live_fork(const struct run_config *cfg, const struct sandbox_inputs 
                 init_report(sync_fd, SYNC_SETUP_ERROR, slot ? EPROTO : EBUSY, 0, 0, "exec request",
                             slot ? "malformed" : "too many jobs");
         } else {
-                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1 };
+                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1, -1 };
                 struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
-                pid_t pid = spawn_job(&js);
+                int pair[2];
+                pid_t pid = notify_open(in, sync_fd, &stdio, pair) < 0 ? 0 : spawn_job(&js);
+                int listener = notify_take(pair);
+                if (listener >= 0) {
+                        jobs->listeners = xrealloc(jobs->listeners, (jobs->n_listeners + 1) * sizeof(int));
+                        jobs->listeners[jobs->n_listeners++] = listener;
+                }
                 if (pid < 0)
                         init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
-                else
+                else if (pid > 0)
                         init_report(sync_fd, SYNC_READY, 0, 0, *slot = pid, "", "");
         }
         strv_free(argv);
@@ -324,17 +363,31 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
 static _Noreturn void init_live(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
                                 int sfd)
 {
-        struct live_jobs jobs = { { 0 } };
+        struct live_jobs jobs = { .listeners = NULL };
+        struct pollfd *p = NULL;
+        uint16_t port = in->landlock ? in->landlock->proxy_port : 0;
 
         job_wait_start(sync_fd);
         init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
         for (;;) {
-                struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = sync_fd, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0) {
+                size_t n = 2 + jobs.n_listeners;
+                p = xrealloc(p, n * sizeof(*p));
+                p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                p[1] = (struct pollfd){ .fd = sync_fd, .events = POLLIN };
+                for (size_t i = 0; i < jobs.n_listeners; i++)
+                        p[2 + i] = (struct pollfd){ .fd = jobs.listeners[i], .events = POLLIN };
+                if (poll(p, n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(EXIT_SETUP);
                 }
+                /* the connect(2)s first: live_message() may add listeners */
+                for (size_t i = jobs.n_listeners; i-- > 0;)
+                        if ((p[2 + i].revents & POLLIN) ? connect_notify_handle(jobs.listeners[i], port) < 0
+                                                        : p[2 + i].revents != 0) {
+                                close(jobs.listeners[i]);
+                                jobs.listeners[i] = jobs.listeners[--jobs.n_listeners];
+                        }
                 if (p[1].revents && !live_message(cfg, in, sync_fd, sfd, &jobs))
                         _exit(EXIT_OK);
                 if (!p[0].revents)
@@ -405,8 +458,14 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
          * the supervisor's record, and waits for "start" just before its
          * exec (job_wait_start()). init is suspended meanwhile (vfork), and
          * has nothing to do before the job runs. */
-        struct job_start js = { cfg, in->argv, in, sync_fd, stdio, sfd, !in->compile_argv };
+        struct init_stdio st = *stdio;
+        uint16_t proxy_port = in->landlock ? in->landlock->proxy_port : 0;
+        int notify[2];
+        if (notify_open(in, sync_fd, &st, notify) < 0)
+                _exit(EXIT_SETUP);
+        struct job_start js = { cfg, in->argv, in, sync_fd, &st, sfd, !in->compile_argv };
         pid_t job = spawn_job(&js);
+        int listener = notify_take(notify);
         if (job < 0) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, errno, 0, 0, "fork job", "");
                 _exit(EXIT_SETUP);
@@ -426,6 +485,20 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                 init_report(sync_fd, SYNC_READY, 0, 0, job, "", "");
 
         for (;;) {
+                if (listener >= 0) {
+                        /* one connect(2) at a time; signals in between */
+                        struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
+                        if (poll(p, 2, -1) < 0)
+                                continue;
+                        if ((p[1].revents & POLLIN) ? connect_notify_handle(listener, proxy_port) < 0
+                                                    : p[1].revents != 0) {
+                                /* every task under the filter is gone */
+                                close(listener);
+                                listener = -1;
+                        }
+                        if (!p[0].revents)
+                                continue;
+                }
                 struct signalfd_siginfo si;
                 ssize_t n = read(sfd, &si, sizeof(si));
                 if (n < 0 && errno == EINTR)

@@ -15,6 +15,9 @@ struct init_stdio {
         int stdout_fd;          /* pipe write ends, or -1 with a tty */
         int stderr_fd;
         int tty_slave;          /* pty slave, or -1 */
+        int notify_fd;          /* the landlock tier's network allow: where the
+                                 * job sends its connect listener (connect-notify.h),
+                                 * or -1; init sets it */
 };
 
 struct sandbox_inputs;

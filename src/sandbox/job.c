@@ -22,6 +22,7 @@
 #include "lib/exit-codes.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/job.h"
+#include "sandbox/connect-notify.h"
 #include "sandbox/landlock.h"
 #include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
@@ -368,9 +369,17 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
         /* the landlock tier's socket families first: under an allow-list
          * policy seccomp(2) itself may be denied once the policy is on */
         if (in->landlock) {
-                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets);
+                int listener = -1;
+                r = seccomp_sockets_load((enum seccomp_sockets)in->landlock->sockets, &listener);
                 if (r < 0)
                         fail(sync_fd, SYNC_SETUP_ERROR, -r, "seccomp", "socket families");
+                /* network allow: init answers our connect(2) from now on;
+                 * the listener never reaches the exec */
+                if (listener >= 0) {
+                        r = stdio->notify_fd >= 0 ? connect_notify_send(stdio->notify_fd, listener) : -EBADF;
+                        if (r < 0)
+                                fail(sync_fd, SYNC_SETUP_ERROR, -r, "connect notify", "send the listener to init");
+                }
         }
         if (in->seccomp_blob) {
                 r = seccomp_job_load(in->seccomp_blob, in->seccomp_blob_len, (uint32_t)getuid(),

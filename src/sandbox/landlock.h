@@ -11,9 +11,10 @@
  *                    /proc read-only; a few harmless devices
  *   everything       the run's own scratch (its workspace copy, TMPDIR,
  *                    HOME) and --rw paths
- *   TCP              bind and connect denied (network none), connect
- *                    allowed to the egress proxy's port only (allow), or
- *                    not restricted (host) - ABI 4
+ *   TCP              bind and connect denied (network none, and network
+ *                    allow, where the job's init connects the proxy for
+ *                    it: connect-notify.h), or not restricted (host) -
+ *                    ABI 4
  *   scopes           abstract unix sockets and signals limited to the
  *                    job's own domain - ABI 6
  *
@@ -40,7 +41,9 @@ int landlock_abi(void);
 
 enum landlock_net {
         LANDLOCK_NET_NONE,      /* no TCP bind or connect */
-        LANDLOCK_NET_PROXY,     /* connect to proxy_port only */
+        LANDLOCK_NET_PROXY,     /* connect to proxy_port only, on any address:
+                                 * not used by the run for that reason (a port
+                                 * rule is no address rule; connect-notify.c) */
         LANDLOCK_NET_HOST,      /* TCP not restricted */
         _LANDLOCK_NET_MAX,
         _LANDLOCK_NET_INVALID = -22,

@@ -91,6 +91,9 @@ struct landlock_job {
         uid_t uid;              /* the job's ids: the caller's, or 65534 when */
         gid_t gid;              /* hutch runs as root (never host root) */
         int sockets;            /* enum seccomp_sockets for the run's network mode */
+        uint16_t proxy_port;    /* network allow: the egress proxy's port on
+                                 * 127.0.0.1, which init connects for the job
+                                 * (connect-notify.h); 0 otherwise */
         const struct landlock_plan *plan; /* landlock.h, built by the supervisor */
 };
 

@@ -12,8 +12,9 @@
  *                               pairs (it names no path and no peer), and
  *                               a program that binds or connects a unix
  *                               socket fails (the report says so)
- *   AF_INET, AF_INET6           SOCK_STREAM only with network allow (TCP
- *                               to the egress proxy, Landlock's port rule);
+ *   AF_INET, AF_INET6           SOCK_STREAM with protocol 0 or IPPROTO_TCP
+ *                               only with network allow (not SCTP or MPTCP,
+ *                               which Landlock's TCP rules do not name);
  *                               any type with network host; never with none
  *   AF_NETLINK                  network host only (ip, ss read the host's)
  *   every other family          EAFNOSUPPORT (packet, vsock, alg, ...)
@@ -23,10 +24,30 @@
  * would pass by this filter: the tier refuses allow_io_uring. Foreign
  * architectures are refused by the main filter, so only the native one
  * is looked at. Type flags (SOCK_NONBLOCK, SOCK_CLOEXEC) are masked off
- * before the type is compared. */
+ * before the type is compared.
+ *
+ * With network allow (SECCOMP_SOCKETS_TCP) this filter also holds the
+ * calls that make a TCP connection, so that the only one the job can
+ * hold is one hutch made (connect-notify.h argues the whole of it):
+ *
+ *   connect(2)                  SECCOMP_RET_USER_NOTIF: the job's init
+ *                               answers it, never with "continue"
+ *   bind(2), listen(2)          EACCES: no port of the host's is the job's
+ *                               (listen() would bind an ephemeral one)
+ *   sendto, sendmsg, sendmmsg   EOPNOTSUPP with MSG_FASTOPEN, which connects
+ *                               without connect(2), so without init's answer
+ *                               (Landlock's TCP rule holds it too, where the
+ *                               ABI has one: 4 and later)
+ *
+ * The filter is loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER then, and
+ * the listener goes to init before the exec (the job never holds it). */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <seccomp.h>
 #include <linux/filter.h>
@@ -51,6 +72,25 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 1, 0));
         EMIT(RET(SECCOMP_RET_ALLOW));
         EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+        if (mode == SECCOMP_SOCKETS_TCP) {
+                /* the calls that connect or listen, before socket(2) */
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 0, 1));
+                EMIT(RET(SECCOMP_RET_USER_NOTIF));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bind, 1, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_listen, 0, 1));
+                EMIT(DENY(EACCES));
+                /* the flags: sendto's and sendmmsg's fourth argument, sendmsg's third */
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmsg, 0, 2));
+                EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(2)));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JA, 3, 0, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendto, 1, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, 0, 4));
+                EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(3)));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, 0, 1));
+                EMIT(DENY(EOPNOTSUPP));
+                EMIT(RET(SECCOMP_RET_ALLOW));
+                EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+        }
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0));
         EMIT(RET(SECCOMP_RET_ALLOW));
         EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(0)));
@@ -60,10 +100,14 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
         case SECCOMP_SOCKETS_TCP:
                 /* AF_INET or AF_INET6 -> check the type, else deny */
                 EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0));
-                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 5));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 8));
                 EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(1)));
                 EMIT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC)));
-                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 1));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 4));
+                /* and TCP: protocol 0 or IPPROTO_TCP */
+                EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(2)));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 0, 1));
                 EMIT(RET(SECCOMP_RET_ALLOW));
                 EMIT(DENY(EPROTONOSUPPORT));
                 break;
@@ -82,7 +126,7 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
         return 0;
 }
 
-int seccomp_sockets_load(enum seccomp_sockets mode)
+int seccomp_sockets_load(enum seccomp_sockets mode, int *ret_listener)
 {
         struct sock_filter insns[SECCOMP_SOCKETS_MAX_INSNS];
         size_t n;
@@ -90,7 +134,23 @@ int seccomp_sockets_load(enum seccomp_sockets mode)
         if (r < 0)
                 return r;
         struct sock_fprog prog = { .len = (unsigned short)n, .filter = insns };
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+        bool notify = mode == SECCOMP_SOCKETS_TCP;
+        if (notify && !ret_listener)
+                return -EINVAL;
+        /* the listener is close-on-exec: it goes to init before the exec,
+         * and no copy of it may reach the job */
+        long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0,
+                          &prog);
+        if (fd < 0)
                 return -errno;
+        if (notify) {
+                if (fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
+                        r = -errno;
+                        close((int)fd);
+                        return r;
+                }
+                *ret_listener = (int)fd;
+        } else if (ret_listener)
+                *ret_listener = -1;
         return 0;
 }

@@ -184,6 +184,11 @@ enum seccomp_sockets {
         _SECCOMP_SOCKETS_MAX,
         _SECCOMP_SOCKETS_INVALID = -EINVAL,
 };
-#define SECCOMP_SOCKETS_MAX_INSNS 32
+#define SECCOMP_SOCKETS_MAX_INSNS 48
 int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, size_t max, size_t *ret_n);
-int seccomp_sockets_load(enum seccomp_sockets mode);
+/* Load the filter on the calling thread (no_new_privs must be set). For
+ * SECCOMP_SOCKETS_TCP its connect(2) goes to a user-notification
+ * listener, returned in *ret_listener (close-on-exec; the caller hands
+ * it to the job's init, connect-notify.h); otherwise *ret_listener (may
+ * be NULL) is -1. 0 or -errno. */
+int seccomp_sockets_load(enum seccomp_sockets mode, int *ret_listener);

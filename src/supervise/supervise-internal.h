@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 
 #include "limits/cgroup.h"
+#include "limits/du.h"
 #include "limits/watchdog.h"
 #include "sandbox/sync.h"
 #include "supervise/cancel.h"
@@ -40,6 +41,7 @@ enum event {
                                  * the end of the grace while terminating */
         EV_CPU_LIMIT,           /* cpu time over the limit (cgroup or watchdog) */
         EV_MEMORY_LIMIT,        /* the watchdog saw the tree over the memory limit */
+        EV_DISK_LIMIT,          /* the scratch's walk saw it over the disk limit */
         EV_SIGINT,              /* the first SIGINT to hutch (Ctrl-C) */
         EV_SIGINT_AGAIN,        /* a second (or later) SIGINT to hutch */
         EV_SIGTERM,             /* a plain SIGTERM to hutch */
@@ -66,7 +68,7 @@ struct transition {
         enum phase next;
 };
 enum stop_reason { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL_INT, STOP_CANCEL_TERM, STOP_CANCEL_ESCAPE,
-                   STOP_CANCEL_KILL, STOP_OOM, STOP_CPU };
+                   STOP_CANCEL_KILL, STOP_OOM, STOP_CPU, STOP_DISK };
 /* where the "~." escape stands in what the terminal typed */
 enum escape { ESC_LINE_START, ESC_NORMAL, ESC_TILDE };
 
@@ -82,6 +84,9 @@ struct loop {
         struct tree_sample worst;       /* what the watchdog saw when it acted */
         uint64_t peak_memory;           /* largest tree memory the watchdog saw */
         struct watchdog *wd;            /* the tree walk, resumed tick to tick */
+        struct du *du;                  /* the scratch's walk (hooks->disk_dir), likewise */
+        struct du_sample disk_worst;    /* what it saw when it acted */
+        bool disk_too_deep;             /* ... or it found dirs nested past its reach */
         struct cgroup_run *cg;          /* the run cgroup, or NULL */
         bool cg_memory;                 /* memory.max holds cfg->memory_bytes */
         uint64_t cg_cpu_ms;             /* cgroup cpu usage when cpu_time was hit */

@@ -54,6 +54,28 @@ void decide(struct loop *l, struct run_outcome *out)
                          "memory limit %s exceeded: the watchdog measured %s in use and killed the sandbox",
                          format_size(l->cfg->memory_bytes, lim, sizeof(lim)),
                          format_size((l->worst.memory_bytes >> 20) << 20, used, sizeof(used)));
+        } else if (l->reason == STOP_DISK) {
+                char lim[32], used[32];
+                out->status = RUN_DISK_LIMIT;
+                out->exit_code = EXIT_DISK;
+                if (l->disk_too_deep)
+                        snprintf(out->message, sizeof(out->message),
+                                 "disk limit: the job nested directories more than %d deep in its scratch, past "
+                                 "what the disk watch walks, and it killed the sandbox", DU_MAX_DEPTH);
+                else if (l->disk_worst.entries > l->hooks->disk_max_entries)
+                        snprintf(out->message, sizeof(out->message),
+                                 "disk limit: the scratch held %llu entries, over the %llu allowed (limits.inodes "
+                                 "%llu beyond the workspace copy), when the disk watch looked, and it killed the "
+                                 "sandbox", (unsigned long long)l->disk_worst.entries,
+                                 (unsigned long long)l->hooks->disk_max_entries,
+                                 (unsigned long long)l->cfg->inodes);
+                else
+                        snprintf(out->message, sizeof(out->message),
+                                 "disk limit %s exceeded: the scratch held %s beyond the workspace copy when the "
+                                 "disk watch looked, and it killed the sandbox",
+                                 format_size(l->cfg->disk_bytes, lim, sizeof(lim)),
+                                 format_size(l->disk_worst.bytes - (l->hooks->disk_max_bytes - l->cfg->disk_bytes),
+                                             used, sizeof(used)));
         } else if (l->reason == STOP_CPU ||
                    (l->reason == STOP_NONE && out->signal == SIGXCPU && l->cfg->cpu_time_ms)) {
                 out->status = RUN_CPU_TIMEOUT;

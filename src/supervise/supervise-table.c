@@ -25,13 +25,14 @@
 #define T(action, next) { ACT_##action, PHASE_##next }
 
 /* A table, not a function (hence longer than a function may be): one
- * block per state, one line per event, all 44 cells written out so that
+ * block per state, one line per event, all 48 cells written out so that
  * none is left to a default. */
 static const struct transition termination[_PHASE_MAX][_EV_MAX] = {
         [PHASE_RUNNING] = {
                 [EV_TIMER]                  = T(TERM, TERMINATING),
                 [EV_CPU_LIMIT]              = T(KILL, KILLED),
                 [EV_MEMORY_LIMIT]           = T(KILL, KILLED),
+                [EV_DISK_LIMIT]             = T(KILL, KILLED),
                 [EV_SIGINT]                 = T(FORWARD, RUNNING),
                 [EV_SIGINT_AGAIN]           = T(KILL, KILLED),
                 [EV_SIGTERM]                = T(TERM, TERMINATING),
@@ -45,6 +46,7 @@ static const struct transition termination[_PHASE_MAX][_EV_MAX] = {
                 [EV_TIMER]                  = T(KILL, KILLED),
                 [EV_CPU_LIMIT]              = T(KILL, KILLED),
                 [EV_MEMORY_LIMIT]           = T(KILL, KILLED),
+                [EV_DISK_LIMIT]             = T(KILL, KILLED),
                 [EV_SIGINT]                 = T(FORWARD, TERMINATING),
                 [EV_SIGINT_AGAIN]           = T(KILL, KILLED),
                 [EV_SIGTERM]                = T(NOTE, TERMINATING),
@@ -58,6 +60,7 @@ static const struct transition termination[_PHASE_MAX][_EV_MAX] = {
                 [EV_TIMER]                  = T(NONE, KILLED),
                 [EV_CPU_LIMIT]              = T(NONE, KILLED),
                 [EV_MEMORY_LIMIT]           = T(NONE, KILLED),
+                [EV_DISK_LIMIT]             = T(NONE, KILLED),
                 [EV_SIGINT]                 = T(FORWARD, KILLED),
                 [EV_SIGINT_AGAIN]           = T(KILL, KILLED),
                 [EV_SIGTERM]                = T(NOTE, KILLED),
@@ -71,6 +74,7 @@ static const struct transition termination[_PHASE_MAX][_EV_MAX] = {
                 [EV_TIMER]                  = T(NONE, DONE),
                 [EV_CPU_LIMIT]              = T(NONE, DONE),
                 [EV_MEMORY_LIMIT]           = T(NONE, DONE),
+                [EV_DISK_LIMIT]             = T(NONE, DONE),
                 [EV_SIGINT]                 = T(NONE, DONE),
                 [EV_SIGINT_AGAIN]           = T(NOTE, DONE),
                 [EV_SIGTERM]                = T(NOTE, DONE),
@@ -88,6 +92,7 @@ static const enum stop_reason event_reason[_EV_MAX] = {
         [EV_TIMER] = STOP_TIMEOUT,
         [EV_CPU_LIMIT] = STOP_CPU,
         [EV_MEMORY_LIMIT] = STOP_OOM,
+        [EV_DISK_LIMIT] = STOP_DISK,
         [EV_SIGINT] = STOP_NONE,        /* passed on to the job, ends nothing */
         [EV_SIGINT_AGAIN] = STOP_CANCEL_INT,
         [EV_SIGTERM] = STOP_CANCEL_TERM,

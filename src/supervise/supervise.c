@@ -58,6 +58,8 @@
  * enough to cost nothing noticeable (one /proc walk per tick). */
 #define WATCHDOG_INTERVAL_MS 50
 #define WATCHDOG_SLICE_MS 10
+/* ... and of the scratch's walk (the landlock tier's disk limit) */
+#define DISK_SLICE_MS 5
 
 static void on_timer(struct loop *l)
 {
@@ -69,6 +71,25 @@ static void on_timer(struct loop *l)
 /* The 50 ms tick: cpu time from the run cgroup's cpu.stat when there
  * is one (it counts every process the run ever had, exited ones too),
  * and the /proc tree walk only for what no cgroup holds. */
+/* The landlock tier's disk limit: a slice of the scratch's walk. A
+ * slice's sums are a lower bound of the round's, so they may end the run
+ * at once. True when they did. */
+static bool check_disk(struct loop *l)
+{
+        const struct supervise_hooks *h = l->hooks;
+        struct du_sample s = { 0 };
+        if (!l->du && du_new(h->disk_dir, &l->du) < 0)
+                return false;
+        int r = du_step(l->du, DISK_SLICE_MS * 1000000ULL, &s);
+        if (r == -ELOOP || (r >= 0 && (s.bytes > h->disk_max_bytes || s.entries > h->disk_max_entries))) {
+                l->disk_worst = s;
+                l->disk_too_deep = r == -ELOOP;
+                loop_event(l, EV_DISK_LIMIT, NULL);
+                return true;
+        }
+        return false;
+}
+
 static void on_watchdog(struct loop *l)
 {
         uint64_t ticks, usec;
@@ -76,6 +97,8 @@ static void on_watchdog(struct loop *l)
 
         (void)!read(l->watchdog_fd, &ticks, sizeof(ticks));
         if (l->phase == PHASE_KILLED)
+                return;
+        if (l->hooks && l->hooks->disk_dir && check_disk(l))
                 return;
         /* a cgroup whose cpu.stat cannot be read leaves cpu time to the
          * tree walk: the limit must hold either way */
@@ -459,7 +482,7 @@ static int loop_open(struct loop *l)
                 arm_timer(l, l->cfg->timeout_ms);
         if (l->hooks && l->hooks->on_heartbeat && l->hooks->heartbeat_ms)
                 l->heartbeat_fd = interval_timer(l->hooks->heartbeat_ms);
-        if (l->cfg->memory_bytes || l->cfg->cpu_time_ms)
+        if (l->cfg->memory_bytes || l->cfg->cpu_time_ms || (l->hooks && l->hooks->disk_dir))
                 l->watchdog_fd = interval_timer(WATCHDOG_INTERVAL_MS);
         return 0;
 }
@@ -713,6 +736,7 @@ static void loop_free(struct loop *l)
                 if (fds[i] >= 0)
                         close(fds[i]);
         l->wd = watchdog_free(l->wd);
+        l->du = du_free(l->du);
         free(l);
 }
 

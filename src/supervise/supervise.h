@@ -40,6 +40,13 @@ struct supervise_hooks {
          * only after the sandbox is gone (the egress log). Without a run
          * cgroup only: its counters are final only after init. */
         bool record_while_exiting;
+        /* The landlock tier's disk limit, which has no tmpfs to hold it:
+         * disk_dir (the run's scratch) is walked on the watchdog's tick
+         * (limits/du.h), and the run ends with status disk_limit once it
+         * holds more than disk_max_bytes or disk_max_entries, or nests
+         * deeper than the walk goes. NULL: none. */
+        const char *disk_dir;
+        uint64_t disk_max_bytes, disk_max_entries;
 };
 
 struct run_outcome {

@@ -44,7 +44,12 @@ setup_file() {
 }
 
 setup() { common_setup; }
-teardown() { host_dirs_cleanup; }
+teardown() {
+        stop_servers
+        host_dirs_cleanup
+}
+
+SERVERS=()
 
 # Set W to the command prefix that runs hutch on host $1, or skip.
 on_host() {
@@ -59,6 +64,8 @@ on_host() {
                 [ "$(id -u)" -eq 0 ] || skip "userns-limit-zero needs root"
                 [ -x "$LIMITZERO" ] || skip "tests/userns-limit-zero is not built"
                 W=("$LIMITZERO") ;;
+        this)
+                W=() ;;
         esac
 }
 
@@ -142,6 +149,74 @@ timeout_ends_daemon() {
         [ "$status" -ne 0 ]
 }
 
+# ---- network allow: hutch's egress proxy, and nothing else ----------------
+
+# start_server: an HTTP server on 127.0.0.1 (egress-server.py); sets PORT
+start_server() {
+        local ready="$BATS_TEST_TMPDIR/ready.$RANDOM"
+        python3 "$BATS_TEST_DIRNAME/egress-server.py" http "$ready" "$BATS_TEST_TMPDIR/server.log" \
+                >/dev/null 2>&1 &
+        SERVERS+=("$!")
+        wait_for_file "$ready" 50 || { echo "server did not start"; return 1; }
+        PORT=$(cat "$ready")
+}
+
+stop_servers() {
+        local pid
+        for pid in "${SERVERS[@]}"; do
+                kill "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+        done
+        SERVERS=()
+}
+
+# Real clients (curl, python's urllib) reach an allowed server through the
+# proxy variables; the same server's other port, reached directly, is
+# refused, and so is the allowed one without the proxy. $1: the host, $2:
+# the tier asked for.
+proxy_reaches_allowed() {
+        on_host "$1"
+        command -v curl >/dev/null || skip "curl is not installed"
+        SERVERS=()
+        start_server
+        local allowed=$PORT
+        start_server
+        local other=$PORT
+        run --separate-stderr "${W[@]}" "$HUTCH" run --json --isolation "$2" \
+                --allow "api.test:$allowed" --add-host api.test=127.0.0.1 -- sh -c '
+curl -sS -m 10 "http://api.test:$1/by-curl"; echo " curl=$?"
+python3 -c "import urllib.request, sys
+print(urllib.request.urlopen(\"http://api.test:%s/by-urllib\" % sys.argv[1], timeout=10).read().decode().strip())" "$1"
+curl -sS -m 10 -o /dev/null "http://api.test:$2/other-port"; echo "denied-port=$?"
+curl -sS -m 10 --noproxy "*" "http://127.0.0.1:$1/direct"; echo "direct=$?"
+curl -sS -m 10 --noproxy "*" "http://127.0.0.1:$2/direct"; echo "direct-other=$?"' sh "$allowed" "$other"
+        stop_servers
+        [ "$status" -eq 0 ]
+        local out
+        out=$(echo "$output" | jq -r .stdout)
+        [[ "$out" == *"hello api.test:$allowed /by-curl"*" curl=0"* ]]
+        [[ "$out" == *"hello api.test:$allowed /by-urllib"* ]]
+        # the proxy answers 403 for a port no rule names; curl exits 0 or 22
+        [[ "$out" != *"/other-port"* ]]
+        [[ "$out" == *"direct=7"* ]]
+        [[ "$out" == *"direct-other=7"* ]]
+        # the servers saw the proxy's two connections, nothing direct
+        [ "$(grep -c '^accepted' "$BATS_TEST_TMPDIR/server.log")" -eq 2 ]
+        echo "$output" | jq -e '.enforcement.isolation.tier == "landlock"'
+        echo "$output" | jq -e '.enforcement.network | startswith("allow, through hutch'"'"'s proxy only")'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("proxy"))] | length >= 2'
+        local id
+        id=$(echo "$output" | jq -r .id)
+        run "$HUTCH" show --json "$id"
+        [ "$status" -eq 0 ]
+        # the record: the two through the proxy, and the one it refused
+        echo "$output" | jq -e --arg r "127.0.0.1:$allowed" \
+                '[.connections[] | select(.decision == "allowed" and .host == "api.test" and .resolved == $r)]
+                 | length == 2'
+        echo "$output" | jq -e '[.connections[] | select(.decision == "denied" and .host == "api.test")] | length == 1'
+        echo "$output" | jq -e '[.connections[] | select(.decision == "allowed")] | length == 2'
+}
+
 # the record and --json say which tier ran, and auto says why
 record_says() {
         on_host "$1"
@@ -193,6 +268,8 @@ record_says() {
 @test "ubuntu: --timeout ends a setsid() daemon that ignores SIGTERM" { timeout_ends_daemon ubuntu landlock stubborn; }
 @test "ubuntu: the record and --json say landlock" { record_says ubuntu; }
 
+@test "container: --isolation auto with network allow reaches the allowed server through the proxy only" { proxy_reaches_allowed container auto; }
+
 @test "maxzero: the default fails with the cause, and runs nothing" { default_fails maxzero; }
 @test "maxzero: --isolation landlock runs a real job" { real_job maxzero landlock; }
 @test "maxzero: --isolation auto runs a real job" { real_job maxzero auto; }
@@ -222,6 +299,17 @@ record_says() {
         [ "$(id -u)" -ne 0 ] || [ "$uid" -eq 65534 ]
 }
 
+@test "this host: the artifacts dir exists when the job starts, and is collected, as in the namespace tier" {
+        local d
+        d=$(host_dir)
+        echo a > "$d/a"
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" -- \
+                sh -c 'echo report > output/r.txt; echo b > a'
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '[.files[] | .path + ":" + .kind] | sort == ["a:modified", "r.txt:output"]'
+        [ ! -e "$d/output" ]
+}
+
 @test "this host: the landlock tier leaves no scratch behind" {
         local base
         base=$(host_dir)
@@ -231,9 +319,6 @@ record_says() {
 }
 
 @test "this host: what the landlock tier cannot do is refused with the reason" {
-        run "$HUTCH" run --isolation landlock --network allow --allow example.org -- true
-        [ "$status" -eq 125 ]
-        [[ "$output" == *"network allow needs the namespace tier"* ]]
         run "$HUTCH" run --isolation landlock --runtime gvisor -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *"gvisor"* ]]
@@ -255,6 +340,143 @@ socket.socketpair(); print("pair")'
 import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp")'
         [ "$status" -eq 0 ]
         [ "$output" = udp ]
+}
+
+@test "this host: network allow reaches the allowed server through the proxy only" {
+        proxy_reaches_allowed this landlock
+}
+
+# The proxy listens on the host's 127.0.0.1, where any host process may
+# connect to it: only the connections the job holds are let through.
+@test "this host: network allow: a host process cannot use the run's proxy" {
+        SERVERS=()
+        start_server
+        local d
+        d=$(host_dir)
+        chmod 777 "$d"
+        python3 -c "
+import os, socket, sys, time
+d, port = sys.argv[1], sys.argv[2]
+while not os.path.exists(d + '/port'):
+    time.sleep(0.02)
+proxy = int(open(d + '/port').read())
+s = socket.create_connection(('127.0.0.1', proxy), timeout=10)
+s.sendall(('GET http://api.test:%s/from-host HTTP/1.1\r\nHost: api.test:%s\r\n\r\n' % (port, port)).encode())
+data = b''
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+open(d + '/host.tmp', 'w').write(data.decode('latin-1')); os.rename(d + '/host.tmp', d + '/host')" "$d" "$PORT" &
+        local host=$!
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --rw "$d" --timeout 60s \
+                --allow "api.test:$PORT" --add-host api.test=127.0.0.1 -- sh -c '
+echo "${http_proxy##*:}" > "$1/port.tmp"; mv "$1/port.tmp" "$1/port"
+while [ ! -e "$1/host" ]; do sleep 0.02; done
+curl -sS -m 10 "http://api.test:$2/from-job"' sh "$d" "$PORT"
+        wait "$host"
+        stop_servers
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e --arg p "$PORT" '.stdout == "hello api.test:\($p) /from-job\n"'
+        grep -q "403 Forbidden" "$d/host"
+        grep -q "not the job's connection" "$d/host"
+        # the server saw the job's connection only
+        [ "$(grep -c '^accepted' "$BATS_TEST_TMPDIR/server.log")" -eq 1 ]
+        echo "$output" | jq -e '[.connections[] | select(.decision == "denied" and .reason == "not the job'"'"'s connection")] | length == 1'
+        echo "$output" | jq -e '[.connections[] | select(.decision == "allowed")] | length == 1'
+}
+
+# Landlock's TCP rules name a port, not an address: the proxy's port on
+# another address must stay out of reach, also when the job changes the
+# address in its memory while hutch looks at it (a thread flips it
+# between the proxy's and another in a loop). A listener of the host's
+# on 127.0.0.2 at the proxy's very port counts what reaches it.
+@test "this host: network allow: the proxy's port on another address, TCP Fast Open, bind and listen are refused" {
+        local d
+        d=$(host_dir)
+        chmod 777 "$d"
+        python3 -c "
+import os, socket, sys, time
+d = sys.argv[1]
+while not os.path.exists(d + '/port'):
+    time.sleep(0.02)
+port = int(open(d + '/port').read())
+s = socket.socket(); s.bind(('127.0.0.2', port)); s.listen(64); s.settimeout(60)
+open(d + '/ready', 'w').write('1')
+while True:
+    try:
+        c, a = s.accept()
+    except OSError:
+        break
+    open(d + '/accepted', 'a').write(repr(a) + '\n')" "$d" &
+        local srv=$!
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --rw "$d" --allow api.test:1 \
+                --add-host api.test=127.0.0.1 -- python3 -c '
+import ctypes, errno, os, socket, struct, sys, threading, time
+d = sys.argv[1]
+port = int(os.environ["http_proxy"].rsplit(":", 1)[1])
+open(d + "/port.tmp", "w").write(str(port)); os.rename(d + "/port.tmp", d + "/port")
+while not os.path.exists(d + "/ready"):
+    time.sleep(0.02)
+def err(f):
+    try:
+        f(); return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+print("other-address", err(lambda: socket.create_connection(("127.0.0.2", port), timeout=5)))
+s6 = socket.socket(socket.AF_INET6)
+print("other-address-v6", err(lambda: s6.connect(("::ffff:127.0.0.2", port))))
+print("proxy-v6", err(lambda: socket.socket(socket.AF_INET6).connect(("::ffff:127.0.0.1", port))))
+print("fastopen", err(lambda: socket.socket().sendto(b"x", socket.MSG_FASTOPEN, ("127.0.0.2", port))))
+print("bind", err(lambda: socket.socket().bind(("127.0.0.1", 0))))
+print("listen", err(lambda: socket.socket().listen()))
+# the race: connect() on a sockaddr a second thread keeps rewriting
+libc = ctypes.CDLL(None, use_errno=True)
+def sin(a):
+    return struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(a) + bytes(8)
+good, bad = sin("127.0.0.1"), sin("127.0.0.2")
+buf = ctypes.create_string_buffer(good, 16)
+stop = False
+def flip():
+    i = 0
+    while not stop:
+        ctypes.memmove(buf, bad if i & 1 else good, 16); i += 1
+t = threading.Thread(target=flip); t.start()
+peers = {}
+import random
+# until both answers were seen often: a race that never read the proxy
+# address, or never the other, would prove nothing
+for i in range(5000):
+    if i >= 1000 and peers.get("127.0.0.1", 0) >= 100 and peers.get("EACCES", 0) >= 100:
+        break
+    if random.random() < 0.3:
+        time.sleep(0)
+    s = socket.socket()
+    if libc.connect(s.fileno(), buf, 16) == 0:
+        p = s.getpeername()[0]; peers[p] = peers.get(p, 0) + 1
+    else:
+        e = errno.errorcode.get(ctypes.get_errno(), "?")
+        peers[e] = peers.get(e, 0) + 1
+    s.close()
+stop = True; t.join()
+print("race", sorted(peers), peers)' "$d"
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+        local out
+        out=$(echo "$output" | jq -r '.stdout, .stderr, .message')
+        echo "$out"
+        [ "$status" -eq 0 ]
+        [[ "$out" == *"other-address EACCES"* ]]
+        [[ "$out" == *"other-address-v6 EACCES"* ]]
+        [[ "$out" == *"proxy-v6 ok"* ]]
+        [[ "$out" == *"fastopen EOPNOTSUPP"* || "$out" == *"fastopen ENOTSUP"* ]]
+        [[ "$out" == *"bind EACCES"* ]]
+        [[ "$out" == *"listen EACCES"* ]]
+        # every connect reached the proxy or was refused; none reached 127.0.0.2
+        [[ "$out" == *"race ['127.0.0.1', 'EACCES']"* ]]
+        [[ "$out" != *"race"*"127.0.0.2"* ]]
+        [ ! -e "$d/accepted" ]
 }
 
 # Landlock (ABI <= 7) does not hold connect() to a unix socket's path: a
@@ -285,8 +507,63 @@ except OSError as e:
         [ ! -e "$d/accepted" ]
 }
 
-# the disk limit holds per file only: a profile that requires it (strict)
-# is refused, never run with less
+# The disk limit without a tmpfs: a watch walks the scratch on the
+# watchdog's tick and ends the job over --disk (beyond the workspace
+# copy), counting allocated blocks, and entries against limits.inodes.
+# Each job below keeps running until something ends it (--timeout is
+# only the safety net the status must not show).
+@test "this host: the disk watch ends a job that writes more than --disk in files each under it" {
+        local d
+        d=$(host_dir)
+        # the workspace copy is not the job's to pay for
+        head -c 12M /dev/zero > "$d/big"
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" --disk 20M --timeout 20s -- \
+                sh -c 'for i in 1 2 3; do head -c 8M /dev/zero > "$TMPDIR/f$i"; done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '.message | test("^disk limit 20M exceeded: the scratch held [0-9.]+[KMG] beyond the workspace copy")'
+        echo "$output" | jq -e '.enforcement.limits.disk.mechanism == "watch"'
+        echo "$output" | jq -e '.enforcement.limits.disk.partial == true'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("deleted while it still holds them open"))] | length == 1'
+}
+
+@test "this host: the disk watch counts what files take, not their size, and not the workspace copy" {
+        local d
+        d=$(host_dir)
+        head -c 12M /dev/zero > "$d/big"
+        # 3 x 19M sparse, 12M copied in, 15M written: 27M beyond the copy
+        # by size, 15M by blocks. The job gives the watch rounds to err in
+        # (a window, not a wait for anything) and then ends by itself.
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --workdir "$d" --disk 20M --timeout 20s -- \
+                sh -c 'for i in 1 2 3; do truncate -s 19M "$TMPDIR/s$i"; done; head -c 15M /dev/zero > w
+                       sleep 0.5; du -sh "$TMPDIR" >/dev/null; echo done'
+        [ "$status" -eq 0 ]
+        echo "$output" | jq -e '.status == "success" and .stdout == "done\n"'
+}
+
+@test "this host: the disk watch holds limits.inodes and a tree nested past its reach" {
+        local p
+        p="$BATS_TEST_TMPDIR/inodes.ini"
+        printf 'extends = default\n[limits]\ninodes = 100\n' > "$p"
+        run --separate-stderr "$HUTCH" run --json -p "$p" --trust-profile --isolation landlock --timeout 20s -- \
+                sh -c 'i=0; while [ $i -lt 200 ]; do : > "$TMPDIR/f$i"; i=$((i + 1)); done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '.message | test("held [0-9]+ entries, over the [0-9]+ allowed \\(limits.inodes 100")'
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --timeout 60s -- python3 -c '
+import os, time
+fd = os.open(os.environ["TMPDIR"], os.O_RDONLY)
+for i in range(300):
+    os.mkdir("d", dir_fd=fd); n = os.open("d", os.O_RDONLY, dir_fd=fd); os.close(fd); fd = n
+while True:
+    time.sleep(0.05)'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.message | test("nested directories more than 256 deep")'
+}
+
+# the disk watch is not a bound a hostile job cannot pass (what it writes
+# between two looks, files it deleted but holds open): a profile that
+# requires the disk limit (strict) is refused, never run with less
 @test "this host: --require disk, and so -p strict, refuse the landlock tier" {
         local d
         d=$(host_dir)

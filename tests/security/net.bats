@@ -81,6 +81,28 @@ assert_nothing_accepted() {
         assert_nothing_accepted
 }
 
+# network allow: the rules name another address and port only, so the
+# host's listener is out of reach directly (the namespace tier's own lo;
+# the landlock tier's answer to connect()) and through the proxy (loopback
+# needs a rule of its own)
+@test "net: with network allow, a host TCP listener on 127.0.0.1 no rule names is not reachable" {
+        listen tcp
+        sandboxed --allow 203.0.113.9:1 -- "$PROBE" connect "$ADDR"
+        [ "$status" -eq 0 ]
+        assert_refused
+        sandboxed --allow 203.0.113.9:1 -- /usr/bin/python3 -c '
+import os, sys, urllib.request
+for v in ("no_proxy", "NO_PROXY"):
+    os.environ.pop(v, None)
+try:
+    urllib.request.urlopen("http://127.0.0.1:%s/" % sys.argv[1], timeout=5).read(); print("OK")
+except Exception as e:
+    print("refused:", e)' "$ADDR"
+        [ "$status" -eq 0 ]
+        assert_refused
+        assert_nothing_accepted
+}
+
 @test "net: a host abstract unix socket (@name) is not reachable" {
         listen abstract
         sandboxed -- "$PROBE" abstract "$ADDR"

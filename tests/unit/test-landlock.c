@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
+#include "limits/du.h"
 #include "sandbox/landlock.h"
 #include "sandbox/reaper.h"
 #include "sandbox/seccomp.h"
@@ -316,6 +317,32 @@ static void socket_families(void **state)
         assert_int_equal(socket_answer(f, n, AF_NETLINK, SOCK_RAW), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_PACKET, SOCK_RAW), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_UNIX, SOCK_DGRAM), ERR(EAFNOSUPPORT));
+        /* network allow's other calls: connect to init, no bind, listen or TCP Fast Open */
+        struct seccomp_data d = { .nr = SYS_connect, .arch = seccomp_arch_native() };
+        assert_int_equal(bpf_run(f, n, &d), SECCOMP_RET_USER_NOTIF);
+        d.nr = SYS_bind;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EACCES));
+        d.nr = SYS_listen;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EACCES));
+        d = (struct seccomp_data){ .nr = SYS_sendmsg, .arch = seccomp_arch_native(), .args = { 3, 0, MSG_FASTOPEN } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d.args[2] = MSG_NOSIGNAL;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d = (struct seccomp_data){ .nr = SYS_sendto, .arch = seccomp_arch_native(),
+                                   .args = { 3, 0, 1, MSG_FASTOPEN | MSG_NOSIGNAL } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d.args[3] = 0;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d.nr = SYS_sendmmsg;
+        d.args[3] = MSG_FASTOPEN;
+        assert_int_equal(bpf_run(f, n, &d), ERR(EOPNOTSUPP));
+        d = (struct seccomp_data){ .nr = SYS_socket, .arch = seccomp_arch_native(),
+                                   .args = { AF_INET, SOCK_STREAM, IPPROTO_SCTP } };
+        assert_int_equal(bpf_run(f, n, &d), ERR(EPROTONOSUPPORT));
+        d.args[2] = IPPROTO_TCP;
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
+        d = (struct seccomp_data){ .nr = SYS_getpid, .arch = seccomp_arch_native() };
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
 
         assert_int_equal(seccomp_sockets_build(SECCOMP_SOCKETS_ALL_INET, f, ELEMENTSOF(f), &n), 0);
         assert_int_equal(socket_answer(f, n, AF_INET, SOCK_DGRAM), ALLOW);
@@ -328,8 +355,17 @@ static void socket_families(void **state)
         assert_true(pid >= 0);
         if (pid == 0) {
                 CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-                CHECK(seccomp_sockets_load(SECCOMP_SOCKETS_TCP) == 0);
+                int listener = -1;
+                CHECK(seccomp_sockets_load(SECCOMP_SOCKETS_TCP, &listener) == 0);
+                CHECK(listener >= 0 && (fcntl(listener, F_GETFD) & FD_CLOEXEC));
                 CHECK_OK(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+                CHECK_ERRNO(socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP), EPROTONOSUPPORT);
+                int s = socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP);
+                CHECK_OK(s);
+                CHECK_ERRNO(listen(s, 1), EACCES);
+                CHECK_ERRNO(bind(s, (struct sockaddr *)&(struct sockaddr_in6){ .sin6_family = AF_INET6 },
+                                 sizeof(struct sockaddr_in6)), EACCES);
+                CHECK_ERRNO(sendto(s, "x", 1, MSG_FASTOPEN, NULL, 0), EOPNOTSUPP);
                 CHECK_ERRNO(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
                 int pair[2];
                 CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));
@@ -460,6 +496,78 @@ static void scratch_upper(void **state)
         free(failed);
 }
 
+/* The landlock tier's disk watch: blocks, not sizes; a file with many
+ * links once; every entry; slices that resume; a tree too deep. */
+static void disk_usage(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/hutch-test-du-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char p[512], q[512];
+        struct du *d = NULL;
+        struct du_sample s;
+        assert_int_equal(du_new(dir, &d), 0);
+        assert_int_equal(du_step(d, UINT64_MAX, &s), 1);
+        uint64_t empty = s.bytes;
+        assert_int_equal(s.entries, 0);
+
+        /* a sparse file of 64M takes (almost) nothing */
+        snprintf(p, sizeof(p), "%s/sparse", dir);
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, 64 << 20), 0);
+        close(fd);
+        /* 1M of data, linked five times */
+        snprintf(p, sizeof(p), "%s/data", dir);
+        fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        static char block[64 << 10];
+        memset(block, 'x', sizeof(block));
+        for (int i = 0; i < 16; i++)
+                assert_int_equal(write(fd, block, sizeof(block)), (ssize_t)sizeof(block));
+        assert_int_equal(fsync(fd), 0);
+        close(fd);
+        for (int i = 0; i < 4; i++) {
+                snprintf(q, sizeof(q), "%s/link%d", dir, i);
+                assert_int_equal(link(p, q), 0);
+        }
+        assert_int_equal(du_step(d, UINT64_MAX, &s), 1);
+        assert_int_equal(s.entries, 6);
+        assert_true(s.bytes - empty >= (1 << 20));
+        assert_true(s.bytes - empty < (1 << 20) + (256 << 10));
+
+        /* many entries: a slice of no time counts a lower bound, and the
+         * round goes on where it stopped */
+        snprintf(p, sizeof(p), "%s/many", dir);
+        assert_int_equal(mkdir(p, 0755), 0);
+        for (int i = 0; i < 500; i++) {
+                snprintf(q, sizeof(q), "%s/many/f%d", dir, i);
+                assert_int_equal(write_file(q, "", 0644), 0);
+        }
+        int r, slices = 0;
+        while ((r = du_step(d, 0, &s)) == 0) {
+                assert_true(s.entries <= 507);
+                slices++;
+        }
+        assert_int_equal(r, 1);
+        assert_true(slices > 1);
+        assert_int_equal(s.entries, 507);
+
+        /* nested past the walk's reach */
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        for (int i = 0; i < DU_MAX_DEPTH + 2; i++) {
+                assert_int_equal(mkdirat(dfd, "n", 0755), 0);
+                int n = openat(dfd, "n", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_true(n >= 0);
+                close(dfd);
+                dfd = n;
+        }
+        close(dfd);
+        assert_int_equal(du_step(d, UINT64_MAX, &s), -ELOOP);
+        du_free(d);
+        (void)fs_remove_tree_at(AT_FDCWD, dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -471,6 +579,7 @@ int main(void)
                 cmocka_unit_test(socket_families),
                 cmocka_unit_test(reaper_ends_daemon),
                 cmocka_unit_test(scratch_upper),
+                cmocka_unit_test(disk_usage),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

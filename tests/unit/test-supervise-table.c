@@ -33,7 +33,7 @@ static const char *const state_names[_PHASE_MAX] = {
         "running", "terminating", "killed", "done",
 };
 static const char *const event_names[_EV_MAX] = {
-        "timer", "cpu_limit", "memory_limit", "sigint", "sigint_again", "sigterm",
+        "timer", "cpu_limit", "memory_limit", "disk_limit", "sigint", "sigint_again", "sigterm",
         "kill_request", "kill_request_sigkill", "escape", "failure", "init_exited",
 };
 
@@ -49,6 +49,7 @@ static const struct cell {
         { PHASE_RUNNING, EV_TIMER, ACT_TERM, PHASE_TERMINATING },
         { PHASE_RUNNING, EV_CPU_LIMIT, ACT_KILL, PHASE_KILLED },
         { PHASE_RUNNING, EV_MEMORY_LIMIT, ACT_KILL, PHASE_KILLED },
+        { PHASE_RUNNING, EV_DISK_LIMIT, ACT_KILL, PHASE_KILLED },
         { PHASE_RUNNING, EV_SIGINT, ACT_FORWARD, PHASE_RUNNING },
         { PHASE_RUNNING, EV_SIGINT_AGAIN, ACT_KILL, PHASE_KILLED },
         { PHASE_RUNNING, EV_SIGTERM, ACT_TERM, PHASE_TERMINATING },
@@ -62,6 +63,7 @@ static const struct cell {
         { PHASE_TERMINATING, EV_TIMER, ACT_KILL, PHASE_KILLED },
         { PHASE_TERMINATING, EV_CPU_LIMIT, ACT_KILL, PHASE_KILLED },
         { PHASE_TERMINATING, EV_MEMORY_LIMIT, ACT_KILL, PHASE_KILLED },
+        { PHASE_TERMINATING, EV_DISK_LIMIT, ACT_KILL, PHASE_KILLED },
         { PHASE_TERMINATING, EV_SIGINT, ACT_FORWARD, PHASE_TERMINATING },
         { PHASE_TERMINATING, EV_SIGINT_AGAIN, ACT_KILL, PHASE_KILLED },
         { PHASE_TERMINATING, EV_SIGTERM, ACT_NOTE, PHASE_TERMINATING },
@@ -74,6 +76,7 @@ static const struct cell {
         { PHASE_KILLED, EV_TIMER, ACT_NONE, PHASE_KILLED },
         { PHASE_KILLED, EV_CPU_LIMIT, ACT_NONE, PHASE_KILLED },
         { PHASE_KILLED, EV_MEMORY_LIMIT, ACT_NONE, PHASE_KILLED },
+        { PHASE_KILLED, EV_DISK_LIMIT, ACT_NONE, PHASE_KILLED },
         { PHASE_KILLED, EV_SIGINT, ACT_FORWARD, PHASE_KILLED },
         { PHASE_KILLED, EV_SIGINT_AGAIN, ACT_KILL, PHASE_KILLED },
         { PHASE_KILLED, EV_SIGTERM, ACT_NOTE, PHASE_KILLED },
@@ -86,6 +89,7 @@ static const struct cell {
         { PHASE_DONE, EV_TIMER, ACT_NONE, PHASE_DONE },
         { PHASE_DONE, EV_CPU_LIMIT, ACT_NONE, PHASE_DONE },
         { PHASE_DONE, EV_MEMORY_LIMIT, ACT_NONE, PHASE_DONE },
+        { PHASE_DONE, EV_DISK_LIMIT, ACT_NONE, PHASE_DONE },
         { PHASE_DONE, EV_SIGINT, ACT_NONE, PHASE_DONE },
         { PHASE_DONE, EV_SIGINT_AGAIN, ACT_NOTE, PHASE_DONE },
         { PHASE_DONE, EV_SIGTERM, ACT_NOTE, PHASE_DONE },
@@ -104,6 +108,7 @@ static enum stop_reason spec_reason(enum event ev)
         case EV_TIMER: return STOP_TIMEOUT;
         case EV_CPU_LIMIT: return STOP_CPU;
         case EV_MEMORY_LIMIT: return STOP_OOM;
+        case EV_DISK_LIMIT: return STOP_DISK;
         case EV_SIGINT_AGAIN: return STOP_CANCEL_INT;
         case EV_SIGTERM: return STOP_CANCEL_TERM;
         case EV_KILL_REQUEST:

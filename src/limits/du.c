@@ -1,0 +1,185 @@
+/* du.c - a directory tree's disk usage, in slices (see du.h).
+ *
+ * One round is a depth-first walk with a stack of open directories
+ * (at most DU_MAX_DEPTH + 1 fds at once); the stack survives between
+ * calls, so a round spreads over as many slices as it needs. Files with
+ * more than one link are remembered by (dev, ino) in a hash set for the
+ * round, so that a job cannot make its usage look larger (or a build's
+ * hard-linked tree count many times).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "limits/du.h"
+#include "lib/util.h"
+
+struct du {
+        int root_fd;
+        dev_t dev;
+        DIR *stack[DU_MAX_DEPTH + 1];
+        unsigned depth;                 /* dirs open on the stack; 0: between rounds */
+        struct du_sample sum;
+        uint64_t *seen;                 /* hash set of linked inodes: (dev ^ ino) + 1, 0 = free */
+        size_t seen_cap, seen_n;
+};
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* True when the inode was seen already this round. */
+static bool seen_before(struct du *d, const struct stat *st)
+{
+        if (d->seen_n * 2 >= d->seen_cap) {
+                size_t cap = d->seen_cap ? d->seen_cap * 2 : 256;
+                uint64_t *n = xcalloc(cap, sizeof(*n));
+                for (size_t i = 0; i < d->seen_cap; i++)
+                        if (d->seen[i])
+                                for (size_t j = d->seen[i] % cap;; j = (j + 1) % cap)
+                                        if (!n[j]) {
+                                                n[j] = d->seen[i];
+                                                break;
+                                        }
+                free(d->seen);
+                d->seen = n;
+                d->seen_cap = cap;
+        }
+        /* one filesystem (du.h), so the inode number alone names the file */
+        uint64_t key = (uint64_t)st->st_ino + 1;
+        for (size_t j = key % d->seen_cap;; j = (j + 1) % d->seen_cap) {
+                if (d->seen[j] == key)
+                        return true;
+                if (!d->seen[j]) {
+                        d->seen[j] = key;
+                        d->seen_n++;
+                        return false;
+                }
+        }
+}
+
+static void round_reset(struct du *d)
+{
+        while (d->depth)
+                closedir(d->stack[--d->depth]);
+        d->sum = (struct du_sample){ 0 };
+        if (d->seen)
+                memset(d->seen, 0, d->seen_cap * sizeof(*d->seen));
+        d->seen_n = 0;
+}
+
+int du_new(const char *root, struct du **ret)
+{
+        struct stat st;
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        struct du *d = xcalloc(1, sizeof(*d));
+        d->root_fd = fd;
+        d->dev = st.st_dev;
+        *ret = d;
+        return 0;
+}
+
+struct du *du_free(struct du *d)
+{
+        if (!d)
+                return NULL;
+        round_reset(d);
+        close(d->root_fd);
+        free(d->seen);
+        free(d);
+        return NULL;
+}
+
+/* Push dir `name` of the top dir (or the root when the stack is empty). */
+static int push(struct du *d, int parent, const char *name)
+{
+        if (d->depth > DU_MAX_DEPTH)
+                return -ELOOP;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        DIR *dir = fdopendir(fd);
+        if (!dir) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        d->stack[d->depth++] = dir;
+        d->sum.depth = MAX(d->sum.depth, d->depth - 1);
+        return 0;
+}
+
+int du_step(struct du *d, uint64_t budget_ns, struct du_sample *ret)
+{
+        uint64_t deadline = budget_ns == UINT64_MAX ? UINT64_MAX : now_ns() + budget_ns;
+        unsigned n = 0;
+        int r;
+
+        if (d->depth == 0) {
+                round_reset(d);
+                struct stat st;
+                if (fstat(d->root_fd, &st) < 0)
+                        return -errno;
+                d->sum.bytes += (uint64_t)st.st_blocks * 512;
+                r = push(d, d->root_fd, ".");
+                if (r < 0)
+                        return r;
+        }
+        while (d->depth) {
+                if (++n % 64 == 0 && now_ns() >= deadline) {
+                        *ret = d->sum;
+                        return 0;
+                }
+                DIR *top = d->stack[d->depth - 1];
+                errno = 0;
+                struct dirent *de = readdir(top);
+                if (!de) {
+                        if (errno) {
+                                r = -errno;
+                                round_reset(d);
+                                return r;
+                        }
+                        closedir(top);
+                        d->depth--;
+                        continue;
+                }
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;       /* gone since readdir */
+                d->sum.entries++;
+                if (st.st_dev != d->dev)
+                        continue;       /* a mount point: not ours to count */
+                if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && seen_before(d, &st))
+                        continue;
+                d->sum.bytes += (uint64_t)st.st_blocks * 512;
+                if (S_ISDIR(st.st_mode)) {
+                        r = push(d, dirfd(top), de->d_name);
+                        if (r < 0) {
+                                *ret = d->sum;
+                                round_reset(d);
+                                return r;
+                        }
+                }
+        }
+        *ret = d->sum;
+        return 1;
+}

@@ -22,6 +22,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-limits.h"
 #include "run/run-internal.h"
 #include "run/run.h"
 #include "supervise/capture.h"
@@ -105,6 +106,7 @@ static void outcome_of(const struct live_reply *e, struct run_outcome *o)
                 o->exit_code = EXIT_SIGNAL_BASE + o->signal;
                 snprintf(o->message, sizeof(o->message), "killed by signal %d", o->signal);
         }
+        live_limits_exec_outcome(e, o);
 }
 
 /* Send the request, relay the job's output until its end: the reply. */

@@ -44,6 +44,8 @@ struct live_reply {
         uint64_t wall_ms;
         int64_t utime_us, stime_us, maxrss_kb;
         char step[96];          /* a setup error's step */
+        uint32_t limits_hit;    /* LIVE_LIMIT_* the sandbox reached while the job ran (live-limits.h) */
+        char limit_message[300];/* what they were */
 };
 
 struct live_kreq {

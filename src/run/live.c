@@ -39,9 +39,12 @@
  *    and confirmed alive through its pidfd (SO_PEERPIDFD), so a job
  *    cannot connect, exit, and pass a recycled pid off as the peer. A job thus cannot exec into,
  *    stop, or read another sandbox.
- *  - Limits: init and every job are in the run's cgroup (CLONE_INTO_CGROUP),
- *    so memory, pids and cpu hold for the whole sandbox; without a cgroup,
- *    only the per-job rlimits hold (no watchdog runs here).
+ *  - Limits hold for the whole sandbox: init and every job are in the
+ *    run's cgroup (CLONE_INTO_CGROUP); without one, the watchdog walks
+ *    init's tree from this loop, RLIMIT_NPROC counts the sandbox's own
+ *    user namespace, and every write lands on the one scratch tmpfs.
+ *    What a hit does, and how the sandbox and its execs say which limit
+ *    it was: run/live-limits.h.
  *
  * Stopping: SIGKILL to init through its pidfd; the kernel then kills
  * every process of the pid namespace, and the supervisor reaps init
@@ -68,6 +71,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-limits.h"
 #include "run/live-publish.h"
 #include "run/run-internal.h"
 #include "sandbox/sandbox.h"
@@ -239,6 +243,9 @@ struct live {
         bool ready;
         struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
         struct live_kernels *kernels;
+        struct live_limits *limits; /* the sandbox's limits (live-limits.c) */
+        unsigned limits_written;    /* LIVE_LIMIT_* bits NAME.json lists */
+        uint64_t started_at_ms;
 };
 
 static void touch_idle(struct live *l)
@@ -282,6 +289,7 @@ static void exec_done(struct live *l, struct exec_slot *x)
         }
         x->end.op = LIVE_OP_END;
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
+        live_limits_exec_end(l->limits, &x->end);
         if (x->client >= 0) {
                 (void)send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL);
                 close(x->client);
@@ -559,11 +567,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                 return;
         }
         _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
+        _cleanup_free_ char *limits = live_limits_state_json(l->limits);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
-                                           (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms, ports);
+                                           (unsigned long long)l->started_at_ms,
+                                           (unsigned long long)l->opts->idle_ms, ports, limits);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -608,10 +617,27 @@ static void check_execs(struct live *l, const struct pollfd *p)
         }
 }
 
+/* The limits' tick: what the sandbox reached, every exec running now
+ * carries; NAME.json lists it; a memory or cpu time limit stops it. */
+static void limits_tick(struct live *l, const char *run_id, const struct pollfd *p)
+{
+        unsigned hit = live_limits_run(l->limits, p);
+        for (size_t i = 0; hit && i < ELEMENTSOF(l->exec); i++)
+                if (l->exec[i].active && !l->exec[i].kernel)
+                        l->exec[i].end.limits_hit |= hit;
+        if (l->ready && (hit & ~l->limits_written)) {
+                l->limits_written |= hit;
+                write_state(l, run_id, false);
+        }
+        if (live_limits_stopped(l->limits))
+                l->why = live_limits_stopped(l->limits);
+}
+
 int live_serve(const struct run_config *cfg, const struct run_live *opts, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
-        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1, .kernels = live_kernels_new() };
+        struct live l = { .cfg = cfg, .opts = opts, .sb = sb, .stopper = -1, .kernels = live_kernels_new(),
+                          .limits = live_limits_new(cfg, sb), .started_at_ms = now_realtime_ms() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -626,7 +652,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
                 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX };
-                struct pollfd p[N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS];
+                enum { P_LIMITS = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS };
+                struct pollfd p[P_LIMITS + LIVE_LIMITS_POLL];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
@@ -636,6 +663,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
                 live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
                 live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+                live_limits_poll(l.limits, p + P_LIMITS);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
@@ -665,6 +693,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
+                limits_tick(&l, run_id, p + P_LIMITS);
                 live_publish_run(l.pub, p + N_EXEC + 4);
                 /* an open connection to a published port counts as use */
                 if (live_publish_busy(l.pub))
@@ -677,6 +706,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
+        live_limits_reaped(l.limits, l.why && streq(l.why, "its init ended"));
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 if (l.exec[i].active) {
                         l.exec[i].end.stopped = 1;
@@ -699,6 +729,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
                 out->job_exit_code = signalled ? -1 : 0;
                 snprintf(out->message, sizeof(out->message), "sandbox %s %s", opts->name, l.why ? l.why : "ended");
         }
+        live_limits_outcome(l.limits, opts->name, out);
+        l.limits = live_limits_free(l.limits);
         /* l.stopper stays open: `sandbox stop` returns when we are gone */
         return 0;
 }

@@ -341,9 +341,10 @@ void live_limits_reaped(struct live_limits *ll, bool init_died)
 {
         if (!ll || ll->stop || !init_died || !ll->sb->cgroup)
                 return;
-        /* init ended on its own while the OOM killer was at work in the
-         * cgroup: with memory.oom.group it took the whole sandbox */
-        if ((cgroup_events(ll) & LIVE_LIMIT_MEMORY) || ll->oom_group_kills) {
+        /* init ended on its own (nothing in the sandbox can signal it)
+         * and the OOM killer was at work in the cgroup: with
+         * memory.oom.group it took the whole sandbox */
+        if ((cgroup_events(ll) & LIVE_LIMIT_MEMORY) || ll->oom_group_kills || (ll->reached & LIVE_LIMIT_MEMORY)) {
                 snprintf(ll->stop_msg, sizeof(ll->stop_msg), "%s, which ended the sandbox", ll->oom_msg);
                 stop_for(ll, LIVE_LIMIT_MEMORY);
         }

@@ -706,7 +706,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, const 
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
-        live_limits_reaped(l.limits, l.why && streq(l.why, "its init ended"));
+        /* not stopped by us: init's channel closed, or its pidfd said so */
+        live_limits_reaped(l.limits, !l.why || streq(l.why, "its init ended"));
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 if (l.exec[i].active) {
                         l.exec[i].end.stopped = 1;

@@ -425,6 +425,11 @@ const struct run_config *live_config(const struct live *l)
         return l->cfg;
 }
 
+const char *live_limit_stop(const struct live *l)
+{
+        return live_limits_stopped(l->limits);
+}
+
 /* One connection on the control socket. */
 static void control(struct live *l, int lfd)
 {

@@ -199,3 +199,17 @@ while True:
         [ "$status" -eq 0 ]
         "$HUTCH" show "$sandbox_id" --json | jq -e '.message | test("disk limit 16M reached")'
 }
+
+@test "a kernel call that is the hog: the sandbox stops, and the call's record names the limit" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        start_sandbox l8 --memory 64M
+        sandbox_id=$(state l8 id)
+        run "$HUTCH" exec l8 --kernel python -c 'x = 1'
+        [ "$status" -eq 0 ]
+        run "$HUTCH" exec l8 --kernel python --timeout 60s -c 'y = bytearray(400 << 20)'
+        [ "$status" -eq 143 ]
+        last_exec l8 | jq -e '.status == "cancelled" and
+                (.message | startswith("the sandbox stopped: memory limit 64M exceeded: the watchdog measured"))'
+        wait_until not_listed l8
+        WAIT_TENTHS=50 wait_until run_status_is "$sandbox_id" oom
+}

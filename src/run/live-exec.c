@@ -23,6 +23,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-limits.h"
 #include "run/run-internal.h"
 #include "run/run.h"
 #include "sandbox/sync.h"
@@ -191,6 +192,7 @@ void live_outcome(const struct live_reply *e, struct run_outcome *o)
                 o->exit_code = EXIT_SIGNAL_BASE + o->signal;
                 snprintf(o->message, sizeof(o->message), "killed by signal %d", o->signal);
         }
+        live_limits_exec_outcome(e, o);
 }
 
 /* The FDS or END message on the connection: *m, the fds it carried

@@ -67,6 +67,8 @@ struct live_reply {
         char step[96];          /* a setup error's step */
         char run_id[32];        /* the exec's run, once the supervisor wrote its row
                                  * (FDS, and END after it); "" if it could not */
+        uint32_t limits_hit;    /* LIVE_LIMIT_* the sandbox reached while the job ran (live-limits.h) */
+        char limit_message[300];/* what they were */
 };
 
 struct live_kreq {
@@ -189,6 +191,9 @@ void live_job_signal(struct live *l, int32_t pid, bool kill);
 void live_busy(struct live *l, bool busy);
 /* The sandbox's resolved config: its timeout is a call's default. */
 const struct run_config *live_config(const struct live *l);
+/* Why a limit stops the sandbox ("stopped: memory limit ..."), or NULL
+ * (live-limits.h). */
+const char *live_limit_stop(const struct live *l);
 
 /* live-kernel.c: the kernels of one live sandbox. */
 #define LIVE_KERNELS_POLLFDS (4 * _LIVE_KERNEL_LANG_MAX)

@@ -306,7 +306,10 @@ void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, in
         k->stopping = error == ESHUTDOWN;
         bool never_ran = error != 0 && !k->stopping;
         enum live_kernel_status st = never_ran ? LIVE_KERNEL_UNAVAILABLE : LIVE_KERNEL_DIED;
-        if (k->stopping)
+        const char *limit = live_limit_stop(l);
+        if (k->stopping && limit)
+                snprintf(msg, sizeof(msg), "the sandbox %s", limit);
+        else if (k->stopping)
                 snprintf(msg, sizeof(msg), "the sandbox stopped while the call ran");
         else if (never_ran)
                 snprintf(msg, sizeof(msg), "the %s kernel could not start: %s",

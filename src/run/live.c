@@ -51,9 +51,12 @@
  *    dropped after LIVE_REQUEST_MS, and replies are sent MSG_DONTWAIT
  *    (a client's queue never holds more than two of them). So one
  *    same-user caller cannot delay another exec's deadline.
- *  - Limits: init and every job are in the run's cgroup (CLONE_INTO_CGROUP),
- *    so memory, pids and cpu hold for the whole sandbox; without a cgroup,
- *    only the per-job rlimits hold (no watchdog runs here).
+ *  - Limits hold for the whole sandbox: init and every job are in the
+ *    run's cgroup (CLONE_INTO_CGROUP); without one, the watchdog walks
+ *    init's tree from this loop, RLIMIT_NPROC counts the sandbox's own
+ *    user namespace, and every write lands on the one scratch tmpfs.
+ *    What a hit does, and how the sandbox and its execs say which limit
+ *    it was: run/live-limits.h.
  *
  * Stopping: SIGKILL to init through its pidfd; the kernel then kills
  * every process of the pid namespace, and the supervisor reaps init
@@ -78,6 +81,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-limits.h"
 #include "run/live-publish.h"
 #include "run/run-internal.h"
 #include "sandbox/sandbox.h"
@@ -129,6 +133,9 @@ struct live {
         struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
         struct live_kernels *kernels;
         struct live_fork fork;  /* a fork being copied (live-fork.c) */
+        struct live_limits *limits; /* the sandbox's limits (live-limits.c) */
+        unsigned limits_written;    /* LIVE_LIMIT_* bits NAME.json lists */
+        uint64_t started_at_ms;
 };
 
 static void touch_idle(struct live *l)
@@ -176,6 +183,7 @@ static void exec_done(struct live *l, struct exec_slot *x)
         x->end.version = LIVE_WIRE_VERSION;
         memcpy(x->end.run_id, x->run_id, sizeof(x->end.run_id));
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
+        live_limits_exec_end(l->limits, &x->end);
         if (x->client >= 0) {
                 /* its queue holds at most FDS before this: never full */
                 if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -355,6 +363,11 @@ void live_busy(struct live *l, bool busy)
 const struct run_config *live_config(const struct live *l)
 {
         return l->cfg;
+}
+
+const char *live_limit_stop(const struct live *l)
+{
+        return live_limits_stopped(l->limits);
 }
 
 /* The request of a connection that has sent it (SOCK_SEQPACKET: it
@@ -543,11 +556,12 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
         }
         _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
         _cleanup_free_ char *args = live_fork_args_json(l->opts->args);
+        _cleanup_free_ char *limits = live_limits_state_json(l->limits);
         _cleanup_free_ char *j = xasprintf("{\"name\":\"%s\",\"id\":\"%s\",\"supervisor_pid\":%d,\"init_pid\":%d,"
-                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s%s}\n",
+                                           "\"started_at_ms\":%llu,\"idle_timeout_ms\":%llu%s%s%s}\n",
                                            l->opts->name, run_id, (int)getpid(), (int)l->sb->pid,
-                                           (unsigned long long)now_realtime_ms(),
-                                           (unsigned long long)l->opts->idle_ms, ports, args);
+                                           (unsigned long long)l->started_at_ms,
+                                           (unsigned long long)l->opts->idle_ms, ports, args, limits);
         int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return;
@@ -632,11 +646,28 @@ static void check_execs(struct live *l, const struct pollfd *p)
         }
 }
 
+/* The limits' tick: what the sandbox reached, every exec running now
+ * carries; NAME.json lists it; a memory or cpu time limit stops it. */
+static void limits_tick(struct live *l, const char *run_id, const struct pollfd *p)
+{
+        unsigned hit = live_limits_run(l->limits, p);
+        for (size_t i = 0; hit && i < ELEMENTSOF(l->exec); i++)
+                if (l->exec[i].active && !l->exec[i].kernel)
+                        l->exec[i].end.limits_hit |= hit;
+        if (l->ready && (hit & ~l->limits_written)) {
+                l->limits_written |= hit;
+                write_state(l, run_id, false);
+        }
+        if (live_limits_stopped(l->limits))
+                l->why = live_limits_stopped(l->limits);
+}
+
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
         struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
-                          .kernels = live_kernels_new(), .fork = { .fd = -1, .freeze_fd = -1 } };
+                          .kernels = live_kernels_new(), .fork = { .fd = -1, .freeze_fd = -1 },
+                          .limits = live_limits_new(cfg, sb), .started_at_ms = now_realtime_ms() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         sandbox_signal_set(&set);
@@ -654,8 +685,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         while (!l.why) {
                 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
                        AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
-                       AT_FORK = AT_PEND + N_PEND };
-                struct pollfd p[AT_FORK + 1];
+                       AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1 };
+                struct pollfd p[P_LIMITS + LIVE_LIMITS_POLL];
                 for (size_t i = 0; i < N_EXEC; i++)
                         p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
                 for (size_t i = 0; i < N_PEND; i++)
@@ -668,6 +699,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
                 live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 p[AT_FORK] = (struct pollfd) { .fd = live_fork_pollfd(&l.fork), .events = POLLIN };
+                live_limits_poll(l.limits, p + P_LIMITS);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
@@ -700,6 +732,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 if (p[N_EXEC + 3].revents)
                         control(&l, opts->listen_fd);
                 check_execs(&l, p);
+                limits_tick(&l, run_id, p + P_LIMITS);
                 live_publish_run(l.pub, p + N_EXEC + 4);
                 /* an open connection to a published port counts as use */
                 if (live_publish_busy(l.pub))
@@ -713,6 +746,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
+        /* not stopped by us: init's channel closed, or its pidfd said so */
+        live_limits_reaped(l.limits, !l.why || streq(l.why, "its init ended"));
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 if (l.exec[i].active) {
                         l.exec[i].end.stopped = 1;
@@ -739,6 +774,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 out->job_exit_code = signalled ? -1 : 0;
                 snprintf(out->message, sizeof(out->message), "sandbox %s %s", opts->name, l.why ? l.why : "ended");
         }
+        live_limits_outcome(l.limits, opts->name, out);
+        l.limits = live_limits_free(l.limits);
         /* l.stopper stays open: `sandbox stop` returns when we are gone */
         return 0;
 }

@@ -56,6 +56,7 @@
 #include "run/enforce.h"
 #include "run/landlock.h"
 #include "run/live-internal.h"
+#include "run/live-limits.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
@@ -301,6 +302,8 @@ static int build_policy(struct run *r)
         if (r->spawned && !r->gvisor && !r->ll.active)
                 run_limit_ipc(view, &r->sb, r->enforcement, &cg_report);
         run_isolation_report(r->enforcement, r->cfg, &r->ll, r->inputs.pids_in_cgroup);
+        if (r->a->live)
+                live_limits_enforcement(r->enforcement);
         gvisor_enforcement(r->enforcement, view, r->gvisor ? &r->gv : NULL);
         run_report_slurm(r->enforcement, &r->slurm, r->slurm_capped, r->cgroup != NULL);
         if (enforcement_check_required(view, r->enforcement, &r->err) < 0) {

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "net/peek.h"
 #include "net/rules.h"
@@ -128,19 +129,30 @@ static const uint8_t *find_header(const uint8_t *b, size_t n, const char *name, 
         return NULL;
 }
 
-/* "name", "name:port", "[v6]:port" -> name part, port (0 if none). */
-static void split_authority(const uint8_t *v, size_t len, size_t *ret_name_len, uint16_t *ret_port)
+/* "name", "name:port", "[v6]:port" -> host part, port (0 if none). The
+ * host part of "[v6]:port" is what is between the brackets. */
+static void split_authority(const uint8_t *v, size_t len, const uint8_t **ret_host, size_t *ret_host_len,
+                            uint16_t *ret_port, bool *ret_bracketed)
 {
-        size_t colon = len;
+        size_t colon = len, start = 0, end;
         *ret_port = 0;
+        *ret_bracketed = len && v[0] == '[';
         if (len && v[0] == '[') {
-                /* an IPv6 literal is no name: leave it empty */
-                *ret_name_len = 0;
-                return;
+                const uint8_t *close = memchr(v, ']', len);
+                if (!close || (close + 1 < v + len && close[1] != ':')) {
+                        *ret_host = v;
+                        *ret_host_len = 0;
+                        return;
+                }
+                start = 1;
+                end = (size_t)(close - v);
+                colon = close + 1 < v + len ? end + 1 : len;
+        } else {
+                for (size_t i = 0; i < len; i++)
+                        if (v[i] == ':')
+                                colon = i;
+                end = colon;
         }
-        for (size_t i = 0; i < len; i++)
-                if (v[i] == ':')
-                        colon = i;
         if (colon < len) {
                 unsigned p = 0;
                 size_t i;
@@ -149,7 +161,25 @@ static void split_authority(const uint8_t *v, size_t len, size_t *ret_name_len, 
                 if (i == len && p >= 1 && p <= 65535)
                         *ret_port = (uint16_t)p;
         }
-        *ret_name_len = colon;
+        *ret_host = v + start;
+        *ret_host_len = end - start;
+}
+
+/* A request's target host: a name (r->name), or an IP literal (r->addr,
+ * judged by address rules alone); false if it is neither. Brackets hold
+ * an IPv6 literal and nothing else. */
+static bool set_target(struct peek_result *r, const uint8_t *s, size_t n, bool bracketed)
+{
+        char lit[64];
+        if (!bracketed && set_name(r, s, n))
+                return true;
+        r->name[0] = '\0';
+        if (n == 0 || n >= sizeof(lit))
+                return false;
+        memcpy(lit, s, n);
+        lit[n] = '\0';
+        r->has_addr = egress_addr_parse(lit, &r->addr) == 0 && (!bracketed || r->addr.family == AF_INET6);
+        return r->has_addr;
 }
 
 static enum peek_kind parse_http(const uint8_t *b, size_t n, struct peek_result *r)
@@ -163,23 +193,27 @@ static enum peek_kind parse_http(const uint8_t *b, size_t n, struct peek_result 
         if (!end)
                 return PEEK_MORE;
         size_t head = (size_t)(end - b), nlen;
+        const uint8_t *host;
+        bool bracketed;
         if (head > 8 && memcmp(b, "CONNECT ", 8) == 0) {
                 const uint8_t *t = b + 8, *sp = t;
                 while (sp < end && *sp != ' ' && *sp != '\r')
                         sp++;
                 r->kind = PEEK_CONNECT;
                 r->head_len = head;
-                split_authority(t, (size_t)(sp - t), &nlen, &r->port);
-                if (!r->port || !set_name(r, t, nlen))
+                split_authority(t, (size_t)(sp - t), &host, &nlen, &r->port, &bracketed);
+                if (!r->port || !set_target(r, host, nlen, bracketed)) {
                         r->name[0] = '\0';
+                        r->has_addr = false;
+                }
                 return PEEK_CONNECT;
         }
         r->kind = PEEK_HTTP;
         size_t vlen;
         const uint8_t *v = find_header(b, head, "host:", &vlen);
         if (v) {
-                split_authority(v, vlen, &nlen, &r->port);
-                if (!set_name(r, v, nlen))
+                split_authority(v, vlen, &host, &nlen, &r->port, &bracketed);
+                if (!set_target(r, host, nlen, bracketed))
                         r->name[0] = '\0';
         }
         return PEEK_HTTP;

@@ -11,7 +11,10 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "net/rules.h"
 
 enum peek_kind {
         PEEK_MORE,              /* could be TLS or HTTP: need more bytes */
@@ -30,6 +33,8 @@ struct peek_result {
         char name[PEEK_NAME_MAX]; /* lower case, no trailing dot, no port */
         uint16_t port;          /* CONNECT: the target's; HTTP: the Host header's, 0 if none */
         size_t head_len;        /* CONNECT: bytes up to and including the blank line */
+        bool has_addr;          /* CONNECT/HTTP: the target is an IP literal, in addr */
+        struct egress_addr addr; /* (then name is "": only address rules judge it) */
 };
 
 /* Look at the first n bytes of a connection. A name that is not a valid

@@ -69,14 +69,19 @@ void egress_decide(const struct egress_rules *rules, const struct egress_request
         if (req->stub_unknown)
                 { deny(d, "unknown stub address"); return; }
         if (req->via_proxy) {
-                /* a client that chose the proxy names its target itself */
-                if (!pk || (pk->kind != PEEK_CONNECT && pk->kind != PEEK_HTTP) || !peek_name)
-                        { deny(d, "proxy request without a host name"); return; }
+                /* a client that chose the proxy names its target itself:
+                 * a host name, judged by name rules, or an IP literal
+                 * (curl http://10.0.0.5/ with the proxy variables set),
+                 * judged by address rules as a direct connection to it is */
+                if (!pk || (pk->kind != PEEK_CONNECT && pk->kind != PEEK_HTTP) || (!peek_name && !pk->has_addr))
+                        { deny(d, "proxy request without a host name or address"); return; }
                 if (pk->kind == PEEK_CONNECT)
                         d->port = pk->port;
                 else
                         d->port = pk->port ? pk->port : 80;
                 name = peek_name;
+                if (!name)
+                        addr = &pk->addr;
         } else {
                 if (req->stub_name && peek_name && !streq(req->stub_name, peek_name))
                         { deny(d, pk->kind == PEEK_TLS ? "SNI mismatch" : "Host mismatch"); return; }

@@ -129,7 +129,11 @@ int run_egress_prepare(struct run_config *cfg, bool landlock, struct run_egress 
                                 _cleanup_free_ char *kv = xasprintf("%s=%s", vars[i], url);
                                 cfg->env = strv_append(cfg->env, kv);
                         }
-                if (!env_has(cfg->env, "no_proxy") && !env_has(cfg->env, "NO_PROXY")) {
+                /* the namespace tier's loopback is the sandbox's own; the
+                 * Landlock tier's is the host's, reachable through the
+                 * proxy alone (a direct connect() is refused), so there
+                 * nothing is exempt from it */
+                if (!landlock && !env_has(cfg->env, "no_proxy") && !env_has(cfg->env, "NO_PROXY")) {
                         cfg->env = strv_append(cfg->env, "no_proxy=localhost,127.0.0.1,::1");
                         cfg->env = strv_append(cfg->env, "NO_PROXY=localhost,127.0.0.1,::1");
                 }

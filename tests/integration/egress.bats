@@ -171,6 +171,30 @@ except Exception as e:
         [ "$(grep -c accepted "$LOG")" -eq 1 ]
 }
 
+@test "egress: an IP literal sent through the proxy is judged by address rules, as a direct connection is" {
+        start http
+        local allowed=$PORT
+        start http
+        local other=$PORT
+        # a client that sends every URL to the proxy, IP literals included
+        # (hutch's no_proxy would exempt 127.0.0.1: it is dropped here)
+        code='
+import os, sys, urllib.request
+os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": "http://127.0.0.1:3128"}))
+for port, tag in ((sys.argv[1], "allowed"), (sys.argv[2], "other")):
+    try:
+        print(tag, opener.open("http://127.0.0.1:%s/literal" % port, timeout=5).read().decode().strip())
+    except Exception as e:
+        print(tag, "FAILED", type(e).__name__)
+'
+        run "$HUTCH" run --allow "127.0.0.1:$allowed" -- /usr/bin/python3 -c "$code" "$allowed" "$other"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"allowed hello 127.0.0.1:$allowed /literal"* ]]
+        [[ "$output" == *"other FAILED"* ]]
+        [ "$(grep -c accepted "$LOG")" -eq 1 ]
+}
+
 @test "egress: through the proxy, a stock python3 -m http.server gets origin-form requests" {
         local dir="$BATS_TEST_TMPDIR/www" port
         mkdir -p "$dir/sub"

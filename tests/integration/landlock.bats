@@ -346,6 +346,30 @@ import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp")'
         proxy_reaches_allowed this landlock
 }
 
+# An allow rule by address (127.0.0.1:PORT) works with the proxy
+# variables as set: no_proxy exempts nothing here (a direct connect is
+# refused), and the proxy judges an IP literal by address rules.
+@test "this host: network allow by address reaches 127.0.0.1 through the proxy, as curl and urllib send it" {
+        command -v curl >/dev/null || skip "curl is not installed"
+        SERVERS=()
+        start_server
+        local allowed=$PORT
+        start_server
+        local other=$PORT
+        run --separate-stderr "$HUTCH" run --isolation landlock --allow "127.0.0.1:$allowed" -- sh -c '
+echo "no_proxy=${no_proxy:-unset}"
+curl -sS -m 10 "http://127.0.0.1:$1/by-curl"; echo " curl=$?"
+python3 -c "import urllib.request, sys
+print(urllib.request.urlopen(\"http://127.0.0.1:%s/by-urllib\" % sys.argv[1], timeout=10).read().decode().strip())" "$1"
+curl -sS -m 10 -o /dev/null "http://127.0.0.1:$2/other"; echo "other=$?"' sh "$allowed" "$other"
+        stop_servers
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"no_proxy=unset"* ]]
+        [[ "$output" == *"hello 127.0.0.1:$allowed /by-curl"*" curl=0"* ]]
+        [[ "$output" == *"hello 127.0.0.1:$allowed /by-urllib"* ]]
+        [ "$(grep -c '^accepted' "$BATS_TEST_TMPDIR/server.log")" -eq 2 ]
+}
+
 # The proxy listens on the host's 127.0.0.1, where any host process may
 # connect to it: only the connections the job holds are let through.
 @test "this host: network allow: a host process cannot use the run's proxy" {

@@ -279,6 +279,30 @@ static void decide_names(void **state)
         conn.port = 22;
         egress_decide(&r, &req, NULL, 0, fake_resolve, &ans, &d);
         assert_false(d.allowed);
+        /* an IP literal through the proxy: address rules judge it, as
+         * they would a direct connection to it */
+        struct peek_result lit = { .kind = PEEK_HTTP, .port = 443, .has_addr = true, .addr = A("10.0.0.5") };
+        req.peek = &lit;
+        egress_decide(&r, &req, NULL, 0, fake_resolve, &ans, &d);
+        assert_false(d.allowed);
+        assert_string_equal(d.reason, "no rule");
+        lit.has_addr = false;
+        egress_decide(&r, &req, NULL, 0, fake_resolve, &ans, &d);
+        assert_false(d.allowed);
+        assert_string_equal(d.reason, "proxy request without a host name or address");
+        egress_rules_done(&r);
+
+        parse(&r, (char *[]){ "10.0.0.5:8080", NULL }, NULL, NULL);
+        lit = (struct peek_result) { .kind = PEEK_HTTP, .port = 8080, .has_addr = true, .addr = A("10.0.0.5") };
+        egress_decide(&r, &req, NULL, 0, fake_resolve, &ans, &d);
+        assert_true(d.allowed);
+        assert_int_equal(d.port, 8080);
+        assert_int_equal(d.n_addrs, 1);
+        want = A("10.0.0.5");
+        assert_true(egress_addr_equal(&d.addrs[0], &want));
+        lit.port = 8081;
+        egress_decide(&r, &req, NULL, 0, fake_resolve, &ans, &d);
+        assert_false(d.allowed);
         egress_rules_done(&r);
 
         /* --add-host: no resolution, loopback allowed because it was named */

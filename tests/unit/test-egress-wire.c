@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 
 #include "lib/util.h"
@@ -113,6 +114,31 @@ static void http(void **state)
         const char *noport = "CONNECT api.example.com HTTP/1.1\r\n\r\n";
         assert_int_equal(peek_parse((const uint8_t *)noport, strlen(noport), &r), PEEK_CONNECT);
         assert_string_equal(r.name, "");
+
+        /* IP literals are no names: an address, for address rules */
+        const char *lit4 = "GET http://10.0.0.5:8080/x HTTP/1.1\r\nHost: 10.0.0.5:8080\r\n\r\n";
+        assert_int_equal(peek_parse((const uint8_t *)lit4, strlen(lit4), &r), PEEK_HTTP);
+        assert_string_equal(r.name, "");
+        assert_true(r.has_addr);
+        assert_int_equal(r.addr.family, AF_INET);
+        assert_memory_equal(r.addr.bytes, ((uint8_t[]){ 10, 0, 0, 5 }), 4);
+        assert_int_equal(r.port, 8080);
+        const char *lit6 = "CONNECT [::1]:443 HTTP/1.1\r\n\r\n";
+        assert_int_equal(peek_parse((const uint8_t *)lit6, strlen(lit6), &r), PEEK_CONNECT);
+        assert_string_equal(r.name, "");
+        assert_true(r.has_addr);
+        assert_int_equal(r.addr.family, AF_INET6);
+        assert_int_equal(r.addr.bytes[15], 1);
+        assert_int_equal(r.port, 443);
+        /* neither a name nor an address: nothing to judge by */
+        const char *bad[] = { "CONNECT [::1:443 HTTP/1.1\r\n\r\n", "CONNECT [::1]x:443 HTTP/1.1\r\n\r\n",
+                              "CONNECT [zz]:443 HTTP/1.1\r\n\r\n", "CONNECT 10.0.0.5 HTTP/1.1\r\n\r\n",
+                              "GET / HTTP/1.1\r\nHost: [10.0.0.5]:80\r\n\r\n" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                peek_parse((const uint8_t *)bad[i], strlen(bad[i]), &r);
+                assert_string_equal(r.name, "");
+                assert_false(r.has_addr);
+        }
 
         assert_int_equal(peek_parse((const uint8_t *)"SSH-2.0-OpenSSH\r\n", 17, &r), PEEK_OTHER);
         assert_int_equal(peek_parse((const uint8_t *)"\x00\x01", 2, &r), PEEK_OTHER);

@@ -574,7 +574,7 @@ static void statuses(void **state)
         static const char *const names[] = {
                 "running", "success", "failed", "signaled", "timeout", "cpu_timeout", "oom",
                 "cancelled", "setup_error", "not_found", "not_executable", "compile_error",
-                "orphaned",
+                "orphaned", "disk_limit",
         };
         assert_int_equal(ELEMENTSOF(names), _RUN_STATUS_MAX);
         for (int i = 0; i < _RUN_STATUS_MAX; i++) {

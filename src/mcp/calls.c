@@ -46,6 +46,7 @@ void call_free(struct mcp_call *c)
         json_decref(c->id);
         json_decref(c->progress_token);
         free(c->request);
+        free(c->input);
         free(c->session);
         free(c->session_wait);
         free(c->note);
@@ -137,8 +138,9 @@ fail:;
 
 void call_write(struct mcp_call *c)
 {
+        const char *in = c->input ? c->input : c->request;
         while (c->in_fd >= 0 && c->request_off < c->request_len) {
-                ssize_t n = write(c->in_fd, c->request + c->request_off, c->request_len - c->request_off);
+                ssize_t n = write(c->in_fd, in + c->request_off, c->request_len - c->request_off);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -44,6 +44,8 @@ struct mcp_call {
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
+        char *input;            /* what the child's stdin gets instead of
+                                 * the request (a live call's script), or NULL */
         char *note;             /* said first in the result's text (a limit the
                                  * server lowered), or NULL */
         char *session_wait;     /* with a session: --session-wait for its child, or NULL */
@@ -56,7 +58,7 @@ struct mcp_call {
         bool live_waiting;      /* queued until its session's live sandbox is up */
         char *live_fallback;    /* a session call that could not go live: why
                                  * (said in its result), or NULL */
-        size_t request_len, request_off;
+        size_t request_len, request_off; /* of input, if set; else of request */
         pid_t pid;
         int in_fd, out_fd;      /* -1 once closed */
         char *out;

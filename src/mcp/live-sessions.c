@@ -30,6 +30,7 @@
 #include "mcp/server-internal.h"
 #include "mcp/tools.h"
 #include "record/store.h"
+#include "run/live-kernel.h"
 
 static struct mcp_live *find(struct mcp_server *s, const char *session)
 {
@@ -100,7 +101,7 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         struct mcp_live *l = find(s, c->session);
         _cleanup_(json_decrefp) json_t *req = json_loads(c->request, 0, NULL);
         _cleanup_free_ char *error = NULL;
-        char **argv = NULL;
+        char **argv = NULL, *input = NULL;
         int r;
 
         if (!l) {
@@ -130,7 +131,7 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         }
         if (l->state != LIVE_UP)
                 return 0;
-        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, s->cfg->kernels, &argv, &error);
+        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, s->cfg->kernels, &argv, &input, &error);
         if (r < 0) {
                 mcp_send_call_result(s, c, mcp_result_error("%s", error));
                 return -1;
@@ -138,7 +139,10 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         c->argv = argv;
         c->kind = CALL_LIVE;
         c->sandbox = xstrdup(l->name);
-        c->request_off = c->request_len;        /* its stdin is empty */
+        /* its stdin: the call's script, or nothing */
+        c->input = input;
+        c->request_len = input ? strlen(input) : 0;
+        c->request_off = 0;
         r = call_spawn(c, s->exe_fd, NULL);
         if (r < 0) {
                 log_error("mcp: cannot start hutch exec: %s", strerror(-r));
@@ -333,12 +337,22 @@ json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *r, 
         _cleanup_free_ char *in_kernel = kernel ? xasprintf("it ran in the session's %s kernel, whose variables and "
                                                             "imports stay for the next call (reload a module "
                                                             "you changed); ", kernel) : NULL;
+        /* run_code the kernel could not take (stdin, files, env): said,
+         * for the model would otherwise look for its variables there */
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        bool brought = json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env");
+        _cleanup_free_ char *no_kernel = !kernel && s->cfg->kernels && k >= 0 && c->kind == CALL_LIVE && brought &&
+                                         json_object_get(req, "code")
+                ? xasprintf("it brought stdin, files or env, which the session's %s kernel cannot take, so "
+                            "it ran as a program (an exec instead), without the kernel's variables; ",
+                            live_kernel_lang_to_string(k)) : NULL;
         char idle[32] = "";
         (void)format_duration_ms(s->cfg->idle_ms, idle, sizeof(idle));
         _cleanup_free_ char *live = xasprintf(
-                "live session: %sfiles and processes stay in its sandbox for the next call; not committed yet: "
+                "live session: %s%sfiles and processes stay in its sandbox for the next call; not committed yet: "
                 "the session's files are %s when the sandbox stops (after %s without a call, or when the server "
-                "exits)%s", in_kernel ? in_kernel : "", l && !l->commit ? "thrown away" : "committed", idle,
+                "exits)%s", in_kernel ? in_kernel : "", no_kernel ? no_kernel : "", l && !l->commit ? "thrown away" : "committed", idle,
                 l && !l->commit ? " unless a later call's commit policy keeps them" : "");
         char *note = c->note ? xasprintf("%s; %s", c->note, live) : xstrdup(live);
         free(c->note);

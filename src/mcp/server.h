@@ -22,7 +22,7 @@ struct mcp_config {
                                          * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         bool live;                      /* sessions are live sandboxes (--sessions live) */
         uint64_t idle_ms;
-        bool kernels;                   /* --kernels: run_code python|node in a live
+        bool kernels;                   /* unless --no-kernels: run_code python|node in a live
                                          * session's persistent interpreter */
         char **publish;                 /* --publish [HOST_PORT:]PORT of each session's
                                          * sandbox (owned by the caller), or NULL */               /* a session's sandbox stops after this long

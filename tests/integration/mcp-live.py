@@ -162,8 +162,21 @@ def scenario_kernels(c):
     # stdin: a program, which does not see the kernel's variables
     r = c.run("run_code", {"language": "python", "session": "k", "stdin": "in\n",
                            "code": "import sys\nprint(sys.stdin.read().strip(), 'x' in globals())"})
-    check(r["structuredContent"]["stdout"] == "in False\n" and "kernel" not in text_of(r),
+    check(r["structuredContent"]["stdout"] == "in False\n" and "exec instead" in text_of(r)
+          and "labels" in r["structuredContent"] and "kernel" not in r["structuredContent"]["labels"],
           "code with stdin: %r" % text_of(r))
+    c.close()
+
+
+def scenario_nokernels(c):
+    """--no-kernels: run_code in python runs as a program each call (no
+    variable persists), files still do."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "nk", "code": "x = 1\nopen('f', 'w').write('y')"})
+    r = run_ok(c, "run_code", {"language": "python", "session": "nk",
+                               "code": "print('x' in globals(), open('f').read())"})
+    check(r["structuredContent"]["stdout"] == "False y\n" and "kernel" not in r["structuredContent"]["labels"],
+          "--no-kernels: %r" % text_of(r))
     c.close()
 
 
@@ -199,6 +212,55 @@ def scenario_state(c):
     check(alive(marker), "a call's timeout ended the sandbox")
     c.close()
     check(not alive(marker), "a process of the session outlived the server")
+
+
+def store_holding(needles):
+    """The files under the state dir that hold any of needles (bytes)."""
+    found = []
+    for root, dirs, files in os.walk(STATE):
+        for f in files:
+            path = os.path.join(root, f)
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue        # a socket, a fifo
+            found += ["%s (%s)" % (path, n.decode()) for n in needles if n in data]
+    return found
+
+
+def scenario_private(c):
+    """A live call's stdin and env reach the command and land nowhere in
+    the state dir (a fresh run records neither): not in the exec's
+    record, not in a file left in the sandbox that its stop commits;
+    files work and their content is not in the exec's argv."""
+    c.handshake()
+    tag = "%d%d" % (os.getpid(), int(time.monotonic() * 1000))
+    # lower case in, upper case out: the call's output (recorded, as a
+    # fresh run's is) does not hold them as given
+    sin, senv, sfile = ("s3cret-in-" + tag), ("s3cret-env-" + tag), ("S3CRET-FILE-" + tag)
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "{ cat; echo \"$TOKEN\"; } | tr a-z A-Z; cat sub/f.txt"],
+                                  "session": "pv", "stdin": sin + "\n", "env": {"TOKEN": senv},
+                                  "files": {"sub/f.txt": sfile + "\n"}})
+    check(r["structuredContent"]["stdout"] == "%s\n%s\n%s\n" % (sin.upper(), senv.upper(), sfile),
+          "the call: %r" % text_of(r))
+    run_id = r["structuredContent"]["id"]
+    r = run_ok(c, "run_code", {"language": "python", "session": "pv", "stdin": sin + "-2\n",
+                               "env": {"TOKEN": senv + "-2"},
+                               "code": "import os, sys\nprint(sys.stdin.read().strip().upper(), "
+                                       "os.environ['TOKEN'].upper())"})
+    check(r["structuredContent"]["stdout"] == "%s-2 %s-2\n" % (sin.upper(), senv.upper()),
+          "run_code: %r" % text_of(r))
+    check("exec instead" in text_of(r), "the fallback from the kernel is not said: %r" % text_of(r))
+    argv = json.dumps(show(run_id).get("argv"))
+    check("hutch-mcp" in argv and sfile not in argv and sin not in argv and senv not in argv,
+          "the exec's recorded argv: %s" % argv)
+    found = store_holding([sin.encode(), senv.encode()])
+    check(not found, "stdin or env in the state dir while the session is up: %s" % found)
+    c.close()
+    found = store_holding([sin.encode(), senv.encode()])
+    check(not found, "stdin or env in the state dir after the session's stop: %s" % found)
+    check(store_holding([sfile.encode()]), "the session's file was not committed")
 
 
 def scenario_exit(c):

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run-internal.h"
 #include "config/lang.h"
 #include "config/profile.h"
 #include "config/run-config.h"
@@ -340,6 +341,7 @@ int verb_mcp(int argc, char **argv)
         }
         cfg.publish = publish;
         cfg.kernels = cfg.kernels && cfg.live;
+        cfg.ui = cli_run_ui();
         if (cfg.allow_apply && !workdir) {
                 log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
                 return EXIT_USAGE;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
@@ -59,7 +60,11 @@ struct mcp_call {
         char *live_fallback;    /* a session call that could not go live: why
                                  * (said in its result), or NULL */
         size_t request_len, request_off; /* of input, if set; else of request */
-        pid_t pid;
+        pid_t pid;              /* 0: a thread's call (threaded) */
+        bool threaded;          /* a (detached) thread of the server runs it
+                                 * (an in-process kernel call) and writes its
+                                 * answer into out_fd, as a child would */
+        pthread_t thread;
         int in_fd, out_fd;      /* -1 once closed */
         char *out;
         size_t out_len;
@@ -83,6 +88,13 @@ void call_free(struct mcp_call *c);
  * versions) as c->argv, or `hutch run --request - --json EXTRA...`
  * without it. 0 or -errno. */
 int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args);
+
+/* Make c a thread's call: the read end of a new pipe is its out_fd
+ * (its answer, read as a child's is, whole at its end),
+ * *ret_wfd the write end for the thread, which the caller starts and
+ * stores in c->thread. Cancelling such a call answers nothing; the
+ * thread runs to its own end (a kernel call's deadline). 0 or -errno. */
+int call_start_thread(struct mcp_call *c, int *ret_wfd);
 
 /* Move the request into the child's stdin as far as it takes it. */
 void call_write(struct mcp_call *c);

@@ -240,15 +240,25 @@ static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
         return 0;
 }
 
+int mcp_live_kernel_lang(const json_t *req)
+{
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        json_t *code = json_object_get(req, "code");
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        /* a kernel takes code alone: what brings stdin, files or env
+         * runs as a program */
+        if (k < 0 || !argv_safe(code) || json_string_length(code) > LIVE_KERNEL_CODE_MAX ||
+            json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+                return -EINVAL;
+        return k;
+}
+
 /* `hutch exec NAME --json --timeout T --kernel LANG -c CODE`, or NULL
  * when the call is not one for a kernel. */
 static char **kernel_argv(const char *name, const json_t *req)
 {
-        const char *lang = json_string_value(json_object_get(req, "language"));
-        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
-        /* a kernel takes code alone: what brings stdin, files or env
-         * runs as a program */
-        if (k < 0 || json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+        int k = mcp_live_kernel_lang(req);
+        if (k < 0)
                 return NULL;
         json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
         _cleanup_free_ char *timeout = xasprintf("--timeout=%lldms", (long long)(t > 0 ? t : 30000));
@@ -285,9 +295,7 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         int r;
 
         *ret_input = NULL;
-        if (kernels && argv_safe(json_object_get(req, "code")) &&
-            strlen(json_string_value(json_object_get(req, "code"))) <= LIVE_KERNEL_CODE_MAX &&
-            (*ret = kernel_argv(name, req)))
+        if (kernels && (*ret = kernel_argv(name, req)))
                 return 0;
         if (!langs) {
                 *ret_error = xstrdup("language: no languages file (languages.ini) on this server");

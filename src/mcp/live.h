@@ -71,6 +71,11 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
                        bool kernels, char ***ret, char **ret_input, char **ret_error);
 
+/* The kernel language (enum live_kernel_lang) of a run_code call that
+ * a kernel can take: python or node, code without NUL of at most
+ * LIVE_KERNEL_CODE_MAX, no stdin, files or env; -EINVAL otherwise. */
+int mcp_live_kernel_lang(const json_t *req);
+
 /* `hutch exec NAME --json --timeout 10s -- sh -c LISTING`: one line per
  * process of the sandbox but its init and the listing's own:
  * "PID PPID STATE CMDLINE". */

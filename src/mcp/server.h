@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct run_ui;
+
 struct mcp_config {
         uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
         unsigned max_concurrent;        /* runs at once; more queue */
@@ -27,6 +29,9 @@ struct mcp_config {
         char **publish;                 /* --publish [HOST_PORT:]PORT of each session's
                                          * sandbox (owned by the caller), or NULL */               /* a session's sandbox stops after this long
                                          * without a call (--idle-timeout) */
+        const struct run_ui *ui;        /* how a run is answered (its result object):
+                                         * with it, kernel calls run and are recorded
+                                         * in the server; NULL: every call is a child */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the
                                          * operator's ceiling (owned by the caller) */

@@ -49,6 +49,12 @@ live() {
         [[ "$output" == *"ok nokernels"* ]]
 }
 
+@test "mcp live: the server runs kernel calls itself: a slow one holds no other session's call; each is a complete record" {
+        run -0 live kernel_parallel --era modern
+        echo "$output"
+        [[ "$output" == *"ok kernel_parallel"* ]]
+}
+
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
         run -0 live state --era modern
         echo "$output"

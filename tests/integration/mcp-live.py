@@ -168,6 +168,55 @@ def scenario_kernels(c):
     c.close()
 
 
+def scenario_kernel_parallel(c):
+    """The server runs kernel calls itself (a thread each): a kernel call
+    of one session that takes seconds does not hold another session's,
+    nor list_runs; it gets its progress; both are complete records."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "ka", "code": "import time\nx = 1"})
+    run_ok(c, "run_code", {"language": "python", "session": "kb", "code": "y = 2"})
+    t0 = time.monotonic()
+    slow = c.call(None, "run_code", {"language": "python", "session": "ka", "code": "time.sleep(3); x + 40"},
+                  meta={"progressToken": "slow"})
+    r = c.tool_result(c.call(None, "run_code", {"language": "python", "session": "kb", "code": "y * 21"}),
+                      "run_code")
+    fast = time.monotonic() - t0
+    check(r["structuredContent"]["stdout"] == "42\n", "the other session's call: %r" % text_of(r))
+    r2 = c.tool_result(c.call(None, "list_runs", {"limit": 1}), "list_runs")
+    check(not r2["isError"], "list_runs meanwhile: %r" % text_of(r2))
+    check(time.monotonic() - t0 < 2.5, "another session's call waited for the slow one (%.1fs)" % fast)
+    r = c.tool_result(slow, "run_code")
+    check(r["structuredContent"]["stdout"] == "41\n" and time.monotonic() - t0 >= 3,
+          "the slow call: %r" % text_of(r))
+    rec = show(r["structuredContent"]["id"])
+    check(rec["status"] == "success" and rec["labels"].get("kernel") == "python"
+          and rec["labels"].get("mcp.session") and rec["labels"].get("mcp.live", "").startswith("mcp-")
+          and rec["code"] == "time.sleep(3); x + 40" and rec["stdout"] == "41\n",
+          "the slow call's record: %r" % rec)
+    c.close()
+
+
+def scenario_kernel_latency(c):
+    """Not a check: the median of 150 kernel calls (x += 1) on one
+    session through MCP, in ms, printed for the report: request written
+    to response read, the answer not validated (the schema check is the
+    client's time, not the server's)."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "kl", "code": "x = 0"})
+    t = []
+    for i in range(150):
+        t0 = time.monotonic()
+        m = c.wait(c.call(None, "run_code", {"language": "python", "session": "kl", "code": "x += 1"}))
+        t.append((time.monotonic() - t0) * 1000)
+        check(not m["result"]["isError"], "call failed: %r" % m)
+    r = run_ok(c, "run_code", {"language": "python", "session": "kl", "code": "x"})
+    check(r["structuredContent"]["stdout"] == "150\n", "x: %r" % text_of(r))
+    t.sort()
+    print("kernel latency %s: median %.2f ms, min %.2f, p90 %.2f (n=%d)"
+          % (" ".join(c.server_args), t[len(t) // 2], t[0], t[int(len(t) * 0.9)], len(t)))
+    c.close()
+
+
 def scenario_nokernels(c):
     """--no-kernels: run_code in python runs as a program each call (no
     variable persists), files still do."""

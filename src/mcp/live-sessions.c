@@ -347,8 +347,12 @@ int live_timers(struct mcp_server *s, uint64_t now)
                         continue;
                 bool busy = false;
                 for (struct mcp_call *c = s->calls; c && !busy; c = c->next)
-                        busy = (c->session && streq(c->session, l->session)) ||
-                               (c->sandbox && streq(c->sandbox, l->name));
+                        /* a kernel call the server's exit cancelled ends
+                         * with the sandbox's stop (a thread cannot be
+                         * told to give up: the stop is how) */
+                        busy = !(s->closing && c->threaded && c->cancelled) &&
+                               ((c->session && streq(c->session, l->session)) ||
+                                (c->sandbox && streq(c->sandbox, l->name)));
                 if (busy)
                         continue;
                 if (s->closing)

@@ -53,6 +53,10 @@ live() {
         run -0 live kernel_parallel --era modern
         echo "$output"
         [[ "$output" == *"ok kernel_parallel"* ]]
+        # the server's exit does not wait for a looping kernel call's deadline
+        run -0 live kernel_exit
+        echo "$output"
+        [[ "$output" == *"ok kernel_exit"* ]]
 }
 
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {

@@ -16,6 +16,7 @@
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/live.h"
+#include "run/live-kernel.h"
 #include "mcp/tools.h"
 #include "mcp/wire.h"
 
@@ -262,6 +263,37 @@ static void live_argv(void **state)
         json_decref(req);
 }
 
+static void live_kernel_lang(void **state)
+{
+        json_t *req = json_pack("{s:s, s:s}", "language", "python", "code", "x += 1");
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_PYTHON);
+        json_object_set_new(req, "language", json_string("node"));
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_NODE);
+        /* what a kernel cannot take runs as a program */
+        const char *brought[] = { "stdin", "files", "env" };
+        for (size_t i = 0; i < ELEMENTSOF(brought); i++) {
+                json_object_set_new(req, brought[i], json_object());
+                assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+                json_object_del(req, brought[i]);
+        }
+        json_object_set_new(req, "code", json_stringn("a\0b", 3));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        char *big = xmalloc(LIVE_KERNEL_CODE_MAX + 2);
+        memset(big, '1', LIVE_KERNEL_CODE_MAX + 1);
+        big[LIVE_KERNEL_CODE_MAX + 1] = '\0';
+        json_object_set_new(req, "code", json_string(big));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        big[LIVE_KERNEL_CODE_MAX] = '\0';
+        json_object_set_new(req, "code", json_string(big));
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_NODE);
+        free(big);
+        json_object_set_new(req, "language", json_string("c"));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        json_object_del(req, "language");
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        json_decref(req);
+}
+
 static void live_ps(void **state)
 {
         json_t *a = mcp_live_ps_parse("1 0 S [hutch]\n12 1 S python3 server.py  \nnot a line\n");
@@ -283,6 +315,7 @@ int main(void)
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
                 cmocka_unit_test(live_argv),
+                cmocka_unit_test(live_kernel_lang),
                 cmocka_unit_test(live_ps),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

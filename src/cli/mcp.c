@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run-internal.h"
 #include "config/lang.h"
 #include "config/profile.h"
 #include "config/run-config.h"
@@ -31,7 +32,7 @@ static void help(void)
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
                "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
-               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]... [--kernels]\n"
+               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]... [--no-kernels]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
@@ -71,9 +72,11 @@ static void help(void)
                "      --publish [HOST_PORT:]PORT  each live session's sandbox relays\n"
                "                          127.0.0.1:HOST_PORT on the host to its PORT (HOST_PORT\n"
                "                          omitted: one the kernel picks; list_ports says which)\n"
-               "      --kernels           run_code in python or node (without stdin, files\n"
-               "                          or env) runs in the live session's persistent\n"
-               "                          interpreter: variables and imports stay between calls\n"
+               "      --no-kernels        run_code in python or node runs as a program in\n"
+               "                          the live session's sandbox; by default (--kernels)\n"
+               "                          code without stdin, files or env runs in the\n"
+               "                          session's persistent interpreter: variables and\n"
+               "                          imports stay between calls\n"
                "  -h, --help              this text\n"
                "\n"
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
@@ -245,19 +248,20 @@ int verb_mcp(int argc, char **argv)
                 { "idle-timeout",   required_argument, NULL, 'I' },
                 { "publish",        required_argument, NULL, 'P' },
                 { "kernels",        no_argument,       NULL, 'K' },
+                { "no-kernels",     no_argument,       NULL, 'k' },
                 { "help",           no_argument,       NULL, 'h' },
                 {}
         };
         struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
                                   .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
-                                  .live = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
+                                  .live = true, .kernels = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
         _cleanup_strv_ char **run_args = NULL, **publish = NULL;
         _cleanup_free_ char *workdir = NULL;
         const char *net = NULL, *profile = NULL;
         uint64_t max_memory = 0;
         struct stat st;
         bool max_timeout_set = false;
-        bool allow = false;
+        bool allow = false, kernels_set = false;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
@@ -297,7 +301,10 @@ int verb_mcp(int argc, char **argv)
                         cfg.live = streq(optarg, "live");
                         break;
                 case 'K':
-                        cfg.kernels = true;
+                        cfg.kernels = kernels_set = true;
+                        break;
+                case 'k':
+                        cfg.kernels = false;
                         break;
                 case 'P':
                         if (!publish_spec_valid(optarg))
@@ -328,11 +335,13 @@ int verb_mcp(int argc, char **argv)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
-        if ((publish || cfg.kernels) && !cfg.live) {
+        if ((publish || kernels_set) && !cfg.live) {
                 log_error("mcp: --%s goes with live sessions (not --sessions fresh)", publish ? "publish" : "kernels");
                 return EXIT_USAGE;
         }
         cfg.publish = publish;
+        cfg.kernels = cfg.kernels && cfg.live;
+        cfg.ui = cli_run_ui();
         if (cfg.allow_apply && !workdir) {
                 log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
                 return EXIT_USAGE;

@@ -46,6 +46,7 @@ void call_free(struct mcp_call *c)
         json_decref(c->id);
         json_decref(c->progress_token);
         free(c->request);
+        free(c->input);
         free(c->session);
         free(c->session_wait);
         free(c->note);
@@ -135,10 +136,26 @@ fail:;
         return r;
 }
 
+int call_start_thread(struct mcp_call *c, int *ret_wfd)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void)fcntl(p[0], F_SETFL, O_NONBLOCK);
+        c->out_fd = p[0];
+        c->in_fd = -1;
+        c->pid = 0;
+        c->threaded = true;
+        c->state = CALL_RUNNING;
+        *ret_wfd = p[1];
+        return 0;
+}
+
 void call_write(struct mcp_call *c)
 {
+        const char *in = c->input ? c->input : c->request;
         while (c->in_fd >= 0 && c->request_off < c->request_len) {
-                ssize_t n = write(c->in_fd, c->request + c->request_off, c->request_len - c->request_off);
+                ssize_t n = write(c->in_fd, in + c->request_off, c->request_len - c->request_off);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -169,6 +186,12 @@ void call_read(struct mcp_call *c)
                 if (n == 0) {
                         close(c->out_fd);
                         c->out_fd = -1;
+                        if (c->threaded && !c->exited) {
+                                /* the thread wrote its whole answer (it is
+                                 * detached: what it does after is its own) */
+                                c->exited = true;
+                                c->wstatus = 0;
+                        }
                         return;
                 }
                 if (c->out_len + (size_t)n > CALL_RESULT_MAX) {
@@ -203,7 +226,7 @@ void call_exited(struct mcp_call *c, int wstatus)
 void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms)
 {
         c->cancelled = true;
-        if (c->state == CALL_RUNNING && !c->exited) {
+        if (c->state == CALL_RUNNING && !c->exited && !c->threaded) {
                 (void)kill(c->pid, SIGTERM);
                 if (!c->kill_at_ms)
                         c->kill_at_ms = now_ms + grace_ms;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
@@ -44,6 +45,8 @@ struct mcp_call {
         enum call_state state;
         bool cancelled;         /* notifications/cancelled or EOF: answer nothing */
         char *request;          /* the hutch.request/1 text */
+        char *input;            /* what the child's stdin gets instead of
+                                 * the request (a live call's script), or NULL */
         char *note;             /* said first in the result's text (a limit the
                                  * server lowered), or NULL */
         char *session_wait;     /* with a session: --session-wait for its child, or NULL */
@@ -56,8 +59,12 @@ struct mcp_call {
         bool live_waiting;      /* queued until its session's live sandbox is up */
         char *live_fallback;    /* a session call that could not go live: why
                                  * (said in its result), or NULL */
-        size_t request_len, request_off;
-        pid_t pid;
+        size_t request_len, request_off; /* of input, if set; else of request */
+        pid_t pid;              /* 0: a thread's call (threaded) */
+        bool threaded;          /* a (detached) thread of the server runs it
+                                 * (an in-process kernel call) and writes its
+                                 * answer into out_fd, as a child would */
+        pthread_t thread;
         int in_fd, out_fd;      /* -1 once closed */
         char *out;
         size_t out_len;
@@ -81,6 +88,13 @@ void call_free(struct mcp_call *c);
  * versions) as c->argv, or `hutch run --request - --json EXTRA...`
  * without it. 0 or -errno. */
 int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args);
+
+/* Make c a thread's call: the read end of a new pipe is its out_fd
+ * (its answer, read as a child's is, whole at its end),
+ * *ret_wfd the write end for the thread, which the caller starts and
+ * stores in c->thread. Cancelling such a call answers nothing; the
+ * thread runs to its own end (a kernel call's deadline). 0 or -errno. */
+int call_start_thread(struct mcp_call *c, int *ret_wfd);
 
 /* Move the request into the child's stdin as far as it takes it. */
 void call_write(struct mcp_call *c);

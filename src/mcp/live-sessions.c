@@ -20,9 +20,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
+#include "lib/exit-codes.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/format.h"
@@ -30,6 +33,7 @@
 #include "mcp/server-internal.h"
 #include "mcp/tools.h"
 #include "record/store.h"
+#include "run/live-kernel.h"
 
 static struct mcp_live *find(struct mcp_server *s, const char *session)
 {
@@ -95,12 +99,125 @@ static void stop(struct mcp_server *s, struct mcp_live *l, const char *why, uint
         }
 }
 
+static char **labels_of(const json_t *req, const char *sandbox);
+
+/* An in-process kernel call, run by a thread of its own.
+ *
+ * Why a thread: live_kernel_call() blocks for the whole call (it waits
+ * on the supervisor's socket and the output pipes it lends until the
+ * reply), and the server's loop must go on reading requests, serving
+ * other sessions and sending progress meanwhile. A non-blocking variant
+ * would be a second implementation of the kernel's protocol inside mcp/;
+ * a thread keeps live_kernel_call() as it is, and costs well under a
+ * millisecond to start against the 10-20 ms of spawning `hutch exec`
+ * (a process start and a store open). The thread shares nothing with
+ * the loop: it owns copies of what it needs, opens its own store
+ * connection (live_kernel_record(): the record is durable before it
+ * answers), and hands its answer back on a pipe that the loop reads as
+ * it reads a child's stdout (calls.c), whole at its end; the thread is
+ * detached, and closes its store (a due checkpoint, sqlite's at the last
+ * close) after answering. Signals stay blocked in it (inherited from the loop, which
+ * takes them through its signalfd). Cancelling answers nothing at once;
+ * the call itself ends at its deadline, or when the sandbox stops. */
+struct kcall {
+        char *name, *code;
+        size_t len;
+        enum live_kernel_lang lang;
+        uint64_t timeout_ms;
+        char **labels;
+        const struct run_ui *ui;
+        int wfd;
+};
+
+static void *kcall_main(void *p)
+{
+        struct kcall *k = p;
+        _cleanup_free_ char *error = NULL, *text = NULL, *db = NULL;
+        struct store *st = NULL;
+        json_t *o = NULL;
+
+        /* a due checkpoint, and sqlite's at the close of the last
+         * connection, wait for the disk: both after the answer */
+        if (store_default_path(&db) >= 0 && store_open(db, &st, &error) >= 0)
+                store_defer_checkpoints(st);
+        int code = st ? live_kernel_record(k->name, k->lang, k->code, k->len, k->timeout_ms, k->labels, k->ui, st,
+                                           &o, &error)
+                      : EXIT_SETUP;
+        if (!o)
+                o = json_pack("{s:s, s:s, s:s, s:b, s:i}", "schema", "hutch.error/1", "code", "failed", "message",
+                              error ? error : "no record", "retryable", 0, "exit_code", code);
+        text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+        json_decref(o);
+        if (text)
+                (void)write_all(k->wfd, text, strlen(text));
+        close(k->wfd);
+        if (st) {
+                store_checkpoint_if_due(st);
+                store_close(st);
+        }
+        free(k->name);
+        free(k->code);
+        strv_free(k->labels);
+        free(k);
+        return NULL;
+}
+
+/* Start c, a kernel call (lang) into l's sandbox, in a thread. 1, or -1
+ * when it could not start (answered). */
+static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call *c, const json_t *req,
+                       enum live_kernel_lang lang)
+{
+        json_t *code = json_object_get(req, "code");
+        json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
+        struct kcall *k = xcalloc(1, sizeof(*k));
+        int wfd, r;
+
+        c->kind = CALL_LIVE;
+        c->sandbox = xstrdup(l->name);
+        k->name = xstrdup(l->name);
+        k->len = json_string_length(code);
+        k->code = xmalloc(k->len + 1);
+        memcpy(k->code, json_string_value(code), k->len + 1);
+        k->lang = lang;
+        k->timeout_ms = t > 0 ? (uint64_t)t : 30000;
+        k->labels = labels_of(req, l->name);
+        k->ui = s->cfg->ui;
+        r = call_start_thread(c, &wfd);
+        if (r >= 0) {
+                k->wfd = wfd;
+                r = -pthread_create(&c->thread, NULL, kcall_main, k);
+                if (r == 0)
+                        /* nobody waits for it: the answer is its pipe's
+                         * end, what it does after (the store's close)
+                         * is its own business */
+                        (void)pthread_detach(c->thread);
+                else {
+                        close(wfd);
+                        close(c->out_fd);
+                        c->out_fd = -1;
+                }
+        }
+        if (r < 0) {
+                free(k->name);
+                free(k->code);
+                strv_free(k->labels);
+                free(k);
+                log_error("mcp: cannot start a kernel call: %s", strerror(-r));
+                mcp_send_call_result(s, c, mcp_result_error("the server could not start a kernel call: %s",
+                                                            strerror(-r)));
+                return -1;
+        }
+        ++l->seq;
+        l->idle_at_ms = 0;
+        return 1;
+}
+
 int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
 {
         struct mcp_live *l = find(s, c->session);
         _cleanup_(json_decrefp) json_t *req = json_loads(c->request, 0, NULL);
         _cleanup_free_ char *error = NULL;
-        char **argv = NULL;
+        char **argv = NULL, *input = NULL;
         int r;
 
         if (!l) {
@@ -130,7 +247,10 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         }
         if (l->state != LIVE_UP)
                 return 0;
-        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, s->cfg->kernels, &argv, &error);
+        int k = s->cfg->ui && s->cfg->kernels ? mcp_live_kernel_lang(req) : -EINVAL;
+        if (k >= 0)
+                return kcall_start(s, l, c, req, (enum live_kernel_lang)k);
+        r = mcp_live_exec_argv(l->name, req, s->langs, ++l->seq, s->cfg->kernels, &argv, &input, &error);
         if (r < 0) {
                 mcp_send_call_result(s, c, mcp_result_error("%s", error));
                 return -1;
@@ -138,7 +258,10 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         c->argv = argv;
         c->kind = CALL_LIVE;
         c->sandbox = xstrdup(l->name);
-        c->request_off = c->request_len;        /* its stdin is empty */
+        /* its stdin: the call's script, or nothing */
+        c->input = input;
+        c->request_len = input ? strlen(input) : 0;
+        c->request_off = 0;
         r = call_spawn(c, s->exe_fd, NULL);
         if (r < 0) {
                 log_error("mcp: cannot start hutch exec: %s", strerror(-r));
@@ -224,8 +347,12 @@ int live_timers(struct mcp_server *s, uint64_t now)
                         continue;
                 bool busy = false;
                 for (struct mcp_call *c = s->calls; c && !busy; c = c->next)
-                        busy = (c->session && streq(c->session, l->session)) ||
-                               (c->sandbox && streq(c->sandbox, l->name));
+                        /* a kernel call the server's exit cancelled ends
+                         * with the sandbox's stop (a thread cannot be
+                         * told to give up: the stop is how) */
+                        busy = !(s->closing && c->threaded && c->cancelled) &&
+                               ((c->session && streq(c->session, l->session)) ||
+                                (c->sandbox && streq(c->sandbox, l->name)));
                 if (busy)
                         continue;
                 if (s->closing)
@@ -311,7 +438,8 @@ json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *r, 
         _cleanup_(json_decrefp) json_t *req = json_loads(c->request, 0, NULL);
         json_t *sc = json_object_get(r, "structuredContent");
 
-        if (sc)
+        if (sc && !c->threaded)
+                /* (a thread's call was recorded with them) */
                 label_run(sc, req, c->sandbox);
         if (c->kind == CALL_PS)
                 return ps_result(c, r);
@@ -333,12 +461,22 @@ json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *r, 
         _cleanup_free_ char *in_kernel = kernel ? xasprintf("it ran in the session's %s kernel, whose variables and "
                                                             "imports stay for the next call (reload a module "
                                                             "you changed); ", kernel) : NULL;
+        /* run_code the kernel could not take (stdin, files, env): said,
+         * for the model would otherwise look for its variables there */
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        bool brought = json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env");
+        _cleanup_free_ char *no_kernel = !kernel && s->cfg->kernels && k >= 0 && c->kind == CALL_LIVE && brought &&
+                                         json_object_get(req, "code")
+                ? xasprintf("it brought stdin, files or env, which the session's %s kernel cannot take, so "
+                            "it ran as a program (an exec instead), without the kernel's variables; ",
+                            live_kernel_lang_to_string(k)) : NULL;
         char idle[32] = "";
         (void)format_duration_ms(s->cfg->idle_ms, idle, sizeof(idle));
         _cleanup_free_ char *live = xasprintf(
-                "live session: %sfiles and processes stay in its sandbox for the next call; not committed yet: "
+                "live session: %s%sfiles and processes stay in its sandbox for the next call; not committed yet: "
                 "the session's files are %s when the sandbox stops (after %s without a call, or when the server "
-                "exits)%s", in_kernel ? in_kernel : "", l && !l->commit ? "thrown away" : "committed", idle,
+                "exits)%s", in_kernel ? in_kernel : "", no_kernel ? no_kernel : "", l && !l->commit ? "thrown away" : "committed", idle,
                 l && !l->commit ? " unless a later call's commit policy keeps them" : "");
         char *note = c->note ? xasprintf("%s; %s", c->note, live) : xstrdup(live);
         free(c->note);

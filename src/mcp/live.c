@@ -1,10 +1,16 @@
 /* live.c - the argv vectors of `hutch mcp`'s live sessions, the process
  * listing, and the keeper (see live.h).
  *
- * What a call brings (code, stdin, files, env) reaches the live sandbox
- * inside the exec's argv only: a sh script whose every value is single-
- * quoted, so nothing a model sends is ever parsed as shell. The script
- * runs inside the sandbox, as the job, with the job's rights: it can
+ * What a call brings besides its code or argv (stdin, files, env)
+ * reaches the live sandbox through the exec's stdin (`hutch exec
+ * --stdin`), never its argv: an exec records its argv, and a fresh run
+ * records neither stdin nor env, so neither may a live call. The argv
+ * holds a fixed loader (LOADER below), the call's seq and what a fresh
+ * run records too (the code, the command's argv); the stdin
+ * is a sh script whose every value is single-quoted, so nothing a model
+ * sends is ever parsed as shell. The loader writes the script to the
+ * sandbox's /tmp and runs it; the script's first line removes it. Both
+ * run inside the sandbox, as the job, with the job's rights: they can
  * write nothing the job could not. */
 #include "config.h"
 
@@ -24,6 +30,12 @@
 /* a call's own files in the sandbox's /tmp, named by its seq: no mkdir
  * (one process less a call) */
 #define CALL_FILE "/tmp/.hutch-mcp-"
+/* The exec's whole command when the call has a script: `sh -c LOADER
+ * hutch-mcp SEQ WORDS...` (the code, or the command's argv: recorded as
+ * a fresh run records them), the script on stdin, WORDS its "$@". The
+ * script's own stdin is /dev/null unless it gives the call's (a fresh
+ * run's is empty too). */
+#define LOADER "f=" CALL_FILE "$1.sh; shift; cat > \"$f\" || exit 125; exec sh \"$f\" \"$@\" < /dev/null"
 
 /* s single-quoted for sh, appended to f. */
 static void put_quoted(FILE *f, const char *s)
@@ -125,6 +137,8 @@ static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_erro
         const char *k;
         json_t *x;
 
+        /* what the script holds (env values, stdin) stays nowhere */
+        fprintf(f, "rm -f " CALL_FILE "%u.sh\n", seq);
         fputs("hutch_fail() { echo \"hutch: live session: $1\" >&2; exit 125; }\n", f);
         json_object_foreach(json_object_get(req, "files"), k, x) {
                 json_t *content = json_is_object(x) ? json_object_get(x, "content") : x;
@@ -178,9 +192,10 @@ static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_erro
         return 0;
 }
 
-/* `hutch exec NAME --json --timeout T --` then, if script, `sh -c
- * SCRIPT hutch-mcp`, else words. */
-static char **exec_argv(const char *name, const json_t *req, const char *script, char *const *words)
+/* `hutch exec NAME --json --timeout T --` then, with a seq, `--stdin
+ * -- sh -c LOADER hutch-mcp SEQ WORDS...` (the script comes on stdin),
+ * else `-- WORDS...`. */
+static char **exec_argv(const char *name, const json_t *req, unsigned seq, char *const *words)
 {
         char **v = NULL;
         size_t n = 0;
@@ -192,15 +207,19 @@ static char **exec_argv(const char *name, const json_t *req, const char *script,
         v = strv_push(v, &n, name);
         v = strv_push(v, &n, "--json");
         v = strv_push(v, &n, timeout);
-        v = strv_push(v, &n, "--");
-        if (script) {
+        if (seq) {
+                _cleanup_free_ char *s = xasprintf("%u", seq);
+                v = strv_push(v, &n, "--stdin");
+                v = strv_push(v, &n, "--");
                 v = strv_push(v, &n, "sh");
                 v = strv_push(v, &n, "-c");
-                v = strv_push(v, &n, script);
+                v = strv_push(v, &n, LOADER);
                 v = strv_push(v, &n, "hutch-mcp");
+                v = strv_push(v, &n, s);
         } else
-                for (size_t i = 0; words[i]; i++)
-                        v = strv_push(v, &n, words[i]);
+                v = strv_push(v, &n, "--");
+        for (size_t i = 0; words[i]; i++)
+                v = strv_push(v, &n, words[i]);
         return v;
 }
 
@@ -210,10 +229,10 @@ static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
                 *ret_error = xstrdup("out of memory");
                 return -ENOMEM;
         }
-        if (*len > MCP_LIVE_ARGV_MAX) {
-                *ret_error = xasprintf("a live session's call carries at most %u KiB of code, stdin, files "
-                                       "and env together (this one %zu KiB): write large files in parts",
-                                       MCP_LIVE_ARGV_MAX >> 10, *len >> 10);
+        if (*len > MCP_LIVE_INPUT_MAX) {
+                *ret_error = xasprintf("a live session's call carries at most %u MiB of code, stdin, files "
+                                       "and env together (this one %zu MiB): write large files in parts",
+                                       MCP_LIVE_INPUT_MAX >> 20, *len >> 20);
                 free(*text);
                 *text = NULL;
                 return -E2BIG;
@@ -221,15 +240,25 @@ static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
         return 0;
 }
 
+int mcp_live_kernel_lang(const json_t *req)
+{
+        const char *lang = json_string_value(json_object_get(req, "language"));
+        json_t *code = json_object_get(req, "code");
+        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
+        /* a kernel takes code alone: what brings stdin, files or env
+         * runs as a program */
+        if (k < 0 || !argv_safe(code) || json_string_length(code) > LIVE_KERNEL_CODE_MAX ||
+            json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+                return -EINVAL;
+        return k;
+}
+
 /* `hutch exec NAME --json --timeout T --kernel LANG -c CODE`, or NULL
  * when the call is not one for a kernel. */
 static char **kernel_argv(const char *name, const json_t *req)
 {
-        const char *lang = json_string_value(json_object_get(req, "language"));
-        int k = lang ? live_kernel_lang_from_string(lang) : -EINVAL;
-        /* a kernel takes code alone: what brings stdin, files or env
-         * runs as a program */
-        if (k < 0 || json_object_get(req, "stdin") || json_object_get(req, "files") || json_object_get(req, "env"))
+        int k = mcp_live_kernel_lang(req);
+        if (k < 0)
                 return NULL;
         json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
         _cleanup_free_ char *timeout = xasprintf("--timeout=%lldms", (long long)(t > 0 ? t : 30000));
@@ -243,8 +272,21 @@ static char **kernel_argv(const char *name, const json_t *req)
         return v;
 }
 
+/* words' size in an argv: at most MCP_LIVE_ARGV_MAX (the control
+ * socket's request has room for no more). 0 or -E2BIG with *ret_error. */
+static int words_fit(char *const *words, const char *what, char **ret_error)
+{
+        size_t total = 0;
+        for (size_t i = 0; words[i]; i++)
+                total += strlen(words[i]) + 1;
+        if (total <= MCP_LIVE_ARGV_MAX)
+                return 0;
+        *ret_error = xasprintf("%s: at most %u KiB in a live session", what, MCP_LIVE_ARGV_MAX >> 10);
+        return -E2BIG;
+}
+
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       bool kernels, char ***ret, char **ret_error)
+                       bool kernels, char ***ret, char **ret_input, char **ret_error)
 {
         const struct lang *l;
         _cleanup_free_ char *text = NULL, *src = NULL, *out = NULL;
@@ -252,9 +294,8 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         size_t len = 0;
         int r;
 
-        if (kernels && argv_safe(json_object_get(req, "code")) &&
-            strlen(json_string_value(json_object_get(req, "code"))) <= LIVE_KERNEL_CODE_MAX &&
-            (*ret = kernel_argv(name, req)))
+        *ret_input = NULL;
+        if (kernels && (*ret = kernel_argv(name, req)))
                 return 0;
         if (!langs) {
                 *ret_error = xstrdup("language: no languages file (languages.ini) on this server");
@@ -267,6 +308,12 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
                 *ret_error = xstrdup("code: a live session takes code without NUL bytes");
                 return -EINVAL;
         }
+        /* the code is the exec's argument, so its record holds it as a
+         * fresh run's does; the rest comes on stdin */
+        char *words[] = { (char *)json_string_value(json_object_get(req, "code")), NULL };
+        r = words_fit(words, "code", ret_error);
+        if (r < 0)
+                return r;
         /* a file of its own per call: a process an earlier call left
          * may still run (or hold open) the earlier one */
         src = xasprintf(CALL_FILE "%u%s", seq, l->extension);
@@ -284,9 +331,7 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
                 fclose(f);
                 return r;
         }
-        fputs("printf %s ", f);
-        put_quoted(f, json_string_value(json_object_get(req, "code")));
-        fprintf(f, " > %s || hutch_fail 'cannot write the code'\n", src);
+        fprintf(f, "printf %%s \"$1\" > %s || hutch_fail 'cannot write the code'\n", src);
         if (compile) {
                 for (size_t i = 0; compile[i]; i++) {
                         put_quoted(f, compile[i]);
@@ -303,12 +348,13 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         r = finish_script(f, &text, &len, ret_error);
         if (r < 0)
                 return r;
-        *ret = exec_argv(name, req, text, NULL);
+        *ret = exec_argv(name, req, seq, words);
+        *ret_input = TAKE_PTR(text);
         return 0;
 }
 
 int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       bool kernels, char ***ret, char **ret_error)
+                       bool kernels, char ***ret, char **ret_input, char **ret_error)
 {
         json_t *argv = json_object_get(req, "argv");
         _cleanup_free_ char *text = NULL;
@@ -317,8 +363,9 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
         json_t *x;
         int r;
 
+        *ret_input = NULL;
         if (!argv)
-                return mcp_live_code_argv(name, req, langs, seq, kernels, ret, ret_error);
+                return mcp_live_code_argv(name, req, langs, seq, kernels, ret, ret_input, ret_error);
         json_array_foreach(argv, i, x) {
                 if (!argv_safe(x)) {
                         *ret_error = xasprintf("argv/%zu: expected a string without NUL", i);
@@ -326,15 +373,11 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                 }
                 words = strv_push(words, &n, json_string_value(x));
         }
+        r = words_fit(words, "argv", ret_error);
+        if (r < 0)
+                return r;
         if (!json_object_get(req, "stdin") && !json_object_get(req, "files") && !json_object_get(req, "env")) {
-                size_t total = 0;
-                for (i = 0; words[i]; i++)
-                        total += strlen(words[i]) + 1;
-                if (total > MCP_LIVE_ARGV_MAX) {
-                        *ret_error = xasprintf("argv: at most %u KiB in a live session", MCP_LIVE_ARGV_MAX >> 10);
-                        return -E2BIG;
-                }
-                *ret = exec_argv(name, req, NULL, words);
+                *ret = exec_argv(name, req, 0, words);
                 return 0;
         }
         FILE *f = open_memstream(&text, &len);
@@ -347,16 +390,14 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                 fclose(f);
                 return r;
         }
-        fputs("exec", f);
-        for (i = 0; words[i]; i++) {
-                fputc(' ', f);
-                put_quoted(f, words[i]);
-        }
-        fputc('\n', f);
+        /* the words are the exec's arguments (recorded, as a fresh
+         * run's argv is), the script's "$@" */
+        fputs("exec \"$@\"\n", f);
         r = finish_script(f, &text, &len, ret_error);
         if (r < 0)
                 return r;
-        *ret = exec_argv(name, req, text, NULL);
+        *ret = exec_argv(name, req, seq, words);
+        *ret_input = TAKE_PTR(text);
         return 0;
 }
 
@@ -379,7 +420,8 @@ static const char ps_script[] =
 char **mcp_live_ps_argv(const char *name)
 {
         json_t *req = json_pack("{s:{s:i}}", "limits", "timeout_ms", 10000);
-        char **v = exec_argv(name, req, ps_script, NULL);
+        char *words[] = { (char *)"sh", (char *)"-c", (char *)ps_script, NULL };
+        char **v = exec_argv(name, req, 0, words);
         json_decref(req);
         return v;
 }

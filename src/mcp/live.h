@@ -31,8 +31,11 @@ struct lang_table;
  * fires when the server could not stop it (a backstop). */
 #define MCP_LIVE_BACKSTOP_MS 60000u
 /* What an exec's argv may hold (the control socket's LIVE_ARGV_MAX, with
- * room for the wrapper): code, stdin and files of one call together. */
+ * room for the loader): a call's code, or its command's argv. */
 #define MCP_LIVE_ARGV_MAX (60u << 10)
+/* What a call's script (its stdin, files and env, fed to the exec's
+ * stdin) may hold. */
+#define MCP_LIVE_INPUT_MAX (16u << 20)
 
 /* `hutch sandbox start NAME --session SESSION --commit success
  * --idle-timeout IDLE+BACKSTOP RUN_ARGS... LIMITS... --publish ...
@@ -44,24 +47,34 @@ char **mcp_live_start_argv(const char *name, const char *session, const json_t *
 
 /* The exec argv of a run_code or run_command call (req: its
  * hutch.request/1), the call's seq-th in the sandbox: `hutch exec NAME
- * --json --timeout T -- ...`. run_command without stdin, files or env
- * runs its argv as is; otherwise a short sh script writes the files
- * (relative to /workspace), exports env, gives stdin from a file and
- * execs the command, every value single-quoted into it. 0 and *ret, or
- * -EINVAL / -E2BIG with *ret_error (one line for the model). */
+ * --json --timeout T -- ...`, and what to write to the exec's stdin
+ * (*ret_input, or NULL: nothing). run_command without stdin, files or
+ * env runs its argv as is; otherwise the exec runs `--stdin -- sh -c
+ * LOADER hutch-mcp SEQ ARGV...` and *ret_input is a short sh script
+ * that writes the files (relative to /workspace), exports env, gives
+ * stdin from a file and execs the command, every value single-quoted
+ * into it: no stdin, env or file content is in the argv, which the
+ * exec's record keeps. 0 and *ret, or -EINVAL / -E2BIG with *ret_error
+ * (one line for the model). */
 int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       bool kernels, char ***ret, char **ret_error);
+                       bool kernels, char ***ret, char **ret_input, char **ret_error);
 
 /* The argv of a run_code call in the live sandbox: the one place that
  * decides how code runs in a live session. With kernels (hutch mcp
  * --kernels), python and node code without stdin, files or env runs in
  * the sandbox's persistent interpreter (`hutch exec --kernel LANG -c
  * CODE`: variables and imports persist, a final expression's value is
- * printed); otherwise as a program: written to /tmp/.hutch-mcp-SEQ.EXT,
- * compiled if the language says so, then run as languages.ini says.
- * Same contract as mcp_live_exec_argv(). */
+ * printed); otherwise as a program: the code the loader's argument, the
+ * script on stdin writing it to /tmp/.hutch-mcp-SEQ.EXT, compiling it
+ * if the language says so, then running it as languages.ini says. Same
+ * contract as mcp_live_exec_argv(). */
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
-                       bool kernels, char ***ret, char **ret_error);
+                       bool kernels, char ***ret, char **ret_input, char **ret_error);
+
+/* The kernel language (enum live_kernel_lang) of a run_code call that
+ * a kernel can take: python or node, code without NUL of at most
+ * LIVE_KERNEL_CODE_MAX, no stdin, files or env; -EINVAL otherwise. */
+int mcp_live_kernel_lang(const json_t *req);
 
 /* `hutch exec NAME --json --timeout 10s -- sh -c LISTING`: one line per
  * process of the sandbox but its init and the listing's own:

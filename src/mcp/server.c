@@ -158,7 +158,7 @@ static int timers(struct mcp_server *s, uint64_t now)
         uint64_t next = UINT64_MAX;
         size_t ahead = running(s);
         for (struct mcp_call *c = s->calls; c; c = c->next) {
-                if (c->kill_at_ms && !c->exited) {
+                if (c->kill_at_ms && !c->exited && c->pid > 0) {
                         if (now >= c->kill_at_ms) {
                                 /* hutch run did not finish recording in time: the
                                  * run's row becomes an orphan; say so */

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct run_ui;
+
 struct mcp_config {
         uint64_t max_timeout_ms;        /* the ceiling of a run's timeout */
         unsigned max_concurrent;        /* runs at once; more queue */
@@ -22,11 +24,14 @@ struct mcp_config {
                                          * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         bool live;                      /* sessions are live sandboxes (--sessions live) */
         uint64_t idle_ms;
-        bool kernels;                   /* --kernels: run_code python|node in a live
+        bool kernels;                   /* unless --no-kernels: run_code python|node in a live
                                          * session's persistent interpreter */
         char **publish;                 /* --publish [HOST_PORT:]PORT of each session's
                                          * sandbox (owned by the caller), or NULL */               /* a session's sandbox stops after this long
                                          * without a call (--idle-timeout) */
+        const struct run_ui *ui;        /* how a run is answered (its result object):
+                                         * with it, kernel calls run and are recorded
+                                         * in the server; NULL: every call is a child */
         json_t *limits;                 /* language ("" for the rest) -> the request
                                          * "limits" its runs get, each at most the
                                          * operator's ceiling (owned by the caller) */

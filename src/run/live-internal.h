@@ -212,3 +212,8 @@ void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, in
 void live_kernels_poll(const struct live_kernels *ks, struct pollfd *p);
 uint64_t live_kernels_deadline(const struct live_kernels *ks);
 void live_kernels_events(struct live_kernels *ks, struct live *l, const struct pollfd *p);
+
+/* run/live-kernel-call.c: a kernel call's result as a run's outcome
+ * (status, exit code, message). */
+struct run_outcome;
+void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o);

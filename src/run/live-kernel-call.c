@@ -183,7 +183,7 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         return r;
 }
 
-static void outcome_of(const struct live_kernel_result *k, struct run_outcome *o)
+void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
 {
         o->wall_ms = k->wall_ms;
         o->job_exit_code = -1;
@@ -308,7 +308,7 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
                                 (void)write_all(STDOUT_FILENO, "\n", 1);
                         }
                 }
-                outcome_of(&res, &o);
+                live_kernel_outcome(&res, &o);
                 /* (a stop or a deadline is the run's error, said at its end) */
                 if (res.status == LIVE_KERNEL_DIED && !res.stopped && !res.timed_out && !json)
                         log_warning("exec: %s", res.message);

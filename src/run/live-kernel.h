@@ -17,9 +17,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 
 struct capture;
 struct run_ui;
+struct store;
 
 enum live_kernel_lang {
         LIVE_KERNEL_PYTHON,
@@ -81,3 +83,18 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
  * died or could not start, 75 busy. */
 int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
                      uint64_t timeout_ms, bool json, const struct run_ui *ui);
+
+/* live_kernel_call() recorded as live_kernel_exec() records it (labels
+ * sandbox=NAME, kernel=LANG and the NULL-terminated labels, "k=v", may
+ * be NULL), printing nothing: for a caller in another process than the
+ * CLI (hutch mcp), which runs it in a thread of its own. The record is
+ * complete and durable in the store (store_run_finish(), as a run's)
+ * before it returns. st is the store connection to record in, used by
+ * this call alone (sqlite connections are not shared between threads),
+ * or NULL to open one (closed before returning). Returns the run's hutch.result/1 object
+ * (ui->result_object) in *ret, NULL when nothing could be recorded, and
+ * hutch's exit code as live_kernel_exec() does; *ret_error (a new
+ * string) says why when *ret is NULL. */
+int live_kernel_record(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
+                       uint64_t timeout_ms, char *const *labels, const struct run_ui *ui, struct store *st,
+                       json_t **ret, char **ret_error);

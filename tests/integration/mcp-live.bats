@@ -39,17 +39,36 @@ live() {
         [[ "$output" == *"ok publish"* ]]
 }
 
-@test "mcp live: --kernels: run_code keeps python and node variables between calls, across an error" {
+@test "mcp live: run_code keeps python and node variables between calls, across an error" {
         command -v node >/dev/null || skip "node not installed"
-        run -0 live kernels --era modern -- --kernels
+        run -0 live kernels --era modern
         echo "$output"
         [[ "$output" == *"ok kernels"* ]]
+        run -0 live nokernels -- --no-kernels
+        echo "$output"
+        [[ "$output" == *"ok nokernels"* ]]
+}
+
+@test "mcp live: the server runs kernel calls itself: a slow one holds no other session's call; each is a complete record" {
+        run -0 live kernel_parallel --era modern
+        echo "$output"
+        [[ "$output" == *"ok kernel_parallel"* ]]
+        # the server's exit does not wait for a looping kernel call's deadline
+        run -0 live kernel_exit
+        echo "$output"
+        [[ "$output" == *"ok kernel_exit"* ]]
 }
 
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
         run -0 live state --era modern
         echo "$output"
         [[ "$output" == *"ok state"* ]]
+}
+
+@test "mcp live: a call's stdin and env reach it and land nowhere in the store; files work" {
+        run -0 live private --era modern
+        echo "$output"
+        [[ "$output" == *"ok private"* ]]
 }
 
 @test "mcp live: three calls on one session sent at once run in order, one at a time, in its sandbox" {

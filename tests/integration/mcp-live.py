@@ -162,8 +162,93 @@ def scenario_kernels(c):
     # stdin: a program, which does not see the kernel's variables
     r = c.run("run_code", {"language": "python", "session": "k", "stdin": "in\n",
                            "code": "import sys\nprint(sys.stdin.read().strip(), 'x' in globals())"})
-    check(r["structuredContent"]["stdout"] == "in False\n" and "kernel" not in text_of(r),
+    check(r["structuredContent"]["stdout"] == "in False\n" and "exec instead" in text_of(r)
+          and "labels" in r["structuredContent"] and "kernel" not in r["structuredContent"]["labels"],
           "code with stdin: %r" % text_of(r))
+    c.close()
+
+
+def scenario_kernel_parallel(c):
+    """The server runs kernel calls itself (a thread each): a kernel call
+    of one session that takes seconds does not hold another session's,
+    nor list_runs; it gets its progress; both are complete records."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "ka", "code": "import time\nx = 1"})
+    run_ok(c, "run_code", {"language": "python", "session": "kb", "code": "y = 2"})
+    t0 = time.monotonic()
+    slow = c.call(None, "run_code", {"language": "python", "session": "ka", "code": "time.sleep(3); x + 40"},
+                  meta={"progressToken": "slow"})
+    r = c.tool_result(c.call(None, "run_code", {"language": "python", "session": "kb", "code": "y * 21"}),
+                      "run_code")
+    fast = time.monotonic() - t0
+    check(r["structuredContent"]["stdout"] == "42\n", "the other session's call: %r" % text_of(r))
+    r2 = c.tool_result(c.call(None, "list_runs", {"limit": 1}), "list_runs")
+    check(not r2["isError"], "list_runs meanwhile: %r" % text_of(r2))
+    # answered before the slow call (whatever the host's load)
+    check(not any(m.get("id") == slow and "method" not in m for m in c.pending),
+          "another session's call waited for the slow one (%.1fs)" % fast)
+    r = c.tool_result(slow, "run_code")
+    check(r["structuredContent"]["stdout"] == "41\n" and time.monotonic() - t0 >= 3,
+          "the slow call: %r" % text_of(r))
+    rec = show(r["structuredContent"]["id"])
+    check(rec["status"] == "success" and rec["labels"].get("kernel") == "python"
+          and rec["labels"].get("mcp.session") and rec["labels"].get("mcp.live", "").startswith("mcp-")
+          and rec["code"] == "time.sleep(3); x + 40" and rec["stdout"] == "41\n",
+          "the slow call's record: %r" % rec)
+    c.close()
+
+
+def scenario_kernel_exit(c):
+    """The server's end of input while a kernel call loops (its timeout
+    far off): the server stops the sandbox, which ends the call, and
+    exits within seconds, leaving no process."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "ke", "code": "x = 1"})
+    prefix = server_prefix(c)
+    c.call(None, "run_code", {"language": "python", "session": "ke", "timeout_s": 120,
+                              "code": "import time\nwhile True: time.sleep(0.05)"})
+    wait_until("the loop's call to run", lambda: ms.hutch_json("ls", "--json", "--sandbox", prefix + "1",
+                                                                "--status", "running"), 20)
+    t0 = time.monotonic()
+    c.proc.stdin.close()
+    try:
+        c.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        raise Fail("the server did not exit within 30 s of its end of input")
+    check(time.monotonic() - t0 < 30, "exit took too long")
+    check(not sandboxes(prefix), "a sandbox is left: %r" % sandboxes(prefix))
+
+
+def scenario_kernel_latency(c):
+    """Not a check: the median of 150 kernel calls (x += 1) on one
+    session through MCP, in ms, printed for the report: request written
+    to response read, the answer not validated (the schema check is the
+    client's time, not the server's)."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "kl", "code": "x = 0"})
+    t = []
+    for i in range(150):
+        t0 = time.monotonic()
+        m = c.wait(c.call(None, "run_code", {"language": "python", "session": "kl", "code": "x += 1"}))
+        t.append((time.monotonic() - t0) * 1000)
+        check(not m["result"]["isError"], "call failed: %r" % m)
+    r = run_ok(c, "run_code", {"language": "python", "session": "kl", "code": "x"})
+    check(r["structuredContent"]["stdout"] == "150\n", "x: %r" % text_of(r))
+    t.sort()
+    print("kernel latency %s: median %.2f ms, min %.2f, p90 %.2f (n=%d)"
+          % (" ".join(c.server_args), t[len(t) // 2], t[0], t[int(len(t) * 0.9)], len(t)))
+    c.close()
+
+
+def scenario_nokernels(c):
+    """--no-kernels: run_code in python runs as a program each call (no
+    variable persists), files still do."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "nk", "code": "x = 1\nopen('f', 'w').write('y')"})
+    r = run_ok(c, "run_code", {"language": "python", "session": "nk",
+                               "code": "print('x' in globals(), open('f').read())"})
+    check(r["structuredContent"]["stdout"] == "False y\n" and "kernel" not in r["structuredContent"]["labels"],
+          "--no-kernels: %r" % text_of(r))
     c.close()
 
 
@@ -199,6 +284,55 @@ def scenario_state(c):
     check(alive(marker), "a call's timeout ended the sandbox")
     c.close()
     check(not alive(marker), "a process of the session outlived the server")
+
+
+def store_holding(needles):
+    """The files under the state dir that hold any of needles (bytes)."""
+    found = []
+    for root, dirs, files in os.walk(STATE):
+        for f in files:
+            path = os.path.join(root, f)
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue        # a socket, a fifo
+            found += ["%s (%s)" % (path, n.decode()) for n in needles if n in data]
+    return found
+
+
+def scenario_private(c):
+    """A live call's stdin and env reach the command and land nowhere in
+    the state dir (a fresh run records neither): not in the exec's
+    record, not in a file left in the sandbox that its stop commits;
+    files work and their content is not in the exec's argv."""
+    c.handshake()
+    tag = "%d%d" % (os.getpid(), int(time.monotonic() * 1000))
+    # lower case in, upper case out: the call's output (recorded, as a
+    # fresh run's is) does not hold them as given
+    sin, senv, sfile = ("s3cret-in-" + tag), ("s3cret-env-" + tag), ("S3CRET-FILE-" + tag)
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "{ cat; echo \"$TOKEN\"; } | tr a-z A-Z; cat sub/f.txt"],
+                                  "session": "pv", "stdin": sin + "\n", "env": {"TOKEN": senv},
+                                  "files": {"sub/f.txt": sfile + "\n"}})
+    check(r["structuredContent"]["stdout"] == "%s\n%s\n%s\n" % (sin.upper(), senv.upper(), sfile),
+          "the call: %r" % text_of(r))
+    run_id = r["structuredContent"]["id"]
+    r = run_ok(c, "run_code", {"language": "python", "session": "pv", "stdin": sin + "-2\n",
+                               "env": {"TOKEN": senv + "-2"},
+                               "code": "import os, sys\nprint(sys.stdin.read().strip().upper(), "
+                                       "os.environ['TOKEN'].upper())"})
+    check(r["structuredContent"]["stdout"] == "%s-2 %s-2\n" % (sin.upper(), senv.upper()),
+          "run_code: %r" % text_of(r))
+    check("exec instead" in text_of(r), "the fallback from the kernel is not said: %r" % text_of(r))
+    argv = json.dumps(show(run_id).get("argv"))
+    check("hutch-mcp" in argv and sfile not in argv and sin not in argv and senv not in argv,
+          "the exec's recorded argv: %s" % argv)
+    found = store_holding([sin.encode(), senv.encode()])
+    check(not found, "stdin or env in the state dir while the session is up: %s" % found)
+    c.close()
+    found = store_holding([sin.encode(), senv.encode()])
+    check(not found, "stdin or env in the state dir after the session's stop: %s" % found)
+    check(store_holding([sfile.encode()]), "the session's file was not committed")
 
 
 def scenario_exit(c):

@@ -16,6 +16,7 @@
 #include "lib/util.h"
 #include "mcp/format.h"
 #include "mcp/live.h"
+#include "run/live-kernel.h"
 #include "mcp/tools.h"
 #include "mcp/wire.h"
 
@@ -200,49 +201,96 @@ static void tools(void **state)
 
 static void live_argv(void **state)
 {
-        char **v = NULL, *err = NULL;
+        char **v = NULL, *err = NULL, *in = NULL;
         json_t *req = json_pack("{s:[s,s], s:{s:i}}", "argv", "echo", "it's", "limits", "timeout_ms", 5000);
 
         /* a plain command: its argv as is, after exec's own options */
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), 0);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &in, &err), 0);
         const char *want[] = { "hutch", "exec", "sb", "--json", "--timeout=5000ms", "--", "echo", "it's", NULL };
         for (size_t i = 0; want[i] || v[i]; i++)
                 assert_string_equal(v[i], want[i]);
+        assert_null(in);
         strv_free(v);
-        /* stdin, env and files: one sh script, every value single-quoted */
-        json_object_set_new(req, "stdin", json_string("a'b $(x)"));
-        json_object_set_new(req, "env", json_pack("{s:s}", "K", "v'"));
-        json_object_set_new(req, "files", json_pack("{s:s}", "d/f.txt", "`x`"));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, false, &v, &err), 0);
-        assert_string_equal(v[6], "sh");
-        assert_string_equal(v[7], "-c");
-        assert_non_null(strstr(v[8], "printf %s 'a'\\''b $(x)' > /tmp/.hutch-mcp-7.stdin"));
-        assert_non_null(strstr(v[8], "export K='v'\\'''\n"));
-        assert_non_null(strstr(v[8], "mkdir -p -- 'd'"));
-        assert_non_null(strstr(v[8], "printf %s '`x`' > 'd/f.txt'"));
-        assert_non_null(strstr(v[8], "exec 'echo' 'it'\\''s'\n"));
+        /* stdin, env and files: one sh script on the exec's stdin, every
+         * value single-quoted; the argv has the loader and the command */
+        json_object_set_new(req, "stdin", json_string("a'b $(x) SECRET-IN"));
+        json_object_set_new(req, "env", json_pack("{s:s}", "K", "v' SECRET-ENV"));
+        json_object_set_new(req, "files", json_pack("{s:s}", "d/f.txt", "`x` SECRET-FILE"));
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 7, false, &v, &in, &err), 0);
+        const char *want2[] = { "hutch", "exec", "sb", "--json", "--timeout=5000ms", "--stdin", "--", "sh", "-c",
+                                NULL /* the loader */, "hutch-mcp", "7", "echo", "it's", NULL };
+        for (size_t i = 0; want2[i] || i == 9 || v[i]; i++)
+                if (i != 9)
+                        assert_string_equal(v[i], want2[i]);
+        for (size_t i = 0; v[i]; i++)
+                assert_null(strstr(v[i], "SECRET"));
+        assert_non_null(strstr(in, "rm -f /tmp/.hutch-mcp-7.sh\n"));
+        assert_non_null(strstr(in, "printf %s 'a'\\''b $(x) SECRET-IN' > /tmp/.hutch-mcp-7.stdin"));
+        assert_non_null(strstr(in, "export K='v'\\'' SECRET-ENV'\n"));
+        assert_non_null(strstr(in, "mkdir -p -- 'd'"));
+        assert_non_null(strstr(in, "printf %s '`x` SECRET-FILE' > 'd/f.txt'"));
+        assert_non_null(strstr(in, "exec \"$@\"\n"));
         strv_free(v);
+        free(in);
         /* paths out of the workspace, NUL bytes, too much */
         const char *bad[] = { "../x", "/etc/x", "a//b", "a/./b", "a/", "" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_object_set_new(req, "files", json_pack("{s:s}", bad[i], "x"));
-                assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
+                assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &in, &err), -EINVAL);
                 assert_non_null(strstr(err, "relative path"));
                 free(err);
                 err = NULL;
         }
         json_object_del(req, "files");
         json_object_set_new(req, "stdin", json_stringn("a\0b", 3));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -EINVAL);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &in, &err), -EINVAL);
         assert_non_null(strstr(err, "NUL"));
         free(err);
+        /* a large stdin goes on stdin; a too large argv is refused */
         char *big = xmalloc(MCP_LIVE_ARGV_MAX + 2);
         memset(big, 'x', MCP_LIVE_ARGV_MAX + 1);
         big[MCP_LIVE_ARGV_MAX + 1] = '\0';
         json_object_set_new(req, "stdin", json_string(big));
-        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &err), -E2BIG);
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &in, &err), 0);
+        assert_true(strlen(in) > MCP_LIVE_ARGV_MAX);
+        strv_free(v);
+        free(in);
+        json_array_append_new(json_object_get(req, "argv"), json_string(big));
+        assert_int_equal(mcp_live_exec_argv("sb", req, NULL, 1, false, &v, &in, &err), -E2BIG);
+        assert_non_null(strstr(err, "argv"));
         free(err);
         free(big);
+        json_decref(req);
+}
+
+static void live_kernel_lang(void **state)
+{
+        json_t *req = json_pack("{s:s, s:s}", "language", "python", "code", "x += 1");
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_PYTHON);
+        json_object_set_new(req, "language", json_string("node"));
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_NODE);
+        /* what a kernel cannot take runs as a program */
+        const char *brought[] = { "stdin", "files", "env" };
+        for (size_t i = 0; i < ELEMENTSOF(brought); i++) {
+                json_object_set_new(req, brought[i], json_object());
+                assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+                json_object_del(req, brought[i]);
+        }
+        json_object_set_new(req, "code", json_stringn("a\0b", 3));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        char *big = xmalloc(LIVE_KERNEL_CODE_MAX + 2);
+        memset(big, '1', LIVE_KERNEL_CODE_MAX + 1);
+        big[LIVE_KERNEL_CODE_MAX + 1] = '\0';
+        json_object_set_new(req, "code", json_string(big));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        big[LIVE_KERNEL_CODE_MAX] = '\0';
+        json_object_set_new(req, "code", json_string(big));
+        assert_int_equal(mcp_live_kernel_lang(req), LIVE_KERNEL_NODE);
+        free(big);
+        json_object_set_new(req, "language", json_string("c"));
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
+        json_object_del(req, "language");
+        assert_int_equal(mcp_live_kernel_lang(req), -EINVAL);
         json_decref(req);
 }
 
@@ -267,6 +315,7 @@ int main(void)
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
                 cmocka_unit_test(live_argv),
+                cmocka_unit_test(live_kernel_lang),
                 cmocka_unit_test(live_ps),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

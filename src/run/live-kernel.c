@@ -296,6 +296,11 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
         uint64_t t = req.timeout_ms ? req.timeout_ms : live_config(l)->timeout_ms;
         k->deadline_ms = t ? k->started_ms + t : 0;
         live_busy(l, true);
+        /* the request first: the kernel runs it while its client wakes
+         * up for the pipes (what the call writes meanwhile waits in
+         * them); an idle kernel's socket buffer is empty: the frame fits */
+        if (k->sock < 0 || send(k->sock, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)flen)
+                kill_kernel(k, l, "the kernel did not take its request");
         /* the output pipes, lent: SCM_RIGHTS hands copies */
         struct live_reply f = { .op = LIVE_OP_FDS };
         memcpy(f.run_id, k->run_id, sizeof(f.run_id));
@@ -317,9 +322,6 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
                 memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
         }
         (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
-        /* an idle kernel's socket buffer is empty: the frame fits */
-        if (k->sock < 0 || send(k->sock, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)flen)
-                kill_kernel(k, l, "the kernel did not take its request");
 }
 
 void live_kernel_job_started(struct live_kernel *k, struct live *l, int32_t pid)

@@ -9,14 +9,19 @@
 #   run:    hutch run -- /bin/true          (a new sandbox and its record)
 #   bwrap:  bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev
 #           --proc /proc --tmpfs /tmp /bin/true
+#   kernel: hutch exec bench --kernel python -c 'x+=1'   (a call into the
+#           sandbox's Python kernel, each a complete, durable record;
+#           left out without python3)
 #   true:   /bin/true                       (the floor of any process start)
 # Times come from bash's $EPOCHREALTIME, so no timer process runs between
 # two commands. Prints each command's median, mean and 99th percentile in
 # milliseconds, then the targets of issue 41 as ratios of the medians:
-# exec/run (target <= 0.5) and exec/bwrap (target < 1.0).
-# HUTCH_BASE=path/to/another/hutch adds that build's exec into its own
-# live sandbox as "base", and prints exec/base: the way to measure a
-# change on a host whose load moves between two runs.
+# exec/run (target <= 0.5), exec/bwrap (target < 1.0) and kernel/true
+# (target <= 1.5).
+# HUTCH_BASE=path/to/another/hutch adds that build's exec (and kernel
+# call) into its own live sandbox as "base" (and "kbase"), and prints
+# exec/base (kernel/kbase): the way to measure a change on a host whose
+# load moves between two runs.
 #
 #   bench/exec.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch)
 set -euo pipefail
@@ -42,6 +47,15 @@ if [ -n "$base" ]; then
         names+=(base)
         HUTCH_STATE_DIR=$tmp/state-base "$base" sandbox start bench --idle-timeout none >/dev/null
 fi
+kernel=
+if command -v python3 >/dev/null && "$hutch" exec bench --kernel python -c 'x = 0' >/dev/null 2>&1; then
+        kernel=1
+        names+=(kernel)
+        if [ -n "$base" ]; then
+                HUTCH_STATE_DIR=$tmp/state-base "$base" exec bench --kernel python -c 'x = 0' >/dev/null
+                names+=(kbase)
+        fi
+fi
 
 cmd_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp)
 run_named() {
@@ -51,6 +65,8 @@ run_named() {
         bwrap) "${cmd_bwrap[@]}" /bin/true ;;
         true) /bin/true ;;
         base) HUTCH_STATE_DIR=$tmp/state-base "$base" exec bench -- /bin/true ;;
+        kernel) "$hutch" exec bench --kernel python -c 'x+=1' ;;
+        kbase) HUTCH_STATE_DIR=$tmp/state-base "$base" exec bench --kernel python -c 'x+=1' ;;
         esac
 }
 
@@ -101,9 +117,20 @@ awk -v e="$(stats exec)" -v r="$(stats run)" -v b="$(stats bwrap)" -v t="$(stats
         printf "           %.2f exec/bwrap of the medians (target < 1.0)%s\n", y, y < 1.0 ? "" : "  OVER TARGET"
         printf "           exec is %.2f ms above the floor of a process start (/bin/true)\n", E[1] - T[1]
 }'
+if [ -n "$kernel" ]; then
+        awk -v k="$(stats kernel)" -v t="$(stats true)" 'BEGIN {
+                split(k, K, " "); split(t, T, " ")
+                x = K[1] / T[1]
+                printf "           %.2f kernel/true of the medians (target <= 1.5)%s\n", x, x <= 1.5 ? "" : "  OVER TARGET"
+        }'
+fi
 if [ -n "$base" ]; then
         awk -v e="$(stats exec)" -v o="$(stats base)" 'BEGIN {
                 split(e, E, " "); split(o, O, " ")
                 printf "           %.2f exec/base of the medians, %.2f of the p99s\n", E[1] / O[1], E[3] / O[3]
+        }'
+        [ -z "$kernel" ] || awk -v e="$(stats kernel)" -v o="$(stats kbase)" 'BEGIN {
+                split(e, E, " "); split(o, O, " ")
+                printf "           %.2f kernel/kbase of the medians, %.2f of the p99s\n", E[1] / O[1], E[3] / O[3]
         }'
 fi

@@ -1,11 +1,18 @@
 /* run/live-exec.c - the clients of a live sandbox's control socket:
  * `hutch exec`, `hutch sandbox ls`, `hutch sandbox stop` (run/live.h).
  *
- * An exec is recorded here, by the process that asked for it, like any
- * run: its row (labelled sandbox=NAME) before the job starts, its
- * output captured as it is read, its end in one final update. The job's
- * output arrives on the read ends of pipes the supervisor made for this
- * exec alone (live.c); nothing of ours goes into the sandbox. */
+ * An exec is recorded like any run: its row (labelled sandbox=NAME)
+ * before the job starts, its output captured here as it is read, its
+ * end in one final update, durable before we return. The supervisor
+ * writes the row (live-record.c) and, from what we send it after the
+ * job's END (FINISH: the outcome and the captured output), the final
+ * update, synced before its DONE; so a plain exec never opens the
+ * store. We write the final update ourselves (run_finish_record()) with
+ * --json or --events, when the exec outlives a heartbeat, when the
+ * output does not fit a FINISH, or when the supervisor could not write
+ * it. The job's output arrives on the read ends of pipes the supervisor
+ * made for this exec alone (live.c); nothing of ours goes into the
+ * sandbox. */
 #include "config.h"
 
 #include <dirent.h>
@@ -71,8 +78,11 @@ struct exec_io {
         size_t in_off, in_len;
         bool gone[2];           /* our stdout / stderr's reader went away */
         struct run_ctx *ctx;    /* captures, --events, the store */
-        struct run_record *rec; /* the exec's row, once the supervisor wrote it */
+        struct run_record *rec; /* the exec's row, read back once the store is open */
+        char run_id[sizeof(((struct live_reply *)0)->run_id) + 1]; /* its id, once the supervisor wrote it */
         bool json, events;
+        bool fast;              /* the supervisor writes the end (FINISH): no store here
+                                 * unless the exec outlives a heartbeat or FINISH fails */
         char inbuf[65536];
 };
 
@@ -288,13 +298,16 @@ static int attach_run(struct exec_io *x, const char *id)
         struct run_ctx *ctx = x->ctx;
         if (ctx->rec || !id[0])
                 return 0;
-        char copy[sizeof(((struct live_reply *)0)->run_id) + 1];
-        snprintf(copy, sizeof(copy), "%s", id);
-        int r = store_run_get(ctx->store, copy, &x->rec, NULL);
+        if (!x->run_id[0]) {
+                snprintf(x->run_id, sizeof(x->run_id), "%.*s", (int)sizeof(x->run_id) - 1, id);
+                log_info("run %s", x->run_id);
+        }
+        if (!ctx->store)
+                return 0;       /* fast: read back only if the store is opened */
+        int r = store_run_get(ctx->store, x->run_id, &x->rec, NULL);
         if (r < 0)
                 return r;
         ctx->rec = x->rec;
-        log_info("run %s", x->rec->id);
         if (x->events) {
                 ctx->ev = events_new(STDOUT_FILENO, NULL);
                 json_t *limits = x->rec->limits_json ? json_loads(x->rec->limits_json, 0, NULL) : NULL,
@@ -307,6 +320,22 @@ static int attach_run(struct exec_io *x, const char *id)
          * marker, do a due checkpoint (as `hutch run` does) */
         run_on_job_started(ctx);
         return 0;
+}
+
+/* Open the store (ctx->store, with checkpoints deferred: a due one runs
+ * while the job does) and read back the exec's row if the supervisor
+ * wrote it already. 0, or -errno after saying why. */
+static int open_store(struct exec_io *x)
+{
+        _cleanup_free_ char *db = NULL, *error = NULL;
+        struct store *s = NULL;
+        if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
+                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
+                return -EIO;
+        }
+        store_defer_checkpoints(s);
+        x->ctx->store = s;
+        return attach_run(x, x->run_id);
 }
 
 /* Relay the job's stdio until its end: the reply. */
@@ -331,7 +360,10 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                 uint64_t now = now_monotonic_ms();
                 if (now >= beat) {
                         /* the row's heartbeat, and --events' (once
-                         * there is a row) */
+                         * there is a row); a fast exec opens the
+                         * store for it only now */
+                        if (!x->ctx->store && x->run_id[0] && open_store(x) < 0)
+                                return -EIO;
                         if (x->ctx->rec)
                                 run_on_heartbeat(x->ctx);
                         beat = now + EXEC_HEARTBEAT_MS;
@@ -406,11 +438,74 @@ static int open_stdin(const struct live_exec_opts *eo, struct exec_io *x)
         return EXIT_OK;
 }
 
+void live_say_outcome(const struct run_outcome *o)
+{
+        switch (o->status) {
+        case RUN_SUCCESS:
+        case RUN_FAILED:
+        case RUN_SIGNALED:
+                if (o->message[0])
+                        log_info("%s", o->message);
+                break;
+        default:
+                log_error("%s", o->message);
+                break;
+        }
+}
+
+int live_finish(int fd, const struct run_outcome *o, const struct capture *out, const struct capture *err)
+{
+        struct run_output so = { 0 }, se = { 0 };
+        struct live_fin f = { .op = LIVE_OP_FINISH, .version = LIVE_WIRE_VERSION };
+        struct live_reply done = { 0 };
+        int r = -E2BIG;
+
+        (void)run_output_from_capture(&so, out);
+        (void)run_output_from_capture(&se, err);
+        if (so.len + se.len > LIVE_FIN_DATA_MAX)
+                goto out;
+        f.status = o->status;
+        f.exit_code = o->exit_code;
+        f.signal = o->signal;
+        f.wall_ms = o->wall_ms;
+        f.cpu_user_ms = o->cpu_user_ms;
+        f.cpu_sys_ms = o->cpu_sys_ms;
+        f.peak_memory_bytes = o->cgroup_memory_peak_bytes ? o->cgroup_memory_peak_bytes
+                                                          : MAX(o->peak_rss_bytes, o->peak_tree_memory_bytes);
+        f.out_total = so.total_bytes;
+        f.out_lines = so.lines;
+        f.out_len = (uint32_t)so.len;
+        f.out_truncated = so.truncated;
+        f.err_total = se.total_bytes;
+        f.err_lines = se.lines;
+        f.err_len = (uint32_t)se.len;
+        f.err_truncated = se.truncated;
+        snprintf(f.message, sizeof(f.message), "%s", o->message);
+        struct iovec iov[3] = { { &f, sizeof(f) }, { so.data, so.len }, { se.data, se.len } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+        if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+                r = -errno;
+                goto out;
+        }
+        /* the record is durable when DONE comes: the supervisor synced it */
+        ssize_t n;
+        while ((n = recv(fd, &done, sizeof(done), 0)) < 0 && errno == EINTR)
+                ;
+        if (n != (ssize_t)sizeof(done) || done.op != LIVE_OP_DONE || done.version != LIVE_WIRE_VERSION)
+                r = -EPIPE;
+        else
+                r = done.error ? -done.error : 0;
+out:
+        free(so.data);
+        free(se.data);
+        return r;
+}
+
 int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, const struct run_ui *ui)
 {
         int dirfd = -1;
         struct exec_io x = { .sock = -1, .sigfd = -1, .out = { -1, -1 }, .job_in = -1, .src = -1,
-                             .json = eo->json };
+                             .json = eo->json, .fast = !eo->json && !eo->events };
         int code = open_stdin(eo, &x);
         if (code != EXIT_OK)
                 return code;
@@ -425,15 +520,14 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         x.sigfd = signalfd(-1, &cancel_set, SFD_CLOEXEC | SFD_NONBLOCK);
         x.sock = connect_named("exec", name, &dirfd);
         _cleanup_close_ int dirfd_owned = dirfd;
-        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL;
-        _cleanup_store_ struct store *s = NULL;
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
         _cleanup_capture_ struct capture *co = NULL, *ce = NULL;
         struct run_config cfg;
         struct run_outcome o = { 0 };
         struct live_reply end = { 0 };
         struct run_ctx ctx = { 0 };
         struct live_req req = { .op = LIVE_OP_EXEC, .version = LIVE_WIRE_VERSION, .timeout_ms = eo->timeout_ms,
-                                .flags = x.src >= 0 ? LIVE_EXEC_STDIN : 0 };
+                                .flags = (x.src >= 0 ? LIVE_EXEC_STDIN : 0) | (x.fast ? LIVE_EXEC_FINISH : 0) };
         int k;
 
         run_config_init(&cfg);
@@ -449,18 +543,16 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         x.ctx = &ctx;
         x.events = eo->events;
         /* The request first: the supervisor writes the exec's row and
-         * asks for the job, while we open the store for its end. */
+         * asks for the job, while we open the store for its end (not
+         * at all when the supervisor writes that end: fast). */
         k = send_request(&x, &req, cwd ? cwd : "", argv);
         if (k == 0) {
-                if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
-                        log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
+                if (!x.fast && open_store(&x) < 0) {
                         /* we go away: the supervisor kills the job and
                          * records its run cancelled */
                         code = EXIT_SETUP;
                         goto out;
                 }
-                store_defer_checkpoints(s);
-                ctx.store = s;
                 k = exchange(&x, &end);
         }
         if (k == -EBUSY) {
@@ -478,17 +570,38 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
         } else {
                 live_outcome(&end, &o);
         }
-        if (!x.rec) {
+        if (!x.run_id[0]) {
                 /* no row: refused before the supervisor wrote one */
                 log_error("exec: %s", o.message[0] ? o.message : "the exec could not be recorded");
                 code = o.exit_code ? o.exit_code : EXIT_SETUP;
                 goto out;
         }
-        run_finish_record(ui, s, x.rec, &cfg, &o, co, ce, NULL, NULL, ctx.ev, eo->json);
+        if (x.fast && !ctx.store) {
+                if (k == 0)
+                        k = live_finish(x.sock, &o, co, ce);
+                if (k == 0) {
+                        live_say_outcome(&o);
+                        code = o.exit_code;
+                        goto out;
+                }
+                log_debug("exec: the supervisor did not record the end of run %s (%s): recording it here",
+                          x.run_id, strerror(-k));
+                if (open_store(&x) < 0) {
+                        code = EXIT_SETUP;
+                        goto out;
+                }
+        }
+        if (!x.rec) {
+                log_error("exec: cannot read back run %s: %s", x.run_id, store_error(ctx.store));
+                code = EXIT_SETUP;
+                goto out;
+        }
+        run_finish_record(ui, ctx.store, x.rec, &cfg, &o, co, ce, NULL, NULL, ctx.ev, eo->json);
         code = o.exit_code;
 out:
         events_free(ctx.ev);
         run_record_free(x.rec);
+        store_close(ctx.store);
         run_config_done(&cfg);
         io_close(&x.sigfd);
         io_close(&x.sock);

@@ -32,6 +32,11 @@ enum {
         LIVE_OP_KERNEL = 'K',   /* client: live_kreq, then the code; supervisor: FDS
                                  * (the kernel's output pipes), then END as live_kend
                                  * and value_len bytes of the value */
+        LIVE_OP_FINISH = 'R',   /* client, after END (LIVE_EXEC_FINISH): live_fin, then the
+                                 * stored stdout and stderr; the supervisor completes
+                                 * the run's record, synced, then answers DONE */
+        LIVE_OP_DONE = 'D',     /* supervisor: live_reply; error 0: the record is complete
+                                 * and durable; else the client records it itself */
 };
 
 #define LIVE_ARGV_MAX (64u << 10) /* init.c takes no more */
@@ -40,11 +45,13 @@ enum {
 enum {
         LIVE_EXEC_STDIN = 1u << 0, /* the client feeds the job's stdin: FDS carries
                                     * the pipe's write end as a third fd */
+        LIVE_EXEC_FINISH = 1u << 1, /* the client sends FINISH after END: the supervisor
+                                     * writes the run's end (LIVE_OP_FINISH) */
 };
 
 /* Both ends are one hutch build; a sandbox started by another (an
  * upgrade meanwhile) is refused by either side, not misread. */
-#define LIVE_WIRE_VERSION 3
+#define LIVE_WIRE_VERSION 4
 
 struct live_req {
         char op;
@@ -75,6 +82,28 @@ struct live_kreq {
         char op;
         uint64_t timeout_ms;    /* 0: the sandbox profile's */
         int32_t lang;           /* enum live_kernel_lang */
+        uint32_t flags;         /* LIVE_EXEC_FINISH: record the call (its row before it,
+                                 * its end at FINISH); then cwd_len bytes of the
+                                 * client's cwd follow the code */
+        uint32_t cwd_len;
+};
+
+/* FINISH: the end of a run as its client saw it (the outcome, and the
+ * output it captured: out_len then err_len stored bytes follow). The
+ * client is the one the row names (same uid, same user namespace, as
+ * every client of the socket), the same that would write this end
+ * itself without it. */
+#define LIVE_FIN_DATA_MAX (60u << 10) /* more output: the client records it itself */
+struct live_fin {
+        char op;
+        uint16_t version;
+        int32_t status;         /* enum run_status */
+        int32_t exit_code, signal;
+        uint64_t wall_ms, cpu_user_ms, cpu_sys_ms, peak_memory_bytes;
+        uint64_t out_total, out_lines, err_total, err_lines;
+        uint32_t out_len, err_len;
+        uint8_t out_truncated, err_truncated;
+        char message[512];
 };
 
 struct live_kend {
@@ -154,6 +183,17 @@ int live_serve(const struct run_config *cfg, const struct run_live *live, struct
 struct run_record;
 int live_record_exec(struct store *s, const char *name, const struct run_record *sandbox_rec, char **argv,
                      const char *cwd, pid_t client, char ret_id[32]);
+/* The same for a kernel call: argv "--kernel LANG", labelled
+ * kernel=LANG too, its lang and code (len bytes) the record's. */
+int live_record_kernel(struct store *s, const char *name, const struct run_record *sandbox_rec, const char *lang,
+                       const char *code, size_t len, const char *cwd, pid_t client, char ret_id[32]);
+
+/* A FINISH of n bytes for run run_id: its end, with the output, in one
+ * final update, durable when it returns (store_run_finish()); the
+ * supervisor waits for another writer's lock at most 1 s. 0, or
+ * -errno (-EBADMSG: a malformed FINISH; the client then records the
+ * end itself). A row no longer running is left alone (0). */
+int live_record_finish(struct store *s, const char *run_id, const char *buf, size_t n);
 
 /* The client of an exec went away before it heard of the job's end
  * (killed, or its store unusable): complete its run run_id here, from
@@ -167,6 +207,16 @@ int live_record_lost(struct store *s, const char *run_id, const struct live_repl
 
 /* The outcome of an exec from its END reply (live-exec.c). */
 void live_outcome(const struct live_reply *end, struct run_outcome *o);
+
+/* Client side of FINISH (live-exec.c): send the run's end o and the
+ * captured output on fd, wait for DONE. 0: the supervisor recorded it,
+ * durably; -E2BIG: the output is too big to send, -errno otherwise:
+ * the caller records it itself. */
+struct capture;
+int live_finish(int fd, const struct run_outcome *o, const struct capture *out, const struct capture *err);
+/* What run_finish_record() says of an outcome, for an end the
+ * supervisor wrote. */
+void live_say_outcome(const struct run_outcome *o);
 
 /* The exec record's profile, limits and enforcement are the sandbox's
  * own run's (NAME.json names it), for an exec or a kernel call. */
@@ -187,6 +237,13 @@ struct pollfd;
 int live_job_spawn(struct live *l, char **argv, const int fds[3], struct live_kernel *k);
 /* SIGKILL the job's process group (kill), or SIGINT the job alone. */
 void live_job_signal(struct live *l, int32_t pid, bool kill);
+/* A recorded kernel call's row (live_record_kernel()) and its end
+ * (live_record_finish()) on the sandbox's store. 0 or -errno. */
+int live_record_call(struct live *l, const char *lang, const char *code, size_t len, const char *cwd, pid_t client,
+                     char ret_id[32]);
+int live_finish_call(struct live *l, const char *run_id, const char *buf, size_t n);
+/* After the client heard DONE: the WAL checkpoint the records made due. */
+void live_record_settle(struct live *l);
 /* A kernel call started (busy) or ended: the idle timeout waits. */
 void live_busy(struct live *l, bool busy);
 /* The sandbox's resolved config: its timeout is a call's default. */
@@ -200,8 +257,9 @@ const char *live_limit_stop(const struct live *l);
 struct live_kernels *live_kernels_new(void);
 /* After init is gone: tell a waiting client, close everything. NULL ok. */
 struct live_kernels *live_kernels_free(struct live_kernels *ks);
-/* A LIVE_OP_KERNEL request of n bytes on connection fd (ours from here on). */
-void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const char *buf, size_t n);
+/* A LIVE_OP_KERNEL request of n bytes on connection fd (ours from here
+ * on) from client. */
+void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t client, const char *buf, size_t n);
 /* init forked k's job (pid), or it ended (raw wait status, or error:
  * a positive errno when it never ran, ESHUTDOWN when the sandbox
  * stopped). */

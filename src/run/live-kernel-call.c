@@ -70,15 +70,22 @@ static ssize_t take(int *fd, struct capture *cap, int out, bool tee)
         return 0;
 }
 
-static int request(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms)
+/* The request; with cwd, a recorded one (LIVE_EXEC_FINISH: the
+ * supervisor writes the call's row, and its end at our FINISH). */
+static int request(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
+                   const char *cwd)
 {
         struct live_kreq req;
         memset(&req, 0, sizeof(req));   /* no stack bytes in the padding */
         req.op = LIVE_OP_KERNEL;
         req.timeout_ms = timeout_ms;
         req.lang = lang;
-        struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)code, len } };
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+        if (cwd) {
+                req.flags = LIVE_EXEC_FINISH;
+                req.cwd_len = (uint32_t)strlen(cwd);
+        }
+        struct iovec iov[3] = { { &req, sizeof(req) }, { (void *)code, len }, { (void *)cwd, cwd ? strlen(cwd) : 0 } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
         return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
@@ -101,23 +108,15 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
         snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(e->message), e->message);
 }
 
-int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                     uint64_t timeout_ms, struct capture *out, struct capture *err, bool tee,
-                     struct live_kernel_result *ret)
+/* The call on connection fd (live_kernel_call()); with cwd recorded by
+ * the supervisor, whose row's id goes to run_id ("" if it wrote none). */
+static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
+                   const char *cwd, struct capture *out, struct capture *err, bool tee, char run_id[33],
+                   struct live_kernel_result *ret)
 {
         const size_t msg_size = sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1;
-        int io[2] = { -1, -1 }, r;
-        if (len > LIVE_KERNEL_CODE_MAX)
-                return -E2BIG;
-        if (lang < 0 || lang >= _LIVE_KERNEL_LANG_MAX || !live_name_valid(name))
-                return -EINVAL;
-        _cleanup_close_ int dirfd = live_dir_open();
-        if (dirfd < 0)
-                return dirfd;
-        _cleanup_close_ int fd = live_connect(dirfd, name);
-        if (fd < 0)
-                return fd;
-        r = request(fd, lang, code, len, timeout_ms);
+        int io[2] = { -1, -1 };
+        int r = request(fd, lang, code, len, timeout_ms, cwd);
         if (r < 0)
                 return r;
         _cleanup_free_ char *msg = xmalloc(msg_size);
@@ -160,6 +159,8 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
                         r = -EBUSY;
                         break;
                 }
+                if (msg[0] == LIVE_OP_FDS && run_id && (size_t)n >= sizeof(struct live_reply))
+                        snprintf(run_id, 33, "%.*s", 32, ((struct live_reply *)(void *)msg)->run_id);
                 if (msg[0] != LIVE_OP_END)
                         continue;
                 struct live_kend e = { 0 };
@@ -181,6 +182,23 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
                 if (io[i] >= 0)
                         close(io[i]);
         return r;
+}
+
+int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
+                     uint64_t timeout_ms, struct capture *out, struct capture *err, bool tee,
+                     struct live_kernel_result *ret)
+{
+        if (len > LIVE_KERNEL_CODE_MAX)
+                return -E2BIG;
+        if (lang < 0 || lang >= _LIVE_KERNEL_LANG_MAX || !live_name_valid(name))
+                return -EINVAL;
+        _cleanup_close_ int dirfd = live_dir_open();
+        if (dirfd < 0)
+                return dirfd;
+        _cleanup_close_ int fd = live_connect(dirfd, name);
+        if (fd < 0)
+                return fd;
+        return call_on(fd, lang, code, len, timeout_ms, NULL, out, err, tee, NULL, ret);
 }
 
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
@@ -233,18 +251,84 @@ void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome 
         }
 }
 
+/* The call's outcome (o) from what live_kernel_call() returned (k, res),
+ * the value appended to the captured stdout (and printed, unless json)
+ * as a REPL shows it. */
+static void outcome_of_call(const char *name, const char *ls, int k, const struct live_kernel_result *res,
+                            struct capture *co, bool json, struct run_outcome *o)
+{
+        if (k < 0) {
+                o->status = RUN_SETUP_ERROR;
+                o->exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
+                snprintf(o->message, sizeof(o->message), "sandbox %s: %s", name,
+                         k == -EBUSY   ? "its kernel is running another call, or restarting; try again"
+                         : k == -EPIPE ? "its supervisor went away"
+                                       : strerror(-k));
+                return;
+        }
+        if (res->value) {
+                capture_append(co, res->value, strlen(res->value));
+                capture_append(co, "\n", 1);
+                if (!json) {
+                        (void)write_all(STDOUT_FILENO, res->value, strlen(res->value));
+                        (void)write_all(STDOUT_FILENO, "\n", 1);
+                }
+        }
+        live_kernel_outcome(res, o);
+        /* (a stop or a deadline is the run's error, said at its end) */
+        if (res->status == LIVE_KERNEL_DIED && !res->stopped && !res->timed_out && !json)
+                log_warning("exec: %s", res->message);
+        if (res->state_lost && res->status != LIVE_KERNEL_DIED && !json)
+                log_warning("exec: a fresh %s kernel ran this call: the state of earlier calls was lost", ls);
+}
+
+/* The call's row as its client writes it (--json, or when the
+ * supervisor wrote none: a refused call): not yet inserted. */
+static struct run_record *call_record(struct store *s, int dirfd, const char *name, const char *ls, const char *code,
+                                      size_t len, const char *cwd)
+{
+        _cleanup_free_ char *profile = xasprintf("sandbox:%s", name);
+        char *argv[] = { "--kernel", (char *)ls, NULL };
+        struct run_record *rec = run_record_new();
+        if (run_record_begin(rec, argv, cwd, profile) < 0)
+                return run_record_free(rec), NULL;
+        rec->lang = xstrdup(ls);
+        rec->code = xmalloc(len + 1);
+        memcpy(rec->code, code, len);
+        rec->code[len] = '\0';
+        rec->code_len = len;
+        live_inherit_sandbox(s, dirfd, name, rec);
+        return rec;
+}
+
+static int insert(struct store *s, struct run_record *rec, const char *name, const char *ls)
+{
+        _cleanup_free_ char *label = xasprintf("sandbox=%s", name), *klabel = xasprintf("kernel=%s", ls);
+        char *labels[] = { label, klabel, NULL };
+        if (store_run_insert(s, rec) < 0 || store_labels_set(s, rec->id, labels) < 0) {
+                log_error("exec: run store %s: %s", store_path(s), store_error(s));
+                return -EIO;
+        }
+        log_info("run %s", rec->id);
+        return 0;
+}
+
+/* Recorded by the supervisor (not --json): the row before the call, the
+ * end at our FINISH, synced before DONE, and no store opened here. We
+ * record it ourselves only when it wrote no row (a refused call), or
+ * could not write the end. */
 int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
                      uint64_t timeout_ms, bool json, const struct run_ui *ui)
 {
-        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL, *profile = NULL;
-        _cleanup_free_ char *label = NULL, *klabel = NULL;
+        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL;
         _cleanup_store_ struct store *s = NULL;
-        _cleanup_run_record_ struct run_record *rec = run_record_new();
+        _cleanup_run_record_ struct run_record *rec = NULL;
         _cleanup_capture_ struct capture *co = NULL, *ce = NULL;
         struct live_kernel_result res = { 0 };
         struct run_config cfg;
         struct run_outcome o = { 0 };
         const char *ls = live_kernel_lang_to_string(lang);
+        char run_id[33] = "";
 
         if (!live_name_valid(name)) {
                 log_error("exec: \"%s\": not a sandbox name (1-64 of A-Z a-z 0-9 . _ -)", name);
@@ -257,65 +341,49 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
         _cleanup_close_ int dirfd = live_dir_open();
         if (dirfd < 0)
                 return EXIT_SETUP;
-        {
-                _cleanup_close_ int probe = live_connect(dirfd, name);
-                if (probe < 0) {
-                        log_error("exec: no running sandbox %s (hutch sandbox ls)", name);
+        _cleanup_close_ int fd = live_connect(dirfd, name);
+        if (fd < 0) {
+                log_error("exec: no running sandbox %s (hutch sandbox ls)", name);
+                return EXIT_SETUP;
+        }
+        if (json) {
+                /* the client's own record, the row before the call */
+                if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
+                        log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
                         return EXIT_SETUP;
                 }
+                rec = call_record(s, dirfd, name, ls, code, len, cwd ? cwd : "");
+                if (!rec || insert(s, rec, name, ls) < 0)
+                        return EXIT_SETUP;
         }
-        if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
-                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
-                return EXIT_SETUP;
-        }
-        label = xasprintf("sandbox=%s", name);
-        klabel = xasprintf("kernel=%s", ls);
-        char *labels[] = { label, klabel, NULL };
-        char *argv[] = { "--kernel", (char *)ls, NULL };
-        profile = xasprintf("sandbox:%s", name);
-        if (run_record_begin(rec, argv, cwd ? cwd : "", profile) < 0)
-                return EXIT_SETUP;
-        rec->lang = xstrdup(ls);
-        rec->code = xmalloc(len + 1);
-        memcpy(rec->code, code, len);
-        rec->code[len] = '\0';
-        rec->code_len = len;
-        live_inherit_sandbox(s, dirfd, name, rec);
-        if (store_run_insert(s, rec) < 0 || store_labels_set(s, rec->id, labels) < 0) {
-                log_error("exec: run store %s: %s", db, store_error(s));
-                return EXIT_SETUP;
-        }
-        log_info("run %s", rec->id);
         signal(SIGPIPE, SIG_IGN);
         run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);
-        int k = live_kernel_call(name, lang, code, len, timeout_ms, co, ce, !json, &res);
-        if (k < 0) {
-                o.status = RUN_SETUP_ERROR;
-                o.exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
-                snprintf(o.message, sizeof(o.message), "sandbox %s: %s", name,
-                         k == -EBUSY   ? "its kernel is running another call, or restarting; try again"
-                         : k == -EPIPE ? "its supervisor went away"
-                                       : strerror(-k));
-        } else {
-                /* the value as a REPL shows it, after the output */
-                if (res.value) {
-                        capture_append(co, res.value, strlen(res.value));
-                        capture_append(co, "\n", 1);
-                        if (!json) {
-                                (void)write_all(STDOUT_FILENO, res.value, strlen(res.value));
-                                (void)write_all(STDOUT_FILENO, "\n", 1);
-                        }
-                }
-                live_kernel_outcome(&res, &o);
-                /* (a stop or a deadline is the run's error, said at its end) */
-                if (res.status == LIVE_KERNEL_DIED && !res.stopped && !res.timed_out && !json)
-                        log_warning("exec: %s", res.message);
-                if (res.state_lost && res.status != LIVE_KERNEL_DIED && !json)
-                        log_warning("exec: a fresh %s kernel ran this call: the state of earlier calls was lost", ls);
-        }
+        int k = call_on(fd, lang, code, len, timeout_ms, json ? NULL : cwd ? cwd : "", co, ce, !json, run_id, &res);
+        if (run_id[0])
+                log_info("run %s", run_id);
+        outcome_of_call(name, ls, k, &res, co, json, &o);
         live_kernel_result_done(&res);
+        if (!json && run_id[0] && k == 0 && live_finish(fd, &o, co, ce) == 0) {
+                live_say_outcome(&o);
+                run_config_done(&cfg);
+                return o.exit_code;
+        }
+        if (!s && (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0)) {
+                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
+                run_config_done(&cfg);
+                return EXIT_SETUP;
+        }
+        if (!rec && run_id[0] && store_run_get(s, run_id, &rec, NULL) < 0)
+                rec = NULL;
+        if (!rec) {
+                rec = call_record(s, dirfd, name, ls, code, len, cwd ? cwd : "");
+                if (!rec || insert(s, rec, name, ls) < 0) {
+                        run_config_done(&cfg);
+                        return EXIT_SETUP;
+                }
+        }
         run_finish_record(ui, s, rec, &cfg, &o, co, ce, NULL, NULL, NULL, json);
         run_config_done(&cfg);
         return o.exit_code;

@@ -35,7 +35,12 @@
  *    the supervisor's loop or its other execs, and the supervisor holds
  *    no buffer a kernel can grow beyond KERNEL_FRAME_MAX per language.
  * A forged reply can only lie about its own call, which is the code's
- * own; the record of a call is its client's (live-kernel-call.c). */
+ * own. A call's record is written here when its client asks
+ * (LIVE_EXEC_FINISH: `hutch exec --kernel` without --json): the row
+ * before the request goes to the kernel, the end the client sends
+ * (FINISH, with the output it read from the lent pipes) once it has the
+ * reply, synced before DONE (live-record.c). live_kernel_call() asks for
+ * none: its caller records the call, or not. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -73,6 +78,8 @@ struct live_kernel {
         uint64_t eof_at_ms;     /* the socket hit EOF: killed unless it ends by then */
         char *rbuf;             /* the reply so far: rlen of 4 + KERNEL_FRAME_MAX */
         size_t rlen;
+        bool finish;            /* the call is recorded here: its client sends FINISH */
+        char run_id[32];        /* its row */
 };
 
 struct live_kernels {
@@ -120,6 +127,8 @@ static void call_done(struct live_kernel *k, struct live *l)
 {
         close_fd(&k->client);
         k->call = CALL_NONE;
+        k->finish = false;
+        k->run_id[0] = '\0';
         k->started_ms = k->deadline_ms = k->kill_at_ms = 0;
         live_busy(l, false);
 }
@@ -227,16 +236,27 @@ static void refuse(int fd, char op, const char *message)
         close(fd);
 }
 
-void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const char *buf, size_t n)
+void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
         struct live_kreq req;
-        char msg[160];
+        char msg[160], cwd[PATH_MAX];
         if (n < sizeof(req)) {
                 refuse(fd, LIVE_OP_END, "malformed kernel request");
                 return;
         }
         memcpy(&req, buf, sizeof(req));
-        if (req.lang < 0 || req.lang >= _LIVE_KERNEL_LANG_MAX || n - sizeof(req) > LIVE_KERNEL_CODE_MAX) {
+        /* a recorded call's cwd ends the request */
+        if (!(req.flags & LIVE_EXEC_FINISH))
+                req.cwd_len = 0;
+        if (req.cwd_len >= sizeof(cwd) || req.cwd_len > n - sizeof(req)) {
+                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                return;
+        }
+        n -= req.cwd_len;
+        memcpy(cwd, buf + n, req.cwd_len);
+        cwd[req.cwd_len] = '\0';
+        if (req.lang < 0 || req.lang >= _LIVE_KERNEL_LANG_MAX || n - sizeof(req) > LIVE_KERNEL_CODE_MAX ||
+            strlen(cwd) != req.cwd_len) {
                 refuse(fd, LIVE_OP_END, "malformed kernel request");
                 return;
         }
@@ -259,6 +279,15 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const
                 refuse(fd, LIVE_OP_END, msg);
                 return;
         }
+        /* the call's row, before the call: without it, no call (its
+         * client records the refusal itself, as one it was refused) */
+        if ((req.flags & LIVE_EXEC_FINISH) &&
+            live_record_call(l, live_kernel_lang_to_string(req.lang), buf + sizeof(req), n - sizeof(req), cwd,
+                             client, k->run_id) < 0) {
+                refuse(fd, LIVE_OP_END, "the run store is busy or failing: the call is not recorded");
+                return;
+        }
+        k->finish = (req.flags & LIVE_EXEC_FINISH) != 0;
         drain(&k->out);
         drain(&k->err);
         k->call = CALL_RUNNING;
@@ -267,8 +296,14 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const
         uint64_t t = req.timeout_ms ? req.timeout_ms : live_config(l)->timeout_ms;
         k->deadline_ms = t ? k->started_ms + t : 0;
         live_busy(l, true);
+        /* the request first: the kernel runs it while its client wakes
+         * up for the pipes (what the call writes meanwhile waits in
+         * them); an idle kernel's socket buffer is empty: the frame fits */
+        if (k->sock < 0 || send(k->sock, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)flen)
+                kill_kernel(k, l, "the kernel did not take its request");
         /* the output pipes, lent: SCM_RIGHTS hands copies */
         struct live_reply f = { .op = LIVE_OP_FDS };
+        memcpy(f.run_id, k->run_id, sizeof(f.run_id));
         int fds[2], nfds = 0;
         if (k->out >= 0)
                 fds[nfds++] = k->out;
@@ -287,9 +322,6 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, const
                 memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
         }
         (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
-        /* an idle kernel's socket buffer is empty: the frame fits */
-        if (k->sock < 0 || send(k->sock, frame, flen, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)flen)
-                kill_kernel(k, l, "the kernel did not take its request");
 }
 
 void live_kernel_job_started(struct live_kernel *k, struct live *l, int32_t pid)
@@ -420,6 +452,32 @@ static void from_kernel(struct live_kernel *k, struct live *l)
         }
 }
 
+/* A recorded call's client, after END: its FINISH (the outcome and the
+ * output it drained from the pipes) is written and synced, then DONE,
+ * and the call is over. On a failure DONE says so and the call stays
+ * held until the client, which then records the end itself, hangs up;
+ * a client that hangs up without FINISH leaves the row running (gc
+ * marks it orphaned, as a killed client's). */
+static void finish(struct live_kernel *k, struct live *l)
+{
+        static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
+        ssize_t n = recv(k->client, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n <= 0 || buf[0] != LIVE_OP_FINISH) {
+                call_done(k, l);
+                return;
+        }
+        struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION };
+        int r = live_finish_call(l, k->run_id, buf, (size_t)n);
+        done.error = r < 0 ? -r : 0;
+        k->finish = false;      /* what comes next is its hang-up */
+        if (send(k->client, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(done) || r == 0)
+                call_done(k, l);
+        if (r == 0)
+                live_record_settle(l);
+}
+
 void live_kernels_poll(const struct live_kernels *ks, struct pollfd *p)
 {
         for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
@@ -461,8 +519,11 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
                         drain(&k->err);
                 if (p[4 * i + 3].revents && k->client >= 0) {
                         /* the client hung up: after its reply, the call is
-                         * over; before it, nobody waits for it any more */
-                        if (k->call == CALL_HELD) {
+                         * over; before it, nobody waits for it any more.
+                         * After it, a recorded call's client sends FINISH */
+                        if (k->call == CALL_HELD && k->finish) {
+                                finish(k, l);
+                        } else if (k->call == CALL_HELD) {
                                 call_done(k, l);
                         } else {
                                 close_fd(&k->client);

@@ -50,7 +50,13 @@
  *    once poll() says it is there (MSG_DONTWAIT), a silent one is
  *    dropped after LIVE_REQUEST_MS, and replies are sent MSG_DONTWAIT
  *    (a client's queue never holds more than two of them). So one
- *    same-user caller cannot delay another exec's deadline.
+ *    same-user caller cannot delay another exec's deadline. What the
+ *    loop does wait for is the store: an exec's row, and its end that
+ *    the client sends (FINISH) after the job's END, each under a 1 s
+ *    bound on another writer's lock, the end's disk sync included (it
+ *    must be durable before the client hears DONE). A client that does
+ *    not send its FINISH holds only its own slot, LIVE_FINISH_MS at
+ *    most.
  *  - Limits hold for the whole sandbox: init and every job are in the
  *    run's cgroup (CLONE_INTO_CGROUP); without one, the watchdog walks
  *    init's tree from this loop, RLIMIT_NPROC counts the sandbox's own
@@ -99,6 +105,8 @@ struct exec_slot {
         char run_id[sizeof(((struct live_reply *)0)->run_id)]; /* its row, once written */
         struct live_reply end;  /* what the client will be told */
         struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
+        bool finish;            /* the client asked to send FINISH after END */
+        bool finishing;         /* END sent; the job is gone, its client's FINISH awaited */
 };
 
 /* A connection accepted and checked whose request has not come yet.
@@ -107,6 +115,11 @@ struct exec_slot {
  * after LIVE_REQUEST_MS, or when LIVE_PENDING_MAX newer ones wait. */
 #define LIVE_PENDING_MAX 16
 #define LIVE_REQUEST_MS 2000
+/* How long a FINISH may take after its END (the client drains the
+ * job's pipes first, into a stdout that may be slow); past it the end
+ * is recorded here without the output, and the client, hearing no
+ * DONE, writes its complete end itself. */
+#define LIVE_FINISH_MS 5000
 struct pending {
         int fd;                 /* -1: a free entry */
         pid_t pid;              /* the client, as SO_PEERCRED says */
@@ -167,8 +180,11 @@ static void kill_job(struct live *l, struct exec_slot *x)
                 (void)send_to_init(l, SANDBOX_MSG_KILL, &pid, sizeof(pid), NULL, 0);
 }
 
+static void exec_free(struct live *l, struct exec_slot *x, bool unheard);
+
 /* The exec ended (or was given up): tell its client, if still there;
- * if not, record its end in its stead. */
+ * if not, record its end in its stead. A client that asked to send its
+ * FINISH keeps the slot until it did (client_says()). */
 static void exec_done(struct live *l, struct exec_slot *x)
 {
         if (x->kernel) {
@@ -188,8 +204,22 @@ static void exec_done(struct live *l, struct exec_slot *x)
                 /* its queue holds at most FDS before this: never full */
                 if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
                         unheard = true;
+                else if (x->finish && x->run_id[0] && l->store && !x->end.stopped) {
+                        /* its FINISH comes next (client_says()) */
+                        x->finishing = true;
+                        x->pid = 0;
+                        x->deadline_ms = now_monotonic_ms() + LIVE_FINISH_MS;
+                        return;
+                }
                 close(x->client);
         }
+        exec_free(l, x, unheard);
+}
+
+/* The exec's slot is free again; unheard: its client never heard of
+ * the end, which is recorded here in its stead. */
+static void exec_free(struct live *l, struct exec_slot *x, bool unheard)
+{
         if (unheard && l->store && x->run_id[0] &&
             live_record_lost(l->store, x->run_id, &x->end, x->client_lost) < 0)
                 log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
@@ -236,6 +266,41 @@ static void send_fds(int fd, const char *run_id, int out, int err, int in)
         (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* The sandbox's own run, read once: what an exec's row inherits. */
+static const struct run_record *template(struct live *l)
+{
+        if (!l->tmpl_read) {
+                l->tmpl_read = true;
+                if (store_run_get(l->store, l->run_id, &l->tmpl, NULL) < 0)
+                        l->tmpl = NULL;
+        }
+        return l->tmpl;
+}
+
+int live_record_call(struct live *l, const char *lang, const char *code, size_t len, const char *cwd, pid_t client,
+                     char ret_id[32])
+{
+        if (!l->store)
+                return -ENOTCONN;
+        int r = live_record_kernel(l->store, l->opts->name, template(l), lang, code, len, cwd, client, ret_id);
+        if (r < 0)
+                log_warning("sandbox %s: cannot record a kernel call: %s", l->opts->name, store_error(l->store));
+        return r;
+}
+
+int live_finish_call(struct live *l, const char *run_id, const char *buf, size_t n)
+{
+        if (!l->store)
+                return -ENOTCONN;
+        return live_record_finish(l->store, run_id, buf, n);
+}
+
+void live_record_settle(struct live *l)
+{
+        if (l->store)
+                store_checkpoint_if_due(l->store);
+}
+
 /* The exec's row, before the job is asked for: without it, no job. */
 static int record(struct live *l, struct exec_slot *x, const char *cwd, const char *args, size_t len, pid_t client)
 {
@@ -243,11 +308,7 @@ static int record(struct live *l, struct exec_slot *x, const char *cwd, const ch
         size_t na = 0;
         for (size_t i = 0; i < len; i += strlen(args + i) + 1)
                 argv = strv_push(argv, &na, args + i);
-        if (!l->tmpl_read) {
-                l->tmpl_read = true;
-                if (store_run_get(l->store, l->run_id, &l->tmpl, NULL) < 0)
-                        l->tmpl = NULL;
-        }
+        template(l);
         int r = argv ? live_record_exec(l->store, l->opts->name, l->tmpl, argv, cwd, client, x->run_id) : -EINVAL;
         if (r < 0)
                 log_warning("sandbox %s: cannot record an exec: %s", l->opts->name, store_error(l->store));
@@ -281,7 +342,8 @@ static void exec_start(struct live *l, int fd, pid_t client, const char *buf, si
                 close(fd);
                 return;
         }
-        *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms() };
+        *x = (struct exec_slot) { .active = true, .client = fd, .started_ms = now_monotonic_ms(),
+                                  .finish = (req.flags & LIVE_EXEC_FINISH) != 0 };
         l->n_active++;
         l->idle_ms_at = 0;
         uint64_t t = req.timeout_ms ? req.timeout_ms : l->cfg->timeout_ms;
@@ -389,7 +451,7 @@ static void request(struct live *l, int fd, pid_t client, const char *buf, size_
                 exec_start(l, fd, client, buf, n);
                 return;
         case LIVE_OP_KERNEL:
-                live_kernels_request(l->kernels, l, fd, buf, (size_t)n);
+                live_kernels_request(l->kernels, l, fd, client, buf, (size_t)n);
                 return;
         case LIVE_OP_STOP:
                 l->why = "stopped (hutch sandbox stop)";
@@ -576,7 +638,8 @@ static int timeout_for(const struct live *l)
         uint64_t now = now_monotonic_ms(), until = l->n_active ? 0 : l->idle_ms_at;
         for (size_t i = 0; i < ELEMENTSOF(l->exec); i++) {
                 const struct exec_slot *x = &l->exec[i];
-                if (x->active && x->deadline_ms && !x->end.timed_out && (!until || x->deadline_ms < until))
+                if (x->active && x->deadline_ms && (!x->end.timed_out || x->finishing) &&
+                    (!until || x->deadline_ms < until))
                         until = x->deadline_ms;
         }
         for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
@@ -609,6 +672,42 @@ static void check_pending(struct live *l, const struct pollfd *p)
         }
 }
 
+/* The run's end from its client (FINISH), after its END: written and
+ * synced, then DONE. The slot is free afterwards. A client that hangs
+ * up, or sends what is not a FINISH, has the END recorded in its stead
+ * (without the output, which it had). */
+static void finish(struct live *l, struct exec_slot *x)
+{
+        static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
+        ssize_t n = recv(x->client, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        bool unheard = true;
+        if (n > 0 && buf[0] == LIVE_OP_FINISH) {
+                struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION };
+                int r = live_record_finish(l->store, x->run_id, buf, (size_t)n);
+                if (r < 0) {
+                        log_debug("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
+                                  r == -EBADMSG ? "malformed" : store_error(l->store));
+                        done.error = -r;
+                }
+                /* on an error the client writes the end itself: its
+                 * connection stays open until it did, so our own
+                 * record of it (on its hang-up) finds the row done */
+                if (send(x->client, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(done) &&
+                    r < 0) {
+                        x->deadline_ms = now_monotonic_ms() + STORE_BUSY_TIMEOUT_MS + LIVE_FINISH_MS;
+                        return;
+                }
+                unheard = r < 0;
+        }
+        close(TAKE_FD(x->client));
+        exec_free(l, x, unheard);
+        /* the checkpoint the finished runs made due, the client told */
+        if (!unheard)
+                store_checkpoint_if_due(l->store);
+}
+
 /* An exec's client, after its request: a cancel (hutch exec got
  * SIGTERM, SIGINT or SIGHUP: `hutch kill` of its run), or its end
  * (killed). Either way the job's group is killed; a client that is
@@ -616,6 +715,10 @@ static void check_pending(struct live *l, const struct pollfd *p)
 static void client_says(struct live *l, struct exec_slot *x)
 {
         struct live_req req;
+        if (x->finishing) {
+                finish(l, x);
+                return;
+        }
         ssize_t n = recv(x->client, &req, sizeof(req), MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
@@ -639,6 +742,14 @@ static void check_execs(struct live *l, const struct pollfd *p)
                         continue;
                 if (p[i].revents && x->client >= 0)
                         client_says(l, x);
+                if (x->active && x->finishing && now >= x->deadline_ms) {
+                        /* recorded without its output; the client,
+                         * hearing no DONE, writes the end itself */
+                        close(TAKE_FD(x->client));
+                        exec_free(l, x, true);
+                }
+                if (!x->active || x->finishing)
+                        continue;
                 if (x->deadline_ms && now >= x->deadline_ms && !x->end.timed_out) {
                         x->end.timed_out = 1;
                         kill_job(l, x);
@@ -748,6 +859,17 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 ;
         /* not stopped by us: init's channel closed, or its pidfd said so */
         live_limits_reaped(l.limits, !l.why || streq(l.why, "its init ended"));
+        for (size_t i = 0; i < ELEMENTSOF(l.exec); i++) {
+                struct exec_slot *x = &l.exec[i];
+                if (x->active && x->finishing)
+                        finish(&l, x);  /* a FINISH already sent is recorded */
+                if (x->active && x->finishing) {
+                        /* not yet: recorded without its output; the
+                         * client, hearing no DONE, writes the end itself */
+                        close(TAKE_FD(x->client));
+                        exec_free(&l, x, true);
+                }
+        }
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 if (l.exec[i].active) {
                         l.exec[i].end.stopped = 1;

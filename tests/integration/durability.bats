@@ -118,3 +118,42 @@ after_power_loss() {
         [ "$(echo "$output" | jq -r '.changes | map(.path) | join(",")')" = "a.txt,b.txt" ]
         host_dirs_cleanup
 }
+
+@test "every exec and kernel call whose hutch exec returned survives a power loss, with its end and output" {
+        # the live sandbox's supervisor writes each one's end and syncs
+        # it before hutch exec hears DONE: its syncs are the shim's too
+        run shadowed sandbox start dur --idle-timeout 2m
+        [ "$status" -eq 0 ]
+        declare -A want out
+        for i in $(seq 1 6); do
+                run shadowed exec dur -- sh -c "echo out$i; exit $((i % 3))"
+                [ "$status" -eq $((i % 3)) ]
+                id=$(HUTCH_STATE_DIR="$ST" "$HUTCH" ls --sandbox dur --json | head -n 1 | jq -r .id)
+                want[$id]=$((i % 3))
+                out[$id]=out$i
+        done
+        if command -v python3 >/dev/null; then
+                for i in 1 2; do
+                        run shadowed exec dur --kernel python -c "print('k$i'); y = [1/0 for _ in range($((i - 1)))]"
+                        [ "$status" -eq $((i - 1)) ]
+                        id=$(HUTCH_STATE_DIR="$ST" "$HUTCH" ls --sandbox dur --json | head -n 1 | jq -r .id)
+                        want[$id]=$((i - 1))
+                        out[$id]=k$i
+                done
+        fi
+        lost="$BATS_TEST_TMPDIR/lost"
+        after_power_loss "$lost"
+        HUTCH_STATE_DIR="$ST" "$HUTCH" sandbox stop dur
+        run env HUTCH_STATE_DIR="$lost" "$HUTCH" ls --sandbox dur --json --limit 1000
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | jq -s length)" -eq "${#want[@]}" ]
+        for id in "${!want[@]}"; do
+                run env HUTCH_STATE_DIR="$lost" "$HUTCH" show --json "$id"
+                echo "$id: $output"
+                [ "$status" -eq 0 ]
+                [ "$(echo "$output" | jq -r .exit_code)" = "${want[$id]}" ]
+                [ "$(echo "$output" | jq -r .status)" = "$([ "${want[$id]}" -eq 0 ] && echo success || echo failed)" ]
+                [ "$(echo "$output" | jq -r .stdout)" = "${out[$id]}" ]
+        done
+}

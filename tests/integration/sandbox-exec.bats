@@ -3,7 +3,8 @@
 # stdin through a pipe (no caller fd enters the sandbox), --events is
 # hutch run's event stream; the supervisor never waits for a client
 # that says nothing; an exec whose hutch exec is killed or cancelled is
-# recorded cancelled, its job's group killed.
+# recorded cancelled, its job's group killed; an end the supervisor
+# cannot write, hutch exec writes itself.
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -231,4 +232,39 @@ c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
         # nothing of the refused exec is recorded
         run "$HUTCH" ls --sandbox x9 --json
         [[ "$output" != *never* ]]
+}
+
+@test "an end the supervisor cannot write (too much output, a busy store) hutch exec records itself, complete" {
+        command -v python3 >/dev/null || skip "no python3"
+        start_sandbox x10
+        # more output than the supervisor takes with the end (60 KiB)
+        run "$HUTCH" exec x10 -- sh -c 'head -c 200000 /dev/zero | tr "\0" x; echo; echo tail'
+        [ "$status" -eq 0 ]
+        run "$HUTCH" show --json "$(last_exec x10)"
+        [ "$(jq -r .status <<<"$output")" = success ]
+        [ "$(jq -r .stdout_bytes <<<"$output")" -eq 200006 ]
+        [[ "$(jq -r .stdout <<<"$output")" == *tail* ]]
+        # the job ends while another writer holds the store for 4 s: the
+        # supervisor gives up on the end after 1 s, hutch exec writes it
+        ( st=0
+          "$HUTCH" exec x10 -- sh -c 'touch started; sleep 2; echo done; exit 3' > "$BATS_TEST_TMPDIR/out" 2>&1 || st=$?
+          echo "$st" > "$BATS_TEST_TMPDIR/st" ) &
+        wait_until "$HUTCH" exec x10 -- test -e started
+        python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("locked\n")
+time.sleep(4)
+c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
+        holder=$!
+        wait_for_file "$BATS_TEST_TMPDIR/locked"
+        wait "$holder"
+        wait_for_file "$BATS_TEST_TMPDIR/st" 100
+        cat "$BATS_TEST_TMPDIR/out"
+        [ "$(cat "$BATS_TEST_TMPDIR/st")" -eq 3 ]
+        id=$("$HUTCH" ls --sandbox x10 --json | jq -r 'select(.argv[2] == "touch started; sleep 2; echo done; exit 3") | .id')
+        run "$HUTCH" show --json "$id"
+        [ "$(jq -r .status <<<"$output")" = failed ]
+        [ "$(jq -r .exit_code <<<"$output")" -eq 3 ]
+        [ "$(jq -r .stdout <<<"$output")" = done ]
 }

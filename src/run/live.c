@@ -87,6 +87,7 @@
 #include "lib/util.h"
 #include "record/store.h"
 #include "run/live-internal.h"
+#include "run/live-serve.h"
 #include "run/live-limits.h"
 #include "run/live-publish.h"
 #include "run/run-internal.h"
@@ -94,62 +95,6 @@
 #include "sandbox/sync.h"
 #include "supervise/supervise.h"
 
-/* One exec, from its request to its end. */
-struct exec_slot {
-        bool active;
-        int client;             /* its connection, or -1 once the client is gone */
-        bool client_lost;       /* the client went away before the job's end */
-        uint64_t seq;           /* order of the request; 0 once init answered it */
-        pid_t pid;              /* the job's pid inside, 0 until init says */
-        uint64_t started_ms, deadline_ms; /* deadline 0: none */
-        char run_id[sizeof(((struct live_reply *)0)->run_id)]; /* its row, once written */
-        struct live_reply end;  /* what the client will be told */
-        struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
-        bool finish;            /* the client asked to send FINISH after END */
-        bool finishing;         /* END sent; the job is gone, its client's FINISH awaited */
-};
-
-/* A connection accepted and checked whose request has not come yet.
- * Requests are read only when they are there (poll, MSG_DONTWAIT), so a
- * client that connects and says nothing holds up nobody; it is dropped
- * after LIVE_REQUEST_MS, or when LIVE_PENDING_MAX newer ones wait. */
-#define LIVE_PENDING_MAX 16
-#define LIVE_REQUEST_MS 2000
-/* How long a FINISH may take after its END (the client drains the
- * job's pipes first, into a stdout that may be slow); past it the end
- * is recorded here without the output, and the client, hearing no
- * DONE, writes its complete end itself. */
-#define LIVE_FINISH_MS 5000
-struct pending {
-        int fd;                 /* -1: a free entry */
-        pid_t pid;              /* the client, as SO_PEERCRED says */
-        uint64_t since_ms;
-};
-
-/* The supervisor's state while it serves. */
-struct live {
-        const struct run_config *cfg;
-        const struct run_live *opts;
-        struct sandbox *sb;
-        struct store *store;    /* the sandbox's run's: the execs' rows go there */
-        const char *run_id;     /* the sandbox's run */
-        struct run_record *tmpl; /* its row: what an exec's row inherits */
-        bool tmpl_read;
-        struct exec_slot exec[SANDBOX_LIVE_JOBS_MAX];
-        struct pending pend[LIVE_PENDING_MAX];
-        size_t n_active;
-        uint64_t seq;
-        uint64_t idle_ms_at;    /* the idle deadline, 0: none */
-        int stopper;            /* `sandbox stop`'s connection, held open to the end */
-        const char *why;        /* why the sandbox ended */
-        bool ready;
-        struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
-        struct live_kernels *kernels;
-        struct live_fork fork;  /* a fork being copied (live-fork.c) */
-        struct live_limits *limits; /* the sandbox's limits (live-limits.c) */
-        unsigned limits_written;    /* LIVE_LIMIT_* bits NAME.json lists */
-        uint64_t started_at_ms;
-};
 
 static void touch_idle(struct live *l)
 {
@@ -317,7 +262,7 @@ static int record(struct live *l, struct exec_slot *x, const char *cwd, const ch
 }
 
 /* An exec request on connection fd (ours from here on) from client. */
-static void exec_start(struct live *l, int fd, pid_t client, const char *buf, size_t n)
+void live_exec_start(struct live *l, int fd, pid_t client, const char *buf, size_t n)
 {
         struct live_req req;
         struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
@@ -430,93 +375,6 @@ const struct run_config *live_config(const struct live *l)
 const char *live_limit_stop(const struct live *l)
 {
         return live_limits_stopped(l->limits);
-}
-
-/* The request of a connection that has sent it (SOCK_SEQPACKET: it
- * comes whole, in one recv). */
-static void request(struct live *l, int fd, pid_t client, const char *buf, size_t n)
-{
-        if (l->fork.fd >= 0 && (buf[0] == LIVE_OP_EXEC || buf[0] == LIVE_OP_KERNEL)) {
-                /* a fork is copying the workspace: nothing new starts */
-                struct live_reply busy = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION };
-                (void)send(fd, &busy, sizeof(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
-                close(fd);
-                return;
-        }
-        switch (buf[0]) {
-        case LIVE_OP_FORK:
-                live_fork_request(&l->fork, l->cfg, l->opts, l->run_id, l->sb->workspace_fd, l->sb->cgroup, fd);
-                return;
-        case LIVE_OP_EXEC:
-                exec_start(l, fd, client, buf, n);
-                return;
-        case LIVE_OP_KERNEL:
-                live_kernels_request(l->kernels, l, fd, client, buf, (size_t)n);
-                return;
-        case LIVE_OP_STOP:
-                l->why = "stopped (hutch sandbox stop)";
-                if (l->stopper < 0)
-                        l->stopper = fd;        /* closes when we exit */
-                else
-                        close(fd);
-                return;
-        case LIVE_OP_PING: {
-                struct live_reply p = { .op = LIVE_OP_PONG, .version = LIVE_WIRE_VERSION };
-                (void)send(fd, &p, sizeof(p), MSG_NOSIGNAL | MSG_DONTWAIT);
-                break;
-        }
-        }
-        close(fd);
-}
-
-/* A pending connection is readable: its request, or its end. */
-static void pending_read(struct live *l, struct pending *pe)
-{
-        static char buf[sizeof(struct live_req) + PATH_MAX + LIVE_ARGV_MAX + 1];
-        ssize_t n = recv(pe->fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
-        int fd = TAKE_FD(pe->fd);
-        if (n <= 0) {
-                close(fd);
-                return;
-        }
-        request(l, fd, pe->pid, buf, (size_t)n);
-}
-
-/* A new connection on the control socket: checked, then it waits
- * among the pending ones for its request. */
-static void control(struct live *l, int lfd)
-{
-        struct pending *slot = NULL;
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-                return;
-        if (live_peer_check(fd) < 0) {
-                log_warning("sandbox %s: refused a connection from outside this user's namespace",
-                            l->opts->name);
-                close(fd);
-                return;
-        }
-        /* a free entry, or the one that has waited longest */
-        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
-                struct pending *pe = &l->pend[i];
-                if (pe->fd < 0) {
-                        slot = pe;
-                        break;
-                }
-                if (!slot || pe->since_ms < slot->since_ms)
-                        slot = pe;
-        }
-        if (slot->fd >= 0)
-                close(slot->fd);
-        struct ucred uc = { 0 };
-        socklen_t len = sizeof(uc);
-        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len);
-        *slot = (struct pending) { .fd = fd, .pid = uc.pid, .since_ms = now_monotonic_ms() };
-        /* a client sends its request right after connecting: it is
-         * usually there already */
-        pending_read(l, slot);
 }
 
 /* One message from init; false when init's setup failed. */
@@ -656,20 +514,6 @@ static int timeout_for(const struct live *l)
         if (!until)
                 return -1;
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
-}
-
-/* Pending connections: a request that came is served, one that did
- * not come in time is given up (p: their poll entries). */
-static void check_pending(struct live *l, const struct pollfd *p)
-{
-        uint64_t now = now_monotonic_ms();
-        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++) {
-                struct pending *pe = &l->pend[i];
-                if (pe->fd >= 0 && p[i].fd == pe->fd && p[i].revents)
-                        pending_read(l, pe);
-                if (pe->fd >= 0 && now >= pe->since_ms + LIVE_REQUEST_MS)
-                        close(TAKE_FD(pe->fd));
-        }
 }
 
 /* The run's end from its client (FINISH), after its END: written and
@@ -839,9 +683,9 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 live_kernels_events(l.kernels, &l, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
                 /* a fork's hang-up before requests it held off */
                 live_fork_events(&l.fork, p[AT_FORK].revents);
-                check_pending(&l, p + AT_PEND);
+                live_check_pending(&l, p + AT_PEND);
                 if (p[N_EXEC + 3].revents)
-                        control(&l, opts->listen_fd);
+                        live_control(&l, opts->listen_fd);
                 check_execs(&l, p);
                 limits_tick(&l, run_id, p + P_LIMITS);
                 live_publish_run(l.pub, p + N_EXEC + 4);

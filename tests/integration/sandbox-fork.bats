@@ -7,24 +7,11 @@
 
 bats_require_minimum_version 1.5.0
 load lib
+load sandbox-lib
 
 setup() { common_setup; }
 
-teardown() {
-        local s
-        for s in $("$HUTCH" sandbox ls --json 2>/dev/null | jq -r .name); do
-                "$HUTCH" sandbox stop "$s" || true
-        done
-}
-
-listed() { "$HUTCH" sandbox ls --json | jq -r 'select(.init_pid > 0) | .name' | grep -qx -- "$1"; }
-
-start_sandbox() {
-        run "$HUTCH" sandbox start "$@"
-        [ "$status" -eq 0 ]
-        [ "$output" = "$1" ]
-        wait_until listed "$1"
-}
+teardown() { stop_sandboxes; }
 
 tree() { echo "$HUTCH_STATE_DIR/sessions/$1/tree"; }
 

@@ -9,37 +9,14 @@
 
 bats_require_minimum_version 1.5.0
 load lib
+load sandbox-lib
 
 setup() {
         common_setup
         export HUTCH_CGROUP=none
 }
 
-teardown() {
-        local s
-        for s in $("$HUTCH" sandbox ls --json 2>/dev/null | jq -r .name); do
-                "$HUTCH" sandbox stop "$s" || true
-        done
-}
-
-state() { jq -r ".$2" "$HUTCH_STATE_DIR/sandboxes/$1.json"; }
-
-start_sandbox() {
-        run "$HUTCH" sandbox start "$@"
-        [ "$status" -eq 0 ]
-        [ "$output" = "$1" ]
-        wait_until listed "$1"
-}
-
-listed() { "$HUTCH" sandbox ls --json | jq -r 'select(.init_pid > 0) | .name' | grep -qx -- "$1"; }
-not_listed() { ! listed "$1"; }
-
-sandbox_processes() {
-        local init
-        init=$(state "$1" init_pid)
-        echo "$init:$(awk '{print $22}' "/proc/$init/stat")"
-        descendants "$init"
-}
+teardown() { stop_sandboxes; }
 
 # The newest exec of sandbox $1, as show --json prints it.
 last_exec() { "$HUTCH" show "$("$HUTCH" ls --sandbox "$1" --json | head -n 1 | jq -r .id)" --json; }

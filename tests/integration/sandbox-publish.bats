@@ -8,6 +8,7 @@
 
 bats_require_minimum_version 1.5.0
 load lib
+load sandbox-lib
 
 setup() {
         common_setup
@@ -16,13 +17,8 @@ setup() {
 }
 
 teardown() {
-        local s pid
         [ -z "${HOLDER:-}" ] || kill "$HOLDER" 2>/dev/null || true
-        for s in $("$HUTCH" sandbox ls --json 2>/dev/null | jq -r .name); do
-                pid=$(jq -r .supervisor_pid "$HUTCH_STATE_DIR/sandboxes/$s.json" 2>/dev/null || true)
-                # a supervisor stuck on a connection (the bug a test caught) ends anyway
-                timeout 20 "$HUTCH" sandbox stop "$s" || { [ -z "$pid" ] || kill -9 "$pid" 2>/dev/null || true; }
-        done
+        stop_sandboxes
 }
 
 # GET http://127.0.0.1:$1/ (timeout $2 s, default 5): the body on
@@ -48,17 +44,6 @@ except (socket.timeout, TimeoutError):
 except OSError as e:
     print(e, file=sys.stderr); sys.exit(1)
 ' "$1" "${2:-5}"
-}
-
-listed() { "$HUTCH" sandbox ls --json | jq -r 'select(.init_pid > 0) | .name' | grep -qx -- "$1"; }
-not_listed() { ! listed "$1"; }
-
-# Start sandbox $1 with the options after it; stdout is its name alone.
-start_sandbox() {
-        run --separate-stderr "$HUTCH" sandbox start "$@"
-        [ "$status" -eq 0 ]
-        [ "$output" = "$1" ]
-        wait_until listed "$1"
 }
 
 # The host port sandbox $1 publishes its port $2 on (sandbox ls --json).

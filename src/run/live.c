@@ -126,6 +126,7 @@ static void kill_job(struct live *l, struct exec_slot *x)
 }
 
 static void exec_free(struct live *l, struct exec_slot *x, bool unheard);
+static void write_state(const struct live *l, const char *run_id, bool remove);
 
 /* The exec ended (or was given up): tell its client, if still there;
  * if not, record its end in its stead. A client that asked to send its
@@ -145,6 +146,12 @@ static void exec_done(struct live *l, struct exec_slot *x)
         memcpy(x->end.run_id, x->run_id, sizeof(x->end.run_id));
         x->end.wall_ms = now_monotonic_ms() - x->started_ms;
         live_limits_exec_end(l->limits, &x->end);
+        /* a limit the job's end found (the scratch full at its last
+         * write, between two ticks) is listed at once, as a tick's is */
+        if (l->ready && (x->end.limits_hit & ~l->limits_written)) {
+                l->limits_written |= x->end.limits_hit;
+                write_state(l, l->run_id, false);
+        }
         if (x->client >= 0) {
                 /* its queue holds at most FDS before this: never full */
                 if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)

@@ -309,6 +309,9 @@ fingerprint() {
 
 # Host pids whose command line contains $1 (a marker), one a line.
 host_pids_matching() {
+        # an empty pattern matches every process: kill_matching "" would
+        # SIGKILL everything the caller may signal (as root, the machine)
+        [ -n "$1" ] || return 0
         pgrep -f -- "$1" || true
 }
 

@@ -26,17 +26,19 @@ teardown_file() {
 }
 
 setup() {
-        [ -z "${BOX_SKIP:-}" ] || skip "$BOX_SKIP"
-        under_landlock && skip "live sandboxes run in the namespace tier here"
-        under_gvisor && skip "live sandboxes do not take runtime gvisor"
+        # set before any skip: teardown runs after a skipped setup too
         SECS=$(unique_secs)
         M=$(marker)
         VICTIM=
+        [ -z "${BOX_SKIP:-}" ] || skip "$BOX_SKIP"
+        under_landlock && skip "live sandboxes run in the namespace tier here"
+        under_gvisor && skip "live sandboxes do not take runtime gvisor"
+        true
 }
 
 teardown() {
-        [ -n "$VICTIM" ] && kill -9 "$VICTIM" 2>/dev/null
-        kill_matching "$SECS"
+        [ -n "${VICTIM:-}" ] && kill -9 "$VICTIM" 2>/dev/null
+        [ -n "${SECS:-}" ] && kill_matching "$SECS"
         true
 }
 

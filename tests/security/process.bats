@@ -8,10 +8,11 @@
 load lib
 
 setup() {
-        require_sandbox
-        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        # before require_sandbox: teardown runs after a skipped setup too
         SECS=$(unique_secs)
         VICTIM=
+        require_sandbox
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
 }
 
 teardown() {

@@ -7,10 +7,11 @@
 load lib
 
 setup() {
-        require_sandbox
-        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        # before require_sandbox: teardown runs after a skipped setup too
         M=$(marker)
         SECS=$(unique_secs)
+        require_sandbox
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
 }
 
 teardown() {

@@ -10,10 +10,12 @@
 load lib
 
 setup() {
-        require_sandbox
-        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
+        # before require_sandbox: teardown runs after a skipped setup too,
+        # and with M empty it would remove /dev/* and /tmp/*-?
         M=$(marker)
         CANARIES=()
+        require_sandbox
+        export HUTCH_STATE_DIR="$BATS_TEST_TMPDIR/state"
         # binds are resolved by the sandbox's own (unprivileged) host
         # uid: bats' 0700 temp dirs are out of its reach
         WORK=$(mktemp -d /tmp/hutchsec.XXXXXX)
@@ -23,6 +25,7 @@ setup() {
 
 teardown() {
         local c
+        [ -n "${M:-}" ] || return 0
         for c in "${CANARIES[@]}"; do
                 rm -rf -- "$c"
         done

@@ -17,7 +17,7 @@ setup() {
 }
 
 teardown() {
-        rm -rf "$WORK"
+        [ -z "${WORK:-}" ] || rm -rf "$WORK"
 }
 
 # gVisor's /proc/PID/status has neither CapAmb nor NoNewPrivs: prctl(2)

@@ -467,25 +467,5 @@ def scenario_latency(c):
     c.close()
 
 
-def main():
-    args = sys.argv[1:]
-    scenario = args.pop(0)
-    era = "legacy"
-    if args[:1] == ["--era"]:
-        era = args[1]
-        args = args[2:]
-    if args[:1] == ["--"]:
-        args = args[1:]
-    name = "mcp-live-%s-%d-%s" % (scenario, os.getpid(), era)
-    c = Client(era, args, name)
-    try:
-        globals()["scenario_" + scenario](c)
-    except Fail as e:
-        print("FAIL: %s (era %s)" % (e, era), file=sys.stderr)
-        c.proc.kill()
-        sys.exit(1)
-    print("ok %s (era %s)" % (scenario, era))
-
-
 if __name__ == "__main__":
-    main()
+    ms.main("mcp-live", globals())

@@ -847,7 +847,10 @@ def scenario_killed(c):
     check(not alive(marker), "a process of the run outlived the server")
 
 
-def main():
+def main(prefix="mcp-test", scenarios=None):
+    """Run the scenario argv names: scenario_NAME of scenarios (a module's
+    globals(); this module's by default), against a server started with
+    the rest of argv ([--era E] [--] SERVER ARGS...)."""
     args = sys.argv[1:]
     scenario = args.pop(0)
     era = "legacy"
@@ -856,10 +859,10 @@ def main():
         args = args[2:]
     if args[:1] == ["--"]:
         args = args[1:]
-    name = "mcp-test-%s-%d-%s" % (scenario, os.getpid(), era)
+    name = "%s-%s-%d-%s" % (prefix, scenario, os.getpid(), era)
     c = Client(era, args, name)
     try:
-        globals()["scenario_" + scenario](c)
+        (scenarios or globals())["scenario_" + scenario](c)
     except Fail as e:
         print("FAIL: %s (era %s)" % (e, era), file=sys.stderr)
         c.proc.kill()

@@ -459,16 +459,19 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
 /* Each process of the sandbox but its init (pid 1, hutch's) and this
  * listing's own shell and its children: pid, parent, state, command
  * line (or [comm]). From /proc,
- * so it needs nothing but sh, cat and tr in the sandbox. */
+ * so it needs nothing but sh, cat and tr in the sandbox. A line is one
+ * process: the command line and the name are the process's own to set
+ * (argv, prctl), so a newline in either becomes a blank, and no process
+ * can add a made-up entry to the list. */
 static const char ps_script[] =
         "me=$$\n"
         "for d in /proc/[0-9]*; do\n"
         "  p=${d#/proc/}; [ \"$p\" = \"$me\" ] || [ \"$p\" = 1 ] && continue\n"
         "  s=$(cat \"$d/stat\" 2>/dev/null) || continue\n"
-        "  c=$(tr '\\000' ' ' < \"$d/cmdline\" 2>/dev/null)\n"
+        "  c=$(tr '\\000\\n' '  ' < \"$d/cmdline\" 2>/dev/null)\n"
         "  t=${s#*(}; t=${t%)*}; set -- ${s##*) }\n"
         "  [ \"$2\" = \"$me\" ] && continue\n"
-        "  [ -n \"$c\" ] || c=\"[$t]\"\n"
+        "  [ -n \"$c\" ] || c=\"[$(printf %s \"$t\" | tr '\\n' ' ')]\"\n"
         "  printf '%s %s %s %s\\n' \"$p\" \"$2\" \"$1\" \"$c\"\n"
         "done\n";
 

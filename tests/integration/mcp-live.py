@@ -368,6 +368,32 @@ def scenario_planted(c):
     c.close()
 
 
+def scenario_forged_ps(c):
+    """A process whose command line or name holds a newline cannot add
+    made-up entries to list_processes (security/live-attacks.bats)."""
+    c.handshake()
+    marker = sleep_marker()
+    forge = ("import ctypes, os, time\n"
+             "if os.fork() == 0:\n"
+             "    ctypes.CDLL(None).prctl(15, b'z\\n4343 1 S made-up', 0, 0, 0)\n"
+             "    os._exit(0)\n"
+             "if os.fork() == 0:\n"
+             "    os.execv('/bin/sleep', ['zz\\n4242 1 S made-up', '%s'])\n"
+             "time.sleep(100000)\n" % marker.split()[1])
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "python3 -c \"$0\" </dev/null >/dev/null 2>&1 &", forge],
+                              "session": "ps"})
+    procs = []
+    for _ in range(100):
+        procs = run_ok(c, "list_processes", {"session": "ps"})["structuredContent"]["processes"]
+        if any(p["state"] == "Z" for p in procs) and any(marker.split()[1] in p["command"] for p in procs):
+            break
+        time.sleep(0.1)
+    check(any(p["state"] == "Z" for p in procs) and any(marker.split()[1] in p["command"] for p in procs),
+          "the forging processes are not listed: %r" % procs)
+    check(not any(p["pid"] in (4242, 4343) for p in procs), "a made-up entry: %r" % procs)
+    c.close()
+
+
 def scenario_exit(c):
     """End of input: the sandbox stops, its files are committed (the
     default policy), no process is left, the sandbox is gone."""

@@ -29,3 +29,10 @@ teardown() {
         [ "$status" -eq 0 ]
         [[ "$output" == *"ok planted"* ]]
 }
+
+@test "live-attacks: a newline in a process's command line or name adds no entry to MCP list_processes" {
+        run python3 "$BATS_TEST_DIRNAME/../integration/mcp-live.py" forged_ps
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"ok forged_ps"* ]]
+}

@@ -8,10 +8,29 @@
  * holds a fixed loader (LOADER below), the call's seq and what a fresh
  * run records too (the code, the command's argv); the stdin
  * is a sh script whose every value is single-quoted, so nothing a model
- * sends is ever parsed as shell. The loader writes the script to the
- * sandbox's /tmp and runs it; the script's first line removes it. Both
- * run inside the sandbox, as the job, with the job's rights: they can
- * write nothing the job could not. */
+ * sends is ever parsed as shell. The loader reads the script into its
+ * own memory and evals it; the call's stdin is a variable of the
+ * script, fed to the call through a pipe. Both run inside the sandbox,
+ * as the job, with the job's rights: they can write nothing the job
+ * could not.
+ *
+ * Security: what an earlier call left running (or planted) must not
+ * read a later call's env or stdin. The execs of one sandbox share its
+ * uid and its /tmp, and only their Landlock domains keep them apart
+ * (run/live.c): a file at a path a later call will use (the call's seq
+ * is a counter) is one an earlier call can plant a symlink or a FIFO
+ * at, or watch with inotify and open. So neither the script (which
+ * holds the env values) nor the stdin is ever a file: the script
+ * travels on the exec's own stdin pipe into a shell variable, the stdin
+ * through a pipe the script makes, both reachable only through the
+ * call's own processes. A run_code call's source (and compiled program)
+ * must be a file: it goes to a directory mktemp -d makes for the call
+ * alone, under a random name, so nothing can be planted at it before;
+ * a process still running from an earlier call that watches /tmp
+ * (inotify) and races into the directory before the source is written
+ * is not stopped (same uid, one /tmp): hutch-mcp(1) says so. What a
+ * call writes on purpose (its files) is the sandbox's shared state, as
+ * every file there is. */
 #include "config.h"
 
 #include <errno.h>
@@ -33,20 +52,42 @@
 /* The exec's whole command when the call has a script: `sh -c LOADER
  * hutch-mcp SEQ WORDS...` (the code, or the command's argv: recorded as
  * a fresh run records them), the script on stdin, WORDS its "$@". The
- * script's own stdin is /dev/null unless it gives the call's (a fresh
- * run's is empty too). */
-#define LOADER "f=" CALL_FILE "$1.sh; shift; cat > \"$f\" || exit 125; exec sh \"$f\" \"$@\" < /dev/null"
+ * script is read whole into a variable (the "." keeps its trailing
+ * newlines from $(...)) and evaluated, never written to a file. Its own
+ * stdin is /dev/null unless it gives the call's (a fresh run's is empty
+ * too). */
+#define LOADER "shift; s=$(cat && echo .) || exit 125; eval \"${s%.}\" < /dev/null"
 
-/* s single-quoted for sh, appended to f. */
-static void put_quoted(FILE *f, const char *s)
+/* The n bytes at s single-quoted for sh, appended to f. */
+static void put_quoted_n(FILE *f, const char *s, size_t n)
 {
         fputc('\'', f);
-        for (; *s; s++)
-                if (*s == '\'')
+        for (size_t i = 0; i < n; i++)
+                if (s[i] == '\'')
                         fputs("'\\''", f);
                 else
-                        fputc(*s, f);
+                        fputc(s[i], f);
         fputc('\'', f);
+}
+
+static void put_quoted(FILE *f, const char *s)
+{
+        put_quoted_n(f, s, strlen(s));
+}
+
+/* The placeholder for the call's own code directory in the words of
+ * languages.ini's templates, and a word put with it replaced by the
+ * script's "$hutch_d" (the rest single-quoted). */
+#define CODE_DIR "\001hutch-code-dir"
+static void put_code_word(FILE *f, const char *w)
+{
+        const char *at;
+        while ((at = strstr(w, CODE_DIR))) {
+                put_quoted_n(f, w, (size_t)(at - w));
+                fputs("\"$hutch_d\"", f);
+                w = at + strlen(CODE_DIR);
+        }
+        put_quoted(f, w);
 }
 
 static char *limit_arg(const char *flag, json_int_t v, const char *unit)
@@ -132,13 +173,11 @@ static bool argv_safe(const json_t *s)
 
 /* The part of the wrapper every call shares: a fail function, the
  * files, env and stdin. 0 or -EINVAL with *ret_error. */
-static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_error)
+static int put_prelude(FILE *f, const json_t *req, char **ret_error)
 {
         const char *k;
         json_t *x;
 
-        /* what the script holds (env values, stdin) stays nowhere */
-        fprintf(f, "rm -f " CALL_FILE "%u.sh\n", seq);
         fputs("hutch_fail() { echo \"hutch: live session: $1\" >&2; exit 125; }\n", f);
         json_object_foreach(json_object_get(req, "files"), k, x) {
                 json_t *content = json_is_object(x) ? json_object_get(x, "content") : x;
@@ -184,11 +223,13 @@ static int put_prelude(FILE *f, const json_t *req, unsigned seq, char **ret_erro
                         *ret_error = xstrdup("stdin: a live session takes text without NUL bytes");
                         return -EINVAL;
                 }
-                fputs("printf %s ", f);
+                /* a variable, not a file (see the header) */
+                fputs("hutch_in=", f);
                 put_quoted(f, json_string_value(in));
-                fprintf(f, " > " CALL_FILE "%u.stdin && exec 0< " CALL_FILE "%u.stdin || hutch_fail 'cannot give stdin'\n",
-                        seq, seq);
+                fputc('\n', f);
         }
+        /* the call itself, a function finish_script() calls */
+        fputs("hutch_main() {\n", f);
         return 0;
 }
 
@@ -223,8 +264,17 @@ static char **exec_argv(const char *name, const json_t *req, unsigned seq, char 
         return v;
 }
 
-static int finish_script(FILE *f, char **text, size_t *len, char **ret_error)
+/* The end of the script put_prelude() began: the call, its stdin (if
+ * req has one) through a pipe from a writer it does not wait for (a
+ * process the call leaves holding its stdin unread holds up only that
+ * writer, not the call). */
+static int finish_script(FILE *f, const json_t *req, char **text, size_t *len, char **ret_error)
 {
+        fputs("}\n", f);
+        if (json_object_get(req, "stdin"))
+                fputs("{ printf %s \"$hutch_in\" & } | hutch_main \"$@\"\n", f);
+        else
+                fputs("hutch_main \"$@\"\n", f);
         if (fclose(f) != 0) {
                 *ret_error = xstrdup("out of memory");
                 return -ENOMEM;
@@ -314,10 +364,11 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         r = words_fit(words, "code", ret_error);
         if (r < 0)
                 return r;
-        /* a file of its own per call: a process an earlier call left
-         * may still run (or hold open) the earlier one */
-        src = xasprintf(CALL_FILE "%u%s", seq, l->extension);
-        out = xasprintf(CALL_FILE "%u", seq);
+        /* a directory of its own per call, made by the script under a
+         * name nobody can know before (see the header): src and out
+         * name it by a placeholder put_code_word() replaces */
+        src = xasprintf("%s%s", CODE_DIR "/main", l->extension);
+        out = xstrdup(CODE_DIR "/main");
         if ((l->compile && lang_expand(l->compile, src, out, &compile, ret_error) < 0) ||
             lang_expand(l->command, src, out, &run, ret_error) < 0)
                 return -EINVAL;
@@ -326,15 +377,19 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
                 *ret_error = xstrdup("out of memory");
                 return -ENOMEM;
         }
-        r = put_prelude(f, req, seq, ret_error);
+        r = put_prelude(f, req, ret_error);
         if (r < 0) {
                 fclose(f);
                 return r;
         }
-        fprintf(f, "printf %%s \"$1\" > %s || hutch_fail 'cannot write the code'\n", src);
+        fprintf(f, "hutch_d=$(mktemp -d " CALL_FILE "%u.XXXXXXXX) || hutch_fail 'cannot make the code directory'\n",
+                seq);
+        fputs("printf %s \"$1\" > ", f);
+        put_code_word(f, src);
+        fputs(" || hutch_fail 'cannot write the code'\n", f);
         if (compile) {
                 for (size_t i = 0; compile[i]; i++) {
-                        put_quoted(f, compile[i]);
+                        put_code_word(f, compile[i]);
                         fputc(' ', f);
                 }
                 fputs("|| { s=$?; echo \"hutch: compile failed (exit $s)\" >&2; exit $s; }\n", f);
@@ -342,10 +397,10 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         fputs("exec", f);
         for (size_t i = 0; run[i]; i++) {
                 fputc(' ', f);
-                put_quoted(f, run[i]);
+                put_code_word(f, run[i]);
         }
         fputc('\n', f);
-        r = finish_script(f, &text, &len, ret_error);
+        r = finish_script(f, req, &text, &len, ret_error);
         if (r < 0)
                 return r;
         *ret = exec_argv(name, req, seq, words);
@@ -385,7 +440,7 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                 *ret_error = xstrdup("out of memory");
                 return -ENOMEM;
         }
-        r = put_prelude(f, req, seq, ret_error);
+        r = put_prelude(f, req, ret_error);
         if (r < 0) {
                 fclose(f);
                 return r;
@@ -393,7 +448,7 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
         /* the words are the exec's arguments (recorded, as a fresh
          * run's argv is), the script's "$@" */
         fputs("exec \"$@\"\n", f);
-        r = finish_script(f, &text, &len, ret_error);
+        r = finish_script(f, req, &text, &len, ret_error);
         if (r < 0)
                 return r;
         *ret = exec_argv(name, req, seq, words);
@@ -404,16 +459,19 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
 /* Each process of the sandbox but its init (pid 1, hutch's) and this
  * listing's own shell and its children: pid, parent, state, command
  * line (or [comm]). From /proc,
- * so it needs nothing but sh, cat and tr in the sandbox. */
+ * so it needs nothing but sh, cat and tr in the sandbox. A line is one
+ * process: the command line and the name are the process's own to set
+ * (argv, prctl), so a newline in either becomes a blank, and no process
+ * can add a made-up entry to the list. */
 static const char ps_script[] =
         "me=$$\n"
         "for d in /proc/[0-9]*; do\n"
         "  p=${d#/proc/}; [ \"$p\" = \"$me\" ] || [ \"$p\" = 1 ] && continue\n"
         "  s=$(cat \"$d/stat\" 2>/dev/null) || continue\n"
-        "  c=$(tr '\\000' ' ' < \"$d/cmdline\" 2>/dev/null)\n"
+        "  c=$(tr '\\000\\n' '  ' < \"$d/cmdline\" 2>/dev/null)\n"
         "  t=${s#*(}; t=${t%)*}; set -- ${s##*) }\n"
         "  [ \"$2\" = \"$me\" ] && continue\n"
-        "  [ -n \"$c\" ] || c=\"[$t]\"\n"
+        "  [ -n \"$c\" ] || c=\"[$(printf %s \"$t\" | tr '\\n' ' ')]\"\n"
         "  printf '%s %s %s %s\\n' \"$p\" \"$2\" \"$1\" \"$c\"\n"
         "done\n";
 

@@ -65,9 +65,10 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
  * the sandbox's persistent interpreter (`hutch exec --kernel LANG -c
  * CODE`: variables and imports persist, a final expression's value is
  * printed); otherwise as a program: the code the loader's argument, the
- * script on stdin writing it to /tmp/.hutch-mcp-SEQ.EXT, compiling it
- * if the language says so, then running it as languages.ini says. Same
- * contract as mcp_live_exec_argv(). */
+ * script on stdin writing it to /tmp/.hutch-mcp-SEQ.RANDOM/main.EXT (a
+ * directory made for the call), compiling it if the language says so,
+ * then running it as languages.ini says. Same contract as
+ * mcp_live_exec_argv(). */
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
                        bool kernels, char ***ret, char **ret_input, char **ret_error);
 

@@ -335,6 +335,65 @@ def scenario_private(c):
     check(store_holding([sfile.encode()]), "the session's file was not committed")
 
 
+def scenario_planted(c):
+    """A hostile earlier call plants symlinks at the paths later calls
+    of the session would use in the sandbox's /tmp (the script, its
+    stdin; the seq is a counter): a later call's env and stdin must not
+    land where the earlier call's code can read them, and the later
+    call must run as asked (security/live-attacks.bats)."""
+    c.handshake()
+    tag = "%d%d" % (os.getpid(), int(time.monotonic() * 1000))
+    sin, senv = ("pl4nted-in-" + tag), ("pl4nted-env-" + tag)
+    plant = ("for i in $(seq 1 400); do for x in sh stdin; do "
+             "ln -sf /tmp/leak-$x-$i /tmp/.hutch-mcp-$i.$x; done; done; echo planted")
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", plant], "session": "pl"})
+    check(r["structuredContent"]["stdout"] == "planted\n", "planting: %r" % text_of(r))
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "cat; echo \"$TOKEN\""], "session": "pl",
+                                  "stdin": sin + "\n", "env": {"TOKEN": senv}})
+    check(r["structuredContent"]["stdout"] == "%s\n%s\n" % (sin, senv), "the victim call: %r" % text_of(r))
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "cat /tmp/leak-* 2>/dev/null; true"], "session": "pl"})
+    out = r["structuredContent"]["stdout"]
+    check(sin not in out and senv not in out, "an earlier call read a later one's stdin or env: %r" % out)
+    # FIFOs at the source paths of run_code calls to come, each with a
+    # process that takes the call's code and hands it its own instead
+    evil = "import os; print('PWNED', os.environ.get('TOKEN'))"
+    plant = ("for i in $(seq 1 40); do f=/tmp/.hutch-mcp-$i.py; rm -f $f; mkfifo $f && "
+             "{ cat $f > /dev/null; echo \"%s\" > $f; } </dev/null >/dev/null 2>&1 & done; echo planted" % evil)
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", plant], "session": "pl"})
+    check(r["structuredContent"]["stdout"] == "planted\n", "planting FIFOs: %r" % text_of(r))
+    r = c.run("run_code", {"language": "python", "session": "pl", "env": {"TOKEN": senv},
+                           "code": "import os\nprint(os.environ['TOKEN'].upper())"})
+    out = r["structuredContent"]["stdout"]
+    check("PWNED" not in out and out == senv.upper() + "\n", "run_code ran planted code: %r" % text_of(r))
+    c.close()
+
+
+def scenario_forged_ps(c):
+    """A process whose command line or name holds a newline cannot add
+    made-up entries to list_processes (security/live-attacks.bats)."""
+    c.handshake()
+    marker = sleep_marker()
+    forge = ("import ctypes, os, time\n"
+             "if os.fork() == 0:\n"
+             "    ctypes.CDLL(None).prctl(15, b'z\\n4343 1 S made-up', 0, 0, 0)\n"
+             "    os._exit(0)\n"
+             "if os.fork() == 0:\n"
+             "    os.execv('/bin/sleep', ['zz\\n4242 1 S made-up', '%s'])\n"
+             "time.sleep(100000)\n" % marker.split()[1])
+    run_ok(c, "run_command", {"argv": ["sh", "-c", "python3 -c \"$0\" </dev/null >/dev/null 2>&1 &", forge],
+                              "session": "ps"})
+    procs = []
+    for _ in range(100):
+        procs = run_ok(c, "list_processes", {"session": "ps"})["structuredContent"]["processes"]
+        if any(p["state"] == "Z" for p in procs) and any(marker.split()[1] in p["command"] for p in procs):
+            break
+        time.sleep(0.1)
+    check(any(p["state"] == "Z" for p in procs) and any(marker.split()[1] in p["command"] for p in procs),
+          "the forging processes are not listed: %r" % procs)
+    check(not any(p["pid"] in (4242, 4343) for p in procs), "a made-up entry: %r" % procs)
+    c.close()
+
+
 def scenario_exit(c):
     """End of input: the sandbox stops, its files are committed (the
     default policy), no process is left, the sandbox is gone."""

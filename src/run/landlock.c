@@ -245,7 +245,8 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
                     "socket families (none at all with network none), TCP also by Landlock");
         ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
-            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
+            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works for stream and seqpacket pairs (a datagram "
+            "pair's socket could send to any path)");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
         if (cfg->disk_bytes)

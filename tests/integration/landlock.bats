@@ -531,6 +531,52 @@ except OSError as e:
         [ ! -e "$d/accepted" ]
 }
 
+# socketpair(2) is the one way to a unix socket, and a datagram pair's
+# socket sends to any path sendto(2) names, or that connect(2) repoints
+# it at (Landlock scopes abstract names only): a host's /dev/log or
+# journal socket. Only stream and seqpacket pairs are made, which cannot.
+@test "this host: a socketpair cannot reach a host unix datagram socket, in every network mode" {
+        local d net
+        d=$(host_dir)
+        python3 -c "
+import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind('$d/s'); os.chmod('$d/s', 0o777)
+open('$d/ready', 'w').write('1\n'); s.settimeout(30)
+try:
+    while True:
+        s.recv(100); open('$d/got', 'a').write('1\n')
+except OSError:
+    pass" &
+        srv=$!
+        wait_for_file "$d/ready"
+        for net in none host; do
+                run "$HUTCH" run --isolation landlock --network "$net" -- python3 -c "
+import socket
+for kind in (socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM):
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+    except OSError as e:
+        print(int(kind), 'pair', e.errno); continue
+    try:
+        a.sendto(b'x', '$d/s'); print(int(kind), 'sent')
+    except OSError as e:
+        print(int(kind), 'sendto', e.errno)
+    b.close()
+    try:
+        a.connect('$d/s'); a.send(b'x'); print(int(kind), 'connected')
+    except OSError as e:
+        print(int(kind), 'connect', e.errno)"
+                echo "$net: $output"
+                [ "$status" -eq 0 ]
+                [[ "$output" == *"2 pair 93"* ]]
+                # a seqpacket send drops the name: it reaches the pair's peer
+                [[ "$output" != *"2 sent"* && "$output" != *connected* ]]
+        done
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+        [ ! -e "$d/got" ]
+}
+
 # The disk limit without a tmpfs: a watch walks the scratch on the
 # watchdog's tick and ends the job over --disk (beyond the workspace
 # copy), counting allocated blocks, and entries against limits.inodes.

@@ -6,6 +6,13 @@
  * more than one link are remembered by (dev, ino) in a hash set for the
  * round, so that a job cannot make its usage look larger (or a build's
  * hard-linked tree count many times).
+ *
+ * A directory the walker may not open (its owner made it mode 000, and
+ * we are that owner without CAP_DAC_OVERRIDE) is counted itself, and
+ * its contents are not: the walk goes on past it. It once ended the
+ * round with EACCES, which threw the round's sums away, so one such
+ * directory blinded the whole watch. Its contents are what a job can
+ * still hide; hutch-run(1) says so, next to deleted open files.
  */
 #include "config.h"
 
@@ -113,6 +120,13 @@ static int push(struct du *d, int parent, const char *name)
         if (d->depth > DU_MAX_DEPTH)
                 return -ELOOP;
         int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        /* gone or replaced since readdir; or a dir we may not read (a job
+         * can chmod 000 its own): its contents go uncounted, never the
+         * rest of the round, whose sums an error would throw away */
+        if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+                d->sum.unreadable++;
+                return 0;
+        }
         if (fd < 0)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         DIR *dir = fdopendir(fd);

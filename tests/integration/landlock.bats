@@ -631,6 +631,20 @@ while True:
         echo "$output" | jq -e '.message | test("nested directories more than 256 deep")'
 }
 
+# A directory the watch cannot open (mode 000: as an unprivileged
+# caller the supervisor is the job's uid without CAP_DAC_OVERRIDE) used
+# to end each round with EACCES before its sums were looked at: the
+# whole scratch went unwatched. Now only that directory's contents go
+# uncounted (hutch-run(1) says so) and the rest still ends the job.
+@test "this host: a directory the job makes unreadable does not blind the disk watch" {
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --disk 20M --timeout 20s -- \
+                sh -c 'mkdir "$TMPDIR/locked" && chmod 000 "$TMPDIR/locked" || exit 9
+                       for i in 1 2 3; do head -c 8M /dev/zero > "$TMPDIR/f$i"; done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("cannot read"))] | length == 1'
+}
+
 # the disk watch is not a bound a hostile job cannot pass (what it writes
 # between two looks, files it deleted but holds open): a profile that
 # requires the disk limit (strict) is refused, never run with less

@@ -318,6 +318,15 @@ record_says() {
         [ -z "$(ls -A "$base")" ]
 }
 
+@test "this host: the landlock tier leaves no scratch behind when the job made a directory unreadable" {
+        local base
+        base=$(host_dir)
+        TMPDIR="$base" run "$HUTCH" run --isolation landlock -- \
+                sh -c 'mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && chmod 000 "$TMPDIR/a/b" "$TMPDIR/a"'
+        [ "$status" -eq 0 ]
+        [ -z "$(ls -A "$base")" ]
+}
+
 @test "this host: what the landlock tier cannot do is refused with the reason" {
         run "$HUTCH" run --isolation landlock --runtime gvisor -- true
         [ "$status" -eq 125 ]

@@ -35,9 +35,10 @@
         "sparse files count what they take, and every entry against limits.inodes, beyond the workspace " \
         "copy) and kills the job (status disk_limit) over it; it does not hold what the job writes between " \
         "two looks (a burst at the disk's speed), nor files it deleted while it still holds them open or " \
-        "mapped, which the walk cannot see, nor what is in a directory the job made unreadable (mode 000), " \
-        "which the walk cannot read (as an unprivileged caller), nor --rw paths (as in the namespace " \
-        "tier); the scratch's filesystem is the host's, so the host may fill up first"
+        "mapped, which the walk cannot see, nor what is in a directory the job made unreadable or " \
+        "unsearchable (mode 000, 0400), which the walk cannot enter (as an unprivileged caller), nor " \
+        "--rw paths (as in the namespace tier); the scratch's filesystem is the host's, so the host may " \
+        "fill up first"
 
 static int refuse(char **ret_error, const char *what)
 {

@@ -651,7 +651,7 @@ while True:
                        for i in 1 2 3; do head -c 8M /dev/zero > "$TMPDIR/f$i"; done; while :; do sleep 0.05; done'
         [ "$status" -eq 153 ]
         echo "$output" | jq -e '.status == "disk_limit"'
-        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("cannot read"))] | length == 1'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("made unreadable or unsearchable"))] | length == 1'
 }
 
 # the disk watch is not a bound a hostile job cannot pass (what it writes

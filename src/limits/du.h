@@ -5,8 +5,9 @@
  * Bytes are allocated blocks (st_blocks * 512), so a sparse file counts
  * what it really takes, and a file with several links in the tree counts
  * once; every entry (file, dir, link, node) counts toward the entries.
- * Symlinks are never followed, and the walk never leaves the tree's
- * filesystem (a mount point inside is counted as an entry only).
+ * Symlinks are never followed, and the walk never enters a mount point
+ * inside (counted as an entry only); what has a device number of its own
+ * without being one (a btrfs subvolume the job made) is walked.
  */
 #pragma once
 

@@ -654,6 +654,44 @@ while True:
         echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("made unreadable or unsearchable"))] | length == 1'
 }
 
+# Any user may make a btrfs subvolume (an ioctl), which has a device
+# number of its own: the walk took that for a mount point and skipped all
+# it held. The scratch is put on a btrfs loop mount, in a mount namespace
+# of the test's own (gone with it), so this needs root and btrfs.
+@test "this host: a btrfs subvolume the job makes does not hide from the disk watch" {
+        [ "$(id -u)" -eq 0 ] || skip "a btrfs loop mount needs root"
+        grep -qw btrfs /proc/filesystems || skip "the kernel has no btrfs"
+        command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs (btrfs-progs) is not installed"
+        command -v unshare >/dev/null || skip "unshare(1) is not installed"
+        local d
+        d=$(host_dir)
+        chmod 755 "$d"
+        truncate -s 300M "$d/img"
+        mkfs.btrfs -q "$d/img" >/dev/null 2>&1 || skip "mkfs.btrfs fails here"
+        mkdir "$d/mnt"
+        run --separate-stderr unshare -m --propagation private -- sh -c '
+                mount -o loop "$1/img" "$1/mnt" || exit 77
+                chmod 1777 "$1/mnt"
+                TMPDIR="$1/mnt" "$2" run --json --isolation landlock --disk 20M --timeout 20s -- python3 -c "
+import fcntl, os, struct, time
+t = os.environ[\"TMPDIR\"]
+fd = os.open(t, os.O_RDONLY)
+# BTRFS_IOC_SUBVOL_CREATE: struct btrfs_ioctl_vol_args { __s64 fd; char name[4088]; }
+fcntl.ioctl(fd, 0x5000940e, bytearray(struct.pack(\"q\", 0) + b\"vol\".ljust(4088, b\"\\0\")))
+for i in range(3):
+    with open(t + \"/vol/f%d\" % i, \"wb\") as f:
+        f.write(b\"x\" * (8 << 20))
+while True:
+    time.sleep(0.05)"
+                rc=$?
+                umount "$1/mnt"
+                exit $rc' sh "$d" "$HUTCH"
+        [ "$status" -ne 77 ] || skip "a loop mount of btrfs fails here"
+        echo "$output"
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+}
+
 # the disk watch is not a bound a hostile job cannot pass (what it writes
 # between two looks, files it deleted but holds open): a profile that
 # requires the disk limit (strict) is refused, never run with less

@@ -240,6 +240,19 @@ int fs_remove_tree_at(int dirfd, const char *name)
         /* O_NOFOLLOW | O_DIRECTORY: if name was swapped for a symlink since
          * unlinkat, this fails instead of descending into its target. */
         fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES) {
+                /* a job may leave a directory without read permission (mode
+                 * 000), which not even opening it passes: chmod it through
+                 * an O_PATH fd (which pins the directory itself, never a
+                 * symlink swapped in) and try again */
+                _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                char proc[64];
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+                if (pfd >= 0 && fstat(pfd, &st) == 0 && chmod(proc, (st.st_mode & 07777) | 0700) == 0)
+                        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                else
+                        errno = EACCES;
+        }
         if (fd < 0)
                 return -errno;
         /* a job may leave a directory without write or search permission;

@@ -6,6 +6,13 @@
  * more than one link are remembered by (dev, ino) in a hash set for the
  * round, so that a job cannot make its usage look larger (or a build's
  * hard-linked tree count many times).
+ *
+ * A directory the walker may not open (its owner made it mode 000, and
+ * we are that owner without CAP_DAC_OVERRIDE) is counted itself, and
+ * its contents are not: the walk goes on past it. It once ended the
+ * round with EACCES, which threw the round's sums away, so one such
+ * directory blinded the whole watch. Its contents are what a job can
+ * still hide; hutch-run(1) says so, next to deleted open files.
  */
 #include "config.h"
 
@@ -21,13 +28,18 @@
 #include "limits/du.h"
 #include "lib/util.h"
 
+/* a linked inode: its (dev, ino + 1) */
+struct seen {
+        uint64_t dev, ino;
+};
+
 struct du {
         int root_fd;
         dev_t dev;
         DIR *stack[DU_MAX_DEPTH + 1];
         unsigned depth;                 /* dirs open on the stack; 0: between rounds */
         struct du_sample sum;
-        uint64_t *seen;                 /* hash set of linked inodes: (dev ^ ino) + 1, 0 = free */
+        struct seen *seen;              /* hash set of linked inodes; ino 0 = free */
         size_t seen_cap, seen_n;
 };
 
@@ -38,16 +50,22 @@ static uint64_t now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* True when the inode was seen already this round. */
+static size_t seen_hash(const struct seen *k, size_t cap)
+{
+        return (size_t)((k->ino * 0x9E3779B97F4A7C15ULL) ^ k->dev) % cap;
+}
+
+/* True when the inode was seen already this round. By (dev, ino): a
+ * btrfs subvolume has a device number, and inode numbers, of its own. */
 static bool seen_before(struct du *d, const struct stat *st)
 {
         if (d->seen_n * 2 >= d->seen_cap) {
                 size_t cap = d->seen_cap ? d->seen_cap * 2 : 256;
-                uint64_t *n = xcalloc(cap, sizeof(*n));
+                struct seen *n = xcalloc(cap, sizeof(*n));
                 for (size_t i = 0; i < d->seen_cap; i++)
-                        if (d->seen[i])
-                                for (size_t j = d->seen[i] % cap;; j = (j + 1) % cap)
-                                        if (!n[j]) {
+                        if (d->seen[i].ino)
+                                for (size_t j = seen_hash(&d->seen[i], cap);; j = (j + 1) % cap)
+                                        if (!n[j].ino) {
                                                 n[j] = d->seen[i];
                                                 break;
                                         }
@@ -55,17 +73,30 @@ static bool seen_before(struct du *d, const struct stat *st)
                 d->seen = n;
                 d->seen_cap = cap;
         }
-        /* one filesystem (du.h), so the inode number alone names the file */
-        uint64_t key = (uint64_t)st->st_ino + 1;
-        for (size_t j = key % d->seen_cap;; j = (j + 1) % d->seen_cap) {
-                if (d->seen[j] == key)
+        struct seen key = { (uint64_t)st->st_dev, (uint64_t)st->st_ino + 1 };
+        for (size_t j = seen_hash(&key, d->seen_cap);; j = (j + 1) % d->seen_cap) {
+                if (d->seen[j].ino == key.ino && d->seen[j].dev == key.dev)
                         return true;
-                if (!d->seen[j]) {
+                if (!d->seen[j].ino) {
                         d->seen[j] = key;
                         d->seen_n++;
                         return false;
                 }
         }
+}
+
+/* Whether name (in dirfd) is the root of a mount: not the scratch's to
+ * count. A different st_dev alone does not say so: a btrfs subvolume,
+ * which any user may create with an ioctl, has its own, and skipping it
+ * hid all it held from the walk. Without STATX_ATTR_MOUNT_ROOT (Linux
+ * < 5.8), the device number decides, as it did. */
+static bool mount_root(int dirfd, const char *name, const struct stat *st, dev_t root_dev)
+{
+        struct statx sx;
+        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &sx) == 0 &&
+            (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+                return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+        return st->st_dev != root_dev;
 }
 
 static void round_reset(struct du *d)
@@ -113,6 +144,13 @@ static int push(struct du *d, int parent, const char *name)
         if (d->depth > DU_MAX_DEPTH)
                 return -ELOOP;
         int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        /* gone or replaced since readdir; or a dir we may not read (a job
+         * can chmod 000 its own): its contents go uncounted, never the
+         * rest of the round, whose sums an error would throw away */
+        if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+                d->sum.unreadable++;
+                return 0;
+        }
         if (fd < 0)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         DIR *dir = fdopendir(fd);
@@ -166,7 +204,7 @@ int du_step(struct du *d, uint64_t budget_ns, struct du_sample *ret)
                 if (fstatat(dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;       /* gone since readdir */
                 d->sum.entries++;
-                if (st.st_dev != d->dev)
+                if (st.st_dev != d->dev && mount_root(dirfd(top), de->d_name, &st, d->dev))
                         continue;       /* a mount point: not ours to count */
                 if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && seen_before(d, &st))
                         continue;

@@ -5,8 +5,9 @@
  * Bytes are allocated blocks (st_blocks * 512), so a sparse file counts
  * what it really takes, and a file with several links in the tree counts
  * once; every entry (file, dir, link, node) counts toward the entries.
- * Symlinks are never followed, and the walk never leaves the tree's
- * filesystem (a mount point inside is counted as an entry only).
+ * Symlinks are never followed, and the walk never enters a mount point
+ * inside (counted as an entry only); what has a device number of its own
+ * without being one (a btrfs subvolume the job made) is walked.
  */
 #pragma once
 
@@ -16,6 +17,7 @@ struct du_sample {
         uint64_t bytes;
         uint64_t entries;
         unsigned depth;         /* the deepest dir seen, below the root */
+        unsigned unreadable;    /* dirs we could not open: counted, their contents not */
 };
 
 /* Deeper dirs than this are not walked: du_step() says -ELOOP, and the
@@ -32,7 +34,9 @@ int du_new(const char *root, struct du **ret);
  * the round is complete (the next call starts a new one), or 0 when the
  * budget ran out first: *ret then holds the round's sums so far, a lower
  * bound of the round's figures, so a caller may stop on it but never
- * clear anything. Entries that vanish while we look are skipped.
+ * clear anything. Entries that vanish while we look are skipped, and so
+ * are the contents of a dir we may not open (EACCES, EPERM): the round
+ * goes on past it.
  * -ELOOP beyond DU_MAX_DEPTH; other -errno when the root is gone. */
 int du_step(struct du *d, uint64_t budget_ns, struct du_sample *ret);
 

@@ -35,8 +35,10 @@
         "sparse files count what they take, and every entry against limits.inodes, beyond the workspace " \
         "copy) and kills the job (status disk_limit) over it; it does not hold what the job writes between " \
         "two looks (a burst at the disk's speed), nor files it deleted while it still holds them open or " \
-        "mapped, which the walk cannot see, nor --rw paths (as in the namespace tier); the scratch's " \
-        "filesystem is the host's, so the host may fill up first"
+        "mapped, which the walk cannot see, nor what is in a directory the job made unreadable or " \
+        "unsearchable (mode 000, 0400), which the walk cannot enter (as an unprivileged caller), nor " \
+        "--rw paths (as in the namespace tier); the scratch's filesystem is the host's, so the host may " \
+        "fill up first"
 
 static int refuse(char **ret_error, const char *what)
 {
@@ -245,7 +247,8 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
                 ADD("no network namespace: UDP, ICMP and raw sockets are held only by the seccomp filter's "
                     "socket families (none at all with network none), TCP also by Landlock");
         ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
-            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works");
+            "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works for stream and seqpacket pairs (a datagram "
+            "pair's socket could send to any path)");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
         if (cfg->disk_bytes)

@@ -12,6 +12,17 @@
  *                               pairs (it names no path and no peer), and
  *                               a program that binds or connects a unix
  *                               socket fails (the report says so)
+ *   socketpair(2)               AF_UNIX SOCK_STREAM and SOCK_SEQPACKET
+ *                               only, EPROTONOSUPPORT else: a SOCK_DGRAM
+ *                               pair's socket sends to any path named in
+ *                               sendto(2)/sendmsg(2), and connect(2)
+ *                               repoints it at one, whatever it is
+ *                               connected to (a host's /dev/log, the
+ *                               journal's socket; Landlock scopes only
+ *                               abstract names). A stream or seqpacket
+ *                               one cannot: connect(2) is EISCONN, a
+ *                               stream send with a name EISCONN, and a
+ *                               seqpacket send drops the name.
  *   AF_INET, AF_INET6           SOCK_STREAM with protocol 0 or IPPROTO_TCP
  *                               only with network allow (not SCTP or MPTCP,
  *                               which Landlock's TCP rules do not name);
@@ -91,6 +102,16 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
                 EMIT(RET(SECCOMP_RET_ALLOW));
                 EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
         }
+        /* socketpair(2): AF_UNIX stream and seqpacket only (A is nr) */
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socketpair, 0, 8));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(0)));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 5));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(1)));
+        EMIT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC)));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_SEQPACKET, 0, 1));
+        EMIT(RET(SECCOMP_RET_ALLOW));
+        EMIT(DENY(EPROTONOSUPPORT));
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0));
         EMIT(RET(SECCOMP_RET_ALLOW));
         EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, seccomp_arg_low_offset(0)));

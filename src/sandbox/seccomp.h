@@ -178,13 +178,13 @@ int seccomp_groups_check(char **ret_error);
  * policy. _build writes it to insns (at most max); _load installs it on
  * the calling thread (no_new_privs must be set). 0 or -errno. */
 enum seccomp_sockets {
-        SECCOMP_SOCKETS_NONE,           /* no socket(2) at all, socketpair(2) only (network none) */
+        SECCOMP_SOCKETS_NONE,           /* no socket(2) at all, an AF_UNIX stream or seqpacket socketpair(2) only (network none) */
         SECCOMP_SOCKETS_TCP,            /* AF_INET/AF_INET6 SOCK_STREAM (network allow) */
         SECCOMP_SOCKETS_ALL_INET,       /* any AF_INET/AF_INET6, AF_NETLINK (network host) */
         _SECCOMP_SOCKETS_MAX,
         _SECCOMP_SOCKETS_INVALID = -EINVAL,
 };
-#define SECCOMP_SOCKETS_MAX_INSNS 48
+#define SECCOMP_SOCKETS_MAX_INSNS 64
 int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, size_t max, size_t *ret_n);
 /* Load the filter on the calling thread (no_new_privs must be set). For
  * SECCOMP_SOCKETS_TCP its connect(2) goes to a user-notification

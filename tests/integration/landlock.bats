@@ -318,6 +318,15 @@ record_says() {
         [ -z "$(ls -A "$base")" ]
 }
 
+@test "this host: the landlock tier leaves no scratch behind when the job made a directory unreadable" {
+        local base
+        base=$(host_dir)
+        TMPDIR="$base" run "$HUTCH" run --isolation landlock -- \
+                sh -c 'mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && chmod 000 "$TMPDIR/a/b" "$TMPDIR/a"'
+        [ "$status" -eq 0 ]
+        [ -z "$(ls -A "$base")" ]
+}
+
 @test "this host: what the landlock tier cannot do is refused with the reason" {
         run "$HUTCH" run --isolation landlock --runtime gvisor -- true
         [ "$status" -eq 125 ]
@@ -531,6 +540,52 @@ except OSError as e:
         [ ! -e "$d/accepted" ]
 }
 
+# socketpair(2) is the one way to a unix socket, and a datagram pair's
+# socket sends to any path sendto(2) names, or that connect(2) repoints
+# it at (Landlock scopes abstract names only): a host's /dev/log or
+# journal socket. Only stream and seqpacket pairs are made, which cannot.
+@test "this host: a socketpair cannot reach a host unix datagram socket, in every network mode" {
+        local d net
+        d=$(host_dir)
+        python3 -c "
+import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind('$d/s'); os.chmod('$d/s', 0o777)
+open('$d/ready', 'w').write('1\n'); s.settimeout(30)
+try:
+    while True:
+        s.recv(100); open('$d/got', 'a').write('1\n')
+except OSError:
+    pass" &
+        srv=$!
+        wait_for_file "$d/ready"
+        for net in none host; do
+                run "$HUTCH" run --isolation landlock --network "$net" -- python3 -c "
+import socket
+for kind in (socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM):
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+    except OSError as e:
+        print(int(kind), 'pair', e.errno); continue
+    try:
+        a.sendto(b'x', '$d/s'); print(int(kind), 'sent')
+    except OSError as e:
+        print(int(kind), 'sendto', e.errno)
+    b.close()
+    try:
+        a.connect('$d/s'); a.send(b'x'); print(int(kind), 'connected')
+    except OSError as e:
+        print(int(kind), 'connect', e.errno)"
+                echo "$net: $output"
+                [ "$status" -eq 0 ]
+                [[ "$output" == *"2 pair 93"* ]]
+                # a seqpacket send drops the name: it reaches the pair's peer
+                [[ "$output" != *"2 sent"* && "$output" != *connected* ]]
+        done
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+        [ ! -e "$d/got" ]
+}
+
 # The disk limit without a tmpfs: a watch walks the scratch on the
 # watchdog's tick and ends the job over --disk (beyond the workspace
 # copy), counting allocated blocks, and entries against limits.inodes.
@@ -583,6 +638,58 @@ while True:
     time.sleep(0.05)'
         [ "$status" -eq 153 ]
         echo "$output" | jq -e '.message | test("nested directories more than 256 deep")'
+}
+
+# A directory the watch cannot open (mode 000: as an unprivileged
+# caller the supervisor is the job's uid without CAP_DAC_OVERRIDE) used
+# to end each round with EACCES before its sums were looked at: the
+# whole scratch went unwatched. Now only that directory's contents go
+# uncounted (hutch-run(1) says so) and the rest still ends the job.
+@test "this host: a directory the job makes unreadable does not blind the disk watch" {
+        run --separate-stderr "$HUTCH" run --json --isolation landlock --disk 20M --timeout 20s -- \
+                sh -c 'mkdir "$TMPDIR/locked" && chmod 000 "$TMPDIR/locked" || exit 9
+                       for i in 1 2 3; do head -c 8M /dev/zero > "$TMPDIR/f$i"; done; while :; do sleep 0.05; done'
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
+        echo "$output" | jq -e '[.enforcement.isolation.not_held[] | select(test("made unreadable or unsearchable"))] | length == 1'
+}
+
+# Any user may make a btrfs subvolume (an ioctl), which has a device
+# number of its own: the walk took that for a mount point and skipped all
+# it held. The scratch is put on a btrfs loop mount, in a mount namespace
+# of the test's own (gone with it), so this needs root and btrfs.
+@test "this host: a btrfs subvolume the job makes does not hide from the disk watch" {
+        [ "$(id -u)" -eq 0 ] || skip "a btrfs loop mount needs root"
+        grep -qw btrfs /proc/filesystems || skip "the kernel has no btrfs"
+        command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs (btrfs-progs) is not installed"
+        command -v unshare >/dev/null || skip "unshare(1) is not installed"
+        local d
+        d=$(host_dir)
+        chmod 755 "$d"
+        truncate -s 300M "$d/img"
+        mkfs.btrfs -q "$d/img" >/dev/null 2>&1 || skip "mkfs.btrfs fails here"
+        mkdir "$d/mnt"
+        run --separate-stderr unshare -m --propagation private -- sh -c '
+                mount -o loop "$1/img" "$1/mnt" || exit 77
+                chmod 1777 "$1/mnt"
+                TMPDIR="$1/mnt" "$2" run --json --isolation landlock --disk 20M --timeout 20s -- python3 -c "
+import fcntl, os, struct, time
+t = os.environ[\"TMPDIR\"]
+fd = os.open(t, os.O_RDONLY)
+# BTRFS_IOC_SUBVOL_CREATE: struct btrfs_ioctl_vol_args { __s64 fd; char name[4088]; }
+fcntl.ioctl(fd, 0x5000940e, bytearray(struct.pack(\"q\", 0) + b\"vol\".ljust(4088, b\"\\0\")))
+for i in range(3):
+    with open(t + \"/vol/f%d\" % i, \"wb\") as f:
+        f.write(b\"x\" * (8 << 20))
+while True:
+    time.sleep(0.05)"
+                rc=$?
+                umount "$1/mnt"
+                exit $rc' sh "$d" "$HUTCH"
+        [ "$status" -ne 77 ] || skip "a loop mount of btrfs fails here"
+        echo "$output"
+        [ "$status" -eq 153 ]
+        echo "$output" | jq -e '.status == "disk_limit"'
 }
 
 # the disk watch is not a bound a hostile job cannot pass (what it writes

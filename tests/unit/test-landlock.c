@@ -295,6 +295,14 @@ static uint32_t socket_answer(const struct sock_filter *f, size_t n, int family,
 #define ALLOW SECCOMP_RET_ALLOW
 #define ERR(e) (SECCOMP_RET_ERRNO | (e))
 
+static uint32_t socketpair_answer(const struct sock_filter *f, size_t n, int family, int type)
+{
+        struct seccomp_data d = { .nr = SYS_socketpair, .arch = seccomp_arch_native() };
+        d.args[0] = (uint64_t)family;
+        d.args[1] = (uint64_t)type;
+        return bpf_run(f, n, &d);
+}
+
 static void socket_families(void **state)
 {
         (void)state;
@@ -306,6 +314,17 @@ static void socket_families(void **state)
         assert_int_equal(socket_answer(f, n, AF_INET, SOCK_STREAM), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_INET6, SOCK_DGRAM), ERR(EAFNOSUPPORT));
         assert_int_equal(socket_answer(f, n, AF_NETLINK, SOCK_RAW), ERR(EAFNOSUPPORT));
+        /* a datagram pair's socket sends to any path: stream and seqpacket pairs only */
+        for (enum seccomp_sockets m = 0; m < _SECCOMP_SOCKETS_MAX; m++) {
+                size_t k;
+                struct sock_filter g[SECCOMP_SOCKETS_MAX_INSNS];
+                assert_int_equal(seccomp_sockets_build(m, g, ELEMENTSOF(g), &k), 0);
+                assert_int_equal(socketpair_answer(g, k, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC), ALLOW);
+                assert_int_equal(socketpair_answer(g, k, AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK), ALLOW);
+                assert_int_equal(socketpair_answer(g, k, AF_UNIX, SOCK_DGRAM), ERR(EPROTONOSUPPORT));
+                assert_int_equal(socketpair_answer(g, k, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC), ERR(EPROTONOSUPPORT));
+                assert_int_equal(socketpair_answer(g, k, AF_INET, SOCK_STREAM), ERR(EPROTONOSUPPORT));
+        }
         struct seccomp_data other = { .nr = SYS_getpid, .arch = seccomp_arch_native() };
         assert_int_equal(bpf_run(f, n, &other), ALLOW);
 
@@ -369,6 +388,7 @@ static void socket_families(void **state)
                 CHECK_ERRNO(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
                 int pair[2];
                 CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));
+                CHECK_ERRNO(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), EPROTONOSUPPORT);
                 CHECK_ERRNO(socket(AF_INET, SOCK_DGRAM, 0), EPROTONOSUPPORT);
                 CHECK_ERRNO(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), EPROTONOSUPPORT);
                 CHECK_ERRNO(socket(AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);

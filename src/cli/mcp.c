@@ -232,146 +232,190 @@ static int mcp_opt_limit(int c, struct mcp_config *cfg, uint64_t *max_memory, bo
         }
 }
 
-int verb_mcp(int argc, char **argv)
+static const struct option mcp_options[] = {
+        { "profile",        required_argument, NULL, 'p' },
+        { "max-timeout",    required_argument, NULL, 'T' },
+        { "max-memory",     required_argument, NULL, 'M' },
+        { "max-concurrent", required_argument, NULL, 'C' },
+        { "net",            required_argument, NULL, 'N' },
+        { "allow",          required_argument, NULL, 'A' },
+        { "scope",          required_argument, NULL, 'S' },
+        { "workdir",        required_argument, NULL, 'W' },
+        { "allow-apply",    no_argument,       NULL, 'Y' },
+        { "sessions",       required_argument, NULL, 'L' },
+        { "idle-timeout",   required_argument, NULL, 'I' },
+        { "publish",        required_argument, NULL, 'P' },
+        { "kernels",        no_argument,       NULL, 'K' },
+        { "no-kernels",     no_argument,       NULL, 'k' },
+        { "help",           no_argument,       NULL, 'h' },
+        {}
+};
+
+/* What the command line says, before it is checked as a whole and
+ * turned into the server's configuration; the strings it owns live
+ * until verb_mcp returns, as cfg points into them. */
+struct mcp_opts {
+        struct mcp_config cfg;
+        char **run_args, **publish;
+        char *workdir;
+        const char *net, *profile;
+        uint64_t max_memory;
+        bool max_timeout_set, allow, kernels_set, help;
+};
+
+static void mcp_opts_done(struct mcp_opts *o)
 {
-        static const struct option options[] = {
-                { "profile",        required_argument, NULL, 'p' },
-                { "max-timeout",    required_argument, NULL, 'T' },
-                { "max-memory",     required_argument, NULL, 'M' },
-                { "max-concurrent", required_argument, NULL, 'C' },
-                { "net",            required_argument, NULL, 'N' },
-                { "allow",          required_argument, NULL, 'A' },
-                { "scope",          required_argument, NULL, 'S' },
-                { "workdir",        required_argument, NULL, 'W' },
-                { "allow-apply",    no_argument,       NULL, 'Y' },
-                { "sessions",       required_argument, NULL, 'L' },
-                { "idle-timeout",   required_argument, NULL, 'I' },
-                { "publish",        required_argument, NULL, 'P' },
-                { "kernels",        no_argument,       NULL, 'K' },
-                { "no-kernels",     no_argument,       NULL, 'k' },
-                { "help",           no_argument,       NULL, 'h' },
-                {}
-        };
-        struct mcp_config cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
-                                  .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
-                                  .live = true, .kernels = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS };
-        _cleanup_strv_ char **run_args = NULL, **publish = NULL;
-        _cleanup_free_ char *workdir = NULL;
-        const char *net = NULL, *profile = NULL;
-        uint64_t max_memory = 0;
+        strv_free(o->run_args);
+        strv_free(o->publish);
+        free(o->workdir);
+}
+
+/* Each option on its own. Returns EXIT_OK (o->help set once --help is
+ * printed) or a usage exit code after saying why. */
+static int mcp_parse(int argc, char **argv, struct mcp_opts *o)
+{
         struct stat st;
-        bool max_timeout_set = false;
-        bool allow = false, kernels_set = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "hp:", mcp_options, NULL)) >= 0)
                 switch (c) {
                 case 'p':
-                        run_args = strv_append(strv_append(run_args, "--profile"), optarg);
-                        profile = optarg;
+                        o->run_args = strv_append(strv_append(o->run_args, "--profile"), optarg);
+                        o->profile = optarg;
                         break;
                 case 'T':
                 case 'M':
                 case 'C':
-                        r = mcp_opt_limit(c, &cfg, &max_memory, &max_timeout_set);
+                        r = mcp_opt_limit(c, &o->cfg, &o->max_memory, &o->max_timeout_set);
                         if (r != EXIT_OK)
                                 return r;
                         break;
                 case 'N':
                         if (!streq(optarg, "none") && !streq(optarg, "host") && !streq(optarg, "allow"))
                                 return cli_bad_value("mcp", "net", optarg, "expected none, host or allow");
-                        net = optarg;
+                        o->net = optarg;
                         break;
                 case 'A':
-                        run_args = strv_append(strv_append(run_args, "--allow"), optarg);
-                        allow = true;
+                        o->run_args = strv_append(strv_append(o->run_args, "--allow"), optarg);
+                        o->allow = true;
                         break;
                 case 'W':
-                        free(workdir);
-                        workdir = realpath(optarg, NULL);
-                        if (!workdir || stat(workdir, &st) < 0 || !S_ISDIR(st.st_mode))
+                        free(o->workdir);
+                        o->workdir = realpath(optarg, NULL);
+                        if (!o->workdir || stat(o->workdir, &st) < 0 || !S_ISDIR(st.st_mode))
                                 return cli_bad_value("mcp", "workdir", optarg, "expected an existing directory");
                         break;
                 case 'Y':
-                        cfg.allow_apply = true;
+                        o->cfg.allow_apply = true;
                         break;
                 case 'L':
                         if (!streq(optarg, "live") && !streq(optarg, "fresh"))
                                 return cli_bad_value("mcp", "sessions", optarg, "expected live or fresh");
-                        cfg.live = streq(optarg, "live");
+                        o->cfg.live = streq(optarg, "live");
                         break;
                 case 'K':
-                        cfg.kernels = kernels_set = true;
+                        o->cfg.kernels = o->kernels_set = true;
                         break;
                 case 'k':
-                        cfg.kernels = false;
+                        o->cfg.kernels = false;
                         break;
                 case 'P':
                         if (!publish_spec_valid(optarg))
                                 return cli_bad_value("mcp", "publish", optarg,
                                                      "expected [HOST_PORT:]PORT, ports 1 to 65535 (HOST_PORT may be 0)");
-                        publish = strv_append(publish, optarg);
+                        o->publish = strv_append(o->publish, optarg);
                         break;
                 case 'I':
-                        if (parse_duration_ms(optarg, &cfg.idle_ms) < 0 || cfg.idle_ms == 0)
+                        if (parse_duration_ms(optarg, &o->cfg.idle_ms) < 0 || o->cfg.idle_ms == 0)
                                 return cli_bad_value("mcp", "idle-timeout", optarg,
                                                      "expected a duration above 0 (30s, 10m)");
                         break;
                 case 'S':
                         if (!mcp_scope_valid(optarg))
                                 return cli_bad_value("mcp", "scope", optarg, "expected 1 to 16 letters, digits or '_'");
-                        cfg.scope = optarg;
+                        o->cfg.scope = optarg;
                         break;
                 case 'h':
                         help();
+                        o->help = true;
                         return EXIT_OK;
                 default:
-                        return cli_usage_error("mcp", argv, options);
+                        return cli_usage_error("mcp", argv, mcp_options);
                 }
-        r = cli_no_operands("mcp", argc, argv, optind);
-        if (r != EXIT_OK)
-                return r;
-        if (allow && !(net && streq(net, "allow"))) {
+        return cli_no_operands("mcp", argc, argv, optind);
+}
+
+/* The options together: those that only mean something with another.
+ * Returns EXIT_OK or EXIT_USAGE after saying why. */
+static int mcp_check(struct mcp_opts *o)
+{
+        if (o->allow && !(o->net && streq(o->net, "allow"))) {
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
-        if ((publish || kernels_set) && !cfg.live) {
-                log_error("mcp: --%s goes with live sessions (not --sessions fresh)", publish ? "publish" : "kernels");
+        if ((o->publish || o->kernels_set) && !o->cfg.live) {
+                log_error("mcp: --%s goes with live sessions (not --sessions fresh)",
+                          o->publish ? "publish" : "kernels");
                 return EXIT_USAGE;
         }
-        cfg.publish = publish;
-        cfg.kernels = cfg.kernels && cfg.live;
-        cfg.ui = cli_run_ui();
-        if (cfg.allow_apply && !workdir) {
+        o->cfg.publish = o->publish;
+        o->cfg.kernels = o->cfg.kernels && o->cfg.live;
+        o->cfg.ui = cli_run_ui();
+        if (o->cfg.allow_apply && !o->workdir) {
                 log_error("mcp: --allow-apply goes with --workdir DIR (the directory it applies to)");
                 return EXIT_USAGE;
         }
-        if (workdir) {
-                /* every call's run sees DIR through the overlay; its
-                 * changes are a change set (diff), never written to DIR
-                 * but by the apply tool, when allowed */
-                run_args = strv_append(strv_append(run_args, "--workdir"), workdir);
-                cfg.workdir = workdir;
-        }
-        r = profile_ceilings(profile, max_memory, max_timeout_set, &cfg);
-        if (r != EXIT_OK)
-                return r;
+        return EXIT_OK;
+}
+
+/* The options every child `hutch run` gets after the ceilings are
+ * known (--queue-wait is the timeout ceiling). */
+static void mcp_child_args(struct mcp_opts *o)
+{
         /* the children's messages go to our stderr: each carries its run's id */
-        run_args = strv_append(run_args, "--log-id");
+        o->run_args = strv_append(o->run_args, "--log-id");
         /* never the host's network unless the operator says so */
-        run_args = strv_append(strv_append(run_args, "--net"), net ? net : "none");
+        o->run_args = strv_append(strv_append(o->run_args, "--net"), o->net ? o->net : "none");
         /* a node whose [admission] cap is reached queues the call, as long
          * as a run may last, instead of failing it: the server's own
          * queue (max_concurrent) comes first, the node's count second */
-        _cleanup_free_ char *queue_wait = xasprintf("%llums", (unsigned long long)cfg.max_timeout_ms);
-        run_args = strv_append(strv_append(run_args, "--queue-wait"), queue_wait);
-        cfg.run_args = run_args;
+        _cleanup_free_ char *queue_wait = xasprintf("%llums", (unsigned long long)o->cfg.max_timeout_ms);
+        o->run_args = strv_append(strv_append(o->run_args, "--queue-wait"), queue_wait);
+        o->cfg.run_args = o->run_args;
+}
+
+int verb_mcp(int argc, char **argv)
+{
+        _cleanup_(mcp_opts_done) struct mcp_opts o = {
+                .cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
+                         .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
+                         .live = true, .kernels = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS },
+        };
+        int r;
+
+        r = mcp_parse(argc, argv, &o);
+        if (r != EXIT_OK || o.help)
+                return r;
+        r = mcp_check(&o);
+        if (r != EXIT_OK)
+                return r;
+        if (o.workdir) {
+                /* every call's run sees DIR through the overlay; its
+                 * changes are a change set (diff), never written to DIR
+                 * but by the apply tool, when allowed */
+                o.run_args = strv_append(strv_append(o.run_args, "--workdir"), o.workdir);
+                o.cfg.workdir = o.workdir;
+        }
+        r = profile_ceilings(o.profile, o.max_memory, o.max_timeout_set, &o.cfg);
+        if (r != EXIT_OK)
+                return r;
+        mcp_child_args(&o);
         if (isatty(STDIN_FILENO))
                 log_warning("mcp: stdin is a terminal; this server speaks JSON-RPC, one message per line, "
                             "for an MCP client that starts it");
 
-        r = mcp_serve(&cfg);
-        json_decref(cfg.limits);
+        r = mcp_serve(&o.cfg);
+        json_decref(o.cfg.limits);
         if (r < 0) {
                 log_error("mcp: %s", strerror(-r));
                 return EXIT_SETUP;

@@ -106,6 +106,92 @@ static int bind_publish(const struct run_config *cfg, struct live_port *ports, s
         return EXIT_OK;
 }
 
+/* The words after NAME: --idle-timeout and --publish are the
+ * sandbox's own, the rest go to `hutch run`'s parser (after the
+ * forked-from sandbox's options in *args) and to *given. Sets
+ * live->args, what NAME.json keeps. Returns EXIT_OK or a usage exit
+ * code after saying why. */
+static int start_options(int argc, char **argv, int i, struct run_live *live, struct live_port *ports,
+                         char ***args, size_t *n, char ***forked, char ***given)
+{
+        size_t n_given = 0;
+        int r;
+
+        for (; i < argc; i++) {
+                if (streq(argv[i], "--idle-timeout") || startswith(argv[i], "--idle-timeout=")) {
+                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
+                        if (!v) {
+                                log_error("sandbox start: --idle-timeout needs a duration");
+                                return EXIT_USAGE;
+                        }
+                        if (streq(v, "none"))
+                                live->idle_ms = 0;
+                        else if (parse_duration_ms(v, &live->idle_ms) < 0 || !live->idle_ms)
+                                return cli_bad_value("sandbox start", "idle-timeout", v,
+                                                     "expected a duration (30s, 10m, 1h) or none");
+                        continue;
+                }
+                if (streq(argv[i], "--publish") || startswith(argv[i], "--publish=")) {
+                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
+                        r = add_publish(v, ports, &live->n_ports);
+                        if (r != 0)
+                                return r;
+                        continue;
+                }
+                if (streq(argv[i], "--")) {
+                        log_error("sandbox start: no command: jobs come with hutch exec %s -- CMD", live->name);
+                        return EXIT_USAGE;
+                }
+                if (*forked && (streq(argv[i], "--session") || startswith(argv[i], "--session=") ||
+                                streq(argv[i], "--workdir") || startswith(argv[i], "--workdir=") ||
+                                streq(argv[i], "-w"))) {
+                        log_error("sandbox start: %s is a fork: its workspace is its session %s, not %s",
+                                  live->name, live->name, argv[i]);
+                        return EXIT_USAGE;
+                }
+                *args = strv_push(*args, n, argv[i]);
+                *given = strv_push(*given, &n_given, argv[i]);
+        }
+        /* what NAME.json keeps for a fork of this sandbox */
+        if (*forked) {
+                size_t nf = strv_length(*forked);
+                for (char **g = *given; g && *g; g++)
+                        *forked = strv_push(*forked, &nf, *g);
+        }
+        live->args = *forked ? *forked : *given;
+        return EXIT_OK;
+}
+
+/* What `hutch run`'s parser took, checked for a live sandbox, and the
+ * profile resolved. Returns EXIT_OK or an exit code after saying why. */
+static int start_check(struct run_config *cfg, struct run_args *a)
+{
+        _cleanup_free_ char *err = NULL;
+
+        /* --secret: an exec's record is written by `hutch exec`, which
+         * would not know the values to redact; refused until it does */
+        if (a->lang || a->code || a->code_file || a->request || a->id_key || a->apply || a->detach || a->json ||
+            a->events || cfg->tty || a->secrets) {
+                log_error("sandbox start: --lang, -c, --file, --request, --id, --apply, --detach, --json, "
+                          "--events, --secret and --tty are not for a live sandbox");
+                return EXIT_USAGE;
+        }
+        int code = run_resolve_secrets(a, cfg);
+        if (code != EXIT_OK)
+                return code;
+        struct profile_request preq = { .profile = a->profile, .trust = a->trust_profile, .overrides = a->overrides };
+        bool cli_error;
+        if (profile_resolve(cfg, &preq, &cli_error, &err) < 0) {
+                log_error("sandbox start: %s", err);
+                return cli_error ? EXIT_USAGE : EXIT_SETUP;
+        }
+        if (cfg->runtime == RUNTIME_GVISOR || cfg->tty) {
+                log_error("sandbox start: runtime gvisor and tty are not supported for a live sandbox yet");
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
+}
+
 static int start(int argc, char **argv)
 {
         struct run_config cfg;
@@ -113,9 +199,9 @@ static int start(int argc, char **argv)
         struct live_port ports[LIVE_PUBLISH_MAX];
         struct run_live live = { .idle_ms = IDLE_DEFAULT_MS, .listen_fd = -1, .ports = ports };
         pid_t me = getpid();
-        _cleanup_free_ char *gen = NULL, *err = NULL;
+        _cleanup_free_ char *gen = NULL;
         char **args = NULL, **forked = NULL, **given = NULL;
-        size_t n = 0, n_given = 0;
+        size_t n = 0;
         int i = 1, code = EXIT_USAGE, r;
 
         run_config_init(&cfg);
@@ -140,52 +226,9 @@ static int start(int argc, char **argv)
         }
         for (char **f = forked; f && *f; f++)
                 args = strv_push(args, &n, *f);
-        for (; i < argc; i++) {
-                if (streq(argv[i], "--idle-timeout") || startswith(argv[i], "--idle-timeout=")) {
-                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
-                        if (!v) {
-                                log_error("sandbox start: --idle-timeout needs a duration");
-                                goto out;
-                        }
-                        if (streq(v, "none"))
-                                live.idle_ms = 0;
-                        else if (parse_duration_ms(v, &live.idle_ms) < 0 || !live.idle_ms) {
-                                code = cli_bad_value("sandbox start", "idle-timeout", v,
-                                                     "expected a duration (30s, 10m, 1h) or none");
-                                goto out;
-                        }
-                        continue;
-                }
-                if (streq(argv[i], "--publish") || startswith(argv[i], "--publish=")) {
-                        const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
-                        r = add_publish(v, ports, &live.n_ports);
-                        if (r != 0) {
-                                code = r;
-                                goto out;
-                        }
-                        continue;
-                }
-                if (streq(argv[i], "--")) {
-                        log_error("sandbox start: no command: jobs come with hutch exec %s -- CMD", live.name);
-                        goto out;
-                }
-                if (forked && (streq(argv[i], "--session") || startswith(argv[i], "--session=") ||
-                               streq(argv[i], "--workdir") || startswith(argv[i], "--workdir=") ||
-                               streq(argv[i], "-w"))) {
-                        log_error("sandbox start: %s is a fork: its workspace is its session %s, not %s",
-                                  live.name, live.name, argv[i]);
-                        goto out;
-                }
-                args = strv_push(args, &n, argv[i]);
-                given = strv_push(given, &n_given, argv[i]);
-        }
-        /* what NAME.json keeps for a fork of this sandbox */
-        if (forked) {
-                size_t nf = strv_length(forked);
-                for (char **g = given; g && *g; g++)
-                        forked = strv_push(forked, &nf, *g);
-        }
-        live.args = forked ? forked : given;
+        code = start_options(argc, argv, i, &live, ports, &args, &n, &forked, &given);
+        if (code != EXIT_OK)
+                goto out;
         /* the sandbox's own run: its command says what it is */
         args = strv_push(args, &n, "--");
         args = strv_push(args, &n, "sandbox");
@@ -195,29 +238,9 @@ static int start(int argc, char **argv)
                 code = r < 0 ? EXIT_OK : r;
                 goto out;
         }
-        /* --secret: an exec's record is written by `hutch exec`, which
-         * would not know the values to redact; refused until it does */
-        if (a.lang || a.code || a.code_file || a.request || a.id_key || a.apply || a.detach || a.json ||
-            a.events || cfg.tty || a.secrets) {
-                log_error("sandbox start: --lang, -c, --file, --request, --id, --apply, --detach, --json, "
-                          "--events, --secret and --tty are not for a live sandbox");
-                goto out;
-        }
-        code = run_resolve_secrets(&a, &cfg);
+        code = start_check(&cfg, &a);
         if (code != EXIT_OK)
                 goto out;
-        struct profile_request preq = { .profile = a.profile, .trust = a.trust_profile, .overrides = a.overrides };
-        bool cli_error;
-        if (profile_resolve(&cfg, &preq, &cli_error, &err) < 0) {
-                log_error("sandbox start: %s", err);
-                code = cli_error ? EXIT_USAGE : EXIT_SETUP;
-                goto out;
-        }
-        if (cfg.runtime == RUNTIME_GVISOR || cfg.tty) {
-                log_error("sandbox start: runtime gvisor and tty are not supported for a live sandbox yet");
-                code = EXIT_USAGE;
-                goto out;
-        }
         /* each exec's job gets a Landlock domain of its own: without
          * one, execs can reach each other's stdio through /proc */
         if (landlock_abi() <= 0)

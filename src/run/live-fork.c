@@ -418,17 +418,10 @@ static int record_fork(int dirfd, const char *name, const char *new_name, const 
         return 0;
 }
 
-int live_fork(const char *name, const char *new_name)
+/* NAME and NEW: both sandbox and session names, not the same. An exit
+ * code, said. */
+static int check_names(const char *name, const char *new_name)
 {
-        struct fork_source src = { .conn = -1, .fd = -1, .held.lock_fd = -1 };
-        struct session dst = { .lock_fd = -1 };
-        struct snapshot_stats st = { 0 };
-        _cleanup_free_ char *sessions = sessions_dir(), *fail = NULL;
-        _cleanup_close_ int dirfd = -1, treefd = -1;
-        bool made = false;
-        char fork_id[32] = "";
-        int code = EXIT_USAGE, r;
-
         for (const char *const *n = (const char *const[]) { name, new_name, NULL }; *n; n++)
                 if (!live_name_valid(*n) || !session_name_valid(*n)) {
                         log_error("sandbox fork: \"%s\": not a sandbox name (1-64 of A-Z a-z 0-9 . _ -)", *n);
@@ -438,14 +431,14 @@ int live_fork(const char *name, const char *new_name)
                 log_error("sandbox fork: NEW (%s) must be a name other than NAME's", new_name);
                 return EXIT_USAGE;
         }
-        if (!sessions) {
-                log_error("sandbox fork: no state dir (set HUTCH_STATE_DIR or HOME)");
-                return EXIT_SETUP;
-        }
-        dirfd = live_dir_open();
-        if (dirfd < 0)
-                return EXIT_SETUP;
-        /* NEW is new: no sandbox, stopped fork or session of that name */
+        return EXIT_OK;
+}
+
+/* NEW is new: no sandbox, stopped fork or session of that name; its
+ * session directory is made here (the caller removes it on failure).
+ * An exit code, said. */
+static int make_new(int dirfd, const char *sessions, const char *new_name)
+{
         int c = live_connect(dirfd, new_name);
         json_t *old = c >= 0 ? NULL : fork_state(dirfd, sessions, new_name);
         if (c >= 0 || old) {
@@ -456,7 +449,7 @@ int live_fork(const char *name, const char *new_name)
                           c >= 0 ? "running" : "a stopped fork; hutch session rm removes it");
                 return EXIT_FAILURE_GENERIC;
         }
-        r = mkdir_p(sessions, 0700);
+        int r = mkdir_p(sessions, 0700);
         _cleanup_free_ char *newdir = xasprintf("%s/%s", sessions, new_name);
         if (r == 0 && mkdir(newdir, 0700) < 0)
                 r = -errno;
@@ -466,6 +459,103 @@ int live_fork(const char *name, const char *new_name)
         }
         if (r < 0)
                 return log_error_errno(r, "sandbox fork: %s: %m", newdir), EXIT_SETUP;
+        return EXIT_OK;
+}
+
+/* Copy the source's workspace into treefd within its bounds, then let
+ * a running source go on. *pause_ms: how long the copy took. An exit
+ * code, said. */
+static int copy_workspace(const char *name, struct fork_source *src, int treefd, struct snapshot_stats *st,
+                          uint64_t *pause_ms)
+{
+        _cleanup_free_ char *fail = NULL;
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)(src->rep.timeout_ms / 1000);
+        struct snapshot_limits lim = { .max_bytes = src->rep.disk_bytes, .max_entries = src->rep.inodes,
+                                       .deadline = deadline, .skip_mounts = true };
+        uint64_t t_copy = now_monotonic_ms();
+        int r = snapshot_copy(src->fd, treefd, &lim, st, &fail);
+        /* the copy is done: the original runs on (the supervisor thaws
+         * it when we hang up), before anything else of ours */
+        if (src->conn >= 0)
+                close(TAKE_FD(src->conn));
+        *pause_ms = now_monotonic_ms() - t_copy;
+        if (r < 0) {
+                log_error("sandbox fork: cannot copy %s's workspace%s%s: %s", name, fail ? " at " : "",
+                          fail ? fail : "", copy_error(r));
+                return EXIT_FAILURE_GENERIC;
+        }
+        return EXIT_OK;
+}
+
+/* NEW.fork: the run options NEW starts with, NAME's own. An exit code,
+ * said. */
+static int save_fork_state(int dirfd, const char *name, const char *new_name, const struct fork_source *src,
+                           const char *fork_id)
+{
+        json_t *args = NULL;
+        if (src->state)
+                args = args_for_fork(json_object_get(src->state, "args"));
+        else {
+                _cleanup_free_ char *file = live_path(dirfd, name, "json"), *text = NULL;
+                json_t *o = read_file(file, &text, NULL) >= 0 ? json_loads(text, 0, NULL) : NULL;
+                args = args_for_fork(json_object_get(o, "args"));
+                json_decref(o);
+        }
+        json_t *state = json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", new_name, "from", name, "fork_id", fork_id,
+                                  "session", new_name, "args", args);
+        int r = state ? write_fork_state(dirfd, new_name, state) : -ENOMEM;
+        json_decref(state);
+        if (r < 0) {
+                log_error_errno(r, "sandbox fork: %s.fork: %m", new_name);
+                return EXIT_SETUP;
+        }
+        return EXIT_OK;
+}
+
+/* What the fork left out, and what became of it. */
+static void report_fork(const char *name, const char *new_name, const struct fork_source *src,
+                        const struct snapshot_stats *st, const char *fork_id)
+{
+        if (st->left_out || st->mounts || st->unreadable)
+                log_warning("sandbox fork: left out of %s: %llu socket(s) or device node(s), %llu mount point(s); "
+                            "%llu unreadable entr%s copied empty", new_name, (unsigned long long)st->left_out,
+                            (unsigned long long)st->mounts, (unsigned long long)st->unreadable,
+                            st->unreadable == 1 ? "y" : "ies");
+        if (!src->state && !src->rep.paused)
+                log_info("sandbox fork: %s was not paused (no cgroup): a process writing meanwhile may have "
+                         "left files from before and after its writes", name);
+        log_info("run %s: sandbox %s forked into %s (%llu entries, %llu bytes); start it with hutch sandbox start %s",
+                 fork_id, name, new_name, (unsigned long long)st->entries, (unsigned long long)st->bytes, new_name);
+        printf("%s\n", new_name);
+}
+
+int live_fork(const char *name, const char *new_name)
+{
+        struct fork_source src = { .conn = -1, .fd = -1, .held.lock_fd = -1 };
+        struct session dst = { .lock_fd = -1 };
+        struct snapshot_stats st = { 0 };
+        _cleanup_free_ char *sessions = sessions_dir();
+        _cleanup_close_ int dirfd = -1, treefd = -1;
+        bool made = false;
+        char fork_id[32] = "";
+        uint64_t pause_ms = 0;
+        int code, r;
+
+        code = check_names(name, new_name);
+        if (code != EXIT_OK)
+                return code;
+        if (!sessions) {
+                log_error("sandbox fork: no state dir (set HUTCH_STATE_DIR or HOME)");
+                return EXIT_SETUP;
+        }
+        dirfd = live_dir_open();
+        if (dirfd < 0)
+                return EXIT_SETUP;
+        code = make_new(dirfd, sessions, new_name);
+        if (code != EXIT_OK)
+                return code;
         made = true;
         r = session_acquire(sessions, new_name, 0, &dst);
         if (r < 0) {
@@ -484,24 +574,9 @@ int live_fork(const char *name, const char *new_name)
         code = open_source(dirfd, sessions, name, &src);
         if (code != EXIT_OK)
                 goto out;
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += (time_t)(src.rep.timeout_ms / 1000);
-        struct snapshot_limits lim = { .max_bytes = src.rep.disk_bytes, .max_entries = src.rep.inodes,
-                                       .deadline = deadline, .skip_mounts = true };
-        uint64_t t_copy = now_monotonic_ms();
-        r = snapshot_copy(src.fd, treefd, &lim, &st, &fail);
-        /* the copy is done: the original runs on (the supervisor thaws
-         * it when we hang up), before anything else of ours */
-        if (src.conn >= 0)
-                close(TAKE_FD(src.conn));
-        uint64_t pause_ms = now_monotonic_ms() - t_copy;
-        if (r < 0) {
-                log_error("sandbox fork: cannot copy %s's workspace%s%s: %s", name, fail ? " at " : "",
-                          fail ? fail : "", copy_error(r));
-                code = EXIT_FAILURE_GENERIC;
+        code = copy_workspace(name, &src, treefd, &st, &pause_ms);
+        if (code != EXIT_OK)
                 goto out;
-        }
         /* root's sandbox user is uid 65534: NEW's jobs must own their files */
         if (geteuid() == 0 && (r = session_chown_tree(&dst, ns_host_uid(), ns_host_gid())) < 0) {
                 log_error_errno(r, "sandbox fork: session %s: chown: %m", new_name);
@@ -512,36 +587,10 @@ int live_fork(const char *name, const char *new_name)
                 code = EXIT_SETUP;
                 goto out;
         }
-        /* the run options NEW starts with: NAME's own */
-        json_t *args = NULL;
-        if (src.state)
-                args = args_for_fork(json_object_get(src.state, "args"));
-        else {
-                _cleanup_free_ char *file = live_path(dirfd, name, "json"), *text = NULL;
-                json_t *o = read_file(file, &text, NULL) >= 0 ? json_loads(text, 0, NULL) : NULL;
-                args = args_for_fork(json_object_get(o, "args"));
-                json_decref(o);
-        }
-        json_t *state = json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", new_name, "from", name, "fork_id", fork_id,
-                                  "session", new_name, "args", args);
-        r = state ? write_fork_state(dirfd, new_name, state) : -ENOMEM;
-        json_decref(state);
-        if (r < 0) {
-                log_error_errno(r, "sandbox fork: %s.fork: %m", new_name);
-                code = EXIT_SETUP;
+        code = save_fork_state(dirfd, name, new_name, &src, fork_id);
+        if (code != EXIT_OK)
                 goto out;
-        }
-        if (st.left_out || st.mounts || st.unreadable)
-                log_warning("sandbox fork: left out of %s: %llu socket(s) or device node(s), %llu mount point(s); "
-                            "%llu unreadable entr%s copied empty", new_name, (unsigned long long)st.left_out,
-                            (unsigned long long)st.mounts, (unsigned long long)st.unreadable,
-                            st.unreadable == 1 ? "y" : "ies");
-        if (!src.state && !src.rep.paused)
-                log_info("sandbox fork: %s was not paused (no cgroup): a process writing meanwhile may have "
-                         "left files from before and after its writes", name);
-        log_info("run %s: sandbox %s forked into %s (%llu entries, %llu bytes); start it with hutch sandbox start %s",
-                 fork_id, name, new_name, (unsigned long long)st.entries, (unsigned long long)st.bytes, new_name);
-        printf("%s\n", new_name);
+        report_fork(name, new_name, &src, &st, fork_id);
         made = false;
         code = EXIT_OK;
 out:

@@ -624,6 +624,78 @@ static void limits_tick(struct live *l, const char *run_id, const struct pollfd 
                 l->why = live_limits_stopped(l->limits);
 }
 
+/* live_serve()'s poll set: the execs' clients, init's pidfd and
+ * channel, the signalfd, the control socket, the published ports, the
+ * kernels, the pending requests, a fork, the limits. */
+enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
+       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
+       AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1 };
+
+static void fill_poll(struct live *l, int sfd, struct pollfd *p)
+{
+        for (size_t i = 0; i < N_EXEC; i++)
+                p[i] = (struct pollfd) { .fd = l->exec[i].active ? l->exec[i].client : -1, .events = POLLIN };
+        for (size_t i = 0; i < N_PEND; i++)
+                p[AT_PEND + i] = (struct pollfd) { .fd = l->pend[i].fd, .events = POLLIN };
+        p[N_EXEC] = (struct pollfd) { .fd = l->sb->pidfd, .events = POLLIN };
+        p[N_EXEC + 1] = (struct pollfd) { .fd = l->sb->sync_fd, .events = POLLIN };
+        p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
+        /* requests only once the sandbox is up */
+        p[N_EXEC + 3] = (struct pollfd) { .fd = l->ready ? l->opts->listen_fd : -1, .events = POLLIN };
+        live_publish_poll(l->pub, p + N_EXEC + 4, l->ready);
+        live_kernels_poll(l->kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
+        p[AT_FORK] = (struct pollfd) { .fd = live_fork_pollfd(&l->fork), .events = POLLIN };
+        live_limits_poll(l->limits, p + P_LIMITS);
+}
+
+/* Everything inside ends with init: SIGKILL to a pid namespace's
+ * init kills every process in it. Reaped before the record. */
+static void end_sandbox(struct live *l)
+{
+        live_fork_end(&l->fork);
+        (void)syscall(SYS_pidfd_send_signal, l->sb->pidfd, SIGKILL, NULL, 0);
+        while (waitpid(l->sb->pid, NULL, __WALL) < 0 && errno == EINTR)
+                ;
+        /* not stopped by us: init's channel closed, or its pidfd said so */
+        live_limits_reaped(l->limits, !l->why || streq(l->why, "its init ended"));
+}
+
+/* The execs still open once init is gone are recorded, the pending
+ * requests closed. */
+static void settle_execs(struct live *l)
+{
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++) {
+                struct exec_slot *x = &l->exec[i];
+                if (x->active && x->finishing)
+                        finish(l, x);   /* a FINISH already sent is recorded */
+                if (x->active && x->finishing) {
+                        /* not yet: recorded without its output; the
+                         * client, hearing no DONE, writes the end itself */
+                        close(TAKE_FD(x->client));
+                        exec_free(l, x, true);
+                }
+        }
+        for (size_t i = 0; i < ELEMENTSOF(l->exec); i++)
+                if (l->exec[i].active) {
+                        l->exec[i].end.stopped = 1;
+                        exec_done(l, &l->exec[i]);
+                }
+        for (size_t i = 0; i < ELEMENTSOF(l->pend); i++)
+                if (l->pend[i].fd >= 0)
+                        close(l->pend[i].fd);
+}
+
+/* stop and the idle timeout are how a live sandbox ends; a signal
+ * (hutch kill) cancels it */
+static void say_ended(const struct live *l, struct run_outcome *out)
+{
+        bool signalled = l->why && strstr(l->why, "signal");
+        out->status = signalled ? RUN_CANCELLED : RUN_SUCCESS;
+        out->exit_code = signalled ? EXIT_CANCELLED_TERM : EXIT_OK;
+        out->job_exit_code = signalled ? -1 : 0;
+        snprintf(out->message, sizeof(out->message), "sandbox %s %s", l->opts->name, l->why ? l->why : "ended");
+}
+
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify)
 {
@@ -645,23 +717,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         touch_idle(&l);
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         while (!l.why) {
-                enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
-                       AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
-                       AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1 };
                 struct pollfd p[P_LIMITS + LIVE_LIMITS_POLL];
-                for (size_t i = 0; i < N_EXEC; i++)
-                        p[i] = (struct pollfd) { .fd = l.exec[i].active ? l.exec[i].client : -1, .events = POLLIN };
-                for (size_t i = 0; i < N_PEND; i++)
-                        p[AT_PEND + i] = (struct pollfd) { .fd = l.pend[i].fd, .events = POLLIN };
-                p[N_EXEC] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
-                p[N_EXEC + 1] = (struct pollfd) { .fd = sb->sync_fd, .events = POLLIN };
-                p[N_EXEC + 2] = (struct pollfd) { .fd = sfd, .events = POLLIN };
-                /* requests only once the sandbox is up */
-                p[N_EXEC + 3] = (struct pollfd) { .fd = l.ready ? opts->listen_fd : -1, .events = POLLIN };
-                live_publish_poll(l.pub, p + N_EXEC + 4, l.ready);
-                live_kernels_poll(l.kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
-                p[AT_FORK] = (struct pollfd) { .fd = live_fork_pollfd(&l.fork), .events = POLLIN };
-                live_limits_poll(l.limits, p + P_LIMITS);
+                fill_poll(&l, sfd, p);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
@@ -702,33 +759,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 if (!l.n_active && l.idle_ms_at && now_monotonic_ms() >= l.idle_ms_at)
                         l.why = "stopped after its idle timeout";
         }
-        /* Everything inside ends with init: SIGKILL to a pid namespace's
-         * init kills every process in it. Reaped before the record. */
-        live_fork_end(&l.fork);
-        (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-        while (waitpid(sb->pid, NULL, __WALL) < 0 && errno == EINTR)
-                ;
-        /* not stopped by us: init's channel closed, or its pidfd said so */
-        live_limits_reaped(l.limits, !l.why || streq(l.why, "its init ended"));
-        for (size_t i = 0; i < ELEMENTSOF(l.exec); i++) {
-                struct exec_slot *x = &l.exec[i];
-                if (x->active && x->finishing)
-                        finish(&l, x);  /* a FINISH already sent is recorded */
-                if (x->active && x->finishing) {
-                        /* not yet: recorded without its output; the
-                         * client, hearing no DONE, writes the end itself */
-                        close(TAKE_FD(x->client));
-                        exec_free(&l, x, true);
-                }
-        }
-        for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
-                if (l.exec[i].active) {
-                        l.exec[i].end.stopped = 1;
-                        exec_done(&l, &l.exec[i]);
-                }
-        for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
-                if (l.pend[i].fd >= 0)
-                        close(l.pend[i].fd);
+        end_sandbox(&l);
+        settle_execs(&l);
         run_record_free(l.tmpl);
         l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
@@ -738,15 +770,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",
                             opts->name, strerror(-k));
         out->wall_ms = now_monotonic_ms() - t0;
-        if (out->status != RUN_SETUP_ERROR) {
-                /* stop and the idle timeout are how a live sandbox ends;
-                 * a signal (hutch kill) cancels it */
-                bool signalled = l.why && strstr(l.why, "signal");
-                out->status = signalled ? RUN_CANCELLED : RUN_SUCCESS;
-                out->exit_code = signalled ? EXIT_CANCELLED_TERM : EXIT_OK;
-                out->job_exit_code = signalled ? -1 : 0;
-                snprintf(out->message, sizeof(out->message), "sandbox %s %s", opts->name, l.why ? l.why : "ended");
-        }
+        if (out->status != RUN_SETUP_ERROR)
+                say_ended(&l, out);
         live_limits_outcome(l.limits, opts->name, out);
         l.limits = live_limits_free(l.limits);
         /* l.stopper stays open: `sandbox stop` returns when we are gone */

@@ -414,6 +414,74 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
         }
 }
 
+/* The compile step, before the job. Returns only when the compiler
+ * exited 0. */
+static void compile_step(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
+                         const struct init_stdio *stdio)
+{
+        /* the compiler is the job's code too: after "start" */
+        job_wait_start(sync_fd);
+        int status = run_compile(cfg, in, sync_fd, stdio);
+        if (status < 0) {
+                init_report(sync_fd, SYNC_SETUP_ERROR, -status, 0, 0, "compile", in->compile_argv[0]);
+                _exit(EXIT_SETUP);
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                /* an exec failure of the compiler was reported already */
+                init_report(sync_fd, SYNC_COMPILE_FAILED, 0, status, 0, "compile", in->compile_argv[0]);
+                _exit(exit_code_for(status));
+        }
+}
+
+/* init's copies of the job's stdio, closed (see init_main()). */
+static void close_stdio(const struct init_stdio *stdio)
+{
+        if (stdio->stdin_fd >= 0)
+                close(stdio->stdin_fd);
+        if (stdio->stdout_fd >= 0)
+                close(stdio->stdout_fd);
+        if (stdio->stderr_fd >= 0)
+                close(stdio->stderr_fd);
+        if (stdio->tty_slave >= 0)
+                close(stdio->tty_slave);
+}
+
+/* A signal to init other than SIGCHLD, passed on to the job (SIGPIPE
+ * dropped). */
+static void forward_signal(const struct sandbox_inputs *in, pid_t job, int sig)
+{
+        if (sig == SIGPIPE)
+                return;
+        if (in->gvisor) {
+                gvisor_forward_signal(in->gvisor, sig);
+                return;
+        }
+        /* the job leads its own process group (setsid) */
+        if (kill(-job, sig) < 0)
+                (void)kill(job, sig);
+}
+
+/* Every child that ended, reaped; the job's end reported, and init
+ * exits with it. Returns while the job runs. */
+static void reap_children(const struct sandbox_inputs *in, int sync_fd, pid_t job)
+{
+        for (;;) {
+                int status;
+                pid_t p = waitpid(-1, &status, WNOHANG);
+                if (p <= 0)
+                        break;
+                if (p == job && in->gvisor && gvisor_job_status(status, false, &status) < 0) {
+                        init_report(sync_fd, SYNC_SETUP_ERROR, EIO, 0, 0, "runsc",
+                                    "the gVisor sandbox failed (runsc's message is in the job's stderr)");
+                        _exit(EXIT_SETUP);
+                }
+                if (p == job) {
+                        report_job_exit(sync_fd, status, job, in->landlock != NULL);
+                        _exit(exit_code_for(status));
+                }
+        }
+}
+
 _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inputs *in,
                          int sync_fd, const struct init_stdio *stdio)
 {
@@ -439,20 +507,8 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                                 close(unused[i]);
                 init_live(cfg, in, sync_fd, sfd);
         }
-        if (in->compile_argv) {
-                /* the compiler is the job's code too: after "start" */
-                job_wait_start(sync_fd);
-                int status = run_compile(cfg, in, sync_fd, stdio);
-                if (status < 0) {
-                        init_report(sync_fd, SYNC_SETUP_ERROR, -status, 0, 0, "compile", in->compile_argv[0]);
-                        _exit(EXIT_SETUP);
-                }
-                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                        /* an exec failure of the compiler was reported already */
-                        init_report(sync_fd, SYNC_COMPILE_FAILED, 0, status, 0, "compile", in->compile_argv[0]);
-                        _exit(exit_code_for(status));
-                }
-        }
+        if (in->compile_argv)
+                compile_step(cfg, in, sync_fd, stdio);
 
         /* Without a compile step the job is set up now, in parallel with
          * the supervisor's record, and waits for "start" just before its
@@ -473,14 +529,7 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
 
         /* The job holds the only copies of its stdio now: EOF on the
          * supervisor's side must mean the job tree closed them. */
-        if (stdio->stdin_fd >= 0)
-                close(stdio->stdin_fd);
-        if (stdio->stdout_fd >= 0)
-                close(stdio->stdout_fd);
-        if (stdio->stderr_fd >= 0)
-                close(stdio->stderr_fd);
-        if (stdio->tty_slave >= 0)
-                close(stdio->tty_slave);
+        close_stdio(stdio);
         if (!cfg->tty)
                 init_report(sync_fd, SYNC_READY, 0, 0, job, "", "");
 
@@ -513,31 +562,9 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
                         _exit(EXIT_SETUP);
                 }
                 if (si.ssi_signo != SIGCHLD) {
-                        if (si.ssi_signo == SIGPIPE)
-                                continue;
-                        if (in->gvisor) {
-                                gvisor_forward_signal(in->gvisor, (int)si.ssi_signo);
-                                continue;
-                        }
-                        /* the job leads its own process group (setsid) */
-                        if (kill(-job, (int)si.ssi_signo) < 0)
-                                (void)kill(job, (int)si.ssi_signo);
+                        forward_signal(in, job, (int)si.ssi_signo);
                         continue;
                 }
-                for (;;) {
-                        int status;
-                        pid_t p = waitpid(-1, &status, WNOHANG);
-                        if (p <= 0)
-                                break;
-                        if (p == job && in->gvisor && gvisor_job_status(status, false, &status) < 0) {
-                                init_report(sync_fd, SYNC_SETUP_ERROR, EIO, 0, 0, "runsc",
-                                            "the gVisor sandbox failed (runsc's message is in the job's stderr)");
-                                _exit(EXIT_SETUP);
-                        }
-                        if (p == job) {
-                                report_job_exit(sync_fd, status, job, in->landlock != NULL);
-                                _exit(exit_code_for(status));
-                        }
-                }
+                reap_children(in, sync_fd, job);
         }
 }

@@ -130,10 +130,15 @@ vm_kernel() {
 # initramfs has, is kept.
 in_base() { return 1; }
 add_program() {
-        local src=$1 dst=$2 lib
+        local src=$1 dst=$2 lib libs
         cp "$src" "$root$dst" || bail "cannot copy $src"
         ldd "$src" >/dev/null 2>&1 || return 0     # static
-        for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+        libs=$(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+        # hutch loads nettle with dlopen() at its first digest: ldd does
+        # not list it, every run needs it
+        [ "$(basename "$dst")" = hutch ] &&
+                libs="$libs $(ldconfig -p | awk '$1 == "libnettle.so.8" && $NF ~ /^\// { print $NF; exit }')"
+        for lib in $libs; do
                 [ -e "$root$lib" ] && continue
                 in_base "$lib" && continue
                 mkdir -p "$root$(dirname "$lib")"

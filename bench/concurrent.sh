@@ -10,10 +10,12 @@
 #
 # Usage: bench/concurrent.sh [RUNS [AT_ONCE]]    HUTCH=path/to/hutch
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 runs=${1:-400}
 at_once=${2:-16}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/concurrent.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+bench_need_epochrealtime
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-concurrent.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM

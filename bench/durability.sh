@@ -20,10 +20,12 @@
 #       HUTCH=path/to/hutch; WORKDIR=1 runs with --workdir on a small tree,
 #       so the change set is recorded too)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 rounds=${1:-200}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
 base=${HUTCH_BASE:?set HUTCH_BASE to a hutch built without the change, to compare with}
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/durability.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+bench_need_epochrealtime
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-durability.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -36,35 +38,21 @@ if [ "${WORKDIR:-0}" = 1 ]; then
         args=(--workdir "$tmp/w" -- sh -c 'echo $RANDOM > b')
 fi
 
-run_one() { # BIN STATE -> ms on stdout
-        local t0 t1
-        t0=$EPOCHREALTIME
-        HUTCH_STATE_DIR=$2 "$1" run -q "${args[@]}" > /dev/null
-        t1=$EPOCHREALTIME
-        echo "$t0 $t1" | awk '{ printf "%.3f\n", ($2 - $1) * 1000 }'
+run_named() {
+        case $1 in
+        new) HUTCH_STATE_DIR=$tmp/new "$hutch" run -q "${args[@]}" ;;
+        base) HUTCH_STATE_DIR=$tmp/base "$base" run -q "${args[@]}" ;;
+        esac
 }
+# the order alternates: base first in even rounds, new in odd ones
+names=(base new)
 
 # warm up both (page cache, the first store's creation)
-for _ in 1 2 3; do run_one "$hutch" "$tmp/new" > /dev/null; run_one "$base" "$tmp/base" > /dev/null; done
-: > "$tmp/new.ms"
-: > "$tmp/base.ms"
-for ((i = 0; i < rounds; i++)); do
-        if ((i % 2)); then
-                run_one "$hutch" "$tmp/new" >> "$tmp/new.ms"
-                run_one "$base" "$tmp/base" >> "$tmp/base.ms"
-        else
-                run_one "$base" "$tmp/base" >> "$tmp/base.ms"
-                run_one "$hutch" "$tmp/new" >> "$tmp/new.ms"
-        fi
-done
+bench_warm_up 3
+bench_pass "$rounds" rotate bench_timed >"$tmp/times"
 
-stats() { # FILE -> "median mean"
-        sort -n "$1" | awk '{ v[NR] = $1; s += $1 } END {
-                m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                printf "%.2f %.2f\n", m, s / NR }'
-}
-read -r nm nmean < <(stats "$tmp/new.ms")
-read -r bm bmean < <(stats "$tmp/base.ms")
+read -r nm nmean _ < <(bench_stats new "$tmp/times")
+read -r bm bmean _ < <(bench_stats base "$tmp/times")
 printf '%-6s median %7.2f ms  mean %7.2f ms  %6.1f runs/s\n' new "$nm" "$nmean" "$(awk -v m="$nmean" 'BEGIN { print 1000 / m }')"
 printf '%-6s median %7.2f ms  mean %7.2f ms  %6.1f runs/s\n' base "$bm" "$bmean" "$(awk -v m="$bmean" 'BEGIN { print 1000 / m }')"
 awk -v n="$nm" -v b="$bm" 'BEGIN { printf "new/base (medians): %.3f (%+.2f ms per run)\n", n / b, n - b }'

@@ -12,6 +12,8 @@
 #
 #   bench/egress.sh [N]           (default N=10; HUTCH=path/to/hutch)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 n=${1:-10}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
 command -v python3 >/dev/null || { echo "python3 not installed" >&2; exit 77; }
@@ -70,9 +72,8 @@ for ((i = 0; i < n; i++)); do
         read -r t m < <("${host_cmd[@]}"); ht+=("$t"); hm+=("$m")
         read -r t m < <("${allow_cmd[@]}"); at+=("$t"); am+=("$m")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-awk -v ht="$(median "${ht[@]}")" -v at="$(median "${at[@]}")" -v hm="$(median "${hm[@]}")" \
-    -v am="$(median "${am[@]}")" -v n="$n" 'BEGIN {
+awk -v ht="$(bench_median "${ht[@]}")" -v at="$(bench_median "${at[@]}")" -v hm="$(bench_median "${hm[@]}")" \
+    -v am="$(bench_median "${am[@]}")" -v n="$n" 'BEGIN {
         printf "runs:        %d each, alternating\n", n
         printf "first byte:  --net host %.3f ms, --allow %.3f ms, ratio %.2f (allow/host)\n", ht, at, at / ht
         printf "100 MB:      --net host %.0f MB/s, --allow %.0f MB/s, ratio %.2f (allow/host)\n", hm, am, am / hm

@@ -25,10 +25,12 @@
 #
 #   bench/exec.sh [ROUNDS]   (default 200; HUTCH=path/to/hutch)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 rounds=${1:-200}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
-command -v bwrap >/dev/null || { echo "bench/exec.sh: bwrap not installed (apt-get install bubblewrap)" >&2; exit 77; }
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/exec.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+bench_need bwrap "apt-get install bubblewrap"
+bench_need_epochrealtime
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-exec.XXXXXX")
 export HUTCH_STATE_DIR=$tmp/state
@@ -70,67 +72,20 @@ run_named() {
         esac
 }
 
-# one timed run: "NAME MICROSECONDS" on stdout
-timed() {
-        local t0 t1
-        t0=$EPOCHREALTIME
-        run_named "$1" >/dev/null
-        t1=$EPOCHREALTIME
-        echo "$1 $(( ${t1/./} - ${t0/./} ))"
-}
+bench_check_runs ""
+bench_warm_up 5
+bench_pass "$rounds" rotate bench_timed >"$tmp/times"
 
-for n in "${names[@]}"; do
-        run_named "$n" >/dev/null || { echo "bench/exec.sh: $n cannot run here" >&2; exit 1; }
-done
-# a few unrecorded rounds first: page cache, the compiled filter's cache
-for ((i = 0; i < 5; i++)); do for n in "${names[@]}"; do run_named "$n" >/dev/null; done; done
-
-nn=${#names[@]}
-for ((i = 0; i < rounds; i++)); do
-        for ((k = 0; k < nn; k++)); do
-                timed "${names[(i + k) % nn]}"
-        done
-done >"$tmp/times"
-
-# NAME -> "median mean p99" in ms
-stats() {
-        awk -v n="$1" '$1 == n { print $2 }' "$tmp/times" | sort -n | awk '
-                { v[NR] = $1; s += $1 }
-                END {
-                        if (NR == 0) { print "0 0 0"; exit }
-                        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                        p = int(NR * 0.99 + 0.999); if (p > NR) p = NR; if (p < 1) p = 1
-                        printf "%.2f %.2f %.2f\n", m / 1000, s / NR / 1000, v[p] / 1000
-                }'
-}
-
-echo "rounds:   $rounds of each command, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '  %-8s %9s %9s %9s\n' "" median mean p99
-for n in "${names[@]}"; do
-        read -r m a p < <(stats "$n")
-        printf '  %-8s %6.2f ms %6.2f ms %6.2f ms\n' "$n" "$m" "$a" "$p"
-done
-awk -v e="$(stats exec)" -v r="$(stats run)" -v b="$(stats bwrap)" -v t="$(stats true)" 'BEGIN {
-        split(e, E, " "); split(r, R, " "); split(b, B, " "); split(t, T, " ")
-        x = E[1] / R[1]; y = E[1] / B[1]
-        printf "  ratio    %.2f exec/run of the medians (target <= 0.5)%s\n", x, x <= 0.5 ? "" : "  OVER TARGET"
-        printf "           %.2f exec/bwrap of the medians (target < 1.0)%s\n", y, y < 1.0 ? "" : "  OVER TARGET"
+echo "rounds:   $rounds of each command, order rotating; $(bench_host)"
+bench_table "$tmp/times"
+bench_target ratio "$tmp/times" exec run '<=' 0.5
+bench_target "" "$tmp/times" exec bwrap '<' 1.0
+awk -v e="$(bench_stats exec "$tmp/times")" -v t="$(bench_stats true "$tmp/times")" 'BEGIN {
+        split(e, E, " "); split(t, T, " ")
         printf "           exec is %.2f ms above the floor of a process start (/bin/true)\n", E[1] - T[1]
 }'
-if [ -n "$kernel" ]; then
-        awk -v k="$(stats kernel)" -v t="$(stats true)" 'BEGIN {
-                split(k, K, " "); split(t, T, " ")
-                x = K[1] / T[1]
-                printf "           %.2f kernel/true of the medians (target <= 1.5)%s\n", x, x <= 1.5 ? "" : "  OVER TARGET"
-        }'
-fi
+[ -z "$kernel" ] || bench_target "" "$tmp/times" kernel true '<=' 1.5
 if [ -n "$base" ]; then
-        awk -v e="$(stats exec)" -v o="$(stats base)" 'BEGIN {
-                split(e, E, " "); split(o, O, " ")
-                printf "           %.2f exec/base of the medians, %.2f of the p99s\n", E[1] / O[1], E[3] / O[3]
-        }'
-        [ -z "$kernel" ] || awk -v e="$(stats kernel)" -v o="$(stats kbase)" 'BEGIN {
-                split(e, E, " "); split(o, O, " ")
-                printf "           %.2f kernel/kbase of the medians, %.2f of the p99s\n", E[1] / O[1], E[3] / O[3]
-        }'
+        bench_versus "" "$tmp/times" exec base
+        [ -z "$kernel" ] || bench_versus "" "$tmp/times" kernel kbase
 fi

@@ -12,6 +12,8 @@
 #
 #   bench/gvisor.sh [N]        (default N=20; HUTCH=path/to/hutch)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 n=${1:-20}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
 command -v runsc >/dev/null || { echo "runsc not installed (apt-get install runsc)" >&2; exit 77; }
@@ -29,7 +31,6 @@ for rt in native gvisor; do
 done
 
 now_ns() { date +%s%N; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "runs: $n each, alternating native and gvisor ($(runsc --version | head -n 1))"
 for name in startup cpu syscalls; do
@@ -40,7 +41,7 @@ for name in startup cpu syscalls; do
                 nat+=($((t1 - t0)))
                 gv+=($((t2 - t1)))
         done
-        awk -v name="$name" -v a="$(median "${nat[@]}")" -v b="$(median "${gv[@]}")" 'BEGIN {
+        awk -v name="$name" -v a="$(bench_median "${nat[@]}")" -v b="$(bench_median "${gv[@]}")" 'BEGIN {
                 printf "%-9s native %8.1f ms   gvisor %8.1f ms   ratio %6.2f\n", name, a / 1e6, b / 1e6, b / a
         }'
 done

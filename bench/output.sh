@@ -20,13 +20,17 @@
 # Usage: bench/output.sh [ROUNDS]   HUTCH=path/to/hutch BYTES=N RSS_BYTES=N JOB='...'
 # Needs a `hutch run` that works on this host (user namespaces).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# whole milliseconds; the ratios to three places
+bench_format 6 7 0 3
 
 rounds=${1:-5}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
 bytes=${BYTES:-1073741824}
 rss_bytes=${RSS_BYTES:-2147483648}
 job=${JOB:-"head -c $bytes /dev/zero | tr '\\0' x"}
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/output.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+bench_need_epochrealtime
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-output.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -42,38 +46,14 @@ run_named() {
         esac
 }
 names=(bare pipe hutch)
-for ((i = 0; i < rounds; i++)); do
-        for ((k = 0; k < 3; k++)); do
-                n=${names[(i + k) % 3]}
-                t0=$EPOCHREALTIME
-                run_named "$n"
-                t1=$EPOCHREALTIME
-                echo "$n $(( (${t1/./} - ${t0/./}) ))"
-        done
-done >"$tmp/times"
-
-# NAME -> "median mean p99" in ms
-stats() {
-        awk -v n="$1" '$1 == n { print $2 }' "$tmp/times" | sort -n | awk '
-                { v[NR] = $1; s += $1 }
-                END {
-                        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                        p = int(NR * 0.99 + 0.999); if (p > NR) p = NR
-                        printf "%.0f %.0f %.0f\n", m / 1000, s / NR / 1000, v[p] / 1000
-                }'
-}
+bench_pass "$rounds" rotate bench_timed >"$tmp/times"
 
 echo "job:      $job"
-echo "rounds:   $rounds of each, order rotating; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '  %-6s %10s %10s %10s\n' "" median mean p99
-for n in "${names[@]}"; do
-        read -r m a p < <(stats "$n")
-        printf '  %-6s %7s ms %7s ms %7s ms\n' "$n" "$m" "$a" "$p"
-done
-awk -v h="$(stats hutch)" -v p="$(stats pipe)" -v b="$(stats bare)" 'BEGIN {
-        split(h, H, " "); split(p, P, " "); split(b, B, " ")
-        r = H[1] / P[1]
-        printf "  ratio  %.3f hutch/pipe of the medians (target <= 1.10)%s\n", r, r <= 1.10 ? "" : "  OVER TARGET"
+echo "rounds:   $rounds of each, order rotating; $(bench_host)"
+bench_table "$tmp/times"
+bench_target ratio "$tmp/times" hutch pipe '<=' 1.10
+awk -v h="$(bench_stats hutch "$tmp/times")" -v b="$(bench_stats bare "$tmp/times")" 'BEGIN {
+        split(h, H, " "); split(b, B, " ")
         printf "         %.3f hutch/bare\n", H[1] / B[1]
 }'
 # the last run was recorded with exact counts

@@ -48,12 +48,14 @@ if [ "${FIFO:-0}" = 1 ] && [ -z "${HUTCH_BENCH_FIFO:-}" ]; then
         command -v chrt >/dev/null || { echo "bench/startup.sh: FIFO=1 needs chrt (util-linux)" >&2; exit 77; }
         HUTCH_BENCH_FIFO=1 exec chrt -f 1 "$0" "$@"
 fi
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 rounds=${1:-200}
 load=${LOAD:-2}
 hutch=${HUTCH:-$(dirname "$0")/../src/hutch}
-command -v bwrap >/dev/null || { echo "bench/startup.sh: bwrap not installed (apt-get install bubblewrap)" >&2; exit 77; }
-command -v unshare >/dev/null || { echo "bench/startup.sh: unshare not installed (util-linux)" >&2; exit 77; }
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/startup.sh: needs bash 5 (\$EPOCHREALTIME)" >&2; exit 77; }
+bench_need bwrap "apt-get install bubblewrap"
+bench_need unshare util-linux
+bench_need_epochrealtime
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bench-startup.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -111,122 +113,63 @@ stamped() {
         echo "$1 $t0 $stamp $t1"
 }
 
-# one timed run: "NAME MICROSECONDS" on stdout
-timed() {
-        local t0 t1
-        t0=$EPOCHREALTIME
-        run_named "$1" >/dev/null
-        t1=$EPOCHREALTIME
-        echo "$1 $(( (${t1/./} - ${t0/./}) ))"
+# NAME: LOAD copies of that command at once, each timed on its own
+timed_loaded() {
+        local j
+        for ((j = 0; j < load; j++)); do bench_timed "$1" & done
+        wait
 }
 
-for n in "${names[@]}"; do
-        run_named "$n" >/dev/null || { echo "bench/startup.sh: $n cannot run here (for hutch: see hutch doctor)" >&2; exit 1; }
-done
+bench_check_runs "(for hutch: see hutch doctor)"
+bench_warm_up 5
 
-# a few unrecorded rounds first: page cache, the compiled filter's cache
-for ((i = 0; i < 5; i++)); do for n in "${names[@]}"; do run_named "$n" >/dev/null; done; done
-
-# this round's order in $order: a fresh random permutation of names. A
-# rotation keeps each command's predecessor fixed within a round, and
-# the command after base (or static) then ran with hutch's pages just
-# warmed by it: two copies of one binary measured 0.97 that way.
-shuffle() {
-        local i j t
-        order=("${names[@]}")
-        for ((i = ${#order[@]} - 1; i > 0; i--)); do
-                j=$((RANDOM % (i + 1)))
-                t=${order[i]} order[i]=${order[j]} order[j]=$t
-        done
-}
-
-for ((i = 0; i < rounds; i++)); do
-        shuffle
-        for n in "${order[@]}"; do timed "$n"; done
-done >"$tmp/quiet"
-
-if [ "$load" -gt 0 ]; then
-        for ((i = 0; i < rounds; i++)); do
-                shuffle
-                for n in "${order[@]}"; do
-                        for ((j = 0; j < load; j++)); do timed "$n" & done
-                        wait
-                done
-        done >"$tmp/loaded"
-fi
+# shuffled, not rotating: two copies of one binary measured 0.97 with
+# the order rotating (see bench_shuffle)
+bench_pass "$rounds" shuffle bench_timed >"$tmp/quiet"
+[ "$load" -gt 0 ] && bench_pass "$rounds" shuffle timed_loaded >"$tmp/loaded"
 
 phases=${PHASES:-1}
 if [ "$phases" != 0 ]; then
         for n in "${names[@]}"; do stamped "$n" >/dev/null; done
-        for ((i = 0; i < rounds; i++)); do
-                shuffle
-                for n in "${order[@]}"; do stamped "$n"; done
-        done >"$tmp/phases"
+        bench_pass "$rounds" shuffle stamped >"$tmp/phases"
 fi
-
-# NAME -> "median mean p99" in ms
-stats() {
-        awk -v n="$1" '$1 == n { print $2 }' "$2" | sort -n | awk '
-                { v[NR] = $1; s += $1 }
-                END {
-                        if (NR == 0) { print "0 0 0"; exit }
-                        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                        p = int(NR * 0.99 + 0.999); if (p > NR) p = NR; if (p < 1) p = 1
-                        printf "%.2f %.2f %.2f\n", m / 1000, s / NR / 1000, v[p] / 1000
-                }'
-}
 
 report() {
         local file=$1 title=$2 h b u
         echo "$title"
-        printf '  %-8s %9s %9s %9s\n' "" median mean p99
-        for n in "${names[@]}"; do
-                read -r m a p < <(stats "$n" "$file")
-                printf '  %-8s %6.2f ms %6.2f ms %6.2f ms\n' "$n" "$m" "$a" "$p"
-        done
-        h=$(stats hutch "$file") b=$(stats bwrap "$file") u=$(stats unshare "$file")
+        bench_table "$file"
+        bench_target ratio "$file" hutch bwrap '<=' 1.0
+        h=$(bench_stats hutch "$file") b=$(bench_stats bwrap "$file") u=$(bench_stats unshare "$file")
         awk -v h="$h" -v b="$b" -v u="$u" 'BEGIN {
                 split(h, H, " "); split(b, B, " "); split(u, U, " ")
-                r = H[1] / B[1]
-                printf "  ratio    %.2f hutch/bwrap of the medians (target <= 1.0)%s\n", r, r <= 1.0 ? "" : "  OVER TARGET"
                 printf "           %.2f of p99s; hutch is %.2f ms above the unshare floor (median)\n", H[3] / B[3], H[1] - U[1]
         }'
         if [[ " ${names[*]} " == *" landlock "* ]]; then
-                awk -v l="$(stats landlock "$file")" -v h="$h" -v b="$b" 'BEGIN {
+                awk -v l="$(bench_stats landlock "$file")" -v h="$h" -v b="$b" 'BEGIN {
                         split(l, L, " "); split(h, H, " "); split(b, B, " ")
                         printf "           landlock tier: %.2f of bwrap, %.2f of the namespace tier (medians)\n", L[1] / B[1], L[1] / H[1]
                 }'
         fi
-        if [ -n "$static" ]; then
-                awk -v s="$(stats static "$file")" -v b="$b" 'BEGIN {
-                        split(s, S, " "); split(b, B, " ")
-                        printf "           %.2f hutch-static/bwrap of the medians, %.2f of the p99s\n", S[1] / B[1], S[3] / B[3]
-                }'
-        fi
-        if [ -n "$base" ]; then
-                awk -v h="$(stats hutch "$file")" -v o="$(stats base "$file")" 'BEGIN {
-                        split(h, H, " "); split(o, O, " ")
-                        printf "           %.2f hutch/base of the medians, %.2f of the p99s\n", H[1] / O[1], H[3] / O[3]
-                }'
-        fi
+        [ -z "$static" ] || bench_versus "" "$file" static bwrap hutch-static/bwrap
+        [ -z "$base" ] || bench_versus "" "$file" hutch base
 }
 
-echo "rounds:   $rounds of each command, order shuffled; $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg)${HUTCH_BENCH_FIFO:+; under SCHED_FIFO}"
+echo "rounds:   $rounds of each command, order shuffled; $(bench_host)${HUTCH_BENCH_FIFO:+; under SCHED_FIFO}"
 report "$tmp/quiet" "one at a time:"
 [ "$load" -gt 0 ] && report "$tmp/loaded" "$load at a time (each copy timed on its own):"
 if [ "$phases" != 0 ]; then
         echo "where the time goes (the job is date +%s.%N; medians):"
         printf '  %-8s %12s %12s\n' "" "to the job" "after it"
-        # the two halves as "NAME MICROSECONDS", the form stats() reads
+        # the two halves as "NAME MICROSECONDS", the form bench_stats reads
         awk 'NF == 4 { printf "%s %.0f\n", $1, ($3 - $2) * 1e6 }' "$tmp/phases" >"$tmp/to-job"
         awk 'NF == 4 { printf "%s %.0f\n", $1, ($4 - $3) * 1e6 }' "$tmp/phases" >"$tmp/after-job"
         for n in "${names[@]}"; do
-                read -r to _ < <(stats "$n" "$tmp/to-job")
-                read -r after _ < <(stats "$n" "$tmp/after-job")
+                read -r to _ < <(bench_stats "$n" "$tmp/to-job")
+                read -r after _ < <(bench_stats "$n" "$tmp/after-job")
                 printf '  %-8s %9.2f ms %9.2f ms\n' "$n" "$to" "$after"
         done
-        awk -v h="$(stats hutch "$tmp/to-job") $(stats hutch "$tmp/after-job")" \
-            -v b="$(stats bwrap "$tmp/to-job") $(stats bwrap "$tmp/after-job")" 'BEGIN {
+        awk -v h="$(bench_stats hutch "$tmp/to-job") $(bench_stats hutch "$tmp/after-job")" \
+            -v b="$(bench_stats bwrap "$tmp/to-job") $(bench_stats bwrap "$tmp/after-job")" 'BEGIN {
                 split(h, H, " "); split(b, B, " ")
                 if (B[1] > 0 && B[4] > 0)
                         printf "  hutch - bwrap: %+.2f ms to the job, %+.2f ms after it\n", H[1] - B[1], H[4] - B[4]

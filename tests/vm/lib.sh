@@ -108,5 +108,24 @@ hutch_skip_all() {
         done
 }
 
+# hutch_setup STATE DESC...: the start of a script whose runs get their
+# cgroups from $CG_AREA: hutch's store in STATE (HUTCH_STATE_DIR, the
+# script's own), the controllers enabled for $CG_AREA's children, and
+# HUTCH_CGROUP=$CG_AREA/runs, an empty delegated cgroup for the run
+# cgroups. When `hutch run` does not work here, each DESC is reported
+# as skipped (hutch_skip_all) and the script ends.
+hutch_setup() {
+        export HUTCH_STATE_DIR="$1"
+        shift
+        mkdir -p "$HUTCH_STATE_DIR"
+        cg_enable_area
+        mkdir "$CG_AREA/runs"
+        export HUTCH_CGROUP="$CG_AREA/runs"
+        if ! hutch_ready; then
+                hutch_skip_all "$@"
+                t_done
+        fi
+}
+
 # The VM's scratch disk (ext2 on virtio-blk, owned by uid 1000) is there.
 have_disk() { grep -q ' /mnt/data ' /proc/mounts; }

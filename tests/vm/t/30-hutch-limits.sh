@@ -10,23 +10,14 @@
 . /tests/lib.sh
 
 A=$CG_AREA
-export HUTCH_STATE_DIR=/tmp/hutch-state-$(id -u)
-mkdir -p "$HUTCH_STATE_DIR"
-cg_enable_area
-mkdir "$A/runs"
-export HUTCH_CGROUP=$A/runs
-
-if ! hutch_ready; then
-        hutch_skip_all \
-                "hutch: memory hog -> status oom, exit 137" \
-                "hutch: fork bomb contained by --pids, nothing outlives the run" \
-                "hutch: --cpus 0.5 busy loop gets about half of wall time" \
-                "hutch: --cpu-time 1s -> status cpu_timeout, exit 124" \
-                "hutch: disk fill stops at --disk with ENOSPC" \
-                "hutch: page-cache-heavy job under --memory is not OOM-killed" \
-                "hutch: cpu_ms and peak_memory_mb agree with cpu.stat and memory.peak within 5%"
-        t_done
-fi
+hutch_setup "/tmp/hutch-state-$(id -u)" \
+        "hutch: memory hog -> status oom, exit 137" \
+        "hutch: fork bomb contained by --pids, nothing outlives the run" \
+        "hutch: --cpus 0.5 busy loop gets about half of wall time" \
+        "hutch: --cpu-time 1s -> status cpu_timeout, exit 124" \
+        "hutch: disk fill stops at --disk with ENOSPC" \
+        "hutch: page-cache-heavy job under --memory is not OOM-killed" \
+        "hutch: cpu_ms and peak_memory_mb agree with cpu.stat and memory.peak within 5%"
 
 no_leftovers() { [ -z "$(ls -d "$A"/runs/*/ 2>/dev/null)" ]; }
 

@@ -7,19 +7,10 @@
 . /tests/lib.sh
 
 A=$CG_AREA
-export HUTCH_STATE_DIR=/tmp/hutch-state-live-$(id -u)
-mkdir -p "$HUTCH_STATE_DIR"
-cg_enable_area
-mkdir "$A/runs"
-export HUTCH_CGROUP=$A/runs
-
-if ! hutch_ready; then
-        hutch_skip_all \
-                "hutch live: memory hog in a live sandbox -> the exec and the sandbox say oom" \
-                "hutch live: fork bomb under --pids names pids.max" \
-                "hutch live: cpu_time summed in the cgroup stops the sandbox"
-        t_done
-fi
+hutch_setup "/tmp/hutch-state-live-$(id -u)" \
+        "hutch live: memory hog in a live sandbox -> the exec and the sandbox say oom" \
+        "hutch live: fork bomb under --pids names pids.max" \
+        "hutch live: cpu_time summed in the cgroup stops the sandbox"
 
 no_leftovers() { [ -z "$(ls -d "$A"/runs/*/ 2>/dev/null)" ]; }
 # the id of the live sandbox $1 (sandbox ls --json has one line per sandbox)

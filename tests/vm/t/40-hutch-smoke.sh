@@ -6,16 +6,7 @@
 . /tests/lib.sh
 
 A=$CG_AREA
-export HUTCH_STATE_DIR=/tmp/hutch-state-smoke-$(id -u)
-mkdir -p "$HUTCH_STATE_DIR"
-cg_enable_area
-mkdir "$A/runs"
-export HUTCH_CGROUP=$A/runs
-
-if ! hutch_ready; then
-        hutch_skip_all "hutch smoke: exit codes, isolation, signals, timeout"
-        t_done
-fi
+hutch_setup "/tmp/hutch-state-smoke-$(id -u)" "hutch smoke: exit codes, isolation, signals, timeout"
 
 # rc_is WANT CMD...: CMD exits WANT
 rc_is() {

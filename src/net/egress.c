@@ -9,7 +9,7 @@
  * buffers and two pipes (relay.c), so the helper's memory is bounded by
  * the limit, never by what the job sends. Everything is non-blocking except name
  * resolution (getaddrinfo, which stalls this process, never the
- * supervisor) and the final report.
+ * supervisor) and the end of the report.
  *
  * What the job controls and how it is held:
  *  - every byte it sends before a decision: at most PEEK_MAX bytes are
@@ -92,13 +92,51 @@ struct helper {
         size_t n_own;
         uint64_t bytes_total;
         uint64_t max_conns;     /* max_connections, or what the fd limit allows */
-        json_t *records;
+        char *out;              /* report lines not yet written to ctl */
+        size_t out_len, out_off, out_cap;
         uint64_t kept[2];       /* records kept: [1] connections let through, [0] the rest */
         uint64_t dropped;
         bool bytes_exhausted;
 };
 
 /* ---- the record ------------------------------------------------------- */
+
+/* The report is streamed: each decision goes to ctl as one JSON line
+ * when it is made (a connection's when it ends), so a live sandbox's
+ * supervisor records it while the sandbox runs (run/live-conns.c).
+ * ctl is non-blocking while the loop runs: a supervisor that does not
+ * read (a `hutch run` reads only at the end) leaves the lines here,
+ * bounded by the caps in record(). */
+static void report_line(struct helper *h, json_t *rec)
+{
+        _cleanup_free_ char *line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(rec);
+        if (!line)
+                return;
+        size_t n = strlen(line);
+        if (h->out_off == h->out_len)
+                h->out_off = h->out_len = 0;
+        if (h->out_len + n + 1 > h->out_cap)
+                h->out = xrealloc(h->out, h->out_cap = MAX(2 * h->out_cap, h->out_len + n + 1));
+        memcpy(h->out + h->out_len, line, n);
+        h->out[h->out_len + n] = '\n';
+        h->out_len += n + 1;
+}
+
+/* Write what ctl takes now. false: the supervisor is gone. */
+static bool report_flush(struct helper *h)
+{
+        while (h->out_off < h->out_len) {
+                ssize_t w = write(h->ctl, h->out + h->out_off, h->out_len - h->out_off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return errno == EAGAIN;
+                h->out_off += (size_t)w;
+        }
+        h->out_off = h->out_len = 0;
+        return true;
+}
 
 /* Keep rec, or count it as dropped. Two caps of max_records each: the
  * connections that were let through, and the rest (DNS answers,
@@ -117,7 +155,7 @@ static void record(struct helper *h, json_t *rec)
                 return;
         }
         h->kept[reached]++;
-        json_array_append_new(h->records, rec);
+        report_line(h, rec);
 }
 
 static json_t *new_record(const char *proto, uint64_t wall_ms)
@@ -586,7 +624,8 @@ static void helper_loop(struct helper *h)
                 uint64_t now = now_monotonic_ms(), next = UINT64_MAX;
                 if (need > cap)
                         pfd = xrealloc(pfd, (cap = need * 2) * sizeof(*pfd));
-                pfd[n++] = (struct pollfd) { .fd = h->ctl, .events = POLLIN };
+                pfd[n++] = (struct pollfd) { .fd = h->ctl,
+                                             .events = (short)(POLLIN | (h->out_off < h->out_len ? POLLOUT : 0)) };
                 for (size_t i = 0; i < h->n_fds; i++)
                         pfd[n++] = (struct pollfd) { .fd = h->fds[i], .events = POLLIN };
                 for (size_t i = 0; i < h->n_conns; i++) {
@@ -612,8 +651,10 @@ static void helper_loop(struct helper *h)
                 int r = poll(pfd, n, timeout);
                 if (r < 0 && errno != EINTR)
                         break;
-                if (pfd[0].revents)
+                if (pfd[0].revents & ~POLLOUT)
                         break;  /* the supervisor is done (EOF) or gone */
+                if ((pfd[0].revents & POLLOUT) && !report_flush(h))
+                        break;
                 for (size_t i = 0; i < h->n_fds; i++) {
                         if (!pfd[1 + i].revents)
                                 continue;
@@ -645,32 +686,29 @@ static void helper_loop(struct helper *h)
                         if (!conn_step(h, c, &end))
                                 conn_close(h, i, end);
                 }
+                if (!report_flush(h))
+                        break;
         }
         free(pfd);
         while (h->n_conns)
                 conn_close(h, h->n_conns - 1, "run ended");
 }
 
+/* The end of the report, blocking: the supervisor reads it now. */
 static void write_report(struct helper *h)
 {
-        size_t i;
-        json_t *rec;
-
         if (h->dropped) {
                 json_t *o = new_record("summary", now_realtime_ms());
                 json_object_set_new(o, "dropped", json_integer((json_int_t)h->dropped));
-                json_array_append_new(h->records, o);
+                report_line(h, o);
         }
-        json_array_foreach(h->records, i, rec) {
-                _cleanup_free_ char *line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
-                if (!line || write_all(h->ctl, line, strlen(line)) < 0 || write_all(h->ctl, "\n", 1) < 0)
-                        return;
-        }
+        (void)fcntl(h->ctl, F_SETFL, fcntl(h->ctl, F_GETFL) & ~O_NONBLOCK);
+        (void)write_all(h->ctl, h->out + h->out_off, h->out_len - h->out_off);
 }
 
 static _Noreturn void helper_main(const struct egress_params *p, int capture_sock, int ctl, pid_t parent)
 {
-        struct helper h = { .p = p, .ctl = ctl, .records = json_array() };
+        struct helper h = { .p = p, .ctl = ctl };
 
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
@@ -704,6 +742,7 @@ static _Noreturn void helper_main(const struct egress_params *p, int capture_soc
         h.n_fds = (size_t)n;
         for (size_t i = 0; i < h.n_fds; i++)
                 (void)fcntl(h.fds[i], F_SETFL, O_NONBLOCK);
+        (void)fcntl(ctl, F_SETFL, fcntl(ctl, F_GETFL) | O_NONBLOCK);
         own_addresses(&h);
         /* Before the allow-list (confine.c): what would need more later.
          * A lookup of "localhost" loads the resolver's configuration and

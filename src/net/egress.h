@@ -16,6 +16,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -39,6 +41,9 @@ struct egress_params {
 struct egress {
         pid_t pid;
         int ctl_fd;                     /* our end of the report socket */
+        char *buf;                      /* the report read so far, not yet parsed */
+        size_t len, cap;
+        bool eof;                       /* the report socket hit its end or an error */
 };
 
 /* Fork the helper. capture_sock is the socket the sandbox sends its
@@ -47,10 +52,21 @@ struct egress {
 int egress_start(const struct egress_params *p, int capture_sock, struct egress *ret);
 
 /* After the sandbox is gone: tell the helper to close every connection,
- * read its decisions (a JSON array of connection objects, see
+ * read its decisions not yet taken by egress_report_read() (a JSON array of connection objects, see
  * hutch-run(1)) into *ret, and reap it; waits at most timeout_ms, then
  * kills it. 0 or -errno (then *ret holds what arrived, maybe []). */
 int egress_finish(struct egress *e, uint64_t timeout_ms, json_t **ret);
+
+/* While the run goes on (a live sandbox): the fd to poll for the
+ * decisions the helper reports as they are made, or -1 (no helper, or
+ * its socket ended). */
+int egress_report_fd(const struct egress *e);
+
+/* Read, without blocking, at most max bytes of the report and append
+ * the decisions complete in it to arr, in the order they came (the
+ * order of their ends); the rest waits for the next call or
+ * egress_finish(). The number appended, or -errno. */
+int egress_report_read(struct egress *e, size_t max, json_t *arr);
 
 /* Kill and reap the helper without its report (setup failed). */
 void egress_abort(struct egress *e);

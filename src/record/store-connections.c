@@ -1,7 +1,8 @@
 /* store-connections.c - the queries on the `connections` table (see
  * store.h): the egress decisions of a run (and a live sandbox's
- * published ports' connections), written at its end and
- * read back by `show` and `--json`. Their rows go with their run
+ * published ports' connections), written at its end (a live sandbox's
+ * in batches as they end, run/live-conns.c, each added after the rows
+ * before it) and read back by `show` and `--json`. Their rows go with their run
  * (store_delete_older_than(), store-runs.c).
  *
  * The values come from the egress helper, which took them from the job

@@ -10,6 +10,7 @@
 #include "run/live-kernel.h"
 #include "run/live.h"
 
+struct egress;
 struct run_config;
 struct run_outcome;
 struct sandbox;
@@ -170,9 +171,11 @@ int live_peer_check(int fd);
  * message. Fills out as supervise() does for the sandbox's own run.
  * store is the sandbox's run's: each exec's row is written there
  * before its job starts, and the end of an exec whose client went away
- * is recorded there. */
+ * is recorded there, and the sandbox's connections as they end: its
+ * published ports' and what its egress helper (egress; pid 0: none)
+ * reports (live-conns.h). */
 int live_serve(const struct run_config *cfg, const struct run_live *live, struct store *store, const char *run_id,
-               struct sandbox *sb, struct run_outcome *out, int *notify);
+               struct sandbox *sb, struct run_outcome *out, int *notify, struct egress *egress);
 
 /* An exec's row, as the supervisor writes it before the job is asked
  * for (live-record.c): labelled sandbox=NAME, with the sandbox's

@@ -7,7 +7,8 @@
  * socket in the sandbox's network namespace and sends it back with
  * SCM_RIGHTS (SYNC_SOCKET) -> check it -> connect it, non-blocking, to
  * 127.0.0.1:PORT -> relay both ways (net/relay.c: splice through two
- * pipes) -> record it.
+ * pipes) -> record it when it ends (the supervisor commits it in its
+ * next batch, live-conns.c; one still open at the stop, at the stop).
  *
  * Security: what a published port opens, and to whom.
  *  - The host side listens on 127.0.0.1 only: the address is the
@@ -95,8 +96,8 @@ struct live_publish {
         struct conn conns[LIVE_PUBLISH_CONNS];
         size_t n_open;
         uint64_t seq, total;
-        json_t *records;
-        uint64_t dropped;
+        json_t *records;        /* ended, not yet taken (live_publish_take()) */
+        uint64_t kept, dropped;
 };
 
 int live_publish_parse(const char *spec, struct live_port *ret, const char **ret_why)
@@ -191,7 +192,7 @@ struct live_publish *live_publish_new(struct live_port *ports, size_t n, int syn
 static void record(struct live_publish *p, const struct conn *c, const char *end)
 {
         const struct live_port *port = &p->ports[c->port];
-        if (json_array_size(p->records) >= MAX_RECORDS) {
+        if (p->kept >= MAX_RECORDS) {
                 p->dropped++;
                 return;
         }
@@ -205,8 +206,16 @@ static void record(struct live_publish *p, const struct conn *c, const char *end
                               (json_int_t)(now_monotonic_ms() - c->start_ms));
         if (o && end)
                 json_object_set_new(o, "end", json_string(end));
-        if (o)
-                json_array_append_new(p->records, o);
+        if (o && json_array_append_new(p->records, o) == 0)
+                p->kept++;
+}
+
+void live_publish_take(struct live_publish *p, json_t *into)
+{
+        if (!p)
+                return;
+        json_array_extend(into, p->records);
+        json_array_clear(p->records);
 }
 
 /* ---- connections --------------------------------------------------------- */

@@ -8,8 +8,9 @@
  * is the caller's error, and an auto-picked port is known at once); the
  * supervisor's loop (live.c) then serves them: it polls the fds this
  * module asks for, hands it init's answers (a socket made in the
- * sandbox's netns), and at the end records every connection with the
- * sandbox's run. Every call takes a NULL struct live_publish (no port
+ * sandbox's netns), takes each connection's record when it ends
+ * (live-conns.c commits it with the sandbox's run), and at the end
+ * records the connections still open. Every call takes a NULL struct live_publish (no port
  * published) and then does nothing.
  */
 #pragma once
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <jansson.h>
 
 /* Ports published at most, per sandbox. */
 #define LIVE_PUBLISH_MAX 16
@@ -68,11 +71,15 @@ bool live_publish_busy(const struct live_publish *p);
  * here on) or -1 with error, for the oldest connection waiting for one. */
 void live_publish_socket(struct live_publish *p, int fd, int error);
 
+/* Move the records of the connections that ended since the last call
+ * (objects of hutch-run(1)'s connections) to the end of into. */
+void live_publish_take(struct live_publish *p, json_t *into);
+
 /* ,"ports":[{"host":"127.0.0.1","host_port":H,"port":P},...] for the
  * sandbox's state file, or "" without ports. A new string. */
 char *live_publish_state_json(const struct live_port *ports, size_t n);
 
 /* The sandbox is gone: close every connection and listener, store what
- * was relayed as rows of the sandbox's run's connections (see
+ * was relayed and not yet taken as rows of the sandbox's run's connections (see
  * hutch-sandbox(1)), free p. 0 or -errno (the store failed). */
 int live_publish_finish(struct live_publish *p, const char *run_id);

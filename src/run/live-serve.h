@@ -65,6 +65,7 @@ struct live {
         const char *why;        /* why the sandbox ended */
         bool ready;
         struct live_publish *pub; /* --publish's relay (live-publish.c), or NULL */
+        struct live_conns *conns; /* connections recorded as they end (live-conns.c) */
         struct live_kernels *kernels;
         struct live_fork fork;  /* a fork being copied (live-fork.c) */
         struct live_limits *limits; /* the sandbox's limits (live-limits.c) */

@@ -86,6 +86,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "record/store.h"
+#include "run/live-conns.h"
 #include "run/live-internal.h"
 #include "run/live-serve.h"
 #include "run/live-limits.h"
@@ -629,7 +630,7 @@ static void limits_tick(struct live *l, const char *run_id, const struct pollfd 
  * kernels, the pending requests, a fork, the limits. */
 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
        AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
-       AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1 };
+       AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1, P_CONNS = P_LIMITS + LIVE_LIMITS_POLL };
 
 static void fill_poll(struct live *l, int sfd, struct pollfd *p)
 {
@@ -646,6 +647,7 @@ static void fill_poll(struct live *l, int sfd, struct pollfd *p)
         live_kernels_poll(l->kernels, p + N_EXEC + 4 + LIVE_PUBLISH_POLL);
         p[AT_FORK] = (struct pollfd) { .fd = live_fork_pollfd(&l->fork), .events = POLLIN };
         live_limits_poll(l->limits, p + P_LIMITS);
+        live_conns_poll(l->conns, p + P_CONNS);
 }
 
 /* Everything inside ends with init: SIGKILL to a pid namespace's
@@ -697,7 +699,7 @@ static void say_ended(const struct live *l, struct run_outcome *out)
 }
 
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
-               struct sandbox *sb, struct run_outcome *out, int *notify)
+               struct sandbox *sb, struct run_outcome *out, int *notify, struct egress *egress)
 {
         struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
                           .kernels = live_kernels_new(), .fork = { .fd = -1, .freeze_fd = -1 },
@@ -716,15 +718,18 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 l.pend[i].fd = -1;
         touch_idle(&l);
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
+        l.conns = live_conns_new(egress);
         while (!l.why) {
-                struct pollfd p[P_LIMITS + LIVE_LIMITS_POLL];
+                struct pollfd p[P_CONNS + LIVE_CONNS_POLL];
                 fill_poll(&l, sfd, p);
                 if (l.ready && !written) {
                         write_state(&l, run_id, false);
                         written = true;
                         run_detach_started(notify);
                 }
-                int t = timeout_for(&l), tp = live_publish_timeout(l.pub);
+                int t = timeout_for(&l), tp = live_publish_timeout(l.pub), tc = live_conns_timeout(l.conns);
+                if (tc >= 0 && (tp < 0 || tc < tp))
+                        tp = tc;
                 int n = poll(p, ELEMENTSOF(p), t < 0 || (tp >= 0 && tp < t) ? tp : t);
                 if (n < 0 && errno != EINTR)
                         return -errno;
@@ -753,6 +758,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 check_execs(&l, p);
                 limits_tick(&l, run_id, p + P_LIMITS);
                 live_publish_run(l.pub, p + N_EXEC + 4);
+                live_conns_run(l.conns, p + P_CONNS, l.pub, store, run_id);
                 /* an open connection to a published port counts as use */
                 if (live_publish_busy(l.pub))
                         touch_idle(&l);
@@ -765,6 +771,7 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         l.kernels = live_kernels_free(l.kernels);
         write_state(&l, run_id, true);
         close(opts->listen_fd);
+        l.conns = live_conns_free(l.conns, l.pub, store, run_id);
         int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
         if (k < 0)
                 log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",

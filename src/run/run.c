@@ -413,7 +413,8 @@ static int supervise_job(struct run *r)
         log_debug("sandbox started (init pid %d on the host)", (int)r->sb.pid);
         if (r->a->live) {
                 /* a live sandbox: jobs come by `hutch exec` (live.c) */
-                k = live_serve(&r->view, r->a->live, r->store, r->rec->id, &r->sb, &r->out, &r->detach_notify);
+                k = live_serve(&r->view, r->a->live, r->store, r->rec->id, &r->sb, &r->out, &r->detach_notify,
+                               &r->egress.helper);
         } else {
                 if (r->view.tty)
                         run_tty_raw(&r->tty);

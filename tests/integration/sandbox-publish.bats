@@ -18,6 +18,7 @@ setup() {
 
 teardown() {
         [ -z "${HOLDER:-}" ] || kill "$HOLDER" 2>/dev/null || true
+        [ -z "${UPSTREAM:-}" ] || kill "$UPSTREAM" 2>/dev/null || true
         stop_sandboxes
 }
 
@@ -225,6 +226,57 @@ for s in held:
         [ "$status" -eq 0 ]
         echo "$output" | jq -e '[.connections[] | select(.decision == "published")] | length >= 2'
         echo "$output" | jq -e '[.connections[] | select(.decision == "denied" and (.dest | test("192.0.2.1")))] | length == 20'
+}
+
+# Sandbox $1's run (sandbox ls --json).
+run_of() { "$HUTCH" sandbox ls --json | jq -r --arg n "$1" 'select(.name == $n) | .id'; }
+
+# Run $1's record holds a published connection of rule $2 and an egress
+# one allowed to $3, both ended, with the bytes they moved.
+has_both() {
+        "$HUTCH" show "$1" --json | jq -e --arg r "$2" --arg d "$3" '
+                ([.connections[] | select(.decision == "published" and .rule == $r and .bytes_in > 0
+                        and .bytes_out > 0 and .end == null)] | length >= 1) and
+                ([.connections[] | select(.proto == "tcp" and .decision == "allowed" and .dest == $d
+                        and .bytes_out > 0 and .bytes_in > 0)] | length == 1)' >/dev/null
+}
+
+@test "connections are recorded as they end: seen while the sandbox runs, kept when its supervisor is killed" {
+        local ready="$BATS_TEST_TMPDIR/ready"
+        python3 "$BATS_TEST_DIRNAME/egress-server.py" http "$ready" "$BATS_TEST_TMPDIR/upstream.log" \
+                >/dev/null 2>&1 &
+        UPSTREAM=$!
+        wait_for_file "$ready" 50
+        up=$(cat "$ready")
+        start_sandbox p7 --publish 8000 --allow "api.test:$up" --add-host api.test=127.0.0.1
+        hp=$(host_port p7 8000)
+        id=$(run_of p7)
+        serve p7 8000 "recorded live" "$hp"
+        [ "$(get "$hp")" = "recorded live" ]
+        run "$HUTCH" exec p7 -- python3 -c "
+import socket
+s = socket.create_connection(('api.test', $up), 5)
+s.sendall(b'GET /x HTTP/1.0\r\nHost: api.test\r\n\r\n')
+data = b''
+while True:
+    b = s.recv(65536)
+    if not b: break
+    data += b
+print(data.decode().split('\r\n\r\n', 1)[-1].strip())"
+        [ "$status" -eq 0 ]
+        [ "$output" = "hello api.test /x" ]
+        # both in the record within a batch or two, the sandbox still up
+        WAIT_TENTHS=50 wait_until has_both "$id" "publish 127.0.0.1:$hp:8000" "api.test:$up"
+        listed p7
+        run "$HUTCH" show "$id"
+        [[ "$output" == *"published tcp"*"127.0.0.1:8000"* ]]
+        [[ "$output" == *"allowed  tcp   api.test:$up"* ]]
+        # nothing of the record waits for a stop that never comes
+        sup=$(state p7 supervisor_pid)
+        [ -n "$sup" ] && [ "$sup" -gt 0 ]
+        kill -KILL "$sup"
+        wait_until not_listed p7
+        has_both "$id" "publish 127.0.0.1:$hp:8000" "api.test:$up"
 }
 
 @test "--publish: bad values are one-line usage errors naming the flag" {

@@ -233,6 +233,24 @@ static int put_prelude(FILE *f, const json_t *req, char **ret_error)
         return 0;
 }
 
+/* A new script in *text (open_memstream()), begun by put_prelude():
+ * 0 and *ret_f, or -ENOMEM / -EINVAL with *ret_error. */
+static int script_begin(const json_t *req, char **text, size_t *len, FILE **ret_f, char **ret_error)
+{
+        FILE *f = open_memstream(text, len);
+        if (!f) {
+                *ret_error = xstrdup("out of memory");
+                return -ENOMEM;
+        }
+        int r = put_prelude(f, req, ret_error);
+        if (r < 0) {
+                fclose(f);
+                return r;
+        }
+        *ret_f = f;
+        return 0;
+}
+
 /* `hutch exec NAME --json --timeout T --` then, with a seq, `--stdin
  * -- sh -c LOADER hutch-mcp SEQ WORDS...` (the script comes on stdin),
  * else `-- WORDS...`. */
@@ -372,16 +390,10 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         if ((l->compile && lang_expand(l->compile, src, out, &compile, ret_error) < 0) ||
             lang_expand(l->command, src, out, &run, ret_error) < 0)
                 return -EINVAL;
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-                *ret_error = xstrdup("out of memory");
-                return -ENOMEM;
-        }
-        r = put_prelude(f, req, ret_error);
-        if (r < 0) {
-                fclose(f);
+        FILE *f;
+        r = script_begin(req, &text, &len, &f, ret_error);
+        if (r < 0)
                 return r;
-        }
         fprintf(f, "hutch_d=$(mktemp -d " CALL_FILE "%u.XXXXXXXX) || hutch_fail 'cannot make the code directory'\n",
                 seq);
         fputs("printf %s \"$1\" > ", f);
@@ -435,16 +447,10 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                 *ret = exec_argv(name, req, 0, words);
                 return 0;
         }
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-                *ret_error = xstrdup("out of memory");
-                return -ENOMEM;
-        }
-        r = put_prelude(f, req, ret_error);
-        if (r < 0) {
-                fclose(f);
+        FILE *f;
+        r = script_begin(req, &text, &len, &f, ret_error);
+        if (r < 0)
                 return r;
-        }
         /* the words are the exec's arguments (recorded, as a fresh
          * run's argv is), the script's "$@" */
         fputs("exec \"$@\"\n", f);

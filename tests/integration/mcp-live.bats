@@ -60,6 +60,11 @@ scenario() {
         scenario state --era modern
 }
 
+@test "mcp live: a process an earlier call left watching /tmp can neither read nor replace a later run_code call's source" {
+        command -v cc >/dev/null || skip "cc not installed"
+        scenario watched
+}
+
 @test "mcp live: a call's stdin and env reach it and land nowhere in the store; files work" {
         scenario private --era modern
 }

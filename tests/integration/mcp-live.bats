@@ -56,6 +56,10 @@ scenario() {
         scenario kernel_exit
 }
 
+@test "mcp live: notifications/cancelled interrupts a kernel call as its deadline would; no answer, recorded cancelled, state kept" {
+        scenario kernel_cancel --era modern
+}
+
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
         scenario state --era modern
 }

@@ -448,6 +448,34 @@ def scenario_watched(c):
     c.close()
 
 
+def scenario_kernel_cancel(c):
+    """notifications/cancelled of an in-process kernel call interrupts it
+    as its deadline would: no answer comes for it, its record says
+    cancelled, the session's next call runs at once, and the kernel's
+    state lives on (what the call did before the interrupt, no fresh
+    kernel)."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "kc", "code": "import time\nx = 1"})
+    prefix = server_prefix(c)
+    code = "x = 2\ntime.sleep(40)\nx = 3"
+    t0 = time.monotonic()
+    rid = c.call(None, "run_code", {"language": "python", "session": "kc", "timeout_s": 120, "code": code})
+    wait_until("the call to run", lambda: ms.hutch_json("ls", "--json", "--sandbox", prefix + "1",
+                                                         "--status", "running"), 20)
+    time.sleep(1)       # its row is written just before the kernel gets the code
+    c.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    # the session's next call waits for the cancelled one to end
+    r = run_ok(c, "run_code", {"language": "python", "session": "kc", "code": "x * 21"})
+    check(time.monotonic() - t0 < 25, "the cancelled call ran on (%.1f s)" % (time.monotonic() - t0))
+    check(r["structuredContent"]["stdout"] == "42\n" and "fresh" not in text_of(r),
+          "the kernel's state after the cancel: %r" % text_of(r))
+    check(not [m for m in c.pending if m.get("id") == rid], "an answer came for the cancelled call")
+    mine = [x for x in ms.hutch_json("ls", "--json", "--sandbox", prefix + "1") if show(x["id"]).get("code") == code]
+    check(len(mine) == 1 and mine[0]["status"] == "cancelled", "the cancelled call's record: %r" % mine)
+    check("interrupted" in show(mine[0]["id"]).get("message", ""), "its message: %r" % show(mine[0]["id"]))
+    c.close()
+
+
 def scenario_forged_ps(c):
     """A process whose command line or name holds a newline cannot add
     made-up entries to list_processes (security/live-attacks.bats)."""

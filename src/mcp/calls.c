@@ -22,7 +22,7 @@ struct mcp_call *call_new(json_t *id, json_t *progress_token, bool modern, char 
         c->modern = modern;
         c->request = request;
         c->request_len = strlen(request);
-        c->in_fd = c->out_fd = -1;
+        c->in_fd = c->out_fd = c->cancel_fd = -1;
         c->received_ms = now_ms;
         return c;
 }
@@ -55,6 +55,8 @@ void call_free(struct mcp_call *c)
                 close(c->in_fd);
         if (c->out_fd >= 0)
                 close(c->out_fd);
+        if (c->cancel_fd >= 0)
+                close(c->cancel_fd);
         free(c);
 }
 
@@ -136,12 +138,20 @@ fail:;
         return r;
 }
 
-int call_start_thread(struct mcp_call *c, int *ret_wfd)
+int call_start_thread(struct mcp_call *c, int *ret_wfd, int *ret_cancel_fd)
 {
-        int p[2];
+        int p[2], q[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
+        if (pipe2(q, O_CLOEXEC) < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
         (void)fcntl(p[0], F_SETFL, O_NONBLOCK);
+        c->cancel_fd = q[1];
+        *ret_cancel_fd = q[0];
         c->out_fd = p[0];
         c->in_fd = -1;
         c->pid = 0;
@@ -226,6 +236,11 @@ void call_exited(struct mcp_call *c, int wstatus)
 void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms)
 {
         c->cancelled = true;
+        if (c->cancel_fd >= 0) {
+                /* the thread sees its cancel pipe hang up */
+                close(c->cancel_fd);
+                c->cancel_fd = -1;
+        }
         if (c->state == CALL_RUNNING && !c->exited && !c->threaded) {
                 (void)kill(c->pid, SIGTERM);
                 if (!c->kill_at_ms)

@@ -65,6 +65,8 @@ struct mcp_call {
                                  * (an in-process kernel call) and writes its
                                  * answer into out_fd, as a child would */
         pthread_t thread;
+        int cancel_fd;          /* threaded: the write end of the thread's cancel
+                                 * pipe, closed to cancel (-1: none, or done) */
         int in_fd, out_fd;      /* -1 once closed */
         char *out;
         size_t out_len;
@@ -92,9 +94,12 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args);
 /* Make c a thread's call: the read end of a new pipe is its out_fd
  * (its answer, read as a child's is, whole at its end),
  * *ret_wfd the write end for the thread, which the caller starts and
- * stores in c->thread. Cancelling such a call answers nothing; the
- * thread runs to its own end (a kernel call's deadline). 0 or -errno. */
-int call_start_thread(struct mcp_call *c, int *ret_wfd);
+ * stores in c->thread; *ret_cancel_fd the read end of another pipe,
+ * the thread's too, which hangs up when the call is cancelled
+ * (call_cancel()): the thread then ends its call early (a kernel call
+ * is interrupted) and answers as usual; the server answers nothing.
+ * 0 or -errno. */
+int call_start_thread(struct mcp_call *c, int *ret_wfd, int *ret_cancel_fd);
 
 /* Move the request into the child's stdin as far as it takes it. */
 void call_write(struct mcp_call *c);
@@ -102,8 +107,9 @@ void call_write(struct mcp_call *c);
 void call_read(struct mcp_call *c);
 /* The child was reaped with wstatus. */
 void call_exited(struct mcp_call *c, int wstatus);
-/* Cancel: SIGTERM to the child, SIGKILL at now + grace if it lingers.
- * The call answers nothing afterwards. */
+/* Cancel: SIGTERM to the child, SIGKILL at now + grace if it lingers;
+ * a thread's call: its cancel pipe hangs up. The call answers nothing
+ * afterwards. */
 void call_cancel(struct mcp_call *c, uint64_t now_ms, uint64_t grace_ms);
 /* Whether everything of a running call is in: reaped and its answer
  * read to the end. */

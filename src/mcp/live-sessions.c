@@ -117,8 +117,10 @@ static char **labels_of(const json_t *req, const char *sandbox);
  * it reads a child's stdout (calls.c), whole at its end; the thread is
  * detached, and closes its store (a due checkpoint, sqlite's at the last
  * close) after answering. Signals stay blocked in it (inherited from the loop, which
- * takes them through its signalfd). Cancelling answers nothing at once;
- * the call itself ends at its deadline, or when the sandbox stops. */
+ * takes them through its signalfd). Cancelling (notifications/cancelled,
+ * the server's exit) hangs up the thread's cancel pipe: the call is
+ * interrupted as at its deadline (the kernel and its state live on) and
+ * recorded cancelled; the server answers nothing (server.c). */
 struct kcall {
         char *name, *code;
         size_t len;
@@ -127,6 +129,7 @@ struct kcall {
         char **labels;
         const struct run_ui *ui;
         int wfd;
+        int cancel_fd;          /* hangs up at the call's cancel */
 };
 
 static void *kcall_main(void *p)
@@ -140,8 +143,8 @@ static void *kcall_main(void *p)
          * connection, wait for the disk: both after the answer */
         if (store_default_path(&db) >= 0 && store_open(db, &st, &error) >= 0)
                 store_defer_checkpoints(st);
-        int code = st ? live_kernel_record(k->name, k->lang, k->code, k->len, k->timeout_ms, k->labels, k->ui, st,
-                                           &o, &error)
+        int code = st ? live_kernel_record(k->name, k->lang, k->code, k->len, k->timeout_ms, k->cancel_fd, k->labels,
+                                           k->ui, st, &o, &error)
                       : EXIT_SETUP;
         if (!o)
                 o = json_pack("{s:s, s:s, s:s, s:b, s:i}", "schema", "hutch.error/1", "code", "failed", "message",
@@ -151,6 +154,7 @@ static void *kcall_main(void *p)
         if (text)
                 (void)write_all(k->wfd, text, strlen(text));
         close(k->wfd);
+        close(k->cancel_fd);
         if (st) {
                 store_checkpoint_if_due(st);
                 store_close(st);
@@ -170,7 +174,7 @@ static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call
         json_t *code = json_object_get(req, "code");
         json_int_t t = json_integer_value(json_object_get(json_object_get(req, "limits"), "timeout_ms"));
         struct kcall *k = xcalloc(1, sizeof(*k));
-        int wfd, r;
+        int wfd, cancel_fd, r;
 
         c->kind = CALL_LIVE;
         c->sandbox = xstrdup(l->name);
@@ -182,9 +186,10 @@ static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call
         k->timeout_ms = t > 0 ? (uint64_t)t : 30000;
         k->labels = labels_of(req, l->name);
         k->ui = s->cfg->ui;
-        r = call_start_thread(c, &wfd);
+        r = call_start_thread(c, &wfd, &cancel_fd);
         if (r >= 0) {
                 k->wfd = wfd;
+                k->cancel_fd = cancel_fd;
                 r = -pthread_create(&c->thread, NULL, kcall_main, k);
                 if (r == 0)
                         /* nobody waits for it: the answer is its pipe's
@@ -193,6 +198,7 @@ static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call
                         (void)pthread_detach(c->thread);
                 else {
                         close(wfd);
+                        close(cancel_fd);
                         close(c->out_fd);
                         c->out_fd = -1;
                 }
@@ -347,9 +353,9 @@ int live_timers(struct mcp_server *s, uint64_t now)
                         continue;
                 bool busy = false;
                 for (struct mcp_call *c = s->calls; c && !busy; c = c->next)
-                        /* a kernel call the server's exit cancelled ends
-                         * with the sandbox's stop (a thread cannot be
-                         * told to give up: the stop is how) */
+                        /* a kernel call the server's exit cancelled is
+                         * interrupted; the stop need not wait for it
+                         * (it ends with the sandbox at the latest) */
                         busy = !(s->closing && c->threaded && c->cancelled) &&
                                ((c->session && streq(c->session, l->session)) ||
                                 (c->sandbox && streq(c->sandbox, l->name)));

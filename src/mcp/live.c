@@ -23,14 +23,25 @@
  * holds the env values) nor the stdin is ever a file: the script
  * travels on the exec's own stdin pipe into a shell variable, the stdin
  * through a pipe the script makes, both reachable only through the
- * call's own processes. A run_code call's source (and compiled program)
- * must be a file: it goes to a directory mktemp -d makes for the call
- * alone, under a random name, so nothing can be planted at it before;
- * a process still running from an earlier call that watches /tmp
- * (inotify) and races into the directory before the source is written
- * is not stopped (same uid, one /tmp): hutch-mcp(1) says so. What a
- * call writes on purpose (its files) is the sandbox's shared state, as
- * every file there is. */
+ * call's own processes. Nor is a run_code call's source: the script
+ * hands it to the program on a pipe whose read end is the program's fd
+ * 3, its {file} /dev/fd/3, and whose writer is the script's own
+ * background printf of "$1" (the exec's argument). /dev/fd/3 is
+ * /proc/self/fd/3: opened by another process it is that process's own fd
+ * 3, never this pipe, and this process's /proc/PID/fd/3 is closed to
+ * every other exec by its Landlock domain (run/live.c; where the kernel
+ * has none, `hutch sandbox start` says so). So no process of the sandbox
+ * can hand the program another source, whatever it watches or plants,
+ * nor read it from a file. (The code is no secret from the sandbox,
+ * unlike env and stdin: it is the exec's argument, kept in its record as
+ * a fresh run's is, which /proc/PID/cmdline shows every process of the
+ * sandbox while the loader runs.) A language with {out} (a compile step)
+ * gets a directory mktemp -d makes for the call alone, under a random
+ * name, for the compiled program only: a process still running from an
+ * earlier call that watches /tmp can race into it and replace that
+ * program before it runs (same uid, one /tmp): hutch-mcp(1) says so.
+ * What a call writes on purpose (its files) is the sandbox's shared
+ * state, as every file there is. */
 #include "config.h"
 
 #include <errno.h>
@@ -46,8 +57,8 @@
 #include "mcp/live.h"
 #include "run/live-kernel.h"
 
-/* a call's own files in the sandbox's /tmp, named by its seq: no mkdir
- * (one process less a call) */
+/* the prefix of a compiled call's own directory in the sandbox's /tmp
+ * (its seq, then mktemp's random part) */
 #define CALL_FILE "/tmp/.hutch-mcp-"
 /* The exec's whole command when the call has a script: `sh -c LOADER
  * hutch-mcp SEQ WORDS...` (the code, or the command's argv: recorded as
@@ -74,6 +85,12 @@ static void put_quoted(FILE *f, const char *s)
 {
         put_quoted_n(f, s, strlen(s));
 }
+
+/* The source as the program sees it: the read end of the script's pipe
+ * (see the header), a path that names it only for the call's own
+ * processes. */
+#define CODE_FD "3"
+#define CODE_FILE "/dev/fd/" CODE_FD
 
 /* The placeholder for the call's own code directory in the words of
  * languages.ini's templates, and a word put with it replaced by the
@@ -233,6 +250,24 @@ static int put_prelude(FILE *f, const json_t *req, char **ret_error)
         return 0;
 }
 
+/* A new script in *text (open_memstream()), begun by put_prelude():
+ * 0 and *ret_f, or -ENOMEM / -EINVAL with *ret_error. */
+static int script_begin(const json_t *req, char **text, size_t *len, FILE **ret_f, char **ret_error)
+{
+        FILE *f = open_memstream(text, len);
+        if (!f) {
+                *ret_error = xstrdup("out of memory");
+                return -ENOMEM;
+        }
+        int r = put_prelude(f, req, ret_error);
+        if (r < 0) {
+                fclose(f);
+                return r;
+        }
+        *ret_f = f;
+        return 0;
+}
+
 /* `hutch exec NAME --json --timeout T --` then, with a seq, `--stdin
  * -- sh -c LOADER hutch-mcp SEQ WORDS...` (the script comes on stdin),
  * else `-- WORDS...`. */
@@ -335,6 +370,46 @@ static int words_fit(char *const *words, const char *what, char **ret_error)
         return -E2BIG;
 }
 
+/* Whether a word of v (may be NULL) names the call's code directory. */
+static bool uses_code_dir(char *const *v)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                if (strstr(v[i], CODE_DIR))
+                        return true;
+        return false;
+}
+
+/* The body of a run_code call's hutch_main(): the source ("$1") through
+ * a pipe onto the program's fd CODE_FD, the call's stdin kept as its
+ * fd 0 (saved on fd 4 across the pipeline, closed in the writer); the
+ * code directory (only for {out}), the compile step (if any), the run.
+ * The pipeline's end is a subshell that execs the program, so the job
+ * is the loader's shell, not the program: a program killed by signal N
+ * (1-15, whose default is to end the process) is told to the shell as
+ * status 128+N, and the shell then sends N to itself, so that the exec
+ * ends killed by N as it did when the shell exec'd the program. */
+static void put_code_call(FILE *f, char *const *compile, char *const *run, unsigned seq)
+{
+        fputs("{ { printf %s \"$1\" 4<&- & } | { exec " CODE_FD "<&0 <&4 4<&-\n", f);
+        if (uses_code_dir(compile) || uses_code_dir(run))
+                fprintf(f, "hutch_d=$(mktemp -d " CALL_FILE "%u.XXXXXXXX) || hutch_fail 'cannot make the code "
+                           "directory'\n", seq);
+        if (compile) {
+                for (size_t i = 0; compile[i]; i++) {
+                        put_code_word(f, compile[i]);
+                        fputc(' ', f);
+                }
+                fputs("|| { s=$?; echo \"hutch: compile failed (exit $s)\" >&2; exit $s; }\n", f);
+        }
+        fputs("exec", f);
+        for (size_t i = 0; run[i]; i++) {
+                fputc(' ', f);
+                put_code_word(f, run[i]);
+        }
+        fputs("\n}; } 4<&0\n", f);
+        fputs("s=$?; [ \"$s\" -gt 128 ] && [ \"$s\" -lt 144 ] && kill -$((s - 128)) $$; return \"$s\"\n", f);
+}
+
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
                        bool kernels, char ***ret, char **ret_input, char **ret_error)
 {
@@ -364,42 +439,20 @@ int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_ta
         r = words_fit(words, "code", ret_error);
         if (r < 0)
                 return r;
-        /* a directory of its own per call, made by the script under a
-         * name nobody can know before (see the header): src and out
-         * name it by a placeholder put_code_word() replaces */
-        src = xasprintf("%s%s", CODE_DIR "/main", l->extension);
+        /* the source a pipe, the compiled program in a directory of
+         * its own per call, made by the script under a name nobody can
+         * know before (see the header): out names it by a placeholder
+         * put_code_word() replaces */
+        src = xstrdup(CODE_FILE);
         out = xstrdup(CODE_DIR "/main");
         if ((l->compile && lang_expand(l->compile, src, out, &compile, ret_error) < 0) ||
             lang_expand(l->command, src, out, &run, ret_error) < 0)
                 return -EINVAL;
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-                *ret_error = xstrdup("out of memory");
-                return -ENOMEM;
-        }
-        r = put_prelude(f, req, ret_error);
-        if (r < 0) {
-                fclose(f);
+        FILE *f;
+        r = script_begin(req, &text, &len, &f, ret_error);
+        if (r < 0)
                 return r;
-        }
-        fprintf(f, "hutch_d=$(mktemp -d " CALL_FILE "%u.XXXXXXXX) || hutch_fail 'cannot make the code directory'\n",
-                seq);
-        fputs("printf %s \"$1\" > ", f);
-        put_code_word(f, src);
-        fputs(" || hutch_fail 'cannot write the code'\n", f);
-        if (compile) {
-                for (size_t i = 0; compile[i]; i++) {
-                        put_code_word(f, compile[i]);
-                        fputc(' ', f);
-                }
-                fputs("|| { s=$?; echo \"hutch: compile failed (exit $s)\" >&2; exit $s; }\n", f);
-        }
-        fputs("exec", f);
-        for (size_t i = 0; run[i]; i++) {
-                fputc(' ', f);
-                put_code_word(f, run[i]);
-        }
-        fputc('\n', f);
+        put_code_call(f, compile, run, seq);
         r = finish_script(f, req, &text, &len, ret_error);
         if (r < 0)
                 return r;
@@ -435,16 +488,10 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
                 *ret = exec_argv(name, req, 0, words);
                 return 0;
         }
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-                *ret_error = xstrdup("out of memory");
-                return -ENOMEM;
-        }
-        r = put_prelude(f, req, ret_error);
-        if (r < 0) {
-                fclose(f);
+        FILE *f;
+        r = script_begin(req, &text, &len, &f, ret_error);
+        if (r < 0)
                 return r;
-        }
         /* the words are the exec's arguments (recorded, as a fresh
          * run's argv is), the script's "$@" */
         fputs("exec \"$@\"\n", f);

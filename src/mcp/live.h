@@ -52,7 +52,7 @@ char **mcp_live_start_argv(const char *name, const char *session, const json_t *
  * env runs its argv as is; otherwise the exec runs `--stdin -- sh -c
  * LOADER hutch-mcp SEQ ARGV...` and *ret_input is a short sh script
  * that writes the files (relative to /workspace), exports env, gives
- * stdin from a file and execs the command, every value single-quoted
+ * stdin through a pipe and execs the command, every value single-quoted
  * into it: no stdin, env or file content is in the argv, which the
  * exec's record keeps. 0 and *ret, or -EINVAL / -E2BIG with *ret_error
  * (one line for the model). */
@@ -65,9 +65,10 @@ int mcp_live_exec_argv(const char *name, const json_t *req, const struct lang_ta
  * the sandbox's persistent interpreter (`hutch exec --kernel LANG -c
  * CODE`: variables and imports persist, a final expression's value is
  * printed); otherwise as a program: the code the loader's argument, the
- * script on stdin writing it to /tmp/.hutch-mcp-SEQ.RANDOM/main.EXT (a
- * directory made for the call), compiling it if the language says so,
- * then running it as languages.ini says. Same contract as
+ * script on stdin handing it to the program through a pipe (its {file}
+ * is /dev/fd/3), compiling it if the language says so (into
+ * /tmp/.hutch-mcp-SEQ.RANDOM/, a directory made for the call), then
+ * running it as languages.ini says. Same contract as
  * mcp_live_exec_argv(). */
 int mcp_live_code_argv(const char *name, const json_t *req, const struct lang_table *langs, unsigned seq,
                        bool kernels, char ***ret, char **ret_input, char **ret_error);

@@ -21,7 +21,9 @@ enum {
         LIVE_OP_STOP = 'S',     /* client: stop; the connection stays open until the end */
         LIVE_OP_PING = 'P',     /* client: are you there */
         LIVE_OP_CANCEL = 'C',   /* client, after EXEC: cancel it (live_req.flags: the
-                                 * signal hutch exec got); the job's group is killed */
+                                 * signal hutch exec got); the job's group is killed.
+                                 * After KERNEL: the call is interrupted as at its
+                                 * deadline; its END says cancelled */
         LIVE_OP_FDS = 'F',      /* supervisor: the run id; the job's stdout, stderr read ends
                                  * attached (and its stdin's write end with LIVE_EXEC_STDIN) */
         LIVE_OP_END = 'E',      /* supervisor: how the job ended (live_reply) */

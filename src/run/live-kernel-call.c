@@ -98,6 +98,7 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
                 .wait_status = e->r.status,
                 .timed_out = e->r.timed_out != 0,
                 .stopped = e->r.stopped != 0,
+                .cancelled = e->r.cancelled != 0,
         };
         if (e->value_len != UINT32_MAX) {
                 r->value = xmalloc(n + 1);
@@ -109,10 +110,12 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
 }
 
 /* The call on connection fd (live_kernel_call()); with cwd recorded by
- * the supervisor, whose row's id goes to run_id ("" if it wrote none). */
+ * the supervisor, whose row's id goes to run_id ("" if it wrote none).
+ * cancel_fd's first event sends the supervisor a LIVE_OP_CANCEL (once:
+ * it is not polled after) and the call goes on to its END. */
 static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
-                   const char *cwd, struct capture *out, struct capture *err, bool tee, char run_id[33],
-                   struct live_kernel_result *ret)
+                   int cancel_fd, const char *cwd, struct capture *out, struct capture *err, bool tee,
+                   char run_id[33], struct live_kernel_result *ret)
 {
         const size_t msg_size = sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1;
         int io[2] = { -1, -1 };
@@ -125,9 +128,9 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
                 struct iovec iov = { msg, msg_size };
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                                      .msg_controllen = sizeof(cbuf) };
-                struct pollfd p[3] = { { .fd = fd, .events = POLLIN }, { .fd = io[0], .events = POLLIN },
-                                       { .fd = io[1], .events = POLLIN } };
-                if (poll(p, 3, -1) < 0) {
+                struct pollfd p[4] = { { .fd = fd, .events = POLLIN }, { .fd = io[0], .events = POLLIN },
+                                       { .fd = io[1], .events = POLLIN }, { .fd = cancel_fd, .events = POLLIN } };
+                if (poll(p, 4, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         r = -errno;
@@ -137,6 +140,11 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
                         (void)take(&io[0], out, STDOUT_FILENO, tee);
                 if (p[2].revents)
                         (void)take(&io[1], err, STDERR_FILENO, tee);
+                if (p[3].revents) {
+                        struct live_req c = { .op = LIVE_OP_CANCEL, .version = LIVE_WIRE_VERSION };
+                        (void)send(fd, &c, sizeof(c), MSG_NOSIGNAL);
+                        cancel_fd = -1;
+                }
                 if (!p[0].revents)
                         continue;
                 ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -185,7 +193,7 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
 }
 
 int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                     uint64_t timeout_ms, struct capture *out, struct capture *err, bool tee,
+                     uint64_t timeout_ms, int cancel_fd, struct capture *out, struct capture *err, bool tee,
                      struct live_kernel_result *ret)
 {
         if (len > LIVE_KERNEL_CODE_MAX)
@@ -198,13 +206,24 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         _cleanup_close_ int fd = live_connect(dirfd, name);
         if (fd < 0)
                 return fd;
-        return call_on(fd, lang, code, len, timeout_ms, NULL, out, err, tee, NULL, ret);
+        return call_on(fd, lang, code, len, timeout_ms, cancel_fd, NULL, out, err, tee, NULL, ret);
 }
 
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
 {
         o->wall_ms = k->wall_ms;
         o->job_exit_code = -1;
+        /* a call that ran to its end before the cancel took is what it was */
+        if (k->cancelled && (k->status == LIVE_KERNEL_INTERRUPTED || k->status == LIVE_KERNEL_DIED)) {
+                o->status = RUN_CANCELLED;
+                o->exit_code = EXIT_CANCELLED_TERM;
+                if (k->status == LIVE_KERNEL_INTERRUPTED)
+                        snprintf(o->message, sizeof(o->message),
+                                 "cancelled: interrupted; the kernel and its state live on");
+                else
+                        snprintf(o->message, sizeof(o->message), "cancelled: %s", k->message);
+                return;
+        }
         switch (k->status) {
         case LIVE_KERNEL_OK:
                 o->status = RUN_SUCCESS;
@@ -360,7 +379,8 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
         run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);
-        int k = call_on(fd, lang, code, len, timeout_ms, json ? NULL : cwd ? cwd : "", co, ce, !json, run_id, &res);
+        int k = call_on(fd, lang, code, len, timeout_ms, -1, json ? NULL : cwd ? cwd : "", co, ce, !json, run_id,
+                        &res);
         if (run_id[0])
                 log_info("run %s", run_id);
         outcome_of_call(name, ls, k, &res, co, json, &o);

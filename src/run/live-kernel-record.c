@@ -27,8 +27,8 @@
 #include "supervise/capture.h"
 
 int live_kernel_record(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                       uint64_t timeout_ms, char *const *labels, const struct run_ui *ui, struct store *st,
-                       json_t **ret, char **ret_error)
+                       uint64_t timeout_ms, int cancel_fd, char *const *labels, const struct run_ui *ui,
+                       struct store *st, json_t **ret, char **ret_error)
 {
         _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL, *profile = NULL;
         _cleanup_free_ char *label = NULL, *klabel = NULL;
@@ -85,7 +85,7 @@ int live_kernel_record(const char *name, enum live_kernel_lang lang, const char 
         run_config_init(&cfg);
         co = capture_new(cfg.capture_bytes);
         ce = capture_new(cfg.capture_bytes);
-        int k = live_kernel_call(name, lang, code, len, timeout_ms, co, ce, false, &res);
+        int k = live_kernel_call(name, lang, code, len, timeout_ms, cancel_fd, co, ce, false, &res);
         if (k < 0) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;

@@ -31,7 +31,9 @@
  *  - a call's deadline sends SIGINT to the kernel alone (init checks the
  *    pid is one of its jobs); a kernel that has not replied
  *    KERNEL_GRACE_MS later is killed. Without a deadline, the client
- *    going away interrupts the call the same way. So no kernel can stall
+ *    going away interrupts the call the same way, and so does its
+ *    LIVE_OP_CANCEL (hutch mcp cancelling an in-process call), after
+ *    which it still gets the END, marked cancelled. So no kernel can stall
  *    the supervisor's loop or its other execs, and the supervisor holds
  *    no buffer a kernel can grow beyond KERNEL_FRAME_MAX per language.
  * A forged reply can only lie about its own call, which is the code's
@@ -45,6 +47,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -79,6 +82,7 @@ struct live_kernel {
         char *rbuf;             /* the reply so far: rlen of 4 + KERNEL_FRAME_MAX */
         size_t rlen;
         bool finish;            /* the call is recorded here: its client sends FINISH */
+        bool cancelled;         /* its client sent LIVE_OP_CANCEL: interrupted as at its deadline */
         char run_id[32];        /* its row */
 };
 
@@ -112,7 +116,7 @@ static void send_end(int fd, const struct live_kernel *k, enum live_kernel_statu
         if (fd < 0)
                 return;
         struct live_kend e = { .r = { .op = LIVE_OP_END, .status = wait_status, .timed_out = timed_out,
-                                      .stopped = k->stopping },
+                                      .stopped = k->stopping, .cancelled = k->cancelled ? SIGINT : 0 },
                                .status = st, .value_len = value ? (uint32_t)vlen : UINT32_MAX };
         e.r.wall_ms = k->started_ms ? now_monotonic_ms() - k->started_ms : 0;
         e.state_lost = lost;
@@ -128,6 +132,7 @@ static void call_done(struct live_kernel *k, struct live *l)
         close_fd(&k->client);
         k->call = CALL_NONE;
         k->finish = false;
+        k->cancelled = false;
         k->run_id[0] = '\0';
         k->started_ms = k->deadline_ms = k->kill_at_ms = 0;
         live_busy(l, false);
@@ -506,6 +511,31 @@ uint64_t live_kernels_deadline(const struct live_kernels *ks)
         return until;
 }
 
+/* The running call's client, before the reply: a cancel (hutch mcp's
+ * notifications/cancelled of an in-process call), which interrupts the
+ * call as its deadline does, now or as soon as the kernel's pid is
+ * known, and keeps the client for the END; or its hang-up (or anything
+ * else, dropped with it): nobody waits for the call any more, and it is
+ * interrupted at once. */
+static void client_says(struct live_kernel *k, struct live *l, uint64_t now)
+{
+        struct live_req req;
+        ssize_t n = recv(k->client, &req, sizeof(req), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n == (ssize_t)sizeof(req) && req.op == LIVE_OP_CANCEL) {
+                k->cancelled = true;
+                if (!k->kill_at_ms)
+                        k->deadline_ms = now;   /* live_kernels_events() takes it from here */
+                return;
+        }
+        close_fd(&k->client);
+        if (!k->kill_at_ms && k->pid > 0) {
+                live_job_signal(l, k->pid, false);
+                k->kill_at_ms = now + KERNEL_GRACE_MS;
+        }
+}
+
 void live_kernels_events(struct live_kernels *ks, struct live *l, const struct pollfd *p)
 {
         uint64_t now = now_monotonic_ms();
@@ -526,11 +556,7 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
                         } else if (k->call == CALL_HELD) {
                                 call_done(k, l);
                         } else {
-                                close_fd(&k->client);
-                                if (!k->kill_at_ms && k->pid > 0) {
-                                        live_job_signal(l, k->pid, false);
-                                        k->kill_at_ms = now + KERNEL_GRACE_MS;
-                                }
+                                client_says(k, l, now);
                         }
                 }
                 if (k->eof_at_ms && now >= k->eof_at_ms && !k->killing)

@@ -59,6 +59,7 @@ struct live_kernel_result {
         int wait_status;        /* LIVE_KERNEL_DIED: the kernel's raw wait status */
         bool timed_out;         /* LIVE_KERNEL_DIED: killed for not stopping at its deadline */
         bool stopped;           /* LIVE_KERNEL_DIED: the sandbox stopped while the call ran */
+        bool cancelled;         /* the caller cancelled it (cancel_fd) before it ended */
         uint64_t wall_ms;
 };
 
@@ -67,12 +68,15 @@ void live_kernel_result_done(struct live_kernel_result *r);
 /* Run code in sandbox name's lang kernel, starting it if need be, with a
  * deadline of timeout_ms (0: the sandbox profile's timeout). The call's
  * output goes into out and err (either may be NULL: dropped) and, with
- * tee, to our own stdout and stderr as it comes. Not recorded. Returns 0
+ * tee, to our own stdout and stderr as it comes. cancel_fd (or -1): once
+ * it is readable or hung up, the call is cancelled: the supervisor
+ * interrupts it as its deadline would (the kernel and its state live
+ * on) and its end says cancelled. Not recorded. Returns 0
  * with *ret filled, or -errno: -ENOENT/-ECONNREFUSED no such sandbox,
  * -EBUSY the kernel is running another call, -E2BIG code too long,
  * -EPIPE the supervisor went away. Logs nothing. */
 int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                     uint64_t timeout_ms, struct capture *out, struct capture *err, bool tee,
+                     uint64_t timeout_ms, int cancel_fd, struct capture *out, struct capture *err, bool tee,
                      struct live_kernel_result *ret);
 
 /* `hutch exec NAME --kernel LANG -c CODE`: live_kernel_call(), recorded
@@ -84,7 +88,7 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
 int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
                      uint64_t timeout_ms, bool json, const struct run_ui *ui);
 
-/* live_kernel_call() recorded as live_kernel_exec() records it (labels
+/* live_kernel_call() (with its cancel_fd) recorded as live_kernel_exec() records it (labels
  * sandbox=NAME, kernel=LANG and the NULL-terminated labels, "k=v", may
  * be NULL), printing nothing: for a caller in another process than the
  * CLI (hutch mcp), which runs it in a thread of its own. The record is
@@ -96,5 +100,5 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
  * hutch's exit code as live_kernel_exec() does; *ret_error (a new
  * string) says why when *ret is NULL. */
 int live_kernel_record(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                       uint64_t timeout_ms, char *const *labels, const struct run_ui *ui, struct store *st,
-                       json_t **ret, char **ret_error);
+                       uint64_t timeout_ms, int cancel_fd, char *const *labels, const struct run_ui *ui,
+                       struct store *st, json_t **ret, char **ret_error);

@@ -27,48 +27,50 @@ live() {
         python3 "$LIVE" "$@"
 }
 
-@test "mcp live: run_command starts a background server that a later call talks to; list_processes, list_ports" {
-        run -0 live server
+# scenario NAME [ARGS...]: mcp-live.py's scenario NAME runs and says ok
+# (its output shown first, so a failure says why)
+scenario() {
+        run live "$@"
         echo "$output"
-        [[ "$output" == *"ok server"* ]]
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"ok $1"* ]]
+}
+
+@test "mcp live: run_command starts a background server that a later call talks to; list_processes, list_ports" {
+        scenario server
 }
 
 @test "mcp live: --publish: a server in a session's sandbox answers on the host at the port list_ports names" {
-        run -0 live publish -- --publish 8765
-        echo "$output"
-        [[ "$output" == *"ok publish"* ]]
+        scenario publish -- --publish 8765
 }
 
 @test "mcp live: run_code keeps python and node variables between calls, across an error" {
         command -v node >/dev/null || skip "node not installed"
-        run -0 live kernels --era modern
-        echo "$output"
-        [[ "$output" == *"ok kernels"* ]]
-        run -0 live nokernels -- --no-kernels
-        echo "$output"
-        [[ "$output" == *"ok nokernels"* ]]
+        scenario kernels --era modern
+        scenario nokernels -- --no-kernels
 }
 
 @test "mcp live: the server runs kernel calls itself: a slow one holds no other session's call; each is a complete record" {
-        run -0 live kernel_parallel --era modern
-        echo "$output"
-        [[ "$output" == *"ok kernel_parallel"* ]]
+        scenario kernel_parallel --era modern
         # the server's exit does not wait for a looping kernel call's deadline
-        run -0 live kernel_exit
-        echo "$output"
-        [[ "$output" == *"ok kernel_exit"* ]]
+        scenario kernel_exit
+}
+
+@test "mcp live: notifications/cancelled interrupts a kernel call as its deadline would; no answer, recorded cancelled, state kept" {
+        scenario kernel_cancel --era modern
 }
 
 @test "mcp live: a file and a process stay between calls; imports, stdin, env, a compiled language, a timeout" {
-        run -0 live state --era modern
-        echo "$output"
-        [[ "$output" == *"ok state"* ]]
+        scenario state --era modern
+}
+
+@test "mcp live: a process an earlier call left watching /tmp can neither read nor replace a later run_code call's source" {
+        command -v cc >/dev/null || skip "cc not installed"
+        scenario watched
 }
 
 @test "mcp live: a call's stdin and env reach it and land nowhere in the store; files work" {
-        run -0 live private --era modern
-        echo "$output"
-        [[ "$output" == *"ok private"* ]]
+        scenario private --era modern
 }
 
 @test "mcp live: three calls on one session sent at once run in order, one at a time, in its sandbox" {
@@ -79,40 +81,28 @@ live() {
 }
 
 @test "mcp live: the server's exit stops the sandbox, commits its files, leaves no process" {
-        run -0 live exit
-        echo "$output"
-        [[ "$output" == *"ok exit"* ]]
+        scenario exit
 }
 
 @test "mcp live: commit never on the latest call throws the sandbox's files away at its stop; success keeps a success" {
-        run -0 live never --era modern
-        echo "$output"
-        [[ "$output" == *"ok never"* ]]
+        scenario never --era modern
 }
 
 @test "mcp live: SIGTERM to the server stops and commits the sandbox, then exits 0" {
-        run -0 live term
-        echo "$output"
-        [[ "$output" == *"ok term"* ]]
+        scenario term
 }
 
 @test "mcp live: SIGKILL of the server: its keeper stops the sandbox, no process is left" {
-        run -0 live killed -- --idle-timeout 777s
-        echo "$output"
-        [[ "$output" == *"ok killed"* ]]
+        scenario killed -- --idle-timeout 777s
 }
 
 @test "mcp live: the idle timeout stops the session's sandbox; its run has the change set and artifacts; the next call starts a new one" {
-        run -0 live idle -- --idle-timeout 2s
-        echo "$output"
-        [[ "$output" == *"ok idle"* ]]
+        scenario idle -- --idle-timeout 2s
 }
 
 @test "mcp live: a profile a live sandbox refuses (gvisor) runs the call fresh and says so" {
         printf '[sandbox]\nruntime = gvisor\n' > "$BATS_TEST_TMPDIR/gvisor.ini"
-        run -0 live fallback -- --profile "$BATS_TEST_TMPDIR/gvisor.ini"
-        echo "$output"
-        [[ "$output" == *"ok fallback"* ]]
+        scenario fallback -- --profile "$BATS_TEST_TMPDIR/gvisor.ini"
 }
 
 @test "mcp live: --sessions and --idle-timeout take only valid values; fresh sessions list no live tools" {

@@ -370,6 +370,112 @@ def scenario_planted(c):
     c.close()
 
 
+# A process that watches the sandbox's /tmp (inotify) for the
+# directories run_code calls make there and, in each, takes every
+# source file (main.EXT) as soon as it is written: it logs what it read
+# and puts a program of its own in its place. It logs each directory it
+# sees, so a test can tell that it watched.
+WATCHER = r"""
+import ctypes, os, re, struct
+libc = ctypes.CDLL(None, use_errno=True)
+IN_CLOSE_WRITE, IN_CREATE, IN_ISDIR = 0x8, 0x100, 0x40000000
+EVIL = "print('PWNED by the watcher')\n"
+fd = libc.inotify_init1(0)
+top = libc.inotify_add_watch(fd, b"/tmp", IN_CREATE)
+log = open("/tmp/watch.log", "a", buffering=1)
+dirs = {}
+
+def take(path):
+    if not re.fullmatch(r"main\.[a-z]+", os.path.basename(path)):
+        return
+    try:
+        data = open(path).read()
+    except OSError:
+        return
+    if not data or data == EVIL:
+        return
+    log.write("stole %s %r\n" % (path, data))
+    with open(path + ".new", "w") as f:
+        f.write(EVIL)
+    os.rename(path + ".new", path)
+
+log.write("ready %d %d\n" % (fd, top))
+while True:
+    buf = os.read(fd, 65536)
+    i = 0
+    while i < len(buf):
+        wd, mask, _, n = struct.unpack_from("iIII", buf, i)
+        name = buf[i + 16:i + 16 + n].rstrip(b"\0").decode()
+        i += 16 + n
+        if wd == top and mask & IN_ISDIR and name.startswith(".hutch-mcp-"):
+            d = "/tmp/" + name
+            dirs[libc.inotify_add_watch(fd, d.encode(), IN_CLOSE_WRITE)] = d
+            log.write("dir %s\n" % d)
+            for f in os.listdir(d):
+                take(d + "/" + f)
+        elif wd in dirs and mask & IN_CLOSE_WRITE:
+            take(dirs[wd] + "/" + name)
+"""
+
+
+def scenario_watched(c):
+    """A process an earlier call left running watches /tmp and races
+    into each new code directory to read the source and put its own
+    program there: a later run_code call (python, as a program; sh; c,
+    compiled) runs its own code, and the watcher never reads it. The
+    watcher sees the c call's directory (its compiled program's), so it
+    was watching (security: hutch-mcp(1), "Live sessions")."""
+    c.handshake()
+    tag = "%d%d" % (os.getpid(), int(time.monotonic() * 1000))
+    start = ("python3 watch.py </dev/null >/dev/null 2>&1 & "
+             "for i in $(seq 1 100); do [ -s /tmp/watch.log ] && break; sleep 0.1; done; cat /tmp/watch.log")
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", start], "session": "wa", "files": {"watch.py": WATCHER}})
+    check(r["structuredContent"]["stdout"].startswith("ready "), "the watcher did not start: %r" % text_of(r))
+    # env: a program, not the python kernel
+    r = c.run("run_code", {"language": "python", "session": "wa", "env": {"TOKEN": "py-" + tag},
+                           "code": "import os\nprint('ran', os.environ['TOKEN'])  # py-src-%s\n" % tag})
+    check(r["structuredContent"]["stdout"] == "ran py-%s\n" % tag, "the python call: %r" % text_of(r))
+    r = c.run("run_code", {"language": "sh", "session": "wa", "code": "echo ran sh # sh-src-%s\n" % tag})
+    check(r["structuredContent"]["stdout"] == "ran sh\n", "the sh call: %r" % text_of(r))
+    r = c.run("run_code", {"language": "c", "session": "wa",
+                           "code": "#include <stdio.h>\n/* c-src-%s */\nint main(void){puts(\"ran c\");return 0;}\n"
+                                   % tag})
+    check(r["structuredContent"]["stdout"] == "ran c\n", "the c call: %r" % text_of(r))
+    r = run_ok(c, "run_command", {"argv": ["cat", "/tmp/watch.log"], "session": "wa"})
+    log = r["structuredContent"]["stdout"]
+    check("dir /tmp/.hutch-mcp-" in log, "the watcher saw no code directory: %r" % log)
+    check("stole" not in log and tag not in log, "the watcher read a later call's source: %r" % log)
+    c.close()
+
+
+def scenario_kernel_cancel(c):
+    """notifications/cancelled of an in-process kernel call interrupts it
+    as its deadline would: no answer comes for it, its record says
+    cancelled, the session's next call runs at once, and the kernel's
+    state lives on (what the call did before the interrupt, no fresh
+    kernel)."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "kc", "code": "import time\nx = 1"})
+    prefix = server_prefix(c)
+    code = "x = 2\ntime.sleep(40)\nx = 3"
+    t0 = time.monotonic()
+    rid = c.call(None, "run_code", {"language": "python", "session": "kc", "timeout_s": 120, "code": code})
+    wait_until("the call to run", lambda: ms.hutch_json("ls", "--json", "--sandbox", prefix + "1",
+                                                         "--status", "running"), 20)
+    time.sleep(1)       # its row is written just before the kernel gets the code
+    c.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    # the session's next call waits for the cancelled one to end
+    r = run_ok(c, "run_code", {"language": "python", "session": "kc", "code": "x * 21"})
+    check(time.monotonic() - t0 < 25, "the cancelled call ran on (%.1f s)" % (time.monotonic() - t0))
+    check(r["structuredContent"]["stdout"] == "42\n" and "fresh" not in text_of(r),
+          "the kernel's state after the cancel: %r" % text_of(r))
+    check(not [m for m in c.pending if m.get("id") == rid], "an answer came for the cancelled call")
+    mine = [x for x in ms.hutch_json("ls", "--json", "--sandbox", prefix + "1") if show(x["id"]).get("code") == code]
+    check(len(mine) == 1 and mine[0]["status"] == "cancelled", "the cancelled call's record: %r" % mine)
+    check("interrupted" in show(mine[0]["id"]).get("message", ""), "its message: %r" % show(mine[0]["id"]))
+    c.close()
+
+
 def scenario_forged_ps(c):
     """A process whose command line or name holds a newline cannot add
     made-up entries to list_processes (security/live-attacks.bats)."""

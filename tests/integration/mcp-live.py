@@ -593,11 +593,19 @@ def scenario_idle(c):
     check(time.monotonic() - answered >= 1.9, "stopped %.2f s after the call, before its idle timeout"
           % (time.monotonic() - answered))
     check(not alive(marker), "a process outlived the idle stop")
+
+    # The sandbox leaves `sandbox ls` when its supervisor stops serving;
+    # its workspace is committed after that, before its run's final
+    # status is written: the record, not the listing, says it is done.
+    def sandbox_run():
+        runs = c.run("list_runs", {})["structuredContent"]["runs"]
+        return [x for x in runs if x["argv"] == ["sandbox", first[0]]]
+    wait_until("the sandbox's run ends", lambda: [x["status"] for x in sandbox_run()] not in ([], ["running"]),
+               timeout=30)
+    sb = sandbox_run()
+    check(len(sb) == 1 and sb[0]["status"] == "success", "the sandbox's run: %r" % sb)
     check(os.path.exists(os.path.join(tree("mcp-id"), "n")), "the idle stop did not commit")
     # the sandbox's own run holds the change set and the artifacts, for diff and get_file
-    runs = c.run("list_runs", {})["structuredContent"]["runs"]
-    sb = [x for x in runs if x["argv"] == ["sandbox", first[0]]]
-    check(len(sb) == 1 and sb[0]["status"] == "success", "the sandbox's run: %r" % sb)
     d = run_ok(c, "diff", {"run_id": sb[0]["id"]})
     check("b/n" in text_of(d), "diff of the sandbox's run: %r" % text_of(d))
     g = run_ok(c, "get_file", {"run_id": sb[0]["id"], "path": "output/a.txt"})

@@ -47,10 +47,50 @@
  * look: then the job's own fd table gets the proxy socket at that
  * number, which is no more than it asked for.
  *
+ * Waiting for the proxy: init never does. Its connect is non-blocking,
+ * and one the proxy has not taken at once (its listen backlog is full: a
+ * flood of the job's own connects, or a helper that fell behind) is kept
+ * pending (struct connect_notify) and finished from init's loop, which
+ * meanwhile goes on answering the job's other connects, reaping, and (a
+ * live sandbox) serving the supervisor and the other execs. Everything a
+ * pending entry holds was read and judged before it was kept: the
+ * address named the proxy, and the socket is init's own, connecting to
+ * the fixed proxy address. The job's task waits in connect(2) meanwhile,
+ * as it did while init waited. When the connect ends:
+ *  - SECCOMP_IOCTL_NOTIF_ID_VALID again, just before ADDFD: the
+ *    notification still waits. A signal to the task or its death ends
+ *    it (a restarted connect(2) is a new notification with a new id,
+ *    judged afresh), and ids are not reused, so ADDFD goes into the fd
+ *    table of the very task that asked. ADDFD itself refuses a
+ *    notification that no longer waits; checking first means a gone one
+ *    is never acted on at all: its socket is closed, and no one is
+ *    answered.
+ *  - the job's fd number and flags were read when it asked: the wait
+ *    makes the window in which it may change them longer, and what it
+ *    changes is still only its own fd table (above).
+ *  - every pending connect is answered within PROXY_CONNECT_MS of its
+ *    arrival: ECONNREFUSED at the deadline, as when init waited.
+ *  - at most CONNECT_NOTIFY_PENDING_MAX wait, each holding one fd of
+ *    init's; one more is refused at once, with ECONNREFUSED. A full
+ *    table first drops the entries whose notification has gone, so dead
+ *    ones (tasks killed or signalled in connect(2)) do not keep it full.
+ *    Why ECONNREFUSED, not EAGAIN: for a TCP connect(2), EAGAIN is no
+ *    "try again" clients know (connect(2) gives it to unix sockets and
+ *    to a full routing cache), and code that takes it for EINPROGRESS
+ *    on a non-blocking socket would poll an unconnected socket, find it
+ *    writable and fail later with a puzzling ENOTCONN or EPIPE.
+ *    ECONNREFUSED is what the job gets for every connect the proxy does
+ *    not take (a timeout too): clients report it as a failed connect,
+ *    and may retry. With that many waiting the proxy takes nothing
+ *    anyway (it takes a connect in microseconds when it can), so a slot
+ *    would only give the same answer PROXY_CONNECT_MS later.
+ *
  * What it does not keep: options the job set on its socket before
  * connect(2) (TCP_NODELAY, SO_KEEPALIVE, buffer sizes) are not carried
- * over, and a non-blocking connect returns 0 at once (the proxy is
- * local), which every client handles.
+ * over, and a non-blocking connect returns 0 once the proxy took it:
+ * at once (the proxy is local), or, its backlog full, after a wait in
+ * connect(2) of up to PROXY_CONNECT_MS even on an O_NONBLOCK socket.
+ * Every client handles both.
  */
 #include "config.h"
 
@@ -72,8 +112,9 @@
 #include "sandbox/connect-notify.h"
 #include "lib/util.h"
 
-/* How long init waits for the proxy to take a connection: it is local,
- * so only a full backlog (a flood of the job's own) makes it wait. */
+/* How long a connect of the job's waits for the proxy to take it: it is
+ * local, so only a full backlog (a flood of the job's own) makes it
+ * wait. init itself never does (the top of this file). */
 #define PROXY_CONNECT_MS 2000
 
 int connect_notify_send(int sock, int listener)
@@ -141,9 +182,10 @@ static int job_fd_flags(pid_t pid, int fd, int *ret_flags)
         return -EBADMSG;
 }
 
-/* A socket of init's, connected to the proxy: 127.0.0.1:port, through an
- * IPv6 socket as ::ffff:127.0.0.1 when the job's was one. */
-static int proxy_connect(bool v6, uint16_t port, bool nonblock)
+/* A socket of init's, connecting to the proxy: 127.0.0.1:port, through
+ * an IPv6 socket as ::ffff:127.0.0.1 when the job's was one. Never waits:
+ * the connect is in progress or done when it returns. */
+static int proxy_connect_start(bool v6, uint16_t port)
 {
         union {
                 struct sockaddr_in in;
@@ -167,25 +209,29 @@ static int proxy_connect(bool v6, uint16_t port, bool nonblock)
         int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (s < 0)
                 return -errno;
-        int r = 0;
-        if (connect(s, (struct sockaddr *)&sa, len) < 0) {
-                r = -errno;
-                if (r == -EINPROGRESS) {
-                        struct pollfd p = { .fd = s, .events = POLLOUT };
-                        int err = 0;
-                        socklen_t l = sizeof(err);
-                        int k = poll(&p, 1, PROXY_CONNECT_MS);
-                        r = k < 0 ? -errno : k == 0 ? -ETIMEDOUT
-                          : getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &l) < 0 ? -errno : -err;
-                }
-        }
-        if (r == 0 && !nonblock && fcntl(s, F_SETFL, 0) < 0)
-                r = -errno;
-        if (r < 0) {
+        if (connect(s, (struct sockaddr *)&sa, len) < 0 && errno != EINPROGRESS) {
+                int r = -errno;
                 close(s);
                 return r;
         }
         return s;
+}
+
+/* How the connect of init's socket s stands: 0 connected, 1 still in
+ * progress, or -errno. A look, never a wait. */
+static int proxy_connect_result(int s)
+{
+        struct pollfd p = { .fd = s, .events = POLLOUT };
+        int k = poll(&p, 1, 0);
+        if (k < 0)
+                return -errno;
+        if (k == 0)
+                return 1;
+        int err = 0;
+        socklen_t l = sizeof(err);
+        if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                return -errno;
+        return err ? -err : (p.revents & POLLHUP) ? -ECONNRESET : 0;
 }
 
 /* Whether buf (len bytes of the job's sockaddr) is the proxy's address,
@@ -213,9 +259,11 @@ static bool names_proxy(const void *buf, size_t len, uint16_t port, bool *ret_v6
         return false;
 }
 
-/* The answer to one connect(2): 0 (the proxy's socket is in place) or a
- * positive errno for the job. */
-static int answer(int listener, const struct seccomp_notif *req, uint16_t port)
+/* Judge one connect(2): 0 when it asks for the proxy (then the job's fd
+ * and its flags in *pc, and the spelling in *ret_v6), or the positive
+ * errno to refuse it with. */
+static int judge(int listener, const struct seccomp_notif *req, uint16_t port, struct connect_pending *pc,
+                 bool *ret_v6)
 {
         if (req->data.nr != SYS_connect)
                 return ENOSYS;
@@ -239,27 +287,84 @@ static int answer(int listener, const struct seccomp_notif *req, uint16_t port)
         uint64_t id = req->id;
         if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
                 return ENOENT;
-        bool v6 = false;
-        if (!names_proxy(buf, want, port, &v6))
+        if (!names_proxy(buf, want, port, ret_v6))
                 return EACCES;
 
         int flags = 0;
         int r = job_fd_flags(req->pid, fd, &flags);
         if (r < 0)
                 return -r;
-        int s = proxy_connect(v6, port, flags & O_NONBLOCK);
-        if (s < 0)
-                return ECONNREFUSED;
-        struct seccomp_notif_addfd add = {
-                .id = req->id, .flags = SECCOMP_ADDFD_FLAG_SETFD, .srcfd = (uint32_t)s, .newfd = (uint32_t)fd,
-                .newfd_flags = (uint32_t)(flags & O_CLOEXEC),
-        };
-        r = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 ? errno : 0;
-        close(s);
-        return r;
+        *pc = (struct connect_pending) { .listener = listener, .id = req->id, .sock = -1, .fd = fd,
+                                         .flags = flags };
+        return 0;
 }
 
-int connect_notify_handle(int listener, uint16_t proxy_port)
+/* 0, or -errno when the listener itself failed */
+static int respond(int listener, uint64_t id, int error)
+{
+        struct seccomp_notif_resp resp = { .id = id, .val = 0, .error = error ? -error : 0, .flags = 0 };
+        /* ENOENT: the task was signalled or died meanwhile */
+        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT && errno != EINTR)
+                return -errno;
+        return 0;
+}
+
+static bool still_waits(int listener, uint64_t id)
+{
+        return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* A connect of init's has ended with result (0 or -errno): the job's
+ * notification answered, init's socket closed. */
+static void finish(const struct connect_pending *pc, int result)
+{
+        int error = result < 0 ? ECONNREFUSED : 0;
+        if (!error && !(pc->flags & O_NONBLOCK) && fcntl(pc->sock, F_SETFL, 0) < 0)
+                error = ECONNREFUSED;
+        /* the notification still waits (the top of this file): else
+         * there is no one to answer, nor an fd table to touch */
+        if (!still_waits(pc->listener, pc->id)) {
+                close(pc->sock);
+                return;
+        }
+        if (!error) {
+                struct seccomp_notif_addfd add = {
+                        .id = pc->id, .flags = SECCOMP_ADDFD_FLAG_SETFD, .srcfd = (uint32_t)pc->sock,
+                        .newfd = (uint32_t)pc->fd, .newfd_flags = (uint32_t)(pc->flags & O_CLOEXEC),
+                };
+                error = ioctl(pc->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 ? errno : 0;
+        }
+        close(pc->sock);
+        /* a listener that failed shows on its own poll */
+        (void)respond(pc->listener, pc->id, error);
+}
+
+static void drop(struct connect_notify *cn, size_t i)
+{
+        cn->pending[i] = cn->pending[--cn->n];
+}
+
+/* Room for one more pending connect: true when there is, after the
+ * entries whose notification has gone were dropped. */
+static bool make_room(struct connect_notify *cn)
+{
+        if (cn->n < CONNECT_NOTIFY_PENDING_MAX)
+                return true;
+        for (size_t i = cn->n; i-- > 0;)
+                if (!still_waits(cn->pending[i].listener, cn->pending[i].id)) {
+                        close(cn->pending[i].sock);
+                        drop(cn, i);
+                }
+        return cn->n < CONNECT_NOTIFY_PENDING_MAX;
+}
+
+void connect_notify_init(struct connect_notify *cn, uint16_t proxy_port)
+{
+        cn->port = proxy_port;
+        cn->n = 0;
+}
+
+int connect_notify_handle(struct connect_notify *cn, int listener)
 {
         struct seccomp_notif req;
         memset(&req, 0, sizeof(req));
@@ -269,9 +374,66 @@ int connect_notify_handle(int listener, uint16_t proxy_port)
                         return 0;
                 return -errno;
         }
-        int error = answer(listener, &req, proxy_port);
-        struct seccomp_notif_resp resp = { .id = req.id, .val = 0, .error = error ? -error : 0, .flags = 0 };
-        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT && errno != EINTR)
-                return -errno;
+        struct connect_pending pc;
+        bool v6 = false;
+        int error = judge(listener, &req, cn->port, &pc, &v6);
+        if (!error && !make_room(cn))
+                error = ECONNREFUSED;   /* the top of this file says why */
+        if (!error) {
+                pc.sock = proxy_connect_start(v6, cn->port);
+                if (pc.sock < 0)
+                        error = ECONNREFUSED;
+        }
+        if (error)
+                return respond(listener, req.id, error);
+        /* loopback: the handshake is mostly over by now */
+        int r = proxy_connect_result(pc.sock);
+        if (r <= 0) {
+                finish(&pc, r);
+                return 0;
+        }
+        pc.deadline_ms = now_monotonic_ms() + PROXY_CONNECT_MS;
+        cn->pending[cn->n++] = pc;
         return 0;
+}
+
+size_t connect_notify_pollfds(const struct connect_notify *cn, struct pollfd *p)
+{
+        for (size_t i = 0; i < cn->n; i++)
+                p[i] = (struct pollfd) { .fd = cn->pending[i].sock, .events = POLLOUT };
+        return cn->n;
+}
+
+int connect_notify_timeout(const struct connect_notify *cn)
+{
+        if (cn->n == 0)
+                return -1;
+        uint64_t now = now_monotonic_ms(), next = UINT64_MAX;
+        for (size_t i = 0; i < cn->n; i++)
+                next = MIN(next, cn->pending[i].deadline_ms);
+        return next <= now ? 0 : (int)MIN(next - now, (uint64_t)PROXY_CONNECT_MS);
+}
+
+/* Every pending socket is looked at, not only those poll() named: a
+ * look costs one poll(2) of one fd, and there are few. */
+void connect_notify_step(struct connect_notify *cn)
+{
+        uint64_t now = now_monotonic_ms();
+        for (size_t i = cn->n; i-- > 0;) {
+                struct connect_pending *pc = &cn->pending[i];
+                int r = proxy_connect_result(pc->sock);
+                if (r == 1 && now < pc->deadline_ms)
+                        continue;
+                finish(pc, r == 1 ? -ETIMEDOUT : r);
+                drop(cn, i);
+        }
+}
+
+void connect_notify_forget(struct connect_notify *cn, int listener)
+{
+        for (size_t i = cn->n; i-- > 0;)
+                if (cn->pending[i].listener == listener) {
+                        close(cn->pending[i].sock);
+                        drop(cn, i);
+                }
 }

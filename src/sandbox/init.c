@@ -365,26 +365,31 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
 {
         struct live_jobs jobs = { .listeners = NULL };
         struct pollfd *p = NULL;
-        uint16_t port = in->landlock ? in->landlock->proxy_port : 0;
+        struct connect_notify cn;
+        connect_notify_init(&cn, in->landlock ? in->landlock->proxy_port : 0);
 
         job_wait_start(sync_fd);
         init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
         for (;;) {
                 size_t n = 2 + jobs.n_listeners;
-                p = xrealloc(p, n * sizeof(*p));
+                p = xrealloc(p, (n + CONNECT_NOTIFY_PENDING_MAX) * sizeof(*p));
                 p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
                 p[1] = (struct pollfd){ .fd = sync_fd, .events = POLLIN };
                 for (size_t i = 0; i < jobs.n_listeners; i++)
                         p[2 + i] = (struct pollfd){ .fd = jobs.listeners[i], .events = POLLIN };
-                if (poll(p, n, -1) < 0) {
+                size_t np = connect_notify_pollfds(&cn, p + n);
+                if (poll(p, n + np, connect_notify_timeout(&cn)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(EXIT_SETUP);
                 }
-                /* the connect(2)s first: live_message() may add listeners */
+                /* the proxy's connects that ended, then the new connect(2)s:
+                 * live_message() may add listeners */
+                connect_notify_step(&cn);
                 for (size_t i = jobs.n_listeners; i-- > 0;)
-                        if ((p[2 + i].revents & POLLIN) ? connect_notify_handle(jobs.listeners[i], port) < 0
+                        if ((p[2 + i].revents & POLLIN) ? connect_notify_handle(&cn, jobs.listeners[i]) < 0
                                                         : p[2 + i].revents != 0) {
+                                connect_notify_forget(&cn, jobs.listeners[i]);
                                 close(jobs.listeners[i]);
                                 jobs.listeners[i] = jobs.listeners[--jobs.n_listeners];
                         }
@@ -515,7 +520,8 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
          * exec (job_wait_start()). init is suspended meanwhile (vfork), and
          * has nothing to do before the job runs. */
         struct init_stdio st = *stdio;
-        uint16_t proxy_port = in->landlock ? in->landlock->proxy_port : 0;
+        struct connect_notify cn;
+        connect_notify_init(&cn, in->landlock ? in->landlock->proxy_port : 0);
         int notify[2];
         if (notify_open(in, sync_fd, &st, notify) < 0)
                 _exit(EXIT_SETUP);
@@ -535,13 +541,18 @@ _Noreturn void init_main(const struct run_config *cfg, const struct sandbox_inpu
 
         for (;;) {
                 if (listener >= 0) {
-                        /* one connect(2) at a time; signals in between */
-                        struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
-                        if (poll(p, 2, -1) < 0)
+                        /* the job's connect(2)s, those waiting for the
+                         * proxy, and signals, none waiting for another */
+                        struct pollfd p[2 + CONNECT_NOTIFY_PENDING_MAX] = {
+                                { .fd = sfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
+                        size_t np = connect_notify_pollfds(&cn, p + 2);
+                        if (poll(p, 2 + np, connect_notify_timeout(&cn)) < 0)
                                 continue;
-                        if ((p[1].revents & POLLIN) ? connect_notify_handle(listener, proxy_port) < 0
+                        connect_notify_step(&cn);
+                        if ((p[1].revents & POLLIN) ? connect_notify_handle(&cn, listener) < 0
                                                     : p[1].revents != 0) {
                                 /* every task under the filter is gone */
+                                connect_notify_forget(&cn, listener);
                                 close(listener);
                                 listener = -1;
                         }

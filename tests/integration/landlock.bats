@@ -46,6 +46,11 @@ setup_file() {
 setup() { common_setup; }
 teardown() {
         stop_servers
+        # a live sandbox a failed test left
+        local s
+        for s in $("$HUTCH" sandbox ls --json 2>/dev/null | jq -r .name); do
+                timeout 20 "$HUTCH" sandbox stop "$s" || true
+        done
         host_dirs_cleanup
 }
 
@@ -510,6 +515,200 @@ print("race", sorted(peers), peers)' "$d"
         [[ "$out" == *"race ['127.0.0.1', 'EACCES']"* ]]
         [[ "$out" != *"race"*"127.0.0.2"* ]]
         [ ! -e "$d/accepted" ]
+}
+
+# A job that floods the proxy fills its listen backlog; its connects then
+# wait for the proxy, and init must not wait with them: it goes on
+# answering the job's other connect(2)s at once, answers each waiting one
+# by its deadline, keeps no more waiting than its bound (the rest are
+# refused at once), and the proxy works again once it takes connections.
+# The helper is stopped (SIGSTOP) while the job floods, so its backlog
+# fills for certain and stays full: its accept loop otherwise keeps up
+# with a flood init makes one connect at a time.
+@test "this host: network allow: a job that fills the proxy's backlog does not stall its init" {
+        SERVERS=()
+        start_server
+        local d
+        d=$(host_dir)
+        chmod 777 "$d"
+        "$HUTCH" run --isolation landlock --rw "$d" --timeout 90s --allow "127.0.0.1:$PORT" -- python3 -c '
+import os, socket, sys, threading, time, urllib.request
+d, server = sys.argv[1], sys.argv[2]
+proxy = int(os.environ["http_proxy"].rsplit(":", 1)[1])
+open(d + "/port.tmp", "w").write(str(proxy)); os.rename(d + "/port.tmp", d + "/port")
+while not os.path.exists(d + "/stopped"):
+    time.sleep(0.02)
+lock = threading.Lock()
+flood = {"ok": 0, "at-once": 0, "late": 0, "other": 0, "slowest": 0.0}
+full = []
+stop = False
+def flooder():
+    while not stop:
+        s = socket.socket()
+        t = time.monotonic()
+        try:
+            s.connect(("127.0.0.1", proxy)); k = "ok"
+        except ConnectionRefusedError:
+            k = "at-once" if time.monotonic() - t < 0.5 else "late"
+        except OSError:
+            k = "other"
+        dt = time.monotonic() - t
+        s.close()
+        with lock:
+            flood[k] += 1
+            flood["slowest"] = max(flood["slowest"], dt)
+            if k != "ok" and not full:
+                full.append(time.monotonic())
+        if k != "ok":
+            time.sleep(0.01)
+# more than init keeps waiting (64)
+threads = [threading.Thread(target=flooder) for _ in range(80)]
+for t in threads:
+    t.start()
+# meanwhile, connects init refuses (not the proxy): each needs init
+worst, n, while_full, answer = 0.0, 0, 0, "none"
+end = time.monotonic() + 6
+while time.monotonic() < end:
+    s = socket.socket()
+    t = time.monotonic()
+    try:
+        s.connect(("127.0.0.1", 1)); answer = "connected"
+    except OSError as e:
+        answer = os.strerror(e.errno)
+    worst = max(worst, time.monotonic() - t)
+    s.close()
+    n += 1
+    with lock:
+        while_full += 1 if full and full[0] < t else 0
+    time.sleep(0.05)
+stop = True
+for t in threads:
+    t.join()
+print("flood ok=%(ok)d at-once=%(at-once)d late=%(late)d other=%(other)d slowest=%(slowest).3f" % flood)
+print("probe n=%d while-full=%d worst=%.3f answer=%s" % (n, while_full, worst, answer))
+sys.stdout.flush()
+open(d + "/probed", "w").write("1")
+while not os.path.exists(d + "/resumed"):
+    time.sleep(0.02)
+print(urllib.request.urlopen("http://127.0.0.1:%s/after" % server, timeout=30).read().decode().strip())' \
+                "$d" "$PORT" >"$d/out" 2>"$d/err" &
+        local h=$! helper=""
+        if wait_for_file "$d/port" 100; then
+                helper=$(pgrep -P "$h" -x hutch-egress || true)
+        fi
+        if [ -n "$helper" ]; then
+                kill -STOP "$helper"
+                echo 1 > "$d/stopped"
+                wait_for_file "$d/probed" 600 || true
+                kill -CONT "$helper"
+                echo 1 > "$d/resumed"
+        else
+                kill "$h" 2>/dev/null || true
+        fi
+        local rc=0
+        wait "$h" || rc=$?
+        stop_servers
+        local out
+        out=$(cat "$d/out" "$d/err")
+        echo "$out"
+        [ -n "$helper" ]
+        [ "$rc" -eq 0 ]
+        # the backlog filled: the proxy took some, then one waited in vain
+        [[ "$out" =~ flood\ ok=([0-9]+)\ at-once=([0-9]+)\ late=([0-9]+)\ other=([0-9]+)\ slowest=([0-9.]+) ]]
+        [ "${BASH_REMATCH[1]}" -ge 1 ]
+        [ "${BASH_REMATCH[4]}" -eq 0 ]
+        # waiting ones were refused at their deadline (2 s), none later
+        [ "${BASH_REMATCH[3]}" -ge 1 ]
+        python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 4.0)' "${BASH_REMATCH[5]}"
+        # past init's bound, refused at once
+        [ "${BASH_REMATCH[2]}" -ge 1 ]
+        # init answered every other connect promptly meanwhile (it waited
+        # 2 s per flooding connect before)
+        [[ "$out" =~ probe\ n=([0-9]+)\ while-full=([0-9]+)\ worst=([0-9.]+)\ answer=(.*) ]]
+        [ "${BASH_REMATCH[2]}" -ge 10 ]
+        python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 0.5)' "${BASH_REMATCH[3]}"
+        [[ "${BASH_REMATCH[4]}" == "Permission denied"* ]]
+        # and the proxy works again
+        [[ "$out" == *"hello 127.0.0.1:$PORT /after"* ]]
+}
+
+# The same in a live sandbox, where init also serves the supervisor and
+# every exec: while one exec's connects wait for the stopped proxy,
+# another exec starts, its connect(2)s are answered and it is reported,
+# all promptly.
+@test "this host: live sandbox: an exec that fills the proxy's backlog does not stall init for the others" {
+        SERVERS=()
+        start_server
+        local d box=stall$$
+        d=$(host_dir)
+        chmod 777 "$d"
+        run --separate-stderr "$HUTCH" sandbox start "$box" --isolation landlock --rw "$d" --allow "127.0.0.1:$PORT"
+        [ "$status" -eq 0 ]
+        local helper
+        helper=$(pgrep -P "$(jq -r .supervisor_pid "$HUTCH_STATE_DIR/sandboxes/$box.json")" -x hutch-egress || true)
+        [ -z "$helper" ] || kill -STOP "$helper"
+        "$HUTCH" exec "$box" -- python3 -c '
+import os, socket, sys, threading, time
+d = sys.argv[1]
+proxy = int(os.environ["http_proxy"].rsplit(":", 1)[1])
+end = time.monotonic() + 8
+counts = {"ok": 0, "refused": 0}
+lock = threading.Lock()
+def flooder():
+    while time.monotonic() < end:
+        s = socket.socket()
+        try:
+            s.connect(("127.0.0.1", proxy)); k = "ok"
+        except OSError:
+            k = "refused"
+        s.close()
+        with lock:
+            counts[k] += 1
+        if k != "ok":
+            open(d + "/full", "a").write("1")
+            time.sleep(0.01)
+threads = [threading.Thread(target=flooder) for _ in range(80)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("flood ok=%(ok)d refused=%(refused)d" % counts)' "$d" >"$d/flood" 2>&1 &
+        local a=$!
+        wait_for_file "$d/full" 100 || true
+        local t0 t1
+        t0=$(date +%s%N)
+        run timeout 60 "$HUTCH" exec "$box" -- python3 -c '
+import os, socket, time
+worst = 0.0
+for i in range(5):
+    s = socket.socket()
+    t = time.monotonic()
+    try:
+        s.connect(("127.0.0.1", 1)); answer = "connected"
+    except OSError as e:
+        answer = os.strerror(e.errno)
+    worst = max(worst, time.monotonic() - t)
+    s.close()
+print("probe worst=%.3f answer=%s" % (worst, answer))'
+        t1=$(date +%s%N)
+        [ -z "$helper" ] || kill -CONT "$helper"
+        local rc=0
+        wait "$a" || rc=$?
+        timeout 60 "$HUTCH" sandbox stop "$box" || true
+        stop_servers
+        echo "$output"
+        cat "$d/flood"
+        echo "the probing exec took $(( (t1 - t0) / 1000000 )) ms"
+        [ -n "$helper" ]
+        [ "$rc" -eq 0 ]
+        [ -s "$d/full" ]
+        grep -Eq '^flood ok=[1-9][0-9]* refused=[1-9]' "$d/flood"
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ probe\ worst=([0-9.]+)\ answer=(.*) ]]
+        python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 0.5)' "${BASH_REMATCH[1]}"
+        [[ "${BASH_REMATCH[2]}" == "Permission denied"* ]]
+        # started, served and reported: far below one wait for the proxy (2 s)
+        [ $(( (t1 - t0) / 1000000 )) -lt 1500 ]
 }
 
 # Landlock (ABI <= 7) does not hold connect() to a unix socket's path: a

@@ -51,7 +51,7 @@ enum {
 
 /* Both ends are one hutch build; a sandbox started by another (an
  * upgrade meanwhile) is refused by either side, not misread. */
-#define LIVE_WIRE_VERSION 4
+#define LIVE_WIRE_VERSION 5
 
 struct live_req {
         char op;
@@ -113,6 +113,8 @@ struct live_kend {
         uint32_t value_len;     /* UINT32_MAX: no value */
         char ename[64];
         char message[160];
+        uint64_t discarded;     /* bytes the kernel wrote between calls, pending when
+                                 * this call began: dropped unread */
 };
 
 struct live_fork_reply {
@@ -253,7 +255,7 @@ const struct run_config *live_config(const struct live *l);
 const char *live_limit_stop(const struct live *l);
 
 /* live-kernel.c: the kernels of one live sandbox. */
-#define LIVE_KERNELS_POLLFDS (4 * _LIVE_KERNEL_LANG_MAX)
+#define LIVE_KERNELS_POLLFDS (2 * _LIVE_KERNEL_LANG_MAX)
 struct live_kernels *live_kernels_new(void);
 /* After init is gone: tell a waiting client, close everything. NULL ok. */
 struct live_kernels *live_kernels_free(struct live_kernels *ks);

@@ -98,6 +98,7 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
                 .wait_status = e->r.status,
                 .timed_out = e->r.timed_out != 0,
                 .stopped = e->r.stopped != 0,
+                .discarded = e->discarded,
         };
         if (e->value_len != UINT32_MAX) {
                 r->value = xmalloc(n + 1);
@@ -166,7 +167,8 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
                 struct live_kend e = { 0 };
                 memcpy(&e, msg, MIN((size_t)n, sizeof(e)));
                 size_t vlen = (size_t)n > sizeof(e) ? (size_t)n - sizeof(e) : 0;
-                if (e.value_len != UINT32_MAX && e.value_len != vlen) {
+                /* another hutch's supervisor (an upgrade meanwhile) */
+                if (e.r.version != LIVE_WIRE_VERSION || (e.value_len != UINT32_MAX && e.value_len != vlen)) {
                         r = -EPROTO;
                         break;
                 }
@@ -249,6 +251,12 @@ void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome 
                 snprintf(o->message, sizeof(o->message), "%s", k->message);
                 break;
         }
+        if (k->discarded) {
+                size_t at = strlen(o->message);
+                snprintf(o->message + at, sizeof(o->message) - at,
+                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
+                         (unsigned long long)k->discarded);
+        }
 }
 
 /* The call's outcome (o) from what live_kernel_call() returned (k, res),
@@ -280,6 +288,9 @@ static void outcome_of_call(const char *name, const char *ls, int k, const struc
                 log_warning("exec: %s", res->message);
         if (res->state_lost && res->status != LIVE_KERNEL_DIED && !json)
                 log_warning("exec: a fresh %s kernel ran this call: the state of earlier calls was lost", ls);
+        if (res->discarded && !json)
+                log_warning("exec: %llu bytes the %s kernel wrote between calls were dropped (its output is "
+                            "kept only while a call runs)", (unsigned long long)res->discarded, ls);
 }
 
 /* The call's row as its client writes it (--json, or when the

@@ -277,3 +277,10 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
  * (status, exit code, message). */
 struct run_outcome;
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o);
+/* live_kernel_call() on connection fd (ours, left open); with cwd, a
+ * call the supervisor records (LIVE_EXEC_FINISH: its row before the
+ * call, its end at our live_finish()), whose row's id goes to run_id
+ * ("" if it wrote none; run_id may be NULL without cwd). */
+int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
+                        const char *cwd, struct capture *out, struct capture *err, bool tee, char run_id[33],
+                        struct live_kernel_result *ret);

@@ -54,7 +54,7 @@ enum {
 
 /* Both ends are one hutch build; a sandbox started by another (an
  * upgrade meanwhile) is refused by either side, not misread. */
-#define LIVE_WIRE_VERSION 4
+#define LIVE_WIRE_VERSION 5
 
 struct live_req {
         char op;
@@ -116,6 +116,8 @@ struct live_kend {
         uint32_t value_len;     /* UINT32_MAX: no value */
         char ename[64];
         char message[160];
+        uint64_t discarded;     /* bytes the kernel wrote between calls, pending when
+                                 * this call began: dropped unread */
 };
 
 struct live_fork_reply {
@@ -258,7 +260,7 @@ const struct run_config *live_config(const struct live *l);
 const char *live_limit_stop(const struct live *l);
 
 /* live-kernel.c: the kernels of one live sandbox. */
-#define LIVE_KERNELS_POLLFDS (4 * _LIVE_KERNEL_LANG_MAX)
+#define LIVE_KERNELS_POLLFDS (2 * _LIVE_KERNEL_LANG_MAX)
 struct live_kernels *live_kernels_new(void);
 /* After init is gone: tell a waiting client, close everything. NULL ok. */
 struct live_kernels *live_kernels_free(struct live_kernels *ks);
@@ -280,3 +282,10 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
  * (status, exit code, message). */
 struct run_outcome;
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o);
+/* live_kernel_call() on connection fd (ours, left open); with cwd, a
+ * call the supervisor records (LIVE_EXEC_FINISH: its row before the
+ * call, its end at our live_finish()), whose row's id goes to run_id
+ * ("" if it wrote none; run_id may be NULL without cwd). */
+int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
+                        int cancel_fd, const char *cwd, struct capture *out, struct capture *err, bool tee,
+                        char run_id[33], struct live_kernel_result *ret);

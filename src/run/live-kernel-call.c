@@ -1,23 +1,18 @@
 /* run/live-kernel-call.c - a kernel call, client side (run/live-kernel.h):
  * the request on the control socket, the call's output read from the
- * kernel's pipes the supervisor lends for it, the reply, and the record
- * of `hutch exec NAME --kernel LANG`. The supervisor's side is
- * live-kernel.c. */
+ * kernel's pipes the supervisor lends for it, the reply, and its outcome.
+ * Its record (`hutch exec NAME --kernel LANG`, hutch mcp's calls) is
+ * live-kernel-record.c's; the supervisor's side is live-kernel.c. */
 #include "config.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "config/run-config.h"
 #include "lib/exit-codes.h"
-#include "lib/log.h"
 #include "lib/util.h"
-#include "record/store.h"
 #include "run/live-internal.h"
 #include "run/run-internal.h"
 #include "run/run.h"
@@ -99,6 +94,7 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
                 .timed_out = e->r.timed_out != 0,
                 .stopped = e->r.stopped != 0,
                 .cancelled = e->r.cancelled != 0,
+                .discarded = e->discarded,
         };
         if (e->value_len != UINT32_MAX) {
                 r->value = xmalloc(n + 1);
@@ -109,13 +105,9 @@ static void result_of(const struct live_kend *e, const char *value, size_t n, st
         snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(e->message), e->message);
 }
 
-/* The call on connection fd (live_kernel_call()); with cwd recorded by
- * the supervisor, whose row's id goes to run_id ("" if it wrote none).
- * cancel_fd's first event sends the supervisor a LIVE_OP_CANCEL (once:
- * it is not polled after) and the call goes on to its END. */
-static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
-                   int cancel_fd, const char *cwd, struct capture *out, struct capture *err, bool tee,
-                   char run_id[33], struct live_kernel_result *ret)
+int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
+                        int cancel_fd, const char *cwd, struct capture *out, struct capture *err, bool tee,
+                        char run_id[33], struct live_kernel_result *ret)
 {
         const size_t msg_size = sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1;
         int io[2] = { -1, -1 };
@@ -141,6 +133,7 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
                 if (p[2].revents)
                         (void)take(&io[1], err, STDERR_FILENO, tee);
                 if (p[3].revents) {
+                        /* once: cancel_fd is not polled after */
                         struct live_req c = { .op = LIVE_OP_CANCEL, .version = LIVE_WIRE_VERSION };
                         (void)send(fd, &c, sizeof(c), MSG_NOSIGNAL);
                         cancel_fd = -1;
@@ -174,7 +167,8 @@ static int call_on(int fd, enum live_kernel_lang lang, const char *code, size_t 
                 struct live_kend e = { 0 };
                 memcpy(&e, msg, MIN((size_t)n, sizeof(e)));
                 size_t vlen = (size_t)n > sizeof(e) ? (size_t)n - sizeof(e) : 0;
-                if (e.value_len != UINT32_MAX && e.value_len != vlen) {
+                /* another hutch's supervisor (an upgrade meanwhile) */
+                if (e.r.version != LIVE_WIRE_VERSION || (e.value_len != UINT32_MAX && e.value_len != vlen)) {
                         r = -EPROTO;
                         break;
                 }
@@ -206,7 +200,7 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         _cleanup_close_ int fd = live_connect(dirfd, name);
         if (fd < 0)
                 return fd;
-        return call_on(fd, lang, code, len, timeout_ms, cancel_fd, NULL, out, err, tee, NULL, ret);
+        return live_kernel_call_on(fd, lang, code, len, timeout_ms, cancel_fd, NULL, out, err, tee, NULL, ret);
 }
 
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
@@ -268,143 +262,10 @@ void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome 
                 snprintf(o->message, sizeof(o->message), "%s", k->message);
                 break;
         }
-}
-
-/* The call's outcome (o) from what live_kernel_call() returned (k, res),
- * the value appended to the captured stdout (and printed, unless json)
- * as a REPL shows it. */
-static void outcome_of_call(const char *name, const char *ls, int k, const struct live_kernel_result *res,
-                            struct capture *co, bool json, struct run_outcome *o)
-{
-        if (k < 0) {
-                o->status = RUN_SETUP_ERROR;
-                o->exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
-                snprintf(o->message, sizeof(o->message), "sandbox %s: %s", name,
-                         k == -EBUSY   ? "its kernel is running another call, or restarting; try again"
-                         : k == -EPIPE ? "its supervisor went away"
-                                       : strerror(-k));
-                return;
+        if (k->discarded) {
+                size_t at = strlen(o->message);
+                snprintf(o->message + at, sizeof(o->message) - at,
+                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
+                         (unsigned long long)k->discarded);
         }
-        if (res->value) {
-                capture_append(co, res->value, strlen(res->value));
-                capture_append(co, "\n", 1);
-                if (!json) {
-                        (void)write_all(STDOUT_FILENO, res->value, strlen(res->value));
-                        (void)write_all(STDOUT_FILENO, "\n", 1);
-                }
-        }
-        live_kernel_outcome(res, o);
-        /* (a stop or a deadline is the run's error, said at its end) */
-        if (res->status == LIVE_KERNEL_DIED && !res->stopped && !res->timed_out && !json)
-                log_warning("exec: %s", res->message);
-        if (res->state_lost && res->status != LIVE_KERNEL_DIED && !json)
-                log_warning("exec: a fresh %s kernel ran this call: the state of earlier calls was lost", ls);
-}
-
-/* The call's row as its client writes it (--json, or when the
- * supervisor wrote none: a refused call): not yet inserted. */
-static struct run_record *call_record(struct store *s, int dirfd, const char *name, const char *ls, const char *code,
-                                      size_t len, const char *cwd)
-{
-        _cleanup_free_ char *profile = xasprintf("sandbox:%s", name);
-        char *argv[] = { "--kernel", (char *)ls, NULL };
-        struct run_record *rec = run_record_new();
-        if (run_record_begin(rec, argv, cwd, profile) < 0)
-                return run_record_free(rec), NULL;
-        rec->lang = xstrdup(ls);
-        rec->code = xmalloc(len + 1);
-        memcpy(rec->code, code, len);
-        rec->code[len] = '\0';
-        rec->code_len = len;
-        live_inherit_sandbox(s, dirfd, name, rec);
-        return rec;
-}
-
-static int insert(struct store *s, struct run_record *rec, const char *name, const char *ls)
-{
-        _cleanup_free_ char *label = xasprintf("sandbox=%s", name), *klabel = xasprintf("kernel=%s", ls);
-        char *labels[] = { label, klabel, NULL };
-        if (store_run_insert(s, rec) < 0 || store_labels_set(s, rec->id, labels) < 0) {
-                log_error("exec: run store %s: %s", store_path(s), store_error(s));
-                return -EIO;
-        }
-        log_info("run %s", rec->id);
-        return 0;
-}
-
-/* Recorded by the supervisor (not --json): the row before the call, the
- * end at our FINISH, synced before DONE, and no store opened here. We
- * record it ourselves only when it wrote no row (a refused call), or
- * could not write the end. */
-int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
-                     uint64_t timeout_ms, bool json, const struct run_ui *ui)
-{
-        _cleanup_free_ char *cwd = getcwd(NULL, 0), *db = NULL, *error = NULL;
-        _cleanup_store_ struct store *s = NULL;
-        _cleanup_run_record_ struct run_record *rec = NULL;
-        _cleanup_capture_ struct capture *co = NULL, *ce = NULL;
-        struct live_kernel_result res = { 0 };
-        struct run_config cfg;
-        struct run_outcome o = { 0 };
-        const char *ls = live_kernel_lang_to_string(lang);
-        char run_id[33] = "";
-
-        if (!live_name_valid(name)) {
-                log_error("exec: \"%s\": not a sandbox name (1-64 of A-Z a-z 0-9 . _ -)", name);
-                return EXIT_USAGE;
-        }
-        if (len > LIVE_KERNEL_CODE_MAX) {
-                log_error("exec: --kernel code of %zu bytes: at most %u", len, LIVE_KERNEL_CODE_MAX);
-                return EXIT_USAGE;
-        }
-        _cleanup_close_ int dirfd = live_dir_open();
-        if (dirfd < 0)
-                return EXIT_SETUP;
-        _cleanup_close_ int fd = live_connect(dirfd, name);
-        if (fd < 0) {
-                log_error("exec: no running sandbox %s (hutch sandbox ls)", name);
-                return EXIT_SETUP;
-        }
-        if (json) {
-                /* the client's own record, the row before the call */
-                if (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0) {
-                        log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
-                        return EXIT_SETUP;
-                }
-                rec = call_record(s, dirfd, name, ls, code, len, cwd ? cwd : "");
-                if (!rec || insert(s, rec, name, ls) < 0)
-                        return EXIT_SETUP;
-        }
-        signal(SIGPIPE, SIG_IGN);
-        run_config_init(&cfg);
-        co = capture_new(cfg.capture_bytes);
-        ce = capture_new(cfg.capture_bytes);
-        int k = call_on(fd, lang, code, len, timeout_ms, -1, json ? NULL : cwd ? cwd : "", co, ce, !json, run_id,
-                        &res);
-        if (run_id[0])
-                log_info("run %s", run_id);
-        outcome_of_call(name, ls, k, &res, co, json, &o);
-        live_kernel_result_done(&res);
-        if (!json && run_id[0] && k == 0 && live_finish(fd, &o, co, ce) == 0) {
-                live_say_outcome(&o);
-                run_config_done(&cfg);
-                return o.exit_code;
-        }
-        if (!s && (store_default_path(&db) < 0 || store_open(db, &s, &error) < 0)) {
-                log_error("exec: run store: %s", error ? error : "set HUTCH_STATE_DIR or HOME");
-                run_config_done(&cfg);
-                return EXIT_SETUP;
-        }
-        if (!rec && run_id[0] && store_run_get(s, run_id, &rec, NULL) < 0)
-                rec = NULL;
-        if (!rec) {
-                rec = call_record(s, dirfd, name, ls, code, len, cwd ? cwd : "");
-                if (!rec || insert(s, rec, name, ls) < 0) {
-                        run_config_done(&cfg);
-                        return EXIT_SETUP;
-                }
-        }
-        run_finish_record(ui, s, rec, &cfg, &o, co, ce, NULL, NULL, NULL, json);
-        run_config_done(&cfg);
-        return o.exit_code;
 }

@@ -12,8 +12,8 @@
  *    out, each a 4-byte big-endian length and a JSON object;
  *  - fd 1 and 2, pipes whose read ends stay here and are lent (SCM_RIGHTS
  *    copies) to the client of the call that runs, which reads the call's
- *    output from them as an exec's client does; between calls whatever
- *    is written there is read and dropped.
+ *    output from them as an exec's client does. Between calls nobody
+ *    reads them (see below).
  * One call runs at a time per kernel. It ends when the reply comes; the
  * call stays held until its client, having drained the pipes, hangs up.
  *
@@ -28,6 +28,22 @@
  *  - what reaches the client is bounded: the value cut to
  *    LIVE_KERNEL_VALUE_MAX, the exception name to 63 bytes; the output
  *    never passes through the supervisor during a call;
+ *  - the output between calls costs the supervisor nothing: the pipes
+ *    are not polled then, so a kernel that writes on (a thread a call
+ *    left) fills them and blocks inside the sandbox, on the sandbox's
+ *    own limits, rather than having the supervisor read and drop its
+ *    writes at whatever rate it makes them. When the next call starts,
+ *    what is pending then (FIONREAD) is read and dropped, and no more:
+ *    at most a pipe's capacity, which the kernel cannot raise past
+ *    /proc/sys/fs/pipe-max-size (that takes CAP_SYS_RESOURCE in the
+ *    initial user namespace, and a job has no capability at all), so
+ *    the work is bounded per call, and calls are the caller's to make.
+ *    The call's output thus starts with nothing written before it began
+ *    (but for a write the full pipe held blocked, which may land once
+ *    room is made: that is the kernel's own output racing its call, as
+ *    a thread's writes during the call are); the reply, on the socket,
+ *    is never mixed with either. How much was dropped goes in the END
+ *    (live_kend.discarded), so the caller is told;
  *  - a call's deadline sends SIGINT to the kernel alone (init checks the
  *    pid is one of its jobs); a kernel that has not replied
  *    KERNEL_GRACE_MS later is killed. Without a deadline, the client
@@ -50,6 +66,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -79,6 +96,7 @@ struct live_kernel {
         int client;             /* the call's connection, -1 once gone */
         uint64_t started_ms, deadline_ms, kill_at_ms;
         uint64_t eof_at_ms;     /* the socket hit EOF: killed unless it ends by then */
+        uint64_t discarded;     /* the call's: bytes written before it, dropped at its start */
         char *rbuf;             /* the reply so far: rlen of 4 + KERNEL_FRAME_MAX */
         size_t rlen;
         bool finish;            /* the call is recorded here: its client sends FINISH */
@@ -115,11 +133,13 @@ static void send_end(int fd, const struct live_kernel *k, enum live_kernel_statu
 {
         if (fd < 0)
                 return;
-        struct live_kend e = { .r = { .op = LIVE_OP_END, .status = wait_status, .timed_out = timed_out,
-                                      .stopped = k->stopping, .cancelled = k->cancelled ? SIGINT : 0 },
+        struct live_kend e = { .r = { .op = LIVE_OP_END, .version = LIVE_WIRE_VERSION, .status = wait_status,
+                                      .timed_out = timed_out, .stopped = k->stopping,
+                                      .cancelled = k->cancelled ? SIGINT : 0 },
                                .status = st, .value_len = value ? (uint32_t)vlen : UINT32_MAX };
         e.r.wall_ms = k->started_ms ? now_monotonic_ms() - k->started_ms : 0;
         e.state_lost = lost;
+        e.discarded = k->discarded;
         snprintf(e.ename, sizeof(e.ename), "%s", ename ? ename : "");
         snprintf(e.message, sizeof(e.message), "%s", message ? message : "");
         struct iovec iov[2] = { { &e, sizeof(e) }, { (void *)value, value ? vlen : 0 } };
@@ -135,6 +155,7 @@ static void call_done(struct live_kernel *k, struct live *l)
         k->cancelled = false;
         k->run_id[0] = '\0';
         k->started_ms = k->deadline_ms = k->kill_at_ms = 0;
+        k->discarded = 0;
         live_busy(l, false);
 }
 
@@ -148,17 +169,29 @@ static void kill_kernel(struct live_kernel *k, struct live *l, const char *why)
         live_job_signal(l, k->pid, true);       /* pid 0: at its start */
 }
 
-/* Read and drop what the kernel wrote while no call runs. */
-static void drain(int *fd)
+/* Read and drop what the kernel wrote to *fd (O_NONBLOCK) while no
+ * call ran: the bytes pending now, no more (at most the pipe's
+ * capacity, whatever the kernel writes meanwhile). Closes it at EOF or
+ * an error. Returns how many bytes were dropped. */
+static uint64_t discard_pending(int *fd)
 {
-        char buf[16384];
-        for (int i = 0; i < 4 && *fd >= 0; i++) {
-                ssize_t n = read(*fd, buf, sizeof(buf));
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        static char buf[65536];
+        int pending = 0;
+        uint64_t done = 0;
+
+        if (*fd < 0 || ioctl(*fd, FIONREAD, &pending) < 0)
+                return 0;
+        while (done < (uint64_t)MAX(pending, 0)) {
+                ssize_t n = read(*fd, buf, MIN(sizeof(buf), (uint64_t)pending - done));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n == 0 || (n < 0 && errno != EAGAIN))
                         close_fd(fd);
                 if (n <= 0)
-                        return;
+                        break;
+                done += (uint64_t)n;
         }
+        return done;
 }
 
 static int start(struct live_kernel *k, struct live *l, char *msg, size_t msg_size)
@@ -293,8 +326,8 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
                 return;
         }
         k->finish = (req.flags & LIVE_EXEC_FINISH) != 0;
-        drain(&k->out);
-        drain(&k->err);
+        /* before the request: nothing of it can have been written yet */
+        k->discarded = discard_pending(&k->out) + discard_pending(&k->err);
         k->call = CALL_RUNNING;
         k->client = fd;
         k->started_ms = now_monotonic_ms();
@@ -483,15 +516,14 @@ static void finish(struct live_kernel *k, struct live *l)
                 live_record_settle(l);
 }
 
+/* Per kernel, its socket and its call's client; never the output
+ * pipes (the top of this file says why). */
 void live_kernels_poll(const struct live_kernels *ks, struct pollfd *p)
 {
         for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
                 const struct live_kernel *k = &ks->k[i];
-                bool idle = k->call == CALL_NONE;
-                p[4 * i + 0] = (struct pollfd) { .fd = k->sock, .events = POLLIN };
-                p[4 * i + 1] = (struct pollfd) { .fd = idle ? k->out : -1, .events = POLLIN };
-                p[4 * i + 2] = (struct pollfd) { .fd = idle ? k->err : -1, .events = POLLIN };
-                p[4 * i + 3] = (struct pollfd) { .fd = idle ? -1 : k->client, .events = POLLIN };
+                p[2 * i + 0] = (struct pollfd) { .fd = k->sock, .events = POLLIN };
+                p[2 * i + 1] = (struct pollfd) { .fd = k->call == CALL_NONE ? -1 : k->client, .events = POLLIN };
         }
 }
 
@@ -541,13 +573,9 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
         uint64_t now = now_monotonic_ms();
         for (int i = 0; i < _LIVE_KERNEL_LANG_MAX; i++) {
                 struct live_kernel *k = &ks->k[i];
-                if (p[4 * i].revents && k->sock >= 0)
+                if (p[2 * i].revents && k->sock >= 0)
                         from_kernel(k, l);
-                if (p[4 * i + 1].revents)
-                        drain(&k->out);
-                if (p[4 * i + 2].revents)
-                        drain(&k->err);
-                if (p[4 * i + 3].revents && k->client >= 0) {
+                if (p[2 * i + 1].revents && k->client >= 0) {
                         /* the client hung up: after its reply, the call is
                          * over; before it, nobody waits for it any more.
                          * After it, a recorded call's client sends FINISH */

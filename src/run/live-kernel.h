@@ -61,6 +61,8 @@ struct live_kernel_result {
         bool stopped;           /* LIVE_KERNEL_DIED: the sandbox stopped while the call ran */
         bool cancelled;         /* the caller cancelled it (cancel_fd) before it ended */
         uint64_t wall_ms;
+        uint64_t discarded;     /* bytes the kernel wrote between calls, pending in its
+                                 * output pipes when this call began: dropped unread */
 };
 
 void live_kernel_result_done(struct live_kernel_result *r);

@@ -67,9 +67,12 @@
  * Stopping: SIGKILL to init through its pidfd; the kernel then kills
  * every process of the pid namespace, and the supervisor reaps init
  * before it records the sandbox's run, removes its cgroup and exits.
- * Nothing of the sandbox survives its stop, its idle timeout, or the
- * supervisor (init's sync channel hits EOF and init exits; the sandbox
- * child is PDEATHSIG'd). */
+ * A loop that cannot go on (signalfd() or poll() failing: a low
+ * RLIMIT_NOFILE, for one) ends the sandbox the same way, its execs and
+ * connections recorded, and the run is recorded as one whose supervisor
+ * failed. Nothing of the sandbox survives its stop, its idle timeout, or
+ * the supervisor (init's sync channel hits EOF and init exits; the
+ * sandbox child is PDEATHSIG'd). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -698,6 +701,17 @@ static void say_ended(const struct live *l, struct run_outcome *out)
         snprintf(out->message, sizeof(out->message), "sandbox %s %s", l->opts->name, l->why ? l->why : "ended");
 }
 
+/* The loop cannot go on (signalfd() or poll() failed, error): the
+ * sandbox ends as at a stop, every exec and connection recorded, and
+ * live_serve() returns -error, which the caller records as supervise()'s
+ * (run.c: "supervisor failed: ..."). */
+static void supervisor_failed(struct live *l, const char *call, int error, int *ret_error)
+{
+        log_debug("sandbox %s: %s: %s; stopping it", l->opts->name, call, strerror(error));
+        *ret_error = -error;
+        l->why = "stopped: its supervisor failed";
+}
+
 int live_serve(const struct run_config *cfg, const struct run_live *opts, struct store *store, const char *run_id,
                struct sandbox *sb, struct run_outcome *out, int *notify, struct egress *egress)
 {
@@ -706,12 +720,9 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                           .limits = live_limits_new(cfg, sb), .started_at_ms = now_realtime_ms() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
-        sandbox_signal_set(&set);
-        _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         bool written = false;
+        int failed = 0;         /* -errno: the loop could not go on */
 
-        if (sfd < 0)
-                return -errno;
         for (size_t i = 0; i < ELEMENTSOF(l.exec); i++)
                 l.exec[i].client = -1;
         for (size_t i = 0; i < ELEMENTSOF(l.pend); i++)
@@ -719,6 +730,13 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         touch_idle(&l);
         l.pub = live_publish_new(opts->ports, opts->n_ports, sb->sync_fd, sb->pid);
         l.conns = live_conns_new(egress);
+        sandbox_signal_set(&set);
+        /* every way out of the loop below, a failure too, goes through
+         * the teardown after it: init reaped before the workspace is
+         * taken, every exec and connection recorded, NAME.json gone */
+        _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        if (sfd < 0)
+                supervisor_failed(&l, "signalfd", errno, &failed);
         while (!l.why) {
                 struct pollfd p[P_CONNS + LIVE_CONNS_POLL];
                 fill_poll(&l, sfd, p);
@@ -731,8 +749,10 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
                 if (tc >= 0 && (tp < 0 || tc < tp))
                         tp = tc;
                 int n = poll(p, ELEMENTSOF(p), t < 0 || (tp >= 0 && tp < t) ? tp : t);
-                if (n < 0 && errno != EINTR)
-                        return -errno;
+                if (n < 0 && errno != EINTR) {
+                        supervisor_failed(&l, "poll", errno, &failed);
+                        break;
+                }
                 if (p[N_EXEC + 1].revents & POLLIN) {
                         if (!from_init(&l, out))
                                 break;
@@ -769,18 +789,22 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         settle_execs(&l);
         run_record_free(l.tmpl);
         l.kernels = live_kernels_free(l.kernels);
-        write_state(&l, run_id, true);
+        /* no new connection from here on; and its fd is free for the
+         * state dir's even when a full fd table failed the loop */
         close(opts->listen_fd);
+        write_state(&l, run_id, true);
         l.conns = live_conns_free(l.conns, l.pub, store, run_id);
         int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
         if (k < 0)
                 log_warning("sandbox %s: the record of its published ports' connections is incomplete: %s",
                             opts->name, strerror(-k));
         out->wall_ms = now_monotonic_ms() - t0;
-        if (out->status != RUN_SETUP_ERROR)
+        if (failed)
+                out->status = RUN_SETUP_ERROR;  /* the caller says why */
+        else if (out->status != RUN_SETUP_ERROR)
                 say_ended(&l, out);
         live_limits_outcome(l.limits, opts->name, out);
         l.limits = live_limits_free(l.limits);
         /* l.stopper stays open: `sandbox stop` returns when we are gone */
-        return 0;
+        return failed;
 }

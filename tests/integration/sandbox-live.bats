@@ -210,3 +210,57 @@ s.send(b"P"+bytes(15)); d=s.recv(256); sys.exit(0 if d[:1]==b"p" else 3)'
         run "$HUTCH" sandbox start s8 -- true
         [ "$status" -eq 2 ]
 }
+
+@test "a supervisor whose loop fails (poll: RLIMIT_NOFILE lowered under it) stops its sandbox as a stop does" {
+        command -v prlimit >/dev/null || skip "no prlimit(1)"
+        start_sandbox s14 --session s14w --commit always
+        run "$HUTCH" exec s14 -- sh -c 'echo kept > f; sleep 3020 >/dev/null 2>&1 &'
+        [ "$status" -eq 0 ]
+        "$HUTCH" exec s14 -- sh -c 'touch /tmp/up; exec sleep 3021' >"$BATS_TEST_TMPDIR/exec.out" 2>&1 &
+        local exec_pid=$!
+        wait_until "$HUTCH" exec s14 -- test -e /tmp/up
+        procs=$(sandbox_processes s14)
+        local sup sandbox_id
+        sup=$(state s14 supervisor_pid)
+        sandbox_id=$(state s14 id)
+        # poll() refuses more fds than RLIMIT_NOFILE (EINVAL), and the
+        # supervisor polls more than 64: its next round fails
+        prlimit --pid "$sup" --nofile=64:64
+        run "$HUTCH" exec s14 -- true
+        WAIT_TENTHS=100 wait_until eval '! kill -0 $sup 2>/dev/null'
+        run any_alive $procs
+        [ "$status" -ne 0 ]
+        # its state file and socket are gone, as after a stop
+        [ ! -e "$HUTCH_STATE_DIR/sandboxes/s14.json" ]
+        [ ! -e "$HUTCH_STATE_DIR/sandboxes/s14.sock" ]
+        not_listed s14
+        # the running exec heard that the sandbox stopped, and is recorded so
+        run wait "$exec_pid"
+        [ "$status" -eq 143 ]
+        grep -q "the sandbox stopped while the job ran" "$BATS_TEST_TMPDIR/exec.out"
+        run "$HUTCH" ls --sandbox s14 --json
+        [ "$(jq -rs 'map(select(.argv[-1] | test("sleep 3021"))) | .[0].status' <<<"$output")" = cancelled ]
+        # the sandbox's run says its supervisor failed, and its
+        # workspace was committed as --commit always says
+        run "$HUTCH" show "$sandbox_id" --json
+        [ "$(jq -r .status <<<"$output")" = setup_error ]
+        [ "$(jq -r .message <<<"$output")" = "supervisor failed: Invalid argument" ]
+        [ "$(cat "$HUTCH_STATE_DIR/sessions/s14w/tree/f")" = kept ]
+}
+
+@test "a supervisor that cannot make its signalfd (no fd left) ends its sandbox and leaves no socket" {
+        # with RLIMIT_NOFILE at n, setup fails for small n, signalfd() for
+        # one or two n (the fd table full just then), poll() past them
+        local n saw=0
+        for ((n = 8; n <= 64; n++)); do
+                run bash -c 'ulimit -n "$1" && exec "$HUTCH" sandbox start "s15-$1"' _ "$n"
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"supervisor failed: Too many open files"* ]] || continue
+                saw=$((saw + 1))
+                [ ! -e "$HUTCH_STATE_DIR/sandboxes/s15-$n.sock" ]
+                [ ! -e "$HUTCH_STATE_DIR/sandboxes/s15-$n.json" ]
+                run "$HUTCH" ls --json --limit 1
+                [ "$(jq -r .message <<<"$output")" = "supervisor failed: Too many open files" ]
+        done
+        [ "$saw" -ge 1 ]
+}

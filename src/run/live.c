@@ -107,7 +107,7 @@ static void touch_idle(struct live *l)
 
 static int send_to_init(struct live *l, char op, const void *args, size_t len, const int *fds, int nfds)
 {
-        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+        char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
         struct iovec iov[2] = { { .iov_base = &op, .iov_len = 1 }, { .iov_base = (void *)args, .iov_len = len } };
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
         if (nfds) {
@@ -257,7 +257,8 @@ void live_record_settle(struct live *l)
                 store_checkpoint_if_due(l->store);
 }
 
-/* The exec's row, before the job is asked for: without it, no job. */
+/* The exec's row, before its job's exec: without it, no job (the gate,
+ * live_exec_start()). */
 static int record(struct live *l, struct exec_slot *x, const char *cwd, const char *args, size_t len, pid_t client)
 {
         char **argv = NULL;
@@ -306,32 +307,54 @@ void live_exec_start(struct live *l, int fd, pid_t client, const char *buf, size
         x->deadline_ms = t ? x->started_ms + t : 0;
         /* fresh pipes for this exec alone; the job's stdin is at EOF
          * unless the client feeds it (--stdin), through the write end
-         * only it then holds */
-        int k = record(l, x, cwd, args, args_len, client);
-        if (k < 0) {
-                x->end.error = -k;
-                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
-        } else if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+         * only it then holds.
+         *
+         * The job is asked for first, its row written while init forks
+         * it and it sets itself up; but it waits at its gate (a pipe of
+         * its own, job.c) before its exec until the row is there. So
+         * nothing of the job's runs unrecorded: if the row cannot be
+         * written, the gate closes unwritten and the job exits at EOF
+         * before its exec (its slot ends at init's report of that exit,
+         * with the error the client hears); if we die in between, the
+         * gate's write end closes with us (only we hold it: it is
+         * close-on-exec, and init and the job get the read end alone),
+         * so again the job exits before its exec, and init, at EOF on
+         * its channel, goes too. */
+        int gate[2] = { -1, -1 };
+        if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+            pipe2(gate, O_CLOEXEC) < 0) {
                 x->end.error = errno;
                 snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
                 if (!(req.flags & LIVE_EXEC_STDIN))
                         close(TAKE_FD(job_in[1]));
-                int job_fds[3] = { job_in[0], out[1], err[1] };
-                k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 3);
+                int job_fds[4] = { job_in[0], out[1], err[1], gate[0] };
+                int k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 4);
                 if (k < 0) {
                         x->end.error = -k;
                         snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
                         x->seq = ++l->seq;
-                        send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
+                        k = record(l, x, cwd, args, args_len, client);
+                        if (k < 0) {
+                                /* the gate closes below unwritten; the
+                                 * slot ends with the job (from_init()) */
+                                x->end.error = -k;
+                                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
+                        } else {
+                                /* a job whose setup failed is gone
+                                 * already: EPIPE, and its error came */
+                                (void)!write(gate[1], (char[]) { SANDBOX_MSG_START }, 1);
+                                send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
+                        }
                 }
         }
-        int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
+        int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1], gate[0], gate[1] };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 if (all[i] >= 0)
                         close(all[i]);
-        if (x->end.error)
+        /* init never heard of it: it ends here */
+        if (x->end.error && !x->seq)
                 exec_done(l, x);
 }
 

@@ -204,7 +204,7 @@ c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
         holder=$!
         wait_for_file "$BATS_TEST_TMPDIR/locked"
         t1=$EPOCHREALTIME
-        run "$HUTCH" exec x9 -- echo never
+        run "$HUTCH" exec x9 -- sh -c 'touch ran-unrecorded; echo never'
         t2=$EPOCHREALTIME
         [ "$status" -eq 75 ]
         [[ "$output" == *"the run store is busy"* ]]
@@ -216,9 +216,12 @@ c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
         wait_for_file "$BATS_TEST_TMPDIR/timed" 100
         read -r st t3 < "$BATS_TEST_TMPDIR/timed"
         [ "$st" -eq 124 ]
-        # nothing of the refused exec is recorded
+        # nothing of the refused exec is recorded, nor did it run: its
+        # job, asked for before the row, never got past its gate
         run "$HUTCH" ls --sandbox x9 --json
         [[ "$output" != *never* ]]
+        run "$HUTCH" exec x9 -- test -e ran-unrecorded
+        [ "$status" -eq 1 ]
 }
 
 @test "an end the supervisor cannot write (too much output, a busy store) hutch exec records itself, complete" {

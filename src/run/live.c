@@ -132,6 +132,24 @@ static void kill_job(struct live *l, struct exec_slot *x)
 static void exec_free(struct live *l, struct exec_slot *x, bool unheard);
 static void write_state(const struct live *l, const char *run_id, bool remove);
 
+/* DONE on the client's connection: error 0, its run's end is durable;
+ * else it writes the end itself. Whether it went. */
+static bool send_done(int fd, int error)
+{
+        struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION, .error = error };
+        return send(fd, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(done);
+}
+
+/* After a DONE that said error: the client writes the end itself and
+ * then hangs up; until then its connection stays open, so our own
+ * record of it (exec_free() at its hang-up) finds the row done. */
+static void await_hangup(struct exec_slot *x)
+{
+        x->finishing = true;
+        x->pid = 0;
+        x->deadline_ms = now_monotonic_ms() + STORE_BUSY_TIMEOUT_MS + LIVE_FINISH_MS;
+}
+
 /* The exec ended (or was given up): tell its client, if still there;
  * if not, record its end in its stead. A client that asked to send its
  * FINISH keeps the slot until it did (client_says()). */
@@ -157,10 +175,26 @@ static void exec_done(struct live *l, struct exec_slot *x)
                 write_state(l, l->run_id, false);
         }
         if (x->client >= 0) {
-                /* its queue holds at most FDS before this: never full */
-                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+                /* its output came before (OUTPUT): the end is written
+                 * now, and DONE goes right behind the END */
+                int done = 1;
+                if (x->output && x->finish && x->run_id[0] && l->store && !x->end.stopped)
+                        done = live_record_output(l->store, x->run_id, &x->end, x->output, x->output_len);
+                /* its queue holds at most FDS before these: never full */
+                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
                         unheard = true;
-                else if (x->finish && x->run_id[0] && l->store && !x->end.stopped) {
+                } else if (done <= 0) {
+                        if (send_done(x->client, -done) && done < 0) {
+                                await_hangup(x);
+                                return;
+                        }
+                        close(TAKE_FD(x->client));
+                        exec_free(l, x, done < 0);
+                        /* the checkpoint the finished runs made due */
+                        if (done == 0)
+                                store_checkpoint_if_due(l->store);
+                        return;
+                } else if (x->finish && x->run_id[0] && l->store && !x->end.stopped) {
                         /* its FINISH comes next (client_says()) */
                         x->finishing = true;
                         x->pid = 0;
@@ -180,6 +214,7 @@ static void exec_free(struct live *l, struct exec_slot *x, bool unheard)
             live_record_lost(l->store, x->run_id, &x->end, x->client_lost) < 0)
                 log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
                             store_error(l->store));
+        free(x->output);
         *x = (struct exec_slot) { .client = -1 };
         if (--l->n_active == 0)
                 touch_idle(l);
@@ -550,10 +585,11 @@ static int timeout_for(const struct live *l)
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
 }
 
-/* The run's end from its client (FINISH), after its END: written and
- * synced, then DONE. The slot is free afterwards. A client that hangs
- * up, or sends what is not a FINISH, has the END recorded in its stead
- * (without the output, which it had). */
+/* The run's end from its client (FINISH), after its END, or from its
+ * OUTPUT sent before it heard the END: written and synced, then DONE.
+ * The slot is free afterwards. A client that hangs up, or sends what is
+ * neither, has the END recorded in its stead (without the output,
+ * which it had). */
 static void finish(struct live *l, struct exec_slot *x)
 {
         static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
@@ -561,20 +597,14 @@ static void finish(struct live *l, struct exec_slot *x)
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         bool unheard = true;
-        if (n > 0 && buf[0] == LIVE_OP_FINISH) {
-                struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION };
-                int r = live_record_finish(l->store, x->run_id, buf, (size_t)n);
-                if (r < 0) {
+        if (n > 0 && (buf[0] == LIVE_OP_FINISH || (buf[0] == LIVE_OP_OUTPUT && !x->output))) {
+                int r = buf[0] == LIVE_OP_FINISH ? live_record_finish(l->store, x->run_id, buf, (size_t)n)
+                                                 : live_record_output(l->store, x->run_id, &x->end, buf, (size_t)n);
+                if (r < 0)
                         log_debug("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
                                   r == -EBADMSG ? "malformed" : store_error(l->store));
-                        done.error = -r;
-                }
-                /* on an error the client writes the end itself: its
-                 * connection stays open until it did, so our own
-                 * record of it (on its hang-up) finds the row done */
-                if (send(x->client, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(done) &&
-                    r < 0) {
-                        x->deadline_ms = now_monotonic_ms() + STORE_BUSY_TIMEOUT_MS + LIVE_FINISH_MS;
+                if (send_done(x->client, -r) && r < 0) {
+                        await_hangup(x);
                         return;
                 }
                 unheard = r < 0;
@@ -586,20 +616,32 @@ static void finish(struct live *l, struct exec_slot *x)
                 store_checkpoint_if_due(l->store);
 }
 
-/* An exec's client, after its request: a cancel (hutch exec got
- * SIGTERM, SIGINT or SIGHUP: `hutch kill` of its run), or its end
- * (killed). Either way the job's group is killed; a client that is
- * gone has its run recorded here (exec_done()). */
+/* An exec's client, after its request: its output (OUTPUT, kept), a
+ * cancel (hutch exec got SIGTERM, SIGINT or SIGHUP: `hutch kill` of its
+ * run), or its end (killed). Either of the last kills the job's group;
+ * a client that is gone has its run recorded here (exec_done()). */
 static void client_says(struct live *l, struct exec_slot *x)
 {
+        static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
         struct live_req req;
         if (x->finishing) {
                 finish(l, x);
                 return;
         }
-        ssize_t n = recv(x->client, &req, sizeof(req), MSG_DONTWAIT);
+        ssize_t n = recv(x->client, buf, sizeof(buf), MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
+        memcpy(&req, buf, sizeof(req));
+        if (n >= (ssize_t)sizeof(struct live_fin) && buf[0] == LIVE_OP_OUTPUT && x->finish && !x->output &&
+            x->run_id[0]) {
+                /* its capture, complete, kept for the END (at most
+                 * LIVE_FIN_DATA_MAX and one per exec); checked when the
+                 * end is written (live_record_finish()) */
+                x->output = xmalloc((size_t)n);
+                memcpy(x->output, buf, (size_t)n);
+                x->output_len = (size_t)n;
+                return;
+        }
         if (n == (ssize_t)sizeof(req) && req.op == LIVE_OP_CANCEL) {
                 if (!x->end.cancelled && !x->end.timed_out)
                         x->end.cancelled = req.flags > 0 && req.flags < 65 ? (int32_t)req.flags : SIGTERM;

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "lib/exit-codes.h"
+#include "sandbox/caps.h"
 #include "sandbox/connect-notify.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
@@ -371,6 +372,10 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
         connect_notify_init(&cn, in->landlock ? in->landlock->proxy_port : 0);
 
         job_wait_start(sync_fd);
+        /* once, for every job: what each would otherwise do itself
+         * (job_exec()), and init never execs, nor changes a disposition */
+        job_note_dispositions();
+        caps_drop_bounding();
         init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
         for (;;) {
                 size_t n = 2 + jobs.n_listeners;

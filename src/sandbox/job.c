@@ -162,6 +162,38 @@ void job_set_detach_fd(int fd)
         detach_fd = fd;
 }
 
+/* Shared like detach_fd: written by init before its first job, read by
+ * each job (in init's address space until its exec). */
+static sigset_t not_default;
+static bool not_default_known;
+
+void job_note_dispositions(void)
+{
+        sigemptyset(&not_default);
+        for (int s = 1; s < NSIG; s++) {
+                struct sigaction sa;
+                if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
+                        sigaddset(&not_default, s);
+        }
+        not_default_known = true;
+}
+
+/* Every signal's disposition to SIG_DFL (what execve keeps of them is
+ * SIG_IGN), then an empty mask: in that order, so that no handler of
+ * init's could run here, in its memory. With init's dispositions noted
+ * (job_note_dispositions()), only those not SIG_DFL are reset: this
+ * process got exactly init's at its clone, and init changes none. */
+static void job_signals(void)
+{
+        sigset_t none;
+
+        for (int s = 1; s < NSIG; s++)
+                if (!not_default_known || sigismember(&not_default, s) == 1)
+                        signal(s, SIG_DFL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* The old root is gone (mount-detach.c), or the setup fails: an errno
  * from the umount, or EOF if the thread died before it said. */
 static void wait_detached(int sync_fd)
@@ -350,13 +382,9 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
                         int sync_fd, const struct init_stdio *stdio, bool wait_start)
 {
-        sigset_t none;
         int r;
 
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int s = 1; s < NSIG; s++)
-                signal(s, SIG_DFL);
+        job_signals();
 
         job_stdio(sync_fd, stdio);
 

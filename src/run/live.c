@@ -378,7 +378,10 @@ void live_exec_start(struct live *l, int fd, pid_t client, const char *buf, size
                                 snprintf(x->end.step, sizeof(x->end.step), "record the exec");
                         } else {
                                 /* a job whose setup failed is gone
-                                 * already: EPIPE, and its error came */
+                                 * already: EPIPE (SIGPIPE is blocked
+                                 * while we serve: run.c blocks
+                                 * sandbox_signal_set()), and its
+                                 * error came from init */
                                 (void)!write(gate[1], (char[]) { SANDBOX_MSG_START }, 1);
                                 send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
                         }

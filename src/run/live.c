@@ -131,6 +131,7 @@ static void kill_job(struct live *l, struct exec_slot *x)
 
 static void exec_free(struct live *l, struct exec_slot *x, bool unheard);
 static void write_state(const struct live *l, const char *run_id, bool remove);
+static void client_says(struct live *l, struct exec_slot *x);
 
 /* DONE on the client's connection: error 0, its run's end is durable;
  * else it writes the end itself. Whether it went. */
@@ -174,6 +175,13 @@ static void exec_done(struct live *l, struct exec_slot *x)
                 l->limits_written |= x->end.limits_hit;
                 write_state(l, l->run_id, false);
         }
+        /* its OUTPUT may be queued behind init's message that ended the
+         * job (read first): taken now, DONE goes with the END; only an
+         * OUTPUT (peeked), a cancel after the end changes nothing */
+        char op;
+        if (x->client >= 0 && x->finish && !x->output &&
+            recv(x->client, &op, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && op == LIVE_OP_OUTPUT)
+                client_says(l, x);
         if (x->client >= 0) {
                 /* its output came before (OUTPUT): the end is written
                  * now, and DONE goes right behind the END */

@@ -164,16 +164,35 @@ void job_set_detach_fd(int fd)
 
 /* Shared like detach_fd: written by init before its first job, read by
  * each job (in init's address space until its exec). */
-static sigset_t not_default;
+static bool not_default[NSIG];
 static bool not_default_known;
+
+/* glibc keeps two signals for itself (SIGCANCEL, SIGSETXID: 32 and 33
+ * on Linux) and refuses them to sigaction() and signal(); one ignored
+ * by hutch's caller is ignored here too, and execve keeps that. */
+static bool libc_internal(int s)
+{
+        return s >= 32 && s < SIGRTMIN;
+}
+
+/* s to SIG_DFL; the kernel's call for libc's own two: its struct all
+ * zero is SIG_DFL with no flags and an empty mask on every layout. */
+static void signal_default(int s)
+{
+        if (!libc_internal(s)) {
+                signal(s, SIG_DFL);
+                return;
+        }
+        uint64_t zero[8] = { 0 };
+        (void)syscall(SYS_rt_sigaction, s, zero, NULL, (size_t)(NSIG - 1) / 8);
+}
 
 void job_note_dispositions(void)
 {
-        sigemptyset(&not_default);
         for (int s = 1; s < NSIG; s++) {
                 struct sigaction sa;
-                if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
-                        sigaddset(&not_default, s);
+                /* libc's own two cannot be looked at: reset always */
+                not_default[s] = libc_internal(s) || (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL);
         }
         not_default_known = true;
 }
@@ -188,8 +207,8 @@ static void job_signals(void)
         sigset_t none;
 
         for (int s = 1; s < NSIG; s++)
-                if (!not_default_known || sigismember(&not_default, s) == 1)
-                        signal(s, SIG_DFL);
+                if (!not_default_known || not_default[s])
+                        signal_default(s);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
 }

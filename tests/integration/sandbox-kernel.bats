@@ -281,9 +281,13 @@ marker = 7'
         [ "${lines[-1]}" = 7 ]
         [ "${#output}" -le 4098 ]
         [[ "$stderr" =~ "exec: "[0-9]+" bytes the python kernel wrote between calls were dropped" ]]
+        # the flood's last write, blocked on the full pipe until the call
+        # above drained it, may land after that call's reply on a loaded
+        # host: then this call drops it and says so, and says nothing else
         py k12 'marker + 1'
         [ "$output" = 8 ]
-        [ -z "$stderr" ]
+        [[ -z "$stderr" || ( "${#stderr_lines[@]}" -eq 1 &&
+           "$stderr" =~ "exec: "[0-9]+" bytes the python kernel wrote between calls were dropped" ) ]]
 }
 
 @test "node: state across calls, the final value, an interrupted call keeps the context" {

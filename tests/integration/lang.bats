@@ -121,7 +121,9 @@ int main(void) { puts("compiled"); return 3; }'
         have python3
         run "$HUTCH" run --lang python -c 'import sys; print("code", sys.argv[1:])' -- x
         first=$(last_id)
+        [ -n "$first" ]
         run "$HUTCH" rerun "$first"
+        echo "rerun of $first: status $status, output: $output"
         [ "$status" -eq 0 ]
         [ "$output" = "code ['x']" ]
 }

@@ -39,7 +39,7 @@ static void shipped_table(void **state)
         assert_null(l->compile);
 
         assert_int_equal(lang_lookup(t, "c", &l, &err), 0);
-        assert_string_equal(l->compile, "cc -O2 -iquote . -o {out} {file}");
+        assert_string_equal(l->compile, "cc -O2 -iquote . -o {out} -x c {file}");
         assert_string_equal(l->command, "{out}");
 
         assert_int_equal(lang_lookup(t, "cobol", &l, &err), -ENOENT);
@@ -186,7 +186,10 @@ static void plans(void **state)
         assert_string_equal(c.compile_argv[0], "cc");
         assert_string_equal(c.compile_argv[2], "-iquote");
         assert_string_equal(c.compile_argv[5], "/run/hutch/build/main");
-        assert_string_equal(c.compile_argv[6], "/run/hutch/code/main.c");
+        /* -x c: in a live session {file} is a pipe, /dev/fd/3, without the .c */
+        assert_string_equal(c.compile_argv[6], "-x");
+        assert_string_equal(c.compile_argv[7], "c");
+        assert_string_equal(c.compile_argv[8], "/run/hutch/code/main.c");
         assert_int_equal(strv_length(c.run_argv), 1);
         assert_string_equal(c.run_argv[0], "/run/hutch/build/main");
 }

@@ -15,10 +15,17 @@ setup() {
 
 # on_terminal HUTCH-RUN-ARGS... -- CMD...: run the sandbox under script(1),
 # then read one line on the same terminal from the host side.
+# script(1)'s stdin is a FIFO it holds open for writing too, so it never
+# reads EOF: at EOF script sends the terminal's EOF character, and one
+# sent while -t holds the terminal raw stays queued as a literal ^D that
+# the host shell's read then takes for typed input.
 on_terminal() {
         local cmd
         cmd=$(sandbox_cmd "$@")
-        run script -qec "$cmd; IFS= read -r -t 2 line; echo \"host-read:[\$line]\"" /dev/null </dev/null
+        rm -f "$BATS_TEST_TMPDIR/stdin"
+        mkfifo "$BATS_TEST_TMPDIR/stdin"
+        run script -qec "$cmd; IFS= read -r -t 2 line; echo \"host-read:[\$line]\"" /dev/null \
+                0<>"$BATS_TEST_TMPDIR/stdin"
 }
 
 assert_nothing_typed() {

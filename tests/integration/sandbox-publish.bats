@@ -60,7 +60,13 @@ serve() {
         run "$HUTCH" exec "$1" -- sh -c "mkdir -p www$2 && echo '$3' > www$2/index.html &&
                 { python3 -m http.server $2 --bind 127.0.0.1 -d www$2 >/dev/null 2>&1 & }"
         [ "$status" -eq 0 ]
-        WAIT_TENTHS=150 wait_until get "$4" 2 >/dev/null
+        WAIT_TENTHS=150 wait_until get "$4" 2 >/dev/null || {
+                # what to look at when it never answers: is the server there?
+                echo "no answer on 127.0.0.1:$4; inside:"
+                "$HUTCH" exec "$1" -- sh -c "ps -eo pid,pgid,args; cat /proc/net/tcp" || true
+                "$HUTCH" sandbox ls --json || true
+                return 1
+        }
 }
 
 # The addresses the host listens on for TCP port $1, one a line

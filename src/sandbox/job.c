@@ -234,15 +234,14 @@ static void wait_detached(int sync_fd)
                 fail(sync_fd, SYNC_SETUP_ERROR, err, "detach old root", "/");
 }
 
-/* Read the supervisor's SANDBOX_MSG_START from fd; EOF (the supervisor
- * is gone, or will not start the job) exits quietly, before the exec. */
-static void read_start(int sync_fd, int fd)
+void job_wait_start(int sync_fd)
 {
         char mark = 0;
         ssize_t n;
 
+        wait_detached(sync_fd);
         do
-                n = read(fd, &mark, 1);
+                n = read(sync_fd, &mark, 1);
         while (n < 0 && errno == EINTR);
         if (n == 0)
                 _exit(EXIT_SETUP);
@@ -250,12 +249,6 @@ static void read_start(int sync_fd, int fd)
                 fail(sync_fd, SYNC_SETUP_ERROR, errno, "wait for start", "");
         if (mark != SANDBOX_MSG_START)
                 fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
-}
-
-void job_wait_start(int sync_fd)
-{
-        wait_detached(sync_fd);
-        read_start(sync_fd, sync_fd);
 }
 
 /* A live exec's start: the supervisor asks init for the job before it
@@ -267,7 +260,18 @@ void job_wait_start(int sync_fd)
  * and it closes at our exec (job_stdio()). */
 static void wait_gate(int sync_fd, int gate_fd)
 {
-        read_start(sync_fd, gate_fd);
+        char mark = 0;
+        ssize_t n;
+
+        do
+                n = read(gate_fd, &mark, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 0)
+                _exit(EXIT_SETUP);
+        if (n < 0)
+                fail(sync_fd, SYNC_SETUP_ERROR, errno, "wait for start", "");
+        if (mark != SANDBOX_MSG_START)
+                fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
 }
 
 /* Either wait: for "start" on sync_fd (a run's job), or at a live

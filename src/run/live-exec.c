@@ -6,11 +6,7 @@
  * end in one final update, durable before we return. The supervisor
  * writes the row (live-record.c) and, from what we send it after the
  * job's END (FINISH: the outcome and the captured output), the final
- * update, synced before its DONE. When the job's pipes are both at EOF
- * before its END, the capture is complete and goes first (OUTPUT): the
- * supervisor then writes the end as soon as the job's END is there and
- * sends DONE right behind it, one round trip fewer after the job. So a
- * plain exec never opens the
+ * update, synced before its DONE; so a plain exec never opens the
  * store. We write the final update ourselves (run_finish_record()) with
  * --json or --events, when the exec outlives a heartbeat, when the
  * output does not fit a FINISH, or when the supervisor could not write
@@ -87,8 +83,6 @@ struct exec_io {
         bool json, events;
         bool fast;              /* the supervisor writes the end (FINISH): no store here
                                  * unless the exec outlives a heartbeat or FINISH fails */
-        bool got_fds;           /* FDS came: out[] at -1 are at EOF */
-        bool output_sent;       /* OUTPUT went: DONE follows END, no FINISH */
         char inbuf[65536];
 };
 
@@ -344,20 +338,6 @@ static int open_store(struct exec_io *x)
         return attach_run(x, x->run_id);
 }
 
-static int send_fin(int fd, struct live_fin *f, const struct capture *out, const struct capture *err);
-
-/* Both of the job's pipes at EOF, its END not here yet: every byte of
- * its output is captured, so it goes to the supervisor now (OUTPUT),
- * once, for an end the supervisor writes (fast). Output too big for it
- * goes as today: FINISH fails, and we record the end ourselves. */
-static void send_output(struct exec_io *x)
-{
-        if (!x->fast || x->output_sent || !x->got_fds || x->out[0] >= 0 || x->out[1] >= 0)
-                return;
-        struct live_fin f = { .op = LIVE_OP_OUTPUT };
-        x->output_sent = send_fin(x->sock, &f, x->ctx->out, x->ctx->err) == 0;
-}
-
 /* Relay the job's stdio until its end: the reply. */
 static int exchange(struct exec_io *x, struct live_reply *end)
 {
@@ -403,8 +383,6 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                         pump(x, 1);
                 if (p[3].revents || p[4].revents)
                         feed(x, p[3].revents != 0, p[4].revents != 0);
-                if (p[1].revents || p[2].revents)
-                        send_output(x);
                 if (!p[0].revents)
                         continue;
                 struct live_reply m;
@@ -415,8 +393,6 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                         return k;
                 if (m.op == LIVE_OP_BUSY)
                         return -EBUSY;
-                if (m.op == LIVE_OP_FDS)
-                        x->got_fds = true;
                 if (m.op == LIVE_OP_FDS && x->job_in >= 0)
                         feed(x, false, false);
                 if (m.op != LIVE_OP_END)
@@ -477,68 +453,52 @@ void live_say_outcome(const struct run_outcome *o)
         }
 }
 
-void live_fin_outcome(struct live_fin *f, const struct run_outcome *o)
-{
-        f->status = o->status;
-        f->exit_code = o->exit_code;
-        f->signal = o->signal;
-        f->wall_ms = o->wall_ms;
-        f->cpu_user_ms = o->cpu_user_ms;
-        f->cpu_sys_ms = o->cpu_sys_ms;
-        f->peak_memory_bytes = o->cgroup_memory_peak_bytes ? o->cgroup_memory_peak_bytes
-                                                           : MAX(o->peak_rss_bytes, o->peak_tree_memory_bytes);
-        snprintf(f->message, sizeof(f->message), "%s", o->message);
-}
-
-/* Send f (its op set) with the output of out and err: FINISH, or
- * OUTPUT without the outcome. 0, -E2BIG when the output does not fit
- * (then nothing is sent), or -errno. */
-static int send_fin(int fd, struct live_fin *f, const struct capture *out, const struct capture *err)
+int live_finish(int fd, const struct run_outcome *o, const struct capture *out, const struct capture *err)
 {
         struct run_output so = { 0 }, se = { 0 };
+        struct live_fin f = { .op = LIVE_OP_FINISH, .version = LIVE_WIRE_VERSION };
+        struct live_reply done = { 0 };
         int r = -E2BIG;
 
-        f->version = LIVE_WIRE_VERSION;
         (void)run_output_from_capture(&so, out);
         (void)run_output_from_capture(&se, err);
-        if (so.len + se.len <= LIVE_FIN_DATA_MAX) {
-                f->out_total = so.total_bytes;
-                f->out_lines = so.lines;
-                f->out_len = (uint32_t)so.len;
-                f->out_truncated = so.truncated;
-                f->err_total = se.total_bytes;
-                f->err_lines = se.lines;
-                f->err_len = (uint32_t)se.len;
-                f->err_truncated = se.truncated;
-                struct iovec iov[3] = { { f, sizeof(*f) }, { so.data, so.len }, { se.data, se.len } };
-                struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
-                r = sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+        if (so.len + se.len > LIVE_FIN_DATA_MAX)
+                goto out;
+        f.status = o->status;
+        f.exit_code = o->exit_code;
+        f.signal = o->signal;
+        f.wall_ms = o->wall_ms;
+        f.cpu_user_ms = o->cpu_user_ms;
+        f.cpu_sys_ms = o->cpu_sys_ms;
+        f.peak_memory_bytes = o->cgroup_memory_peak_bytes ? o->cgroup_memory_peak_bytes
+                                                          : MAX(o->peak_rss_bytes, o->peak_tree_memory_bytes);
+        f.out_total = so.total_bytes;
+        f.out_lines = so.lines;
+        f.out_len = (uint32_t)so.len;
+        f.out_truncated = so.truncated;
+        f.err_total = se.total_bytes;
+        f.err_lines = se.lines;
+        f.err_len = (uint32_t)se.len;
+        f.err_truncated = se.truncated;
+        snprintf(f.message, sizeof(f.message), "%s", o->message);
+        struct iovec iov[3] = { { &f, sizeof(f) }, { so.data, so.len }, { se.data, se.len } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+        if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+                r = -errno;
+                goto out;
         }
-        free(so.data);
-        free(se.data);
-        return r;
-}
-
-/* DONE: 0 when the supervisor recorded the run's end, durably; else
- * -errno (its error, or -EPIPE). */
-static int wait_done(int fd)
-{
-        struct live_reply done = { 0 };
+        /* the record is durable when DONE comes: the supervisor synced it */
         ssize_t n;
         while ((n = recv(fd, &done, sizeof(done), 0)) < 0 && errno == EINTR)
                 ;
         if (n != (ssize_t)sizeof(done) || done.op != LIVE_OP_DONE || done.version != LIVE_WIRE_VERSION)
-                return -EPIPE;
-        return done.error ? -done.error : 0;
-}
-
-int live_finish(int fd, const struct run_outcome *o, const struct capture *out, const struct capture *err)
-{
-        struct live_fin f = { .op = LIVE_OP_FINISH };
-        live_fin_outcome(&f, o);
-        int r = send_fin(fd, &f, out, err);
-        /* the record is durable when DONE comes: the supervisor synced it */
-        return r < 0 ? r : wait_done(fd);
+                r = -EPIPE;
+        else
+                r = done.error ? -done.error : 0;
+out:
+        free(so.data);
+        free(se.data);
+        return r;
 }
 
 int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, const struct run_ui *ui)
@@ -616,11 +576,9 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 code = o.exit_code ? o.exit_code : EXIT_SETUP;
                 goto out;
         }
-        if (x.fast && (x.output_sent || !ctx.store)) {
-                /* with OUTPUT sent, DONE follows the END at once (even
-                 * when a heartbeat opened the store here) */
+        if (x.fast && !ctx.store) {
                 if (k == 0)
-                        k = x.output_sent ? wait_done(x.sock) : live_finish(x.sock, &o, co, ce);
+                        k = live_finish(x.sock, &o, co, ce);
                 if (k == 0) {
                         live_say_outcome(&o);
                         code = o.exit_code;
@@ -628,7 +586,7 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 }
                 log_debug("exec: the supervisor did not record the end of run %s (%s): recording it here",
                           x.run_id, strerror(-k));
-                if (!ctx.store && open_store(&x) < 0) {
+                if (open_store(&x) < 0) {
                         code = EXIT_SETUP;
                         goto out;
                 }

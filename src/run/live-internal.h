@@ -40,11 +40,6 @@ enum {
                                  * the run's record, synced, then answers DONE */
         LIVE_OP_DONE = 'D',     /* supervisor: live_reply; error 0: the record is complete
                                  * and durable; else the client records it itself */
-        LIVE_OP_OUTPUT = 'O',   /* client (LIVE_EXEC_FINISH), once the job's pipes are both
-                                 * at EOF, before END: live_fin with the output's fields
-                                 * only, then the stored stdout and stderr, complete. The
-                                 * supervisor writes the run's end with it and the job's
-                                 * END, synced, and answers END then DONE: no FINISH */
 };
 
 #define LIVE_ARGV_MAX (64u << 10) /* init.c takes no more */
@@ -206,11 +201,6 @@ int live_record_kernel(struct store *s, const char *name, const struct run_recor
  * -errno (-EBADMSG: a malformed FINISH; the client then records the
  * end itself). A row no longer running is left alone (0). */
 int live_record_finish(struct store *s, const char *run_id, const char *buf, size_t n);
-/* The same from a client's OUTPUT (buf, n: its capture, complete, as a
- * FINISH carries it; its outcome fields are overwritten) and the job's
- * END: the outcome is the one the client makes of that END
- * (live_outcome()), so the row says what its FINISH would have. */
-int live_record_output(struct store *s, const char *run_id, const struct live_reply *end, char *buf, size_t n);
 
 /* The client of an exec went away before it heard of the job's end
  * (killed, or its store unusable): complete its run run_id here, from
@@ -231,9 +221,6 @@ void live_outcome(const struct live_reply *end, struct run_outcome *o);
  * the caller records it itself. */
 struct capture;
 int live_finish(int fd, const struct run_outcome *o, const struct capture *out, const struct capture *err);
-/* An OUTPUT the client sent made a FINISH (live-exec.c): f's outcome
- * fields from o, as the client's live_finish() fills them. */
-void live_fin_outcome(struct live_fin *f, const struct run_outcome *o);
 /* What run_finish_record() says of an outcome, for an end the
  * supervisor wrote. */
 void live_say_outcome(const struct run_outcome *o);

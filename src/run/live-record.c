@@ -149,19 +149,6 @@ int live_record_finish(struct store *s, const char *run_id, const char *buf, siz
         return r < 0 ? r : 0;
 }
 
-int live_record_output(struct store *s, const char *run_id, const struct live_reply *end, char *buf, size_t n)
-{
-        struct run_outcome o = { 0 };
-        struct live_fin f;
-        if (n < sizeof(f))
-                return -EBADMSG;
-        live_outcome(end, &o);
-        memcpy(&f, buf, sizeof(f));
-        live_fin_outcome(&f, &o);
-        memcpy(buf, &f, sizeof(f));
-        return live_record_finish(s, run_id, buf, n);
-}
-
 int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed)
 {
         _cleanup_run_record_ struct run_record *rec = NULL;

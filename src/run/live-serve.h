@@ -28,8 +28,6 @@ struct exec_slot {
         struct live_kernel *kernel; /* a kernel's job (live-kernel.c): no client, no deadline */
         bool finish;            /* the client asked to send FINISH after END */
         bool finishing;         /* END sent; the job is gone, its client's FINISH awaited */
-        char *output;           /* the client's OUTPUT, before END (at most one), or NULL */
-        size_t output_len;
 };
 
 /* A connection accepted and checked whose request has not come yet.

@@ -107,7 +107,7 @@ static void touch_idle(struct live *l)
 
 static int send_to_init(struct live *l, char op, const void *args, size_t len, const int *fds, int nfds)
 {
-        char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
+        char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
         struct iovec iov[2] = { { .iov_base = &op, .iov_len = 1 }, { .iov_base = (void *)args, .iov_len = len } };
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
         if (nfds) {
@@ -131,25 +131,6 @@ static void kill_job(struct live *l, struct exec_slot *x)
 
 static void exec_free(struct live *l, struct exec_slot *x, bool unheard);
 static void write_state(const struct live *l, const char *run_id, bool remove);
-static void client_says(struct live *l, struct exec_slot *x);
-
-/* DONE on the client's connection: error 0, its run's end is durable;
- * else it writes the end itself. Whether it went. */
-static bool send_done(int fd, int error)
-{
-        struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION, .error = error };
-        return send(fd, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(done);
-}
-
-/* After a DONE that said error: the client writes the end itself and
- * then hangs up; until then its connection stays open, so our own
- * record of it (exec_free() at its hang-up) finds the row done. */
-static void await_hangup(struct exec_slot *x)
-{
-        x->finishing = true;
-        x->pid = 0;
-        x->deadline_ms = now_monotonic_ms() + STORE_BUSY_TIMEOUT_MS + LIVE_FINISH_MS;
-}
 
 /* The exec ended (or was given up): tell its client, if still there;
  * if not, record its end in its stead. A client that asked to send its
@@ -175,34 +156,11 @@ static void exec_done(struct live *l, struct exec_slot *x)
                 l->limits_written |= x->end.limits_hit;
                 write_state(l, l->run_id, false);
         }
-        /* its OUTPUT may be queued behind init's message that ended the
-         * job (read first): taken now, DONE goes with the END; only an
-         * OUTPUT (peeked), a cancel after the end changes nothing */
-        char op;
-        if (x->client >= 0 && x->finish && !x->output &&
-            recv(x->client, &op, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && op == LIVE_OP_OUTPUT)
-                client_says(l, x);
         if (x->client >= 0) {
-                /* its output came before (OUTPUT): the end is written
-                 * now, and DONE goes right behind the END */
-                int done = 1;
-                if (x->output && x->finish && x->run_id[0] && l->store && !x->end.stopped)
-                        done = live_record_output(l->store, x->run_id, &x->end, x->output, x->output_len);
-                /* its queue holds at most FDS before these: never full */
-                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                /* its queue holds at most FDS before this: never full */
+                if (send(x->client, &x->end, sizeof(x->end), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
                         unheard = true;
-                } else if (done <= 0) {
-                        if (send_done(x->client, -done) && done < 0) {
-                                await_hangup(x);
-                                return;
-                        }
-                        close(TAKE_FD(x->client));
-                        exec_free(l, x, done < 0);
-                        /* the checkpoint the finished runs made due */
-                        if (done == 0)
-                                store_checkpoint_if_due(l->store);
-                        return;
-                } else if (x->finish && x->run_id[0] && l->store && !x->end.stopped) {
+                else if (x->finish && x->run_id[0] && l->store && !x->end.stopped) {
                         /* its FINISH comes next (client_says()) */
                         x->finishing = true;
                         x->pid = 0;
@@ -222,7 +180,6 @@ static void exec_free(struct live *l, struct exec_slot *x, bool unheard)
             live_record_lost(l->store, x->run_id, &x->end, x->client_lost) < 0)
                 log_warning("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
                             store_error(l->store));
-        free(x->output);
         *x = (struct exec_slot) { .client = -1 };
         if (--l->n_active == 0)
                 touch_idle(l);
@@ -300,8 +257,7 @@ void live_record_settle(struct live *l)
                 store_checkpoint_if_due(l->store);
 }
 
-/* The exec's row, before its job's exec: without it, no job (the gate,
- * live_exec_start()). */
+/* The exec's row, before the job is asked for: without it, no job. */
 static int record(struct live *l, struct exec_slot *x, const char *cwd, const char *args, size_t len, pid_t client)
 {
         char **argv = NULL;
@@ -350,57 +306,32 @@ void live_exec_start(struct live *l, int fd, pid_t client, const char *buf, size
         x->deadline_ms = t ? x->started_ms + t : 0;
         /* fresh pipes for this exec alone; the job's stdin is at EOF
          * unless the client feeds it (--stdin), through the write end
-         * only it then holds.
-         *
-         * The job is asked for first, its row written while init forks
-         * it and it sets itself up; but it waits at its gate (a pipe of
-         * its own, job.c) before its exec until the row is there. So
-         * nothing of the job's runs unrecorded: if the row cannot be
-         * written, the gate closes unwritten and the job exits at EOF
-         * before its exec (its slot ends at init's report of that exit,
-         * with the error the client hears); if we die in between, the
-         * gate's write end closes with us (only we hold it: it is
-         * close-on-exec, and init and the job get the read end alone),
-         * so again the job exits before its exec, and init, at EOF on
-         * its channel, goes too. */
-        int gate[2] = { -1, -1 };
-        if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-            pipe2(gate, O_CLOEXEC) < 0) {
+         * only it then holds */
+        int k = record(l, x, cwd, args, args_len, client);
+        if (k < 0) {
+                x->end.error = -k;
+                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
+        } else if (pipe2(job_in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 x->end.error = errno;
                 snprintf(x->end.step, sizeof(x->end.step), "pipe");
         } else {
                 if (!(req.flags & LIVE_EXEC_STDIN))
                         close(TAKE_FD(job_in[1]));
-                int job_fds[4] = { job_in[0], out[1], err[1], gate[0] };
-                int k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 4);
+                int job_fds[3] = { job_in[0], out[1], err[1] };
+                k = send_to_init(l, SANDBOX_MSG_EXEC, args, args_len, job_fds, 3);
                 if (k < 0) {
                         x->end.error = -k;
                         snprintf(x->end.step, sizeof(x->end.step), "hand the job to init");
                 } else {
                         x->seq = ++l->seq;
-                        k = record(l, x, cwd, args, args_len, client);
-                        if (k < 0) {
-                                /* the gate closes below unwritten; the
-                                 * slot ends with the job (from_init()) */
-                                x->end.error = -k;
-                                snprintf(x->end.step, sizeof(x->end.step), "record the exec");
-                        } else {
-                                /* a job whose setup failed is gone
-                                 * already: EPIPE (SIGPIPE is blocked
-                                 * while we serve: run.c blocks
-                                 * sandbox_signal_set()), and its
-                                 * error came from init */
-                                (void)!write(gate[1], (char[]) { SANDBOX_MSG_START }, 1);
-                                send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
-                        }
+                        send_fds(fd, x->run_id, out[0], err[0], job_in[1]);
                 }
         }
-        int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1], gate[0], gate[1] };
+        int all[] = { job_in[0], job_in[1], out[0], out[1], err[0], err[1] };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 if (all[i] >= 0)
                         close(all[i]);
-        /* init never heard of it: it ends here */
-        if (x->end.error && !x->seq)
+        if (x->end.error)
                 exec_done(l, x);
 }
 
@@ -596,11 +527,10 @@ static int timeout_for(const struct live *l)
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
 }
 
-/* The run's end from its client (FINISH), after its END, or from its
- * OUTPUT sent before it heard the END: written and synced, then DONE.
- * The slot is free afterwards. A client that hangs up, or sends what is
- * neither, has the END recorded in its stead (without the output,
- * which it had). */
+/* The run's end from its client (FINISH), after its END: written and
+ * synced, then DONE. The slot is free afterwards. A client that hangs
+ * up, or sends what is not a FINISH, has the END recorded in its stead
+ * (without the output, which it had). */
 static void finish(struct live *l, struct exec_slot *x)
 {
         static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
@@ -608,14 +538,20 @@ static void finish(struct live *l, struct exec_slot *x)
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         bool unheard = true;
-        if (n > 0 && (buf[0] == LIVE_OP_FINISH || (buf[0] == LIVE_OP_OUTPUT && !x->output))) {
-                int r = buf[0] == LIVE_OP_FINISH ? live_record_finish(l->store, x->run_id, buf, (size_t)n)
-                                                 : live_record_output(l->store, x->run_id, &x->end, buf, (size_t)n);
-                if (r < 0)
+        if (n > 0 && buf[0] == LIVE_OP_FINISH) {
+                struct live_reply done = { .op = LIVE_OP_DONE, .version = LIVE_WIRE_VERSION };
+                int r = live_record_finish(l->store, x->run_id, buf, (size_t)n);
+                if (r < 0) {
                         log_debug("sandbox %s: cannot record the end of exec %s: %s", l->opts->name, x->run_id,
                                   r == -EBADMSG ? "malformed" : store_error(l->store));
-                if (send_done(x->client, -r) && r < 0) {
-                        await_hangup(x);
+                        done.error = -r;
+                }
+                /* on an error the client writes the end itself: its
+                 * connection stays open until it did, so our own
+                 * record of it (on its hang-up) finds the row done */
+                if (send(x->client, &done, sizeof(done), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(done) &&
+                    r < 0) {
+                        x->deadline_ms = now_monotonic_ms() + STORE_BUSY_TIMEOUT_MS + LIVE_FINISH_MS;
                         return;
                 }
                 unheard = r < 0;
@@ -627,32 +563,20 @@ static void finish(struct live *l, struct exec_slot *x)
                 store_checkpoint_if_due(l->store);
 }
 
-/* An exec's client, after its request: its output (OUTPUT, kept), a
- * cancel (hutch exec got SIGTERM, SIGINT or SIGHUP: `hutch kill` of its
- * run), or its end (killed). Either of the last kills the job's group;
- * a client that is gone has its run recorded here (exec_done()). */
+/* An exec's client, after its request: a cancel (hutch exec got
+ * SIGTERM, SIGINT or SIGHUP: `hutch kill` of its run), or its end
+ * (killed). Either way the job's group is killed; a client that is
+ * gone has its run recorded here (exec_done()). */
 static void client_says(struct live *l, struct exec_slot *x)
 {
-        static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];
         struct live_req req;
         if (x->finishing) {
                 finish(l, x);
                 return;
         }
-        ssize_t n = recv(x->client, buf, sizeof(buf), MSG_DONTWAIT);
+        ssize_t n = recv(x->client, &req, sizeof(req), MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
-        memcpy(&req, buf, sizeof(req));
-        if (n >= (ssize_t)sizeof(struct live_fin) && buf[0] == LIVE_OP_OUTPUT && x->finish && !x->output &&
-            x->run_id[0]) {
-                /* its capture, complete, kept for the END (at most
-                 * LIVE_FIN_DATA_MAX and one per exec); checked when the
-                 * end is written (live_record_finish()) */
-                x->output = xmalloc((size_t)n);
-                memcpy(x->output, buf, (size_t)n);
-                x->output_len = (size_t)n;
-                return;
-        }
         if (n == (ssize_t)sizeof(req) && req.op == LIVE_OP_CANCEL) {
                 if (!x->end.cancelled && !x->end.timed_out)
                         x->end.cancelled = req.flags > 0 && req.flags < 65 ? (int32_t)req.flags : SIGTERM;

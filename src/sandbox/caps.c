@@ -25,18 +25,12 @@ static int last_cap(void)
         return (int)cap_max_bits() - 1;
 }
 
-/* A capability not in the bounding set (PR_CAPBSET_READ says 0) is not
- * dropped again: the set only ever shrinks, so it cannot be back, and a
- * drop costs the kernel a new set of credentials, a read nothing. A live
- * sandbox's init empties its own set once (caps_drop_bounding()), so its
- * jobs, which inherit it, only read. */
 int caps_drop_all(void)
 {
         int top = last_cap();
 
         for (int c = 0; c <= top; c++)
-                if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 0 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
-                    errno != EINVAL)
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
                         return -errno;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -errno;
@@ -59,14 +53,6 @@ int caps_drop_all(void)
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
         return 0;
-}
-
-void caps_drop_bounding(void)
-{
-        int top = last_cap();
-
-        for (int c = 0; c <= top; c++)
-                (void)prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
 }
 
 int caps_raise_effective(void)

@@ -9,13 +9,6 @@
  * and file capabilities give nothing. 0 or -errno. */
 int caps_drop_all(void);
 
-/* Empty the bounding set of the caller, as far as it may (best effort:
- * without CAP_SETPCAP nothing changes). Its effective and permitted
- * sets stay: the bounding set bounds only what an execve grants, and
- * what a capset adds to the inheritable set. For a live sandbox's init,
- * which never execs, so that its jobs start with it empty. */
-void caps_drop_bounding(void);
-
 /* Restore the effective set from the permitted set (after a uid change
  * with PR_SET_KEEPCAPS). 0 or -errno. */
 int caps_raise_effective(void);

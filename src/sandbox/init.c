@@ -26,7 +26,6 @@
 #include <sys/wait.h>
 
 #include "lib/exit-codes.h"
-#include "sandbox/caps.h"
 #include "sandbox/connect-notify.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/init.h"
@@ -246,23 +245,21 @@ static pid_t *live_slot(struct live_jobs *j, pid_t pid)
         return NULL;
 }
 
-/* Fork the job of one SANDBOX_MSG_EXEC: argv in buf[1..n), stdio fds,
- * and an exec's gate (a fourth fd: init_stdio.gate_fd; a kernel's job
- * has none). */
+/* Fork the job of one SANDBOX_MSG_EXEC: argv in buf[1..n), stdio fds. */
 static void live_fork(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd, int sfd,
                       struct live_jobs *jobs, char *buf, ssize_t n, const int *fds, int nfds, bool truncated)
 {
         pid_t *slot = live_slot(jobs, 0);
         char **argv = NULL;
         size_t na = 0;
-        bool ok = (nfds == 3 || nfds == 4) && slot && n > 1 && buf[n - 1] == '\0' && !truncated;
+        bool ok = nfds == 3 && slot && n > 1 && buf[n - 1] == '\0' && !truncated;
         for (ssize_t i = 1; ok && i < n; i += (ssize_t)strlen(buf + i) + 1)
                 argv = strv_push(argv, &na, buf + i);
         if (!ok || !argv) {
                 init_report(sync_fd, SYNC_SETUP_ERROR, slot ? EPROTO : EBUSY, 0, 0, "exec request",
                             slot ? "malformed" : "too many jobs");
         } else {
-                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1, -1, nfds == 4 ? fds[3] : -1 };
+                struct init_stdio stdio = { fds[0], fds[1], fds[2], -1, -1 };
                 struct job_start js = { cfg, argv, in, sync_fd, &stdio, sfd, false };
                 int pair[2];
                 pid_t pid = notify_open(in, sync_fd, &stdio, pair) < 0 ? 0 : spawn_job(&js);
@@ -309,17 +306,17 @@ static void live_socket(int sync_fd)
  * live sandbox. The job's stdio are exactly the three fds that came with
  * the message (pipes the supervisor made for this exec alone), received
  * close-on-exec, dup'ed to 0-2 in job_exec() and closed here once the
- * job holds them: init keeps no exec's stdio, nor its gate (the fourth). Returns false on EOF (the
+ * job holds them: init keeps no exec's stdio. Returns false on EOF (the
  * supervisor is gone: so is the sandbox). */
 static bool live_message(const struct run_config *cfg, const struct sandbox_inputs *in, int sync_fd,
                          int sfd, struct live_jobs *jobs)
 {
         static char buf[LIVE_ARGV_MAX + 2];
-        char cbuf[CMSG_SPACE(4 * sizeof(int))];
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
         struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                              .msg_controllen = sizeof(cbuf) };
-        int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
+        int fds[3] = { -1, -1, -1 }, nfds = 0;
         ssize_t n = recvmsg(sync_fd, &mh, MSG_CMSG_CLOEXEC);
         if (n < 0)
                 return errno == EINTR || errno == EAGAIN;
@@ -330,7 +327,7 @@ static bool live_message(const struct run_config *cfg, const struct sandbox_inpu
                         for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
                                 int fd;
                                 memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                                if (nfds < (int)ELEMENTSOF(fds))
+                                if (nfds < 3)
                                         fds[nfds++] = fd;
                                 else
                                         close(fd);
@@ -372,10 +369,6 @@ static _Noreturn void init_live(const struct run_config *cfg, const struct sandb
         connect_notify_init(&cn, in->landlock ? in->landlock->proxy_port : 0);
 
         job_wait_start(sync_fd);
-        /* once, for every job: what each would otherwise do itself
-         * (job_exec()), and init never execs, nor changes a disposition */
-        job_note_dispositions();
-        caps_drop_bounding();
         init_report(sync_fd, SYNC_READY, 0, 0, 0, "", "");
         for (;;) {
                 size_t n = 2 + jobs.n_listeners;

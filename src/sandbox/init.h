@@ -18,9 +18,6 @@ struct init_stdio {
         int notify_fd;          /* the landlock tier's network allow: where the
                                  * job sends its connect listener (connect-notify.h),
                                  * or -1; init sets it */
-        int gate_fd;            /* a live exec's start (job_exec()): the read end
-                                 * of a pipe the supervisor writes "start" to
-                                 * once the exec's row is written, or -1 */
 };
 
 struct sandbox_inputs;

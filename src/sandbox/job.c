@@ -162,57 +162,6 @@ void job_set_detach_fd(int fd)
         detach_fd = fd;
 }
 
-/* Shared like detach_fd: written by init before its first job, read by
- * each job (in init's address space until its exec). */
-static bool not_default[NSIG];
-static bool not_default_known;
-
-/* glibc keeps two signals for itself (SIGCANCEL, SIGSETXID: 32 and 33
- * on Linux) and refuses them to sigaction() and signal(); one ignored
- * by hutch's caller is ignored here too, and execve keeps that. */
-static bool libc_internal(int s)
-{
-        return s >= 32 && s < SIGRTMIN;
-}
-
-/* s to SIG_DFL; the kernel's call for libc's own two: its struct all
- * zero is SIG_DFL with no flags and an empty mask on every layout. */
-static void signal_default(int s)
-{
-        if (!libc_internal(s)) {
-                signal(s, SIG_DFL);
-                return;
-        }
-        uint64_t zero[8] = { 0 };
-        (void)syscall(SYS_rt_sigaction, s, zero, NULL, (size_t)(NSIG - 1) / 8);
-}
-
-void job_note_dispositions(void)
-{
-        for (int s = 1; s < NSIG; s++) {
-                struct sigaction sa;
-                /* libc's own two cannot be looked at: reset always */
-                not_default[s] = libc_internal(s) || (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL);
-        }
-        not_default_known = true;
-}
-
-/* Every signal's disposition to SIG_DFL (what execve keeps of them is
- * SIG_IGN), then an empty mask: in that order, so that no handler of
- * init's could run here, in its memory. With init's dispositions noted
- * (job_note_dispositions()), only those not SIG_DFL are reset: this
- * process got exactly init's at its clone, and init changes none. */
-static void job_signals(void)
-{
-        sigset_t none;
-
-        for (int s = 1; s < NSIG; s++)
-                if (!not_default_known || not_default[s])
-                        signal_default(s);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 /* The old root is gone (mount-detach.c), or the setup fails: an errno
  * from the umount, or EOF if the thread died before it said. */
 static void wait_detached(int sync_fd)
@@ -251,39 +200,6 @@ void job_wait_start(int sync_fd)
                 fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
 }
 
-/* A live exec's start: the supervisor asks init for the job before it
- * writes the exec's row, so that the job's setup here and that write
- * run side by side, and writes SANDBOX_MSG_START to gate_fd once the
- * row is there. EOF (it could not write the row, or died) exits
- * quietly, before the exec: no code of the job's runs unrecorded. The
- * gate is this exec's own pipe; init keeps no copy of its read end,
- * and it closes at our exec (job_stdio()). */
-static void wait_gate(int sync_fd, int gate_fd)
-{
-        char mark = 0;
-        ssize_t n;
-
-        do
-                n = read(gate_fd, &mark, 1);
-        while (n < 0 && errno == EINTR);
-        if (n == 0)
-                _exit(EXIT_SETUP);
-        if (n < 0)
-                fail(sync_fd, SYNC_SETUP_ERROR, errno, "wait for start", "");
-        if (mark != SANDBOX_MSG_START)
-                fail(sync_fd, SYNC_SETUP_ERROR, EPROTO, "wait for start", "not a start message");
-}
-
-/* Either wait: for "start" on sync_fd (a run's job), or at a live
- * exec's gate; neither for a job started at once. */
-static void wait_for_start(int sync_fd, const struct init_stdio *stdio, bool wait_start)
-{
-        if (wait_start)
-                job_wait_start(sync_fd);
-        else if (stdio->gate_fd >= 0)
-                wait_gate(sync_fd, stdio->gate_fd);
-}
-
 /* The job's stdio: the pty (as its controlling terminal) or hutch's
  * pipes, in a session of its own; every other fd closes at exec. */
 static void job_stdio(int sync_fd, const struct init_stdio *stdio)
@@ -315,14 +231,13 @@ static void job_stdio(int sync_fd, const struct init_stdio *stdio)
 /* runsc in the job's place, which applies the job's limits itself. runsc
  * needs no capability of ours: it makes its own user namespace. */
 static _Noreturn void exec_under_gvisor(const struct run_config *cfg, char **argv,
-                                        const struct sandbox_inputs *in, int sync_fd,
-                                        const struct init_stdio *stdio, bool wait_start)
+                                        const struct sandbox_inputs *in, int sync_fd, bool wait_start)
 {
         int r;
         const char *step = "drop capabilities";
         r = caps_drop_all();
-        if (r >= 0)
-                wait_for_start(sync_fd, stdio, wait_start);
+        if (r >= 0 && wait_start)
+                job_wait_start(sync_fd);
         if (r >= 0)
                 r = gvisor_exec(cfg, in->gvisor, argv, build_env(cfg, in), argv == in->compile_argv, &step);
         if (streq(step, "exec"))
@@ -401,9 +316,13 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
                         int sync_fd, const struct init_stdio *stdio, bool wait_start)
 {
+        sigset_t none;
         int r;
 
-        job_signals();
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int s = 1; s < NSIG; s++)
+                signal(s, SIG_DFL);
 
         job_stdio(sync_fd, stdio);
 
@@ -419,7 +338,7 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
          * runsc's host processes get theirs there (gvisor-spec.c): the
          * rlimits below would bind the sentry, not the job. */
         if (in->gvisor)
-                exec_under_gvisor(cfg, argv, in, sync_fd, stdio, wait_start);
+                exec_under_gvisor(cfg, argv, in, sync_fd, wait_start);
         job_limits(cfg, in, sync_fd);
 
         char **env = build_env(cfg, in);
@@ -471,12 +390,12 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
 
         /* Everything above is hutch's own setup, done while the supervisor
          * writes the record; the job's first instruction comes with the
-         * exec below, after "start" (a live exec's: at its gate, once
-         * the supervisor wrote its row). The waits (for the old root's
+         * exec below, after "start". The waits (for the old root's
          * detach, then for "start") are the calls made under the job's
          * filter before the exec: reads, which no program can start
          * without either. */
-        wait_for_start(sync_fd, stdio, wait_start);
+        if (wait_start)
+                job_wait_start(sync_fd);
         r = exec_search(argv, env);
         fail(sync_fd, SYNC_EXEC_ERROR, -r, "exec", argv[0]);
 }

@@ -27,9 +27,3 @@ void job_wait_start(int sync_fd);
  * -1), for job_wait_start() to wait on: in the job before its exec, or in
  * init before a compile step or before a live sandbox says it is ready. */
 void job_set_detach_fd(int fd);
-
-/* The signals whose disposition in the caller is not SIG_DFL, looked up
- * once: the jobs it forks (which inherit its dispositions) then reset
- * those alone, not every signal. For a live sandbox's init, which
- * changes no disposition afterwards. */
-void job_note_dispositions(void);

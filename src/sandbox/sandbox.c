@@ -304,7 +304,7 @@ _Noreturn void sandbox_child_finish(const struct run_config *cfg, const struct s
                                     const struct cpu_steer *steer)
 {
         struct init_stdio stdio = { .stdin_fd = stdin_r, .stdout_fd = stdout_w, .stderr_fd = stderr_w,
-                                    .tty_slave = -1, .notify_fd = -1, .gate_fd = -1 };
+                                    .tty_slave = -1, .notify_fd = -1 };
         if (cfg->tty)
                 hand_over_pty(winsize, sync_fd, &stdio);
         /* every CPU hutch was given, before anything of the job can run */

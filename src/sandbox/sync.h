@@ -18,12 +18,9 @@
 /* A live sandbox's init (sandbox_inputs.live), after "start": fork a
  * job. The job's argv follows the byte, each string NUL-terminated; the
  * job's stdin, stdout and stderr ride along (SCM_RIGHTS), pipes the
- * supervisor made, and for an exec a fourth, its gate (the read end of
- * a pipe): the job sets itself up, then waits there for "start" before
- * its exec (job.c; EOF: it exits). init answers, in the order of the
- * requests, with SYNC_READY and the job's pid (after the job's own
- * SYNC_EXEC_ERROR or SYNC_SETUP_ERROR, if any), or with a
- * SYNC_SETUP_ERROR of pid 0 when
+ * supervisor made. init answers, in the order of the requests, with
+ * SYNC_READY and the job's pid (after the job's own SYNC_EXEC_ERROR or
+ * SYNC_SETUP_ERROR, if any), or with a SYNC_SETUP_ERROR of pid 0 when
  * it forked nothing; later SYNC_JOB_EXIT with the pid, its status and
  * what it cost. At most SANDBOX_LIVE_JOBS_MAX jobs at a time. */
 #define SANDBOX_MSG_EXEC 4

@@ -42,6 +42,9 @@
  *   probe pdeathsig SECS    fork a child that clears its parent-death
  *                           signal, becomes a subreaper and setsids,
  *                           then sleeps SECS; the parent exits at once
+ *   probe ignoring CMD...   exec CMD with every signal that can be
+ *                           ignored ignored, libc's own 32 and 33 too
+ *                           (a caller that hands hutch the worst case)
  *
  * "Harmless arguments" matters: the probe may run unconfined as real
  * root (a developer's shell, CI), so every syscall is made so that even
@@ -467,7 +470,7 @@ static int usage(void)
                 "       probe inject TEXT | kill SIG PID [LAST] | ptrace PID | handle PATH\n"
                 "       probe socket packet|raw|raw6|netlink-route | connect PORT | abstract NAME\n"
                 "       probe route | memfd SIZE SECS | sysvshm SIZE SECS | pdeathsig SECS\n"
-                "       probe keyring NAME | paste\n");
+                "       probe keyring NAME | paste | ignoring CMD...\n");
         return 2;
 }
 
@@ -983,6 +986,25 @@ static int verb_pdeathsig(const char *arg)
         return 0;
 }
 
+/* The raw call: glibc refuses 32 and 33 (its own) to sigaction(). The
+ * kernel's struct starts with the handler; the rest zero is no flags
+ * and an empty mask on every layout. */
+static int verb_ignoring(char **cmd)
+{
+        for (int s = 1; s < 65; s++) {
+                if (s == SIGKILL || s == SIGSTOP)
+                        continue;
+                uint64_t act[8] = { (uint64_t)(uintptr_t)SIG_IGN };
+                if (syscall(SYS_rt_sigaction, s, act, NULL, (size_t)8) < 0) {
+                        fprintf(stderr, "probe ignoring: signal %d: %s\n", s, strerror(errno));
+                        return 1;
+                }
+        }
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "probe ignoring: %s: %s\n", cmd[0], strerror(errno));
+        return 127;
+}
+
 int main(int argc, char **argv)
 {
         const char *verb = argc > 1 ? argv[1] : "";
@@ -1032,6 +1054,8 @@ int main(int argc, char **argv)
                 r = verb_paste();
         else if (strcmp(verb, "pdeathsig") == 0 && argc == 3)
                 r = verb_pdeathsig(argv[2]);
+        else if (strcmp(verb, "ignoring") == 0 && argc >= 3)
+                r = verb_ignoring(argv + 2);
         else
                 r = usage();
         if (fflush(stdout) != 0 && r == 0)

@@ -313,6 +313,23 @@ static void job_limits(const struct run_config *cfg, const struct sandbox_inputs
         }
 }
 
+/* Every signal to SIG_DFL: execve keeps an ignored one, and the job must
+ * not start with what hutch's caller ignored. glibc refuses its own two
+ * (SIGCANCEL, SIGSETXID: 32 and 33 on Linux) to signal() and
+ * sigaction(), so those go through the kernel's call; its struct all zero
+ * is SIG_DFL with no flags and an empty mask on every layout. */
+static void job_signals_default(void)
+{
+        for (int s = 1; s < NSIG; s++) {
+                if (s < 32 || s >= SIGRTMIN) {
+                        signal(s, SIG_DFL);
+                        continue;
+                }
+                uint64_t zero[8] = { 0 };
+                (void)syscall(SYS_rt_sigaction, s, zero, NULL, (size_t)(NSIG - 1) / 8);
+        }
+}
+
 _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct sandbox_inputs *in,
                         int sync_fd, const struct init_stdio *stdio, bool wait_start)
 {
@@ -321,8 +338,7 @@ _Noreturn void job_exec(const struct run_config *cfg, char **argv, const struct 
 
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int s = 1; s < NSIG; s++)
-                signal(s, SIG_DFL);
+        job_signals_default();
 
         job_stdio(sync_fd, stdio);
 

@@ -156,3 +156,17 @@ EOF2
         [[ "$output" == "exit 124 after"* ]]
         [[ "$("$HUTCH" ls --json | head -n 1)" == *'"status":"timeout"'* ]]
 }
+
+@test "a job ignores no signal, whatever hutch's caller ignored (libc's own 32 and 33 too)" {
+        # execve keeps an ignored signal: the caller's SIG_IGN must stop
+        # at hutch, for a run and for an exec into a sandbox started so
+        run "$PROBE" ignoring "$HUTCH" run -- grep SigIgn /proc/self/status
+        [ "$status" -eq 0 ]
+        [ "$output" = "SigIgn:	0000000000000000" ]
+        run "$PROBE" ignoring "$HUTCH" sandbox start sigign
+        [ "$status" -eq 0 ]
+        run "$PROBE" ignoring "$HUTCH" exec sigign -- grep SigIgn /proc/self/status
+        "$HUTCH" sandbox stop sigign
+        [ "$status" -eq 0 ]
+        [ "$output" = "SigIgn:	0000000000000000" ]
+}

@@ -20,15 +20,19 @@ last_id() {
 
 @test "python: -c, --file and stdin" {
         have python3
+        # each run's answer, shown when an assertion fails
         run "$HUTCH" run --lang python -c 'print(6*7)'
+        echo "-c: $status: $output"
         [ "$status" -eq 0 ]
         [ "$output" = 42 ]
         f=$(mktemp /tmp/hutch-lang.XXXXXX.py)
         echo 'import sys; print("args", sys.argv[1:])' > "$f"
         run "$HUTCH" run --lang python --file "$f" -- a b
+        echo "--file: $status: $output"
         rm -f "$f"
         [ "$output" = "args ['a', 'b']" ]
         run sh -c "echo 'print(\"from stdin\")' | '$HUTCH' run --lang python -"
+        echo "stdin: $status: $output"
         [ "$output" = "from stdin" ]
 }
 

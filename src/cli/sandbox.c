@@ -250,7 +250,7 @@ static int start(int argc, char **argv)
         code = bind_publish(&cfg, ports, live.n_ports);
         if (code != EXIT_OK)
                 goto out;
-        if (live_listen(live.name, &live.listen_fd) < 0) {
+        if (live_listen(live.name, &live.listen_fd, &live.listen_ino) < 0) {
                 code = EXIT_SETUP;
                 goto out;
         }
@@ -269,8 +269,12 @@ out:
         for (size_t k = 0; k < live.n_ports; k++)
                 if (ports[k].fd >= 0)
                         close(ports[k].fd);
-        if (live.listen_fd >= 0)
+        if (live.listen_fd >= 0) {
                 close(live.listen_fd);
+                /* the caller, whose start failed: no sandbox to list */
+                if (code != EXIT_OK && getpid() == me)
+                        live_unlisten(live.name, live.listen_ino);
+        }
         strv_free(args);
         strv_free(forked);
         strv_free(given);

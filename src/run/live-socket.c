@@ -121,7 +121,7 @@ int live_peer_check(int fd)
         return same ? 0 : -EPERM;
 }
 
-int live_listen(const char *name, int *ret_fd)
+int live_listen(const char *name, int *ret_fd, ino_t *ret_ino)
 {
         struct sockaddr_un sa;
         _cleanup_close_ int dirfd = live_dir_open();
@@ -150,10 +150,30 @@ int live_listen(const char *name, int *ret_fd)
                 r = -errno;
         if (r == 0 && listen(fd, 16) < 0)
                 r = -errno;
+        struct stat st;
+        if (r == 0 && fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                r = -errno;
         if (r < 0) {
                 close(fd);
                 return log_error_errno(r, "sandbox: %s: control socket: %m", name);
         }
         *ret_fd = fd;
+        *ret_ino = st.st_ino;
         return 0;
+}
+
+void live_unlisten(const char *name, ino_t ino)
+{
+        _cleanup_close_ int dirfd = live_dir_open();
+        if (dirfd < 0)
+                return;
+        int c = live_connect(dirfd, name);
+        if (c >= 0) {
+                close(c);
+                return;
+        }
+        _cleanup_free_ char *sock = xasprintf("%s.sock", name);
+        struct stat st;
+        if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
+                (void)unlinkat(dirfd, sock, 0);
 }

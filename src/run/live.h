@@ -21,6 +21,7 @@ struct run_live {
         const char *name;       /* live_name_valid() */
         uint64_t idle_ms;       /* stop after this long with no exec; 0 = never */
         int listen_fd;          /* live_listen()'s socket */
+        ino_t listen_ino;       /* its path's inode, for live_unlisten() */
         struct live_port *ports; /* --publish, bound (run/live-publish.h); the
                                   * supervisor closes their fds at the end */
         size_t n_ports;
@@ -35,7 +36,14 @@ bool live_name_valid(const char *name);
 /* Bind and listen on name's control socket (made 0600 in the 0700
  * sandboxes dir). A live sandbox of that name refuses (-EEXIST); a stale
  * socket (its supervisor gone) is replaced. 0 or -errno, logged. */
-int live_listen(const char *name, int *ret_fd);
+int live_listen(const char *name, int *ret_fd, ino_t *ret_ino);
+
+/* A start that failed: remove name's socket if it is still the one
+ * live_listen() bound (inode ino) and nothing listens on it, so neither
+ * `hutch sandbox ls` nor a later start finds a sandbox that never was. A
+ * supervisor that did start keeps it (it listens); another start's newer
+ * socket is not ours (another inode). Call after closing the fd. */
+void live_unlisten(const char *name, ino_t ino);
 
 /* What `hutch exec` is asked for besides the command. */
 struct live_exec_opts {

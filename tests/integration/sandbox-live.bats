@@ -211,6 +211,22 @@ s.send(b"P"+bytes(15)); d=s.recv(256); sys.exit(0 if d[:1]==b"p" else 3)'
         [ "$status" -eq 2 ]
 }
 
+@test "a start whose setup fails leaves no socket and no sandbox to list; a refused duplicate leaves the running one" {
+        run "$HUTCH" sandbox start s16 --ro /nonexistent-for-hutch
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"/nonexistent-for-hutch"* ]]
+        [ ! -e "$HUTCH_STATE_DIR/sandboxes/s16.sock" ]
+        run "$HUTCH" sandbox ls --json
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        start_sandbox s16
+        run "$HUTCH" sandbox start s16
+        [ "$status" -eq 125 ]
+        run "$HUTCH" exec s16 -- echo still-here
+        [ "$status" -eq 0 ]
+        [ "$output" = still-here ]
+}
+
 @test "a supervisor whose loop fails (poll: RLIMIT_NOFILE lowered under it) stops its sandbox as a stop does" {
         command -v prlimit >/dev/null || skip "no prlimit(1)"
         start_sandbox s14 --session s14w --commit always

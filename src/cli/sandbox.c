@@ -250,6 +250,10 @@ static int start(int argc, char **argv)
         code = bind_publish(&cfg, ports, live.n_ports);
         if (code != EXIT_OK)
                 goto out;
+        if (live_nofile_raise() < 0) {
+                code = EXIT_SETUP;
+                goto out;
+        }
         if (live_listen(live.name, &live.listen_fd, &live.listen_ino) < 0) {
                 code = EXIT_SETUP;
                 goto out;

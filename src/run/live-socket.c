@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -176,4 +177,24 @@ void live_unlisten(const char *name, ino_t ino)
         struct stat st;
         if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
                 (void)unlinkat(dirfd, sock, 0);
+}
+
+int live_nofile_raise(void)
+{
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return log_error_errno(-errno, "sandbox start: getrlimit(RLIMIT_NOFILE): %m");
+        if (rl.rlim_max < LIVE_NOFILE_MIN) {
+                log_error("sandbox start: a live sandbox's supervisor needs %d open files, and the hard "
+                          "RLIMIT_NOFILE is %llu (raise it: ulimit -Hn %d)",
+                          LIVE_NOFILE_MIN, (unsigned long long)rl.rlim_max, LIVE_NOFILE_MIN);
+                return -EMFILE;
+        }
+        if (rl.rlim_cur >= rl.rlim_max)
+                return 0;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return log_error_errno(-errno, "sandbox start: setrlimit(RLIMIT_NOFILE, %llu): %m",
+                                       (unsigned long long)rl.rlim_max);
+        return 0;
 }

@@ -634,6 +634,8 @@ static void limits_tick(struct live *l, const char *run_id, const struct pollfd 
 enum { N_EXEC = SANDBOX_LIVE_JOBS_MAX, N_PEND = LIVE_PENDING_MAX,
        AT_PEND = N_EXEC + 4 + LIVE_PUBLISH_POLL + LIVE_KERNELS_POLLFDS,
        AT_FORK = AT_PEND + N_PEND, P_LIMITS = AT_FORK + 1, P_CONNS = P_LIMITS + LIVE_LIMITS_POLL };
+/* the poll set, and room beside it (live_nofile_raise()) */
+_Static_assert(P_CONNS + LIVE_CONNS_POLL + 256 <= LIVE_NOFILE_MIN, "LIVE_NOFILE_MIN is too small");
 
 static void fill_poll(struct live *l, int sfd, struct pollfd *p)
 {

@@ -38,6 +38,19 @@ bool live_name_valid(const char *name);
  * socket (its supervisor gone) is replaced. 0 or -errno, logged. */
 int live_listen(const char *name, int *ret_fd, ino_t *ret_ino);
 
+/* The open files a live sandbox's supervisor may need at once: its poll
+ * set (some 190) and what it holds beside (the store, exec clients'
+ * pipes, published connections). */
+#define LIVE_NOFILE_MIN 512
+
+/* Raise the soft RLIMIT_NOFILE to the hard one, for the supervisor this
+ * process is about to become: a soft limit below LIVE_NOFILE_MIN made its
+ * poll() fail (EINVAL) and the sandbox stop at once. A hard limit below
+ * it is refused here, with a message, rather than failing later. Jobs
+ * are unaffected: each starts at min(its cap, 1024) (sandbox/job.c).
+ * 0 or -EMFILE/-errno, logged. */
+int live_nofile_raise(void);
+
 /* A start that failed: remove name's socket if it is still the one
  * live_listen() bound (inode ino) and nothing listens on it, so neither
  * `hutch sandbox ls` nor a later start finds a sandbox that never was. A

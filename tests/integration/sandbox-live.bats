@@ -280,3 +280,20 @@ s.send(b"P"+bytes(15)); d=s.recv(256); sys.exit(0 if d[:1]==b"p" else 3)'
         done
         [ "$saw" -ge 1 ]
 }
+
+@test "a low soft RLIMIT_NOFILE is raised for the supervisor; a hard one below its need is refused with a message" {
+        # the supervisor polls some 190 fds: under a soft limit of 100 its
+        # poll() failed and the sandbox stopped at once
+        run bash -c "ulimit -Sn 100 && exec \"\$HUTCH\" sandbox start s17"
+        [ "$status" -eq 0 ]
+        wait_until listed s17
+        run "$HUTCH" exec s17 -- sh -c 'echo up; ulimit -n'
+        [ "$status" -eq 0 ]
+        # the job's soft limit is its own (1024), not the caller's
+        [ "$output" = "up
+1024" ]
+        run bash -c "ulimit -n 300 && exec \"\$HUTCH\" sandbox start s18"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"needs 512 open files"*"ulimit -Hn"* ]]
+        [ ! -e "$HUTCH_STATE_DIR/sandboxes/s18.sock" ]
+}

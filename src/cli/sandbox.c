@@ -274,10 +274,10 @@ out:
                 if (ports[k].fd >= 0)
                         close(ports[k].fd);
         if (live.listen_fd >= 0) {
-                close(live.listen_fd);
                 /* the caller, whose start failed: no sandbox to list */
                 if (code != EXIT_OK && getpid() == me)
                         live_unlisten(live.name, live.listen_ino);
+                close(live.listen_fd);
         }
         strv_free(args);
         strv_free(forked);

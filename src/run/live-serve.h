@@ -71,6 +71,8 @@ struct live {
         struct live_limits *limits; /* the sandbox's limits (live-limits.c) */
         unsigned limits_written;    /* LIVE_LIMIT_* bits NAME.json lists */
         uint64_t started_at_ms;
+        int dirfd;              /* the sandboxes dir, held from the start:
+                                 * the teardown needs no new fd */
 };
 
 /* live.c: an exec's request (LIVE_OP_EXEC) on connection fd. */

@@ -168,11 +168,6 @@ void live_unlisten(const char *name, ino_t ino)
         _cleanup_close_ int dirfd = live_dir_open();
         if (dirfd < 0)
                 return;
-        int c = live_connect(dirfd, name);
-        if (c >= 0) {
-                close(c);
-                return;
-        }
         _cleanup_free_ char *sock = xasprintf("%s.sock", name);
         struct stat st;
         if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)

@@ -81,6 +81,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -475,14 +476,20 @@ static bool from_init(struct live *l, struct run_outcome *out)
 /* NAME.json beside the socket: what `hutch sandbox ls` lists. */
 static void write_state(const struct live *l, const char *run_id, bool remove)
 {
-        _cleanup_close_ int dirfd = live_dir_open();
+        int dirfd = l->dirfd;
         if (dirfd < 0)
                 return;
         _cleanup_free_ char *file = xasprintf("%s.json", l->opts->name), *tmp = xasprintf(".%s.json.tmp", l->opts->name);
         if (remove) {
+                /* while our socket still listens (the caller closes it
+                 * after): a start of the same name meanwhile is refused
+                 * as running already, so what is removed here is ours;
+                 * the socket only if it is the inode we bound */
                 (void)unlinkat(dirfd, file, 0);
                 _cleanup_free_ char *sock = xasprintf("%s.sock", l->opts->name);
-                (void)unlinkat(dirfd, sock, 0);
+                struct stat st;
+                if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == l->opts->listen_ino)
+                        (void)unlinkat(dirfd, sock, 0);
                 return;
         }
         _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);
@@ -719,7 +726,8 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
 {
         struct live l = { .cfg = cfg, .opts = opts, .store = store, .run_id = run_id, .sb = sb, .stopper = -1,
                           .kernels = live_kernels_new(), .fork = { .fd = -1, .freeze_fd = -1 },
-                          .limits = live_limits_new(cfg, sb), .started_at_ms = now_realtime_ms() };
+                          .limits = live_limits_new(cfg, sb), .started_at_ms = now_realtime_ms(),
+                          .dirfd = live_dir_open() };
         uint64_t t0 = now_monotonic_ms();
         sigset_t set;
         bool written = false;
@@ -791,10 +799,13 @@ int live_serve(const struct run_config *cfg, const struct run_live *opts, struct
         settle_execs(&l);
         run_record_free(l.tmpl);
         l.kernels = live_kernels_free(l.kernels);
-        /* no new connection from here on; and its fd is free for the
-         * state dir's even when a full fd table failed the loop */
-        close(opts->listen_fd);
+        /* gone from the dir first, then no new connection: a start of
+         * the same name in between is told this one runs, never given
+         * a socket this teardown then removes */
         write_state(&l, run_id, true);
+        close(opts->listen_fd);
+        if (l.dirfd >= 0)
+                close(l.dirfd);
         l.conns = live_conns_free(l.conns, l.pub, store, run_id);
         int k = live_publish_finish(TAKE_PTR(l.pub), run_id);
         if (k < 0)

@@ -51,11 +51,13 @@ int live_listen(const char *name, int *ret_fd, ino_t *ret_ino);
  * 0 or -EMFILE/-errno, logged. */
 int live_nofile_raise(void);
 
-/* A start that failed: remove name's socket if it is still the one
- * live_listen() bound (inode ino) and nothing listens on it, so neither
- * `hutch sandbox ls` nor a later start finds a sandbox that never was. A
- * supervisor that did start keeps it (it listens); another start's newer
- * socket is not ours (another inode). Call after closing the fd. */
+/* A start that failed, whose supervisor never served or has exited
+ * (run_detach() waited for it): remove name's socket, so neither `hutch
+ * sandbox ls` nor a later start finds a sandbox that never was. Call it
+ * before closing the listening fd: while that is open and listening, a
+ * start of the same name is refused as running already, and the bound
+ * socket keeps its inode from being reused, so a path of inode ino is
+ * ours. */
 void live_unlisten(const char *name, ino_t ino);
 
 /* What `hutch exec` is asked for besides the command. */

@@ -6,8 +6,10 @@
 #include "config.h"
 
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -47,10 +49,10 @@ void live_kernel_result_done(struct live_kernel_result *r)
 
 /* Read what there is on *fd into cap (and out with tee); closes it at
  * EOF or error. Returns the bytes read. */
-static ssize_t take(int *fd, struct capture *cap, int out, bool tee)
+static ssize_t take_at_most(int *fd, struct capture *cap, int out, bool tee, size_t max)
 {
         char buf[65536];
-        ssize_t n = read(*fd, buf, sizeof(buf));
+        ssize_t n = read(*fd, buf, MIN(max, sizeof(buf)));
         if (n > 0) {
                 if (cap)
                         capture_append(cap, buf, (size_t)n);
@@ -63,6 +65,30 @@ static ssize_t take(int *fd, struct capture *cap, int out, bool tee)
                 *fd = -1;
         }
         return 0;
+}
+
+static ssize_t take(int *fd, struct capture *cap, int out, bool tee)
+{
+        return take_at_most(fd, cap, out, tee, SIZE_MAX);
+}
+
+/* At the call's end: what the pipe holds now, and no more. The kernel
+ * flushed its output before it replied, so that is all of the call's;
+ * a thread the code left writing on keeps the pipe from ever being
+ * empty, and reading until EAGAIN would then never end (nor heed a
+ * cancel). What it writes after is output between calls (dropped at
+ * the next call, live-kernel.c). */
+static void take_pending(int *fd, struct capture *cap, int out, bool tee)
+{
+        int pending = 0;
+        if (*fd < 0 || ioctl(*fd, FIONREAD, &pending) < 0)
+                return;
+        for (size_t left = (size_t)MAX(pending, 0); left > 0 && *fd >= 0;) {
+                ssize_t n = take_at_most(fd, cap, out, tee, left);
+                if (n <= 0)
+                        break;
+                left -= (size_t)n;
+        }
 }
 
 /* The request; with cwd, a recorded one (LIVE_EXEC_FINISH: the
@@ -174,8 +200,7 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                 }
                 /* what the call wrote before its reply is in the pipes */
                 for (int i = 0; i < 2; i++)
-                        while (io[i] >= 0 && take(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee) > 0)
-                                ;
+                        take_pending(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee);
                 result_of(&e, msg + sizeof(e), vlen, ret);
                 r = 0;
                 break;

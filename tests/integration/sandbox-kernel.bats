@@ -290,6 +290,40 @@ marker = 7'
            "$stderr" =~ "exec: "[0-9]+" bytes the python kernel wrote between calls were dropped" ) ]]
 }
 
+@test "a call whose code leaves writers flooding its output still ends, however slowly its own output is read" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        start_sandbox k14
+        # four writers that outlive the call keep its stdout pipe from
+        # ever being empty while the caller's reader is slow: the call
+        # takes what was there at its end, not until the pipe is empty
+        cat > "$BATS_TEST_TMPDIR/flood.py" <<'PY'
+import subprocess, time, fcntl
+try:
+    fcntl.fcntl(1, 1031, 1 << 20)
+except OSError:
+    pass
+writers = [subprocess.Popen(["cat", "/dev/zero"]) for _ in range(4)]
+time.sleep(0.3)
+41
+PY
+        local t0 t1 rc
+        t0=$(date +%s)
+        rc=$(timeout 60 "$HUTCH" exec k14 --kernel python --file "$BATS_TEST_TMPDIR/flood.py" |
+                python3 -c 'import sys, time
+while sys.stdin.buffer.read1(16384):
+    time.sleep(0.002)' >/dev/null; echo "${PIPESTATUS[0]}")
+        t1=$(date +%s)
+        echo "exec --kernel: $rc after $((t1 - t0)) s"
+        [ "$rc" -eq 0 ]
+        [ $((t1 - t0)) -lt 30 ]
+        # the next call stops the writers; the kernel and its state live
+        py k14 'for w in writers: w.kill()
+len(writers)'
+        [ "$status" -eq 0 ]
+        [[ "$output" == *4 ]]
+        serves k14
+}
+
 @test "node: state across calls, the final value, an interrupted call keeps the context" {
         command -v node >/dev/null || skip "node is not installed"
         start_sandbox k8

@@ -204,7 +204,21 @@ def hutch_json(*args):
 
 
 def show(run_id):
-    return hutch_json("show", "--json", run_id)[0]
+    try:
+        return hutch_json("show", "--json", run_id)[0]
+    except subprocess.CalledProcessError:
+        # what the store held then, to tell a run never written from one
+        # written elsewhere or read too soon
+        time.sleep(1)
+        again = subprocess.run([HUTCH, "show", "--json", run_id], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT).stdout.decode(errors="replace")[:300]
+        newest = subprocess.run([HUTCH, "ls", "--json", "--limit", "5"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT).stdout.decode(errors="replace")
+        state = os.environ.get("HUTCH_STATE_DIR", "")
+        files = sorted((f, os.stat(os.path.join(state, f)).st_size) for f in os.listdir(state)) if state else []
+        sys.stderr.write("show %s failed; a second later: %s\nnewest runs:\n%s\nstate dir %s: %r\n"
+                         % (run_id, again, "\n".join(l[:200] for l in newest.splitlines()), state, files))
+        raise
 
 
 def runs_of(client_name):

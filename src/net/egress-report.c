@@ -4,7 +4,9 @@
  * them in the order the connections began, and stop the helper. The
  * helper itself (egress.c) writes one JSON object per line; a line that
  * is not one is skipped. Its lines are short (a record of names and
- * numbers); one longer than LINE_MAX_BYTES is not one, and is dropped.
+ * numbers): buffered text with no newline in its first LINE_MAX_BYTES
+ * is not one, and is dropped (what follows it up to the next newline
+ * then starts inside it, and does not parse as an object either).
  */
 #include "config.h"
 
@@ -65,8 +67,10 @@ static size_t take_lines(struct egress *e, json_t *arr, json_int_t *seq)
         }
         if (used == 0 && e->len > LINE_MAX_BYTES)
                 used = e->len;  /* no line: garbage */
-        memmove(e->buf, e->buf + used, e->len - used);
-        e->len -= used;
+        if (used) {
+                memmove(e->buf, e->buf + used, e->len - used);
+                e->len -= used;
+        }
         return n;
 }
 

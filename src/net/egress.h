@@ -23,6 +23,10 @@
 
 #include "net/rules.h"
 
+/* Decisions the helper keeps per run (max_records): that many let
+ * through and that many refused; the rest are counted in a summary row. */
+#define EGRESS_MAX_RECORDS 10000
+
 struct egress_params {
         const struct egress_rules *rules;
         uint64_t max_connections;       /* open at once; 0: no limit */

@@ -22,8 +22,6 @@
 #define EGRESS_MAX_PORTS 128
 /* How long the helper may take to hand over its record after the run. */
 #define EGRESS_REPORT_MS 5000
-/* Decisions kept per run; the rest are counted in a summary row. */
-#define EGRESS_MAX_RECORDS 10000
 
 static bool env_has(char *const *env, const char *name)
 {

@@ -20,7 +20,10 @@
  *    EGRESS_MAX_RECORDS of connections let through plus as many of the
  *    rest (run/egress.c), the excess counted in one summary row each at
  *    the stop. So no more than about 30,000 rows wait at once or are
- *    written in all, a commit of them all a few tens of ms.
+ *    written in all, a commit of them all a few tens of ms. The helper
+ *    parses the job's bytes (DNS, TLS, HTTP): were it ever the job's,
+ *    its caps would be too, so the rows taken from it are capped here
+ *    as well (EGRESS_ROWS_MAX, the rest counted in a summary row).
  *  - Durability: no sync of our own (it would be a disk flush in the
  *    loop). A commit survives a crash of hutch (WAL, synchronous =
  *    NORMAL); the next durable commit (an exec's end) or checkpoint
@@ -44,13 +47,36 @@
 #define READ_MAX (64u << 10)
 #define COMMIT_MS 1000
 #define BUSY_MS 100
+/* what an honest helper sends at most: its two caps, a summary row each */
+#define EGRESS_ROWS_MAX (2 * EGRESS_MAX_RECORDS + 2)
 
 struct live_conns {
         struct egress *egress;
         json_t *rows;           /* ended, not yet committed */
         uint64_t next_ms;       /* no commit before (monotonic) */
+        size_t egress_taken;    /* rows taken from the helper */
+        uint64_t egress_dropped; /* and past EGRESS_ROWS_MAX */
         bool warned;
 };
+
+/* The helper's report so far, up to EGRESS_ROWS_MAX rows in all. */
+static void take_egress(struct live_conns *c)
+{
+        if (!c->egress)
+                return;
+        json_t *fresh = json_array();
+        (void)egress_report_read(c->egress, READ_MAX, fresh);
+        size_t i;
+        json_t *o;
+        json_array_foreach(fresh, i, o) {
+                if (c->egress_taken < EGRESS_ROWS_MAX) {
+                        json_array_append(c->rows, o);
+                        c->egress_taken++;
+                } else
+                        c->egress_dropped++;
+        }
+        json_decref(fresh);
+}
 
 struct live_conns *live_conns_new(struct egress *egress)
 {
@@ -119,7 +145,7 @@ void live_conns_run(struct live_conns *c, const struct pollfd *pfd, struct live_
                     const char *run_id)
 {
         if (pfd[0].fd >= 0 && pfd[0].revents)
-                (void)egress_report_read(c->egress, READ_MAX, c->rows);
+                take_egress(c);
         live_publish_take(pub, c->rows);
         uint64_t now = now_monotonic_ms();
         if (json_array_size(c->rows) == 0 || now < c->next_ms)
@@ -141,8 +167,13 @@ struct live_conns *live_conns_free(struct live_conns *c, struct live_publish *pu
 {
         if (!c)
                 return NULL;
-        if (c->egress)
-                (void)egress_report_read(c->egress, READ_MAX, c->rows);
+        take_egress(c);
+        if (c->egress_dropped) {
+                json_t *o = json_pack("{s:s, s:I, s:I}", "proto", "summary", "time_ms",
+                                      (json_int_t)now_realtime_ms(), "dropped", (json_int_t)c->egress_dropped);
+                if (o)
+                        json_array_append_new(c->rows, o);
+        }
         live_publish_take(pub, c->rows);
         /* the loop is over: the store's own wait */
         int r = s ? commit(c, s, run_id, 0) : 0;

@@ -137,6 +137,15 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
 {
         const size_t msg_size = sizeof(struct live_kend) + LIVE_KERNEL_VALUE_MAX + 1;
         int io[2] = { -1, -1 };
+        /* cancelled before it was sent (mcp: while its row was written):
+         * nothing is sent, so nothing runs, and no interrupt reaches a
+         * kernel that is not yet running the code (its driver ignores one
+         * then, and the call would run on; or, starting, it would die) */
+        if (cancel_fd >= 0) {
+                struct pollfd c = { .fd = cancel_fd, .events = POLLIN };
+                if (poll(&c, 1, 0) > 0)
+                        return -ECANCELED;
+        }
         int r = request(fd, lang, code, len, timeout_ms, cwd);
         if (r < 0)
                 return r;

@@ -54,6 +54,12 @@ struct how {
 static void outcome_of_call(const char *name, const char *ls, int k, const struct live_kernel_result *res,
                             struct capture *co, bool print, struct run_outcome *o)
 {
+        if (k == -ECANCELED) {
+                o->status = RUN_CANCELLED;
+                o->exit_code = EXIT_CANCELLED_TERM;
+                snprintf(o->message, sizeof(o->message), "cancelled before it reached the kernel: nothing ran");
+                return;
+        }
         if (k < 0) {
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;

@@ -78,6 +78,12 @@
 
 #define KERNEL_FRAME_MAX (256u << 10)
 #define KERNEL_GRACE_MS 2000
+/* The interrupt again, this often, during the grace: one that came
+ * while the driver was not yet running the code (reading the request)
+ * is ignored, and the call would run on to its kill, the state lost. A
+ * running call's driver takes each as KeyboardInterrupt (or the vm's
+ * interrupt), caught where the first is (share/kernels). */
+#define KERNEL_REINT_MS 100
 #define KERNEL_EOF_GRACE_MS 500
 
 enum kernel_job { JOB_DOWN, JOB_STARTING, JOB_UP };
@@ -95,6 +101,7 @@ struct live_kernel {
         enum kernel_call call;
         int client;             /* the call's connection, -1 once gone */
         uint64_t started_ms, deadline_ms, kill_at_ms;
+        uint64_t reint_at_ms;   /* the next SIGINT of the grace (KERNEL_REINT_MS) */
         uint64_t eof_at_ms;     /* the socket hit EOF: killed unless it ends by then */
         uint64_t discarded;     /* the call's: bytes written before it, dropped at its start */
         char *rbuf;             /* the reply so far: rlen of 4 + KERNEL_FRAME_MAX */
@@ -154,7 +161,7 @@ static void call_done(struct live_kernel *k, struct live *l)
         k->finish = false;
         k->cancelled = false;
         k->run_id[0] = '\0';
-        k->started_ms = k->deadline_ms = k->kill_at_ms = 0;
+        k->started_ms = k->deadline_ms = k->kill_at_ms = k->reint_at_ms = 0;
         k->discarded = 0;
         live_busy(l, false);
 }
@@ -412,7 +419,7 @@ void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, in
         k->killing = false;
         k->why[0] = '\0';
         k->rlen = 0;
-        k->deadline_ms = k->kill_at_ms = k->eof_at_ms = 0;
+        k->deadline_ms = k->kill_at_ms = k->reint_at_ms = k->eof_at_ms = 0;
 }
 
 /* A whole reply frame in k->rbuf: check it, answer the call. */
@@ -444,7 +451,7 @@ static void reply(struct live_kernel *k, struct live *l, size_t body)
         k->rlen = 0;
         if (k->client >= 0) {
                 k->call = CALL_HELD;
-                k->deadline_ms = k->kill_at_ms = 0;
+                k->deadline_ms = k->kill_at_ms = k->reint_at_ms = 0;
         } else {
                 call_done(k, l);
         }
@@ -536,7 +543,8 @@ uint64_t live_kernels_deadline(const struct live_kernels *ks)
                         until = k->eof_at_ms;
                 if (k->call != CALL_RUNNING || k->pid <= 0 || k->killing)
                         continue;
-                uint64_t t = k->kill_at_ms ? k->kill_at_ms : k->deadline_ms;
+                uint64_t t = k->kill_at_ms ? MIN(k->kill_at_ms, k->reint_at_ms ? k->reint_at_ms : UINT64_MAX)
+                                           : k->deadline_ms;
                 if (t && (!until || t < until))
                         until = t;
         }
@@ -565,6 +573,7 @@ static void client_says(struct live_kernel *k, struct live *l, uint64_t now)
         if (!k->kill_at_ms && k->pid > 0) {
                 live_job_signal(l, k->pid, false);
                 k->kill_at_ms = now + KERNEL_GRACE_MS;
+                k->reint_at_ms = now + KERNEL_REINT_MS;
         }
 }
 
@@ -594,8 +603,12 @@ void live_kernels_events(struct live_kernels *ks, struct live *l, const struct p
                 if (k->deadline_ms && now >= k->deadline_ms && !k->kill_at_ms) {
                         live_job_signal(l, k->pid, false);
                         k->kill_at_ms = now + KERNEL_GRACE_MS;
+                        k->reint_at_ms = now + KERNEL_REINT_MS;
                 } else if (k->kill_at_ms && now >= k->kill_at_ms) {
                         kill_kernel(k, l, "the kernel did not stop at its interrupt");
+                } else if (k->reint_at_ms && now >= k->reint_at_ms) {
+                        live_job_signal(l, k->pid, false);
+                        k->reint_at_ms = now + KERNEL_REINT_MS;
                 }
         }
 }

@@ -474,6 +474,22 @@ def scenario_kernel_cancel(c):
     mine = [x for x in ms.hutch_json("ls", "--json", "--sandbox", prefix + "1") if show(x["id"]).get("code") == code]
     check(len(mine) == 1 and mine[0]["status"] == "cancelled", "the cancelled call's record: %r" % mine)
     check("interrupted" in show(mine[0]["id"]).get("message", ""), "its message: %r" % show(mine[0]["id"]))
+    # cancelled at once, in the same breath as the call: before it
+    # starts (no record), before the kernel has the code (nothing runs),
+    # or as the kernel starts it (the interrupt, repeated until the code
+    # takes it); never the call run on to its kill with the kernel's state
+    code = "time.sleep(5)\nx = 100"
+    rid = c.call(None, "run_code", {"language": "python", "session": "kc", "timeout_s": 120, "code": code})
+    c.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    r = run_ok(c, "run_code", {"language": "python", "session": "kc", "code": "x * 21"})
+    check(r["structuredContent"]["stdout"] == "42\n" and "fresh" not in text_of(r),
+          "the kernel's state after an early cancel: %r" % text_of(r))
+    # a call the cancel took before it started has no record; one
+    # started has one, cancelled
+    mine = [x for x in ms.hutch_json("ls", "--json", "--sandbox", prefix + "1") if show(x["id"]).get("code") == code]
+    check(len(mine) <= 1 and all(x["status"] == "cancelled" for x in mine),
+          "the early-cancelled call's record: %r" % mine)
+    check(not [m for m in c.pending if m.get("id") == rid], "an answer came for the early-cancelled call")
     c.close()
 
 

@@ -169,6 +169,28 @@ while True: pass' --timeout 1s
         serves k4
 }
 
+@test "python: the interrupt is repeated through the grace: code that swallows the first one is still interrupted, its state kept" {
+        start_sandbox k15
+        py k15 'marker = 7'
+        # the first interrupt is caught and the code sleeps on; one lost
+        # the same way (the driver not yet running the code) would leave
+        # the call to run on to its kill, the kernel's state with it
+        py k15 'import time
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    pass
+time.sleep(30)' --timeout 1s
+        echo "status $status: $stderr"
+        [ "$status" -eq 124 ]
+        [[ "$stderr" == *KeyboardInterrupt* ]]
+        [[ "$stderr" != *"did not stop at its interrupt"* ]]
+        py k15 'marker * 6'
+        [ "$status" -eq 0 ]
+        [ "$output" = 42 ]
+        [[ "$stderr" != *"state"*"lost"* ]]
+}
+
 @test "python: a kernel killed mid-call is started afresh and the next call says its state was lost" {
         start_sandbox k5
         py k5 'marker = 1; import os; os.getpid()'

@@ -237,6 +237,8 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         return live_kernel_call_on(fd, lang, code, len, timeout_ms, cancel_fd, NULL, out, err, tee, NULL, ret);
 }
 
+static void outcome_of_status(const struct live_kernel_result *k, struct run_outcome *o);
+
 void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
 {
         o->wall_ms = k->wall_ms;
@@ -250,8 +252,20 @@ void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome 
                                  "cancelled: interrupted; the kernel and its state live on");
                 else
                         snprintf(o->message, sizeof(o->message), "cancelled: %s", k->message);
-                return;
+        } else {
+                outcome_of_status(k, o);
         }
+        if (k->discarded) {
+                size_t at = strlen(o->message);
+                snprintf(o->message + at, sizeof(o->message) - at,
+                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
+                         (unsigned long long)k->discarded);
+        }
+}
+
+/* A call's outcome by how the kernel answered (not cancelled). */
+static void outcome_of_status(const struct live_kernel_result *k, struct run_outcome *o)
+{
         switch (k->status) {
         case LIVE_KERNEL_OK:
                 o->status = RUN_SUCCESS;
@@ -295,11 +309,5 @@ void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome 
                 o->exit_code = EXIT_SETUP;
                 snprintf(o->message, sizeof(o->message), "%s", k->message);
                 break;
-        }
-        if (k->discarded) {
-                size_t at = strlen(o->message);
-                snprintf(o->message + at, sizeof(o->message) - at,
-                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
-                         (unsigned long long)k->discarded);
         }
 }

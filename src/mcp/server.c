@@ -24,6 +24,7 @@
 #include "mcp/format.h"
 #include "mcp/live.h"
 #include "mcp/server-internal.h"
+#include "record/store.h"
 
 /* the most a server waits for its output to drain at exit */
 #define MCP_EXIT_FLUSH_MS 5000u
@@ -336,6 +337,11 @@ int mcp_serve(const struct mcp_config *cfg)
         int flags[2], r;
         _cleanup_close_ int sigfd = -1;
 
+        /* in-process kernel calls run in threads, each with a store
+         * connection of its own */
+        r = store_library_threads();
+        if (r < 0)
+                return log_error_errno(r, "mcp: the run store was opened before its threads could be allowed");
         r = ulid_new(s.session);
         if (r < 0)
                 return r;

@@ -404,7 +404,10 @@ static int check_state_dir(struct store *s, const char *path)
 static void private_files(const char *path)
 {
         static const char *const suffixes[] = { "", "-wal", "-shm", "-open", "-reserve" };
-        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* made 0600 here, only if it is not there: closing a descriptor
+         * of the database would drop every POSIX lock this process holds
+         * on it, another connection's (SQLite's own) among them */
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
         if (fd >= 0)
                 close(fd);
@@ -424,13 +427,27 @@ static void private_files(const char *path)
  * updates under a global mutex on every allocation and free (an eighth
  * of the instructions of opening the store and reading its schema), and
  * hutch reads none of it (no sqlite3_memory_used(), no soft heap limit).
- * Single-thread mode: every mutex is compiled out at run time. hutch
- * never uses SQLite from two threads (it starts none); a change that
- * does must drop this line. */
+ * Single-thread mode: every mutex is compiled out at run time. Only a
+ * process that uses the store from one thread may have it; one that
+ * starts threads with connections of their own (hutch mcp's kernel
+ * calls) calls store_library_threads() first, which initialises SQLite
+ * multi-threaded, so this is then refused. */
 static void configure_library(void)
 {
         (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
         (void)sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+}
+
+int store_library_threads(void)
+{
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        /* connections are never shared between threads (NOMUTEX), but
+         * SQLite's own process-wide state is: the list of open files and
+         * their POSIX locks, which two threads opening or closing a
+         * connection at once would corrupt without its mutexes */
+        if (sqlite3_config(SQLITE_CONFIG_MULTITHREAD) != SQLITE_OK || sqlite3_initialize() != SQLITE_OK)
+                return -EBUSY;
+        return 0;
 }
 
 static int open_connection(struct store *s, const char *name, int flags)

@@ -156,6 +156,11 @@ int store_default_path(char **ret);
  * and, if ret_error is not NULL, a new string "PATH: what went wrong"
  * for the caller to print (it exits 125). */
 int store_open(const char *path, struct store **ret, char **ret_error);
+/* For a process whose threads each open the store (never sharing a
+ * connection): SQLite's process-wide state then takes its mutexes.
+ * Call it before the process's first open; -EBUSY when SQLite is in use
+ * already (single-threaded: starting threads would then be unsafe). */
+int store_library_threads(void);
 /* More refusals of store_open(), each with its line in *ret_error:
  * -ENODATA: the database is missing or empty while the history beside
  * it (blobs, a non-empty WAL) remains; -EPROTO: a user_version no hutch

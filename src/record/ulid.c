@@ -1,12 +1,15 @@
 /* ulid.c - time-sortable run ids (see ulid.h).
  *
  * The one static here is the last id handed out, which is what makes ids
- * strictly increasing within a process. The 128 bits are written as 26
+ * strictly increasing within a process; a mutex guards it, as hutch mcp's
+ * kernel-call threads each make ids (two threads reading the same last
+ * id made the same new one). The 128 bits are written as 26
  * five-bit digits: 10 for the timestamp (50 bits, the top two always 0)
  * and 16 for the 80 random bits.
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -22,6 +25,7 @@ static struct {
         uint64_t ms;
         uint8_t rnd[10];
 } last;
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ulid_encode(uint64_t ms, const uint8_t rnd[10], char ret[ULID_LEN + 1])
 {
@@ -66,7 +70,17 @@ static int fill_random(uint8_t *buf, size_t n)
         return 0;
 }
 
+static int next_id(char ret[ULID_LEN + 1]);
+
 int ulid_new(char ret[ULID_LEN + 1])
+{
+        pthread_mutex_lock(&last_lock);
+        int r = next_id(ret);
+        pthread_mutex_unlock(&last_lock);
+        return r;
+}
+
+static int next_id(char ret[ULID_LEN + 1])
 {
         uint64_t ms = now_realtime_ms() & ULID_MAX_MS;
 

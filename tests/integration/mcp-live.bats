@@ -56,6 +56,10 @@ scenario() {
         scenario kernel_exit
 }
 
+@test "mcp live: kernel calls of four sessions at once, 25 rounds: each answer a stored run of its own; the store sound" {
+        scenario kernel_threads --era modern
+}
+
 @test "mcp live: notifications/cancelled interrupts a kernel call as its deadline would; no answer, recorded cancelled, state kept" {
         scenario kernel_cancel --era modern
 }

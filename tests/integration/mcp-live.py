@@ -201,6 +201,32 @@ def scenario_kernel_parallel(c):
     c.close()
 
 
+def scenario_kernel_threads(c):
+    """Kernel calls of four sessions at once, round after round: each
+    runs in a thread of the server with a store connection of its own.
+    Every answer is a run the store has, with its own id; the store stays
+    sound (SQLite single-threaded, or one shared last id, broke both)."""
+    c.handshake()
+    n, rounds = 4, 25
+    for i in range(n):
+        run_ok(c, "run_code", {"language": "python", "session": "t%d" % i, "code": "x = 0"})
+    seen = set()
+    for rnd in range(rounds):
+        ids = [c.call(None, "run_code", {"language": "python", "session": "t%d" % i, "code": "x += 1\nx"})
+               for i in range(n)]
+        for i, rid in enumerate(ids):
+            r = c.tool_result(rid, "run_code")
+            check(not r["isError"] and r["structuredContent"]["stdout"] == "%d\n" % (rnd + 1),
+                  "round %d, session t%d: %r" % (rnd, i, text_of(r)))
+            run_id = r["structuredContent"]["id"]
+            check(run_id not in seen, "round %d: run id %s answered twice" % (rnd, run_id))
+            seen.add(run_id)
+            check(show(run_id)["status"] == "success", "round %d: run %s" % (rnd, run_id))
+    doctor = subprocess.run([HUTCH, "doctor"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout.decode()
+    check("quick_check ok" in doctor, "the store after: %s" % doctor[-400:])
+    c.close()
+
+
 def scenario_kernel_exit(c):
     """The server's end of input while a kernel call loops (its timeout
     far off): the server stops the sandbox, which ends the call, and

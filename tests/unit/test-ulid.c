@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -82,6 +84,42 @@ static void random_part_differs(void **state)
         assert_memory_not_equal(a + 10, b + 10, 15);
 }
 
+/* hutch mcp makes ids in several threads at once: none may be another's */
+#define PER_THREAD 20000
+
+static void *make_ids(void *p)
+{
+        char (*ids)[ULID_LEN + 1] = p;
+        for (int i = 0; i < PER_THREAD; i++)
+                if (ulid_new(ids[i]) < 0)
+                        return (void *)1;
+        return NULL;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+static void threads_never_share_an_id(void **state)
+{
+        (void)state;
+        enum { THREADS = 4 };
+        char (*ids)[ULID_LEN + 1] = xmalloc(sizeof(*ids) * PER_THREAD * THREADS);
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+                assert_int_equal(pthread_create(&t[i], NULL, make_ids, ids + i * PER_THREAD), 0);
+        for (int i = 0; i < THREADS; i++) {
+                void *r;
+                assert_int_equal(pthread_join(t[i], &r), 0);
+                assert_null(r);
+        }
+        qsort(ids, PER_THREAD * THREADS, sizeof(*ids), cmp_id);
+        for (int i = 1; i < PER_THREAD * THREADS; i++)
+                assert_string_not_equal(ids[i - 1], ids[i]);
+        free(ids);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -89,6 +127,7 @@ int main(void)
                 cmocka_unit_test(validity),
                 cmocka_unit_test(fresh_ids),
                 cmocka_unit_test(random_part_differs),
+                cmocka_unit_test(threads_never_share_an_id),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

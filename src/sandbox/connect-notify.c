@@ -47,7 +47,14 @@
  * look: then the job's own fd table gets the proxy socket at that
  * number, which is no more than it asked for.
  *
- * Waiting for the proxy: init never does. Its connect is non-blocking,
+ * Waiting for the proxy: init never does. (Two waits are the job's to
+ * make, and stay: ADDFD replaces the job's fd N in the job's task, which
+ * flushes whatever file another of its threads dup2'd onto N meanwhile,
+ * an NFS file with dirty data, say, while init's ioctl waits; and
+ * process_vm_readv() waits for a page of the sockaddr to fault in, which
+ * a userfaultfd only a custom policy allows could hold. Both hold up
+ * init, never the supervisor, and only for as long as the job's own
+ * file or fault takes.) Its connect is non-blocking,
  * and one the proxy has not taken at once (its listen backlog is full: a
  * flood of the job's own connects, or a helper that fell behind) is kept
  * pending (struct connect_notify) and finished from init's loop, which

@@ -83,6 +83,7 @@ struct live_reply {
 
 struct live_kreq {
         char op;
+        uint16_t version;       /* LIVE_WIRE_VERSION: another hutch's client is refused */
         uint64_t timeout_ms;    /* 0: the sandbox profile's */
         int32_t lang;           /* enum live_kernel_lang */
         uint32_t flags;         /* LIVE_EXEC_FINISH: record the call (its row before it,

@@ -99,6 +99,7 @@ static int request(int fd, enum live_kernel_lang lang, const char *code, size_t 
         struct live_kreq req;
         memset(&req, 0, sizeof(req));   /* no stack bytes in the padding */
         req.op = LIVE_OP_KERNEL;
+        req.version = LIVE_WIRE_VERSION;
         req.timeout_ms = timeout_ms;
         req.lang = lang;
         if (cwd) {

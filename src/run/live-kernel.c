@@ -290,6 +290,12 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
                 return;
         }
         memcpy(&req, buf, sizeof(req));
+        /* before anything of it is read as ours: no code of another
+         * hutch's client runs, to be recorded as failed there */
+        if (req.version != LIVE_WIRE_VERSION) {
+                refuse(fd, LIVE_OP_END, "the client is another version of hutch than this sandbox's supervisor");
+                return;
+        }
         /* a recorded call's cwd ends the request */
         if (!(req.flags & LIVE_EXEC_FINISH))
                 req.cwd_len = 0;

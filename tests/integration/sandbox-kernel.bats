@@ -433,3 +433,22 @@ fds'
         run "$HUTCH" exec k10 --kernel python -c "$(head -c 70000 /dev/zero | tr '\0' 'x')"
         [ "$status" -eq 2 ]
 }
+
+@test "a kernel request of another wire version is refused before its code runs" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        start_sandbox k16
+        py k16 'ran = 0'
+        # struct live_kreq as this build lays it out, version 0 (another
+        # hutch's client), then code that would say it ran
+        run python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+req = struct.pack("=cxHxxxxQiII4x", b"K", 0, 0, 0, 0, 0)
+s.send(req + b"ran = 1")
+print(s.recv(65536).decode("latin-1"))' "$HUTCH_STATE_DIR/sandboxes/k16.sock"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"another version of hutch"* ]]
+        py k16 'ran'
+        [ "$output" = 0 ]
+}

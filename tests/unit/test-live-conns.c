@@ -158,5 +158,6 @@ int main(void)
                 cmocka_unit_test_setup_teardown(reported_rows_are_recorded, setup, teardown),
                 cmocka_unit_test_setup_teardown(a_helper_reporting_without_end_is_capped, setup, teardown),
         };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

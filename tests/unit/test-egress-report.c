@@ -15,20 +15,8 @@
 
 #include "lib/util.h"
 #include "net/egress.h"
+#include "egress-fake.h"
 
-/* A helper stand-in: a child that is gone at once (egress_finish()
- * kills and reaps it), and the report socket; *w is the helper's end. */
-static void fake(struct egress *e, int *w)
-{
-        int sv[2];
-        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0)
-                _exit(0);
-        *e = (struct egress) { .pid = pid, .ctl_fd = sv[0] };
-        *w = sv[1];
-}
 
 static void put(int fd, const char *s)
 {
@@ -45,7 +33,7 @@ static void split_lines_and_junk(void **state)
         (void)state;
         struct egress e;
         int w;
-        fake(&e, &w);
+        egress_fake(&e, &w);
         json_t *arr = json_array();
 
         assert_int_equal(egress_report_fd(&e), e.ctl_fd);
@@ -79,7 +67,7 @@ static void read_is_bounded(void **state)
         (void)state;
         struct egress e;
         int w;
-        fake(&e, &w);
+        egress_fake(&e, &w);
         json_t *arr = json_array();
 
         for (int i = 0; i < 100; i++)
@@ -104,7 +92,7 @@ static void overlong_line_dropped_and_end(void **state)
         (void)state;
         struct egress e;
         int w;
-        fake(&e, &w);
+        egress_fake(&e, &w);
         json_t *arr = json_array();
 
         /* no newline in 300 KiB: not a line of the helper's, dropped */

@@ -19,6 +19,7 @@
 
 #include "lib/util.h"
 #include "net/egress.h"
+#include "egress-fake.h"
 #include "record/store.h"
 #include "run/live-conns.h"
 #include "run/run.h"
@@ -59,19 +60,6 @@ static int teardown(void **state)
         return 0;
 }
 
-/* A helper stand-in: a child gone at once, and the report socket whose
- * other end (*w) the test writes; non-blocking, as the helper's. */
-static void fake_helper(struct egress *e, int *w)
-{
-        int sv[2];
-        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0)
-                _exit(0);
-        *e = (struct egress) { .pid = pid, .ctl_fd = sv[0] };
-        *w = sv[1];
-}
 
 /* n report lines, each taken by the loop as it would: a round per
  * readable socket, until the socket is drained. */
@@ -116,7 +104,7 @@ static void reported_rows_are_recorded(void **state)
         struct fixture *f = *state;
         struct egress e;
         int w;
-        fake_helper(&e, &w);
+        egress_fake(&e, &w);
         struct live_conns *c = live_conns_new(&e);
         report(c, &e, w, 25, f->s, f->id);
         close(w);
@@ -136,7 +124,7 @@ static void a_helper_reporting_without_end_is_capped(void **state)
         struct egress e;
         int w;
         const size_t cap = 2 * EGRESS_MAX_RECORDS + 2, more = 1500;
-        fake_helper(&e, &w);
+        egress_fake(&e, &w);
         struct live_conns *c = live_conns_new(&e);
         report(c, &e, w, cap + more, f->s, f->id);
         close(w);

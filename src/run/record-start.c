@@ -38,11 +38,11 @@ static char *slurp_fd(int fd, size_t *ret_len)
         char *buf = xmalloc(cap);
         ssize_t n;
 
-        if (lseek(fd, 0, SEEK_SET) < 0) {
-                free(buf);
-                return NULL;
-        }
-        while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+        /* pread: the offset is shared with the sandbox's init, which
+         * copies the same code into the sandbox meanwhile (setup_code()) */
+        while ((n = pread(fd, buf + len, cap - len - 1, (off_t)len)) > 0 || (n < 0 && errno == EINTR)) {
+                if (n < 0)
+                        continue;
                 len += (size_t)n;
                 if (len + 1 >= cap)
                         buf = xrealloc(buf, cap *= 2);

@@ -147,9 +147,10 @@ int setup_code(int code_fd, const char *name, struct setup_failure *fail)
         _cleanup_close_ int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
         if (out < 0)
                 return fail_with(fail, -errno, "write code", LANG_CODE_DIR);
-        if (lseek(code_fd, 0, SEEK_SET) < 0)
-                return fail_with(fail, -errno, "write code", LANG_CODE_DIR);
-        while ((n = read(code_fd, buf, sizeof(buf))) != 0) {
+        /* pread: the fd's offset is shared with the supervisor, which
+         * reads the same code into the record while we set up (a read()
+         * racing its read() got part of the code, or none) */
+        for (off_t at = 0; (n = pread(code_fd, buf, sizeof(buf), at)) != 0;) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -158,6 +159,7 @@ int setup_code(int code_fd, const char *name, struct setup_failure *fail)
                 int r = write_all(out, buf, (size_t)n);
                 if (r < 0)
                         return fail_with(fail, r, "write code", LANG_CODE_DIR);
+                at += n;
         }
         snprintf(dst, sizeof(dst), NEWROOT "%s", LANG_CODE_DIR);
         int r = mkdir_p(dst, 0755);

@@ -91,14 +91,20 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
                 return;
         }
         char *clean = log_escape(text, (size_t)n);
-        if (keep_first_error && level == LOG_QUIET && !first_error)
-                first_error = xstrdup(clean);
+        if (keep_first_error && level == LOG_QUIET && !__atomic_load_n(&first_error, __ATOMIC_ACQUIRE)) {
+                /* hutch mcp's kernel calls log from threads: one wins */
+                char *mine = xstrdup(clean), *none = NULL;
+                if (!__atomic_compare_exchange_n(&first_error, &none, mine, false, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+                        free(mine);
+        }
         char *line = tag ? xasprintf("hutch: [%s] %s\n", tag, clean) : xasprintf("hutch: %s\n", clean);
         /* one write: lines of concurrent hutch processes do not interleave */
         if (!writer)
                 fputs(line, stderr);
-        else if (writer(STDERR_FILENO, line, strlen(line), stalled ? 0 : LOG_STALL_MS) == -EAGAIN)
-                stalled = true;
+        else if (writer(STDERR_FILENO, line, strlen(line),
+                        __atomic_load_n(&stalled, __ATOMIC_RELAXED) ? 0 : LOG_STALL_MS) == -EAGAIN)
+                __atomic_store_n(&stalled, true, __ATOMIC_RELAXED);
         free(line);
         free(clean);
         free(text);

@@ -238,32 +238,6 @@ int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *c
         return live_kernel_call_on(fd, lang, code, len, timeout_ms, cancel_fd, NULL, out, err, tee, NULL, ret);
 }
 
-static void outcome_of_status(const struct live_kernel_result *k, struct run_outcome *o);
-
-void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
-{
-        o->wall_ms = k->wall_ms;
-        o->job_exit_code = -1;
-        /* a call that ran to its end before the cancel took is what it was */
-        if (k->cancelled && (k->status == LIVE_KERNEL_INTERRUPTED || k->status == LIVE_KERNEL_DIED)) {
-                o->status = RUN_CANCELLED;
-                o->exit_code = EXIT_CANCELLED_TERM;
-                if (k->status == LIVE_KERNEL_INTERRUPTED)
-                        snprintf(o->message, sizeof(o->message),
-                                 "cancelled: interrupted; the kernel and its state live on");
-                else
-                        snprintf(o->message, sizeof(o->message), "cancelled: %s", k->message);
-        } else {
-                outcome_of_status(k, o);
-        }
-        if (k->discarded) {
-                size_t at = strlen(o->message);
-                snprintf(o->message + at, sizeof(o->message) - at,
-                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
-                         (unsigned long long)k->discarded);
-        }
-}
-
 /* A call's outcome by how the kernel answered (not cancelled). */
 static void outcome_of_status(const struct live_kernel_result *k, struct run_outcome *o)
 {
@@ -310,5 +284,29 @@ static void outcome_of_status(const struct live_kernel_result *k, struct run_out
                 o->exit_code = EXIT_SETUP;
                 snprintf(o->message, sizeof(o->message), "%s", k->message);
                 break;
+        }
+}
+
+void live_kernel_outcome(const struct live_kernel_result *k, struct run_outcome *o)
+{
+        o->wall_ms = k->wall_ms;
+        o->job_exit_code = -1;
+        /* a call that ran to its end before the cancel took is what it was */
+        if (k->cancelled && (k->status == LIVE_KERNEL_INTERRUPTED || k->status == LIVE_KERNEL_DIED)) {
+                o->status = RUN_CANCELLED;
+                o->exit_code = EXIT_CANCELLED_TERM;
+                if (k->status == LIVE_KERNEL_INTERRUPTED)
+                        snprintf(o->message, sizeof(o->message),
+                                 "cancelled: interrupted; the kernel and its state live on");
+                else
+                        snprintf(o->message, sizeof(o->message), "cancelled: %s", k->message);
+        } else {
+                outcome_of_status(k, o);
+        }
+        if (k->discarded) {
+                size_t at = strlen(o->message);
+                snprintf(o->message + at, sizeof(o->message) - at,
+                         "%s%llu bytes the kernel wrote between calls were dropped", at ? "; " : "",
+                         (unsigned long long)k->discarded);
         }
 }

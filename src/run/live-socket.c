@@ -163,15 +163,19 @@ int live_listen(const char *name, int *ret_fd, ino_t *ret_ino)
         return 0;
 }
 
-void live_unlisten(const char *name, ino_t ino)
+void live_unlisten_at(int dirfd, const char *name, ino_t ino)
 {
-        _cleanup_close_ int dirfd = live_dir_open();
-        if (dirfd < 0)
-                return;
         _cleanup_free_ char *sock = xasprintf("%s.sock", name);
         struct stat st;
         if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
                 (void)unlinkat(dirfd, sock, 0);
+}
+
+void live_unlisten(const char *name, ino_t ino)
+{
+        _cleanup_close_ int dirfd = live_dir_open();
+        if (dirfd >= 0)
+                live_unlisten_at(dirfd, name, ino);
 }
 
 int live_nofile_raise(void)

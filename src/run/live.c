@@ -486,10 +486,7 @@ static void write_state(const struct live *l, const char *run_id, bool remove)
                  * as running already, so what is removed here is ours;
                  * the socket only if it is the inode we bound */
                 (void)unlinkat(dirfd, file, 0);
-                _cleanup_free_ char *sock = xasprintf("%s.sock", l->opts->name);
-                struct stat st;
-                if (fstatat(dirfd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == l->opts->listen_ino)
-                        (void)unlinkat(dirfd, sock, 0);
+                live_unlisten_at(dirfd, l->opts->name, l->opts->listen_ino);
                 return;
         }
         _cleanup_free_ char *ports = live_publish_state_json(l->opts->ports, l->opts->n_ports);

@@ -59,6 +59,8 @@ int live_nofile_raise(void);
  * socket keeps its inode from being reused, so a path of inode ino is
  * ours. */
 void live_unlisten(const char *name, ino_t ino);
+/* The same in the sandboxes directory dirfd, already open. */
+void live_unlisten_at(int dirfd, const char *name, ino_t ino);
 
 /* What `hutch exec` is asked for besides the command. */
 struct live_exec_opts {

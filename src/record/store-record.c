@@ -191,11 +191,22 @@ static json_t *json_output(const struct run_output *o)
         return j ? j : json_null();
 }
 
+/* Text a job could put terminal escapes in (a message quoting an
+ * exception's name or a path, an argument): sanitised as its output is. */
+static json_t *json_clean(const char *s)
+{
+        if (!s)
+                return json_null();
+        _cleanup_free_ char *clean = sanitize_text(s, strlen(s), NULL);
+        json_t *j = json_string(clean);
+        return j ? j : json_null();
+}
+
 static json_t *json_argv(char *const *argv)
 {
         json_t *a = json_array();
         for (size_t i = 0; argv && argv[i]; i++)
-                json_array_append_new(a, json_text(argv[i]));
+                json_array_append_new(a, json_clean(argv[i]));
         return a;
 }
 
@@ -216,7 +227,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "status", json_string(run_status_to_string(rec->status)));
         json_object_set_new(o, "exit_code", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null());
         json_object_set_new(o, "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null());
-        json_object_set_new(o, "message", json_text(rec->message));
+        json_object_set_new(o, "message", json_clean(rec->message));
         /* a failed run's stable error code (hutch-json(7); "code" is a
          * --lang run's program), and whether running it again as it was
          * may succeed: only when hutch lost the run, not when the job
@@ -253,7 +264,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "stderr_lines", json_integer((json_int_t)rec->err.lines));
         json_object_set_new(o, "stdout_truncated", json_boolean(rec->out.truncated));
         json_object_set_new(o, "stderr_truncated", json_boolean(rec->err.truncated));
-        json_object_set_new(o, "output_lost", json_text(rec->output_lost));
+        json_object_set_new(o, "output_lost", json_clean(rec->output_lost));
         json_object_set_new(o, "limits", json_embedded(rec->limits_json));
         json_object_set_new(o, "enforcement", json_embedded(rec->enforcement_json));
         json_object_set_new(o, "profile", json_text(rec->profile));

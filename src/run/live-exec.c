@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "config/run-config.h"
@@ -432,6 +433,11 @@ static int open_stdin(const struct live_exec_opts *eo, struct exec_io *x)
                 if (x->src < 0)
                         return log_error_errno(-errno, "exec: --stdin-file %s: %m", eo->stdin_file), EXIT_SETUP;
                 x->own_src = true;
+                /* a directory opens, and then reads as an error the job
+                 * would take for an empty stdin */
+                struct stat st;
+                if (fstat(x->src, &st) == 0 && S_ISDIR(st.st_mode))
+                        return log_error_errno(-EISDIR, "exec: --stdin-file %s: %m", eo->stdin_file), EXIT_SETUP;
         } else if (eo->stdin_relay) {
                 x->src = STDIN_FILENO;
         }

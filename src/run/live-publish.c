@@ -91,7 +91,8 @@ struct live_publish {
         struct live_port *ports;
         size_t n_ports;
         int sync_fd;
-        struct stat netns;      /* init's network namespace (st_ino 0: unknown) */
+        pid_t init_pid;
+        struct stat netns;      /* init's network namespace (st_ino 0: not known yet) */
         struct stat own_netns;
         struct conn conns[LIVE_PUBLISH_CONNS];
         size_t n_open;
@@ -179,12 +180,23 @@ struct live_publish *live_publish_new(struct live_port *ports, size_t n, int syn
         if (n == 0)
                 return NULL;
         struct live_publish *p = xmalloc(sizeof(*p));
-        *p = (struct live_publish) { .ports = ports, .n_ports = n, .sync_fd = sync_fd, .records = json_array() };
-        netns_of_pid(init_pid, &p->netns);
+        *p = (struct live_publish) { .ports = ports, .n_ports = n, .sync_fd = sync_fd, .init_pid = init_pid,
+                                     .records = json_array() };
         netns_of_pid(getpid(), &p->own_netns);
         for (size_t i = 0; i < ELEMENTSOF(p->conns); i++)
                 p->conns[i] = (struct conn) { .cfd = -1, .sfd = -1, .pipe = { { -1, -1 }, { -1, -1 } } };
         return p;
+}
+
+void live_publish_ready(struct live_publish *p)
+{
+        /* Not at live_publish_new(): init may still be in the supervisor's
+         * namespace then, joining the one built beside it (ns_netns_join())
+         * only near the end of its setup; every socket it handed over would
+         * then be refused as not its own. Once it says it is ready, its
+         * namespace is final: init never joins another. */
+        if (p)
+                netns_of_pid(p->init_pid, &p->netns);
 }
 
 /* ---- the record -------------------------------------------------------- */

@@ -57,6 +57,10 @@ struct live_publish;
  * must be in. NULL when n is 0. */
 struct live_publish *live_publish_new(struct live_port *ports, size_t n, int sync_fd, pid_t init_pid);
 
+/* The sandbox said it is ready (its setup done): from now on a socket
+ * init hands back must be in the network namespace init is in now. */
+void live_publish_ready(struct live_publish *p);
+
 /* Fill pfd[0..LIVE_PUBLISH_POLL) with what to wait for (unused: fd -1).
  * Listeners are polled only when accept is true. */
 void live_publish_poll(const struct live_publish *p, struct pollfd *pfd, bool accept);

@@ -425,8 +425,10 @@ static bool from_init(struct live *l, struct run_outcome *out)
                 return true;
         msg.step[sizeof(msg.step) - 1] = msg.path[sizeof(msg.path) - 1] = '\0';
         if (!l->ready) {
-                if (msg.kind == SYNC_READY)
+                if (msg.kind == SYNC_READY) {
                         l->ready = true;
+                        live_publish_ready(l->pub);
+                }
                 if (msg.kind != SYNC_SETUP_ERROR)
                         return true;
                 out->status = RUN_SETUP_ERROR;

@@ -72,6 +72,11 @@ status_of() { "$HUTCH" show "$1" --json | jq -r .status; }
         [ "$status" -eq 125 ]
         [[ "$output" == *"--stdin-file $BATS_TEST_TMPDIR/no-such-file: No such file or directory"* ]]
         [ "$("$HUTCH" ls --sandbox x4 --json | wc -l)" -eq 0 ]
+        # a directory opens, but is no input: refused, not an empty stdin
+        run "$HUTCH" exec x4 --stdin-file "$BATS_TEST_TMPDIR" -- wc -c
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"--stdin-file $BATS_TEST_TMPDIR: Is a directory"* ]]
+        [ "$("$HUTCH" ls --sandbox x4 --json | wc -l)" -eq 0 ]
         run "$HUTCH" exec x4 --stdin --stdin-file /dev/null -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"exclude each other"* ]]

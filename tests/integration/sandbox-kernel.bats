@@ -98,6 +98,16 @@ x + 1'
         [ "$output" = "42" ]
         run "$HUTCH" exec k2 --kernel python --file - <<<'n + 1'
         [ "$output" = "7" ]
+        # the exception's name is the code's to choose: its escapes reach
+        # no JSON view (hutch-show(1): text fields are sanitised)
+        run --separate-stderr "$HUTCH" exec k2 --json --kernel python \
+                -c 'raise type("E\x1b]2;T\x07\x1b[31mRED", (Exception,), {})()'
+        [ "$status" -eq 1 ]
+        echo "$output" | jq -e '.message == "raised ERED"'
+        id=$(echo "$output" | jq -r .id)
+        "$HUTCH" show "$id" --json | jq -e '.message == "raised ERED"'
+        run "$HUTCH" ls --sandbox k2 --json
+        [[ "$output" != *$'\e'* ]]
 }
 
 @test "python: a call's timeout raises KeyboardInterrupt in it and the kernel's state survives" {

@@ -11,8 +11,11 @@
  * process's smaps until someone maps them.
  *
  * CPU is utime+stime of each live process plus cutime+cstime, which holds
- * everything its reaped children used; init reaps all orphans, so nothing
- * that ever ran in the sandbox is missed or counted twice.
+ * everything the children it waited for used; init waits for every
+ * orphan. A parent that ignores SIGCHLD does not wait: its children's
+ * time would vanish with them, and cpu-ledger.c carries what they had
+ * used when last seen. Only what such a child uses after its last sample
+ * (or a whole child that lives between two) is missed.
  */
 #include "config.h"
 
@@ -23,6 +26,7 @@
 #include <time.h>
 
 #include "lib/util.h"
+#include "limits/cpu-ledger.h"
 #include "limits/watchdog.h"
 
 static long clock_ticks(void)
@@ -75,8 +79,15 @@ int watchdog_process_memory(pid_t pid, uint64_t *ret_bytes)
         return 0;
 }
 
-/* utime+stime+cutime+cstime of one process, in ms. */
-static int process_cpu_ms(pid_t pid, uint64_t *ret)
+struct process_cpu {
+        pid_t ppid;
+        uint64_t start;         /* in clock ticks since boot */
+        uint64_t own_ms;        /* utime+stime */
+        uint64_t kids_ms;       /* cutime+cstime: the children it waited for */
+};
+
+/* The cpu figures of one process. */
+static int process_cpu(pid_t pid, struct process_cpu *ret)
 {
         char path[64], buf[1024];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -87,13 +98,17 @@ static int process_cpu_ms(pid_t pid, uint64_t *ret)
         char *p = strrchr(buf, ')');
         if (!p)
                 return -EIO;
-        unsigned long long v[4];
+        unsigned long long v[4], start;
+        int ppid;
         /* after ')': state(3) ppid pgrp session tty tpgid flags minflt
-         * cminflt majflt cmajflt utime(14) stime cutime cstime */
-        if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
-                   &v[0], &v[1], &v[2], &v[3]) != 4)
+         * cminflt majflt cmajflt utime(14) stime cutime cstime priority
+         * nice num_threads itrealvalue starttime(22) */
+        if (sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu %*d %*d %*d %*d %llu",
+                   &ppid, &v[0], &v[1], &v[2], &v[3], &start) != 6)
                 return -EIO;
-        *ret = (v[0] + v[1] + v[2] + v[3]) * 1000 / (uint64_t)clock_ticks();
+        uint64_t ticks = (uint64_t)clock_ticks();
+        *ret = (struct process_cpu) { .ppid = ppid, .start = start, .own_ms = (v[0] + v[1]) * 1000 / ticks,
+                                      .kids_ms = (v[2] + v[3]) * 1000 / ticks };
         return 0;
 }
 
@@ -217,6 +232,7 @@ struct watchdog {
         DIR *fd_dir;            /* its /proc/PID/fd, once its own figures are in */
         struct inode_set memfds;
         struct tree_sample sum; /* this round so far */
+        struct cpu_ledger *ledger;
         char *buf;
         size_t buflen;
 };
@@ -233,6 +249,7 @@ int watchdog_new(pid_t root, struct watchdog **ret)
         w->root = root;
         w->buflen = CHILDREN_BUF;
         w->buf = xmalloc(w->buflen);
+        w->ledger = cpu_ledger_new();
         *ret = w;
         return 0;
 }
@@ -255,6 +272,7 @@ struct watchdog *watchdog_free(struct watchdog *w)
         free(w->queue);
         free(w->memfds.v);
         free(w->buf);
+        cpu_ledger_free(w->ledger);
         free(w);
         return NULL;
 }
@@ -283,6 +301,7 @@ int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *re
 
                 if (w->pos > w->len || w->pos > MAX_QUEUE) {
                         *ret = w->sum;
+                        ret->cpu_ms += cpu_ledger_round_end(w->ledger);
                         round_reset(w);
                         return 1;
                 }
@@ -292,14 +311,18 @@ int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *re
                         /* one process per call at least, so rounds end */
                         if (!first && now_ns() >= until) {
                                 *ret = w->sum;
+                                ret->cpu_ms += cpu_ledger_carried(w->ledger);
                                 return 0;
                         }
                         queue_children(pid, &w->queue, &w->len, &w->cap, w->buf, w->buflen);
                         w->sum.processes++;
                         if (watchdog_process_memory(pid, &v) == 0)
                                 w->sum.memory_bytes += v;
-                        if (process_cpu_ms(pid, &v) == 0)
-                                w->sum.cpu_ms += v;
+                        struct process_cpu pc;
+                        if (process_cpu(pid, &pc) == 0) {
+                                w->sum.cpu_ms += pc.own_ms + pc.kids_ms;
+                                cpu_ledger_note(w->ledger, pid, pc.start, pc.ppid, pc.own_ms, pc.kids_ms);
+                        }
                         snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
                         w->fd_dir = opendir(path);
                         if (!w->fd_dir) {
@@ -312,6 +335,7 @@ int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *re
 
                         if (k % CHECK_EVERY == CHECK_EVERY - 1 && now_ns() >= until) {
                                 *ret = w->sum;
+                                ret->cpu_ms += cpu_ledger_carried(w->ledger);
                                 return 0;       /* go on from here next time */
                         }
                         de = readdir(w->fd_dir);

@@ -71,6 +71,34 @@ print("ok")'
         [[ "$output" == *"cpu time limit 1s exceeded"* ]]
 }
 
+@test "cpu time of children nobody waits for (SIGCHLD ignored) counts too" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        # ten children of 0.4 s each, one after another, reaped by the
+        # kernel: no parent's cutime ever holds them
+        run "$HUTCH" run --cpu-time 2s --timeout 60s -- python3 -c '
+import os, signal, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.4:
+            pass
+        os._exit(0)
+    while True:
+        try:
+            os.kill(pid, 0)
+            time.sleep(0.02)
+        except ProcessLookupError:
+            break
+print("burned")
+'
+        echo "$output"
+        [ "$status" -eq 124 ]
+        [[ "$output" == *"cpu time limit 2s exceeded"* ]]
+        [[ "$output" != *burned* ]]
+}
+
 @test "a fork bomb is contained by the pids limit" {
         command -v python3 >/dev/null || skip "python3 not installed"
         run "$HUTCH" run --pids 32 --timeout 20s -- python3 -c '

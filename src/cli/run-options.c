@@ -401,7 +401,9 @@ int run_parse_args(int argc, char **argv, struct run_config *cfg, struct run_arg
                         return EXIT_USAGE;
                 }
                 if (c == ':' || c == '?')
-                        return cli_usage_error("run", argv, opts);
+                        /* sandbox start parses its run options here too:
+                         * the error names the verb the user typed */
+                        return cli_usage_error(streq(argv[0], "sandbox start") ? argv[0] : "run", argv, opts);
                 r = run_opt_output(c, cfg, a);
                 if (r == OPT_NOT_MINE)
                         r = run_opt_record(c, a);

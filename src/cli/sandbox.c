@@ -109,8 +109,8 @@ static int bind_publish(const struct run_config *cfg, struct live_port *ports, s
 /* The words after NAME: --idle-timeout and --publish are the
  * sandbox's own, the rest go to `hutch run`'s parser (after the
  * forked-from sandbox's options in *args) and to *given. Sets
- * live->args, what NAME.json keeps. Returns EXIT_OK or a usage exit
- * code after saying why. */
+ * live->args, what NAME.json keeps. Returns EXIT_OK, -1 after printing
+ * the help (--help), or a usage exit code after saying why. */
 static int start_options(int argc, char **argv, int i, struct run_live *live, struct live_port *ports,
                          char ***args, size_t *n, char ***forked, char ***given)
 {
@@ -118,6 +118,11 @@ static int start_options(int argc, char **argv, int i, struct run_live *live, st
         int r;
 
         for (; i < argc; i++) {
+                if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
+                        /* start's own help, not hutch run's, which parses the rest */
+                        sandbox_help(stdout);
+                        return -1;
+                }
                 if (streq(argv[i], "--idle-timeout") || startswith(argv[i], "--idle-timeout=")) {
                         const char *v = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 : argv[++i];
                         if (!v) {
@@ -227,8 +232,10 @@ static int start(int argc, char **argv)
         for (char **f = forked; f && *f; f++)
                 args = strv_push(args, &n, *f);
         code = start_options(argc, argv, i, &live, ports, &args, &n, &forked, &given);
-        if (code != EXIT_OK)
+        if (code != EXIT_OK) {
+                code = code < 0 ? EXIT_OK : code;       /* -1: the help, printed */
                 goto out;
+        }
         /* the sandbox's own run: its command says what it is */
         args = strv_push(args, &n, "--");
         args = strv_push(args, &n, "sandbox");

@@ -203,6 +203,16 @@ s.send(b"P"+bytes(15)); d=s.recv(256); sys.exit(0 if d[:1]==b"p" else 3)'
         [ "$status" -eq 2 ]
         run "$HUTCH" sandbox start s7 --idle-timeout soon
         [ "$status" -eq 2 ]
+        # a run option start does not know is named as start's, and
+        # start's help is its own, not hutch run's
+        run "$HUTCH" sandbox start s7 --bogus
+        [ "$status" -eq 2 ]
+        [ "$output" = "hutch: sandbox start: unknown option '--bogus' (see hutch sandbox start --help)" ]
+        run "$HUTCH" sandbox start s7 --help
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "Usage: hutch sandbox start "* ]]
+        run "$HUTCH" sandbox ls --json
+        [ -z "$output" ]
         start_sandbox s7
         run "$HUTCH" sandbox start s7
         [ "$status" -eq 125 ]

@@ -85,6 +85,7 @@ struct conn {
         uint8_t *buf[2];        /* only without pipes */
         bool eof[2], shut[2];
         uint64_t bytes[2];
+        uint64_t moved_ms;      /* when bytes last went either way */
 };
 
 struct live_publish {
@@ -266,6 +267,7 @@ static bool pending(const struct conn *c, int d)
 static void start_relay(struct conn *c)
 {
         c->state = C_RELAY;
+        c->moved_ms = now_monotonic_ms();
         c->cap = relay_open_pipes(c->pipe[0], c->pipe[1]);
         if (c->cap == 0) {
                 /* no pipes: bounded buffers carry it all */
@@ -418,6 +420,7 @@ void live_publish_poll(const struct live_publish *p, struct pollfd *pfd, bool ac
 
 static void relay_step(struct live_publish *p, struct conn *c, short crev, short srev)
 {
+        uint64_t before = c->bytes[0] + c->bytes[1];
         for (int d = 0; d < 2; d++) {
                 struct relay_flow f = flow(c, d);
                 int r = relay_pump(&f, &p->total, 0);
@@ -426,6 +429,8 @@ static void relay_step(struct live_publish *p, struct conn *c, short crev, short
                         return;
                 }
         }
+        if (c->bytes[0] + c->bytes[1] != before)
+                c->moved_ms = now_monotonic_ms();
         if (c->shut[0] && c->shut[1]) {
                 conn_end(p, c, NULL, false);
                 return;
@@ -477,9 +482,30 @@ int live_publish_timeout(const struct live_publish *p)
         return until <= now ? 0 : (int)MIN(until - now, (uint64_t)INT32_MAX);
 }
 
+/* How long after its last byte a half-closed connection still counts
+ * as use. */
+#define HALF_OPEN_USE_MS 1000
+
 bool live_publish_busy(const struct live_publish *p)
 {
-        return p && p->n_open > 0;
+        if (!p || p->n_open == 0)
+                return false;
+        uint64_t now = now_monotonic_ms();
+        for (size_t i = 0; i < ELEMENTSOF(p->conns); i++) {
+                const struct conn *c = &p->conns[i];
+                if (c->state == C_FREE)
+                        continue;
+                /* being set up, or open both ways: in use */
+                if (c->state != C_RELAY || (!c->eof[0] && !c->eof[1]))
+                        return true;
+                /* One side has closed (a client that went away looks so
+                 * until a write to it fails, and a server that never
+                 * writes again never tries): in use only while bytes
+                 * still move, or it would keep the sandbox up for good. */
+                if (now - c->moved_ms < HALF_OPEN_USE_MS)
+                        return true;
+        }
+        return false;
 }
 
 char *live_publish_state_json(const struct live_port *ports, size_t n)

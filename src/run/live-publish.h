@@ -68,7 +68,8 @@ void live_publish_poll(const struct live_publish *p, struct pollfd *pfd, bool ac
 void live_publish_run(struct live_publish *p, const struct pollfd *pfd);
 /* Milliseconds until the next connect deadline, or -1 for none. */
 int live_publish_timeout(const struct live_publish *p);
-/* Connections open now (the idle timeout waits for them). */
+/* Connections in use now (the idle timeout waits for them): open both
+ * ways, or half-closed with bytes moving in the last second. */
 bool live_publish_busy(const struct live_publish *p);
 
 /* init's answer to a SANDBOX_MSG_SOCKET (SYNC_SOCKET): fd (ours from

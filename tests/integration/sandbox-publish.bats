@@ -390,3 +390,26 @@ open(sys.argv[2], "w").write("up"); time.sleep(6)' "$hp" "$BATS_TEST_TMPDIR/open
         # once it closes, the idle timeout runs again
         WAIT_TENTHS=100 wait_until not_listed p8
 }
+
+@test "a connection its client closed holds the idle timeout off no longer, though the server keeps its end" {
+        start_sandbox p9 --publish 8000 --idle-timeout 3s
+        hp=$(host_port p9 8000)
+        # a server that greets, then keeps every connection and never
+        # writes again: the relay sees the client's FIN, nothing more
+        run "$HUTCH" exec p9 -- sh -c 'python3 -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"127.0.0.1\", 8000)); s.listen(5); keep = []
+while True:
+    c, _ = s.accept(); c.sendall(b\"hi\\n\"); keep.append(c)
+" >/dev/null 2>&1 &'
+        [ "$status" -eq 0 ]
+        greet() {
+                python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2); s.settimeout(2)
+sys.exit(0 if s.recv(10) == b"hi\n" else 1)' "$hp"
+        }
+        WAIT_TENTHS=100 wait_until greet
+        # the client has gone; 3 s without an exec and no connection in use
+        WAIT_TENTHS=120 wait_until not_listed p9
+}

@@ -103,7 +103,7 @@ static size_t without_conflicts(const struct changeset *cs, const struct apply_r
 static void list_conflicts(const struct apply_result *res, bool *ret_during)
 {
         for (size_t i = 0; i < res->n_conflicts; i++) {
-                _cleanup_free_ char *p = sanitize_text(res->conflicts[i].path, strlen(res->conflicts[i].path), NULL);
+                _cleanup_free_ char *p = sanitize_quote_name(res->conflicts[i].path);
                 fprintf(stderr, "  %-10s %s\n", apply_conflict_reason_to_string(res->conflicts[i].reason), p);
                 *ret_during |= res->conflicts[i].reason == APPLY_CONFLICT_DURING_RUN;
         }
@@ -113,7 +113,7 @@ static void list_conflicts(const struct apply_result *res, bool *ret_during)
 static void list_protected(const struct apply_result *res)
 {
         for (size_t i = 0; i < res->n_protected; i++) {
-                _cleanup_free_ char *p = sanitize_text(res->protected[i].path, strlen(res->protected[i].path), NULL);
+                _cleanup_free_ char *p = sanitize_quote_name(res->protected[i].path);
                 fprintf(stderr, "  protected  %s: %s\n", p, res->protected[i].reason);
         }
 }
@@ -350,7 +350,7 @@ static char **journal_leftovers(const char *path, int target_fd)
 static void list_leftovers(char **left)
 {
         for (char **l = left; l && *l; l++) {
-                _cleanup_free_ char *p = sanitize_text(*l, strlen(*l), NULL);
+                _cleanup_free_ char *p = sanitize_quote_name(*l);
                 fprintf(stderr, "  leftover   %s\n", p);
         }
 }

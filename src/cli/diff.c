@@ -225,17 +225,22 @@ static void unified(const struct text *a, const struct text *b)
         }
 }
 
-static char *clean(const char *s)
+/* prefix, the job's name and suffix as one word of a text view, quoted
+ * as git quotes when the name needs it (sanitize_quote_name()): a name
+ * with a newline would otherwise print lines of its own choosing, such
+ * as a fake hunk, into the diff a reviewer reads. */
+static char *quoted(const char *prefix, const char *name, const char *suffix)
 {
-        return sanitize_text(s, strlen(s), NULL);
+        _cleanup_free_ char *word = xasprintf("%s%s%s", prefix, name, suffix);
+        return sanitize_quote_name(word);
 }
 
 static void show_change(struct blobstore *bs, const struct change *c, const char *protected_why)
 {
-        _cleanup_free_ char *path = clean(c->path);
+        _cleanup_free_ char *old_name = quoted("a/", c->path, ""), *new_name = quoted("b/", c->path, "");
         struct text a = { 0 }, b = { 0 };
 
-        printf("diff --hutch a/%s b/%s\n", path, path);
+        printf("diff --hutch %s %s\n", old_name, new_name);
         if (protected_why)
                 printf("PROTECTED: %s (hutch apply refuses it)\n", protected_why);
         if (c->skip != CHANGE_SKIP_NONE) {
@@ -258,7 +263,7 @@ static void show_change(struct blobstore *bs, const struct change *c, const char
                 printf("old mode %06o\nnew mode %06o\n", (unsigned)c->old_mode, (unsigned)c->mode);
         if (S_ISLNK(c->mode) || S_ISLNK(c->old_mode)) {
                 if (S_ISLNK(c->mode)) {
-                        _cleanup_free_ char *t = clean(c->link_target ? c->link_target : "");
+                        _cleanup_free_ char *t = quoted("", c->link_target ? c->link_target : "", "");
                         printf("symlink -> %s\n", t);
                 }
                 if (!S_ISREG(c->mode) && !S_ISREG(c->old_mode))
@@ -275,11 +280,10 @@ static void show_change(struct blobstore *bs, const struct change *c, const char
         if (ra == -ENOENT || rb == -ENOENT)
                 printf("content not kept (it held a secret's value, or the directory changed during the run)\n");
         else if (ra <= 0 || rb <= 0)
-                printf("Binary files %s%s and %s%s differ\n", old_file ? "a/" : "/dev/null",
-                       old_file ? path : "", new_file ? "b/" : "/dev/null", new_file ? path : "");
+                printf("Binary files %s and %s differ\n", old_file ? old_name : "/dev/null",
+                       new_file ? new_name : "/dev/null");
         else {
-                printf("--- %s%s\n+++ %s%s\n", old_file ? "a/" : "/dev/null", old_file ? path : "",
-                       new_file ? "b/" : "/dev/null", new_file ? path : "");
+                printf("--- %s\n+++ %s\n", old_file ? old_name : "/dev/null", new_file ? new_name : "/dev/null");
                 unified(&a, &b);
         }
         text_done(&a);
@@ -368,7 +372,7 @@ int verb_diff(int argc, char **argv)
                        n_protected == 1 ? "it" : "them");
                 for (size_t i = 0; i < cs.n; i++)
                         if (why[i]) {
-                                _cleanup_free_ char *p = clean(cs.entries[i].path);
+                                _cleanup_free_ char *p = quoted("", cs.entries[i].path, "");
                                 printf("  PROTECTED  %s: %s\n", p, why[i]);
                         }
                 printf("\n");
@@ -389,16 +393,16 @@ int verb_diff(int argc, char **argv)
                 size_t count[_CHANGE_KIND_MAX] = { 0 };
                 for (size_t i = 0; i < cs.n; i++) {
                         const struct change *ch = &cs.entries[i];
-                        _cleanup_free_ char *p = clean(ch->path);
+                        bool dir = S_ISDIR(ch->mode) || (ch->kind == CHANGE_DELETED && S_ISDIR(ch->old_mode));
+                        _cleanup_free_ char *p = quoted("", ch->path, dir ? "/" : "");
                         char size[32] = "";
                         if (ch->kind != CHANGE_DELETED && S_ISREG(ch->mode))
                                 format_size(ch->size, size, sizeof(size));
                         char note[48];
                         cli_mode_note(ch->kind == CHANGE_ADDED, ch->kind == CHANGE_DELETED, ch->old_mode,
                                       ch->mode, note, sizeof(note));
-                        printf("%-8s %8s  %s%s%s%s%s%s\n", change_kind_to_string(ch->kind), size, p,
-                               S_ISDIR(ch->mode) || (ch->kind == CHANGE_DELETED && S_ISDIR(ch->old_mode)) ? "/" : "",
-                               note, ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "",
+                        printf("%-8s %8s  %s%s%s%s%s\n", change_kind_to_string(ch->kind), size, p, note,
+                               ch->skip != CHANGE_SKIP_NONE ? "  (not recorded)" : "",
                                ch->lower_changed ? "  (host changed it during the run)" : "",
                                why[i] ? "  PROTECTED" : "");
                         count[ch->kind]++;

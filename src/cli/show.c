@@ -179,7 +179,7 @@ static void print_files(struct store *s, const struct run_record *rec)
         }
         printf("\n--- files ---\n");
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *path = sanitize_text(f[i].path, strlen(f[i].path), NULL);
+                _cleanup_free_ char *path = sanitize_quote_name(f[i].path);
                 char size[32] = "-";
                 if (f[i].size != RUN_UNSET && !streq(f[i].kind, "deleted"))
                         format_size(f[i].size, size, sizeof(size));

@@ -360,3 +360,69 @@ char *sanitize_code_line(const char *lang, const char *code, size_t len, size_t 
         _cleanup_free_ char *clean = n ? sanitize_text(code + i, n, NULL) : NULL;
         return xasprintf("%s: %s%s", lang ? lang : "?", clean ? clean : "", cut ? "..." : "");
 }
+
+/* Whether the valid UTF-8 character p[0..len) is one a reader does not
+ * see as itself: a C1 control, or a character that breaks a line
+ * (U+2028, U+2029) or reorders it (the bidi marks, embeddings,
+ * overrides and isolates: "Trojan Source"). */
+static bool hidden_character(const unsigned char *p, int len)
+{
+        if (len == 2)
+                return (p[0] == 0xc2 && p[1] <= 0x9f) || (p[0] == 0xd8 && p[1] == 0x9c);
+        if (len != 3 || p[0] != 0xe2)
+                return false;
+        unsigned cp = 0x2000 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
+        return cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+               (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* How many bytes from p (n available) are one unit for
+ * sanitize_quote_name(), negative when they are to be escaped. */
+static int quote_unit(const unsigned char *p, size_t n)
+{
+        if (*p < 0x80)
+                return *p < 0x20 || *p == 0x7f || *p == '\\' || *p == '"' ? -1 : 1;
+        int len = utf8_sequence(p, n);
+        return len > 0 && hidden_character(p, len) ? -len : len;
+}
+
+char *sanitize_quote_name(const char *s)
+{
+        const unsigned char *u = (const unsigned char *)s;
+        size_t n = strlen(s), i;
+        int len;
+
+        for (i = 0; i < n; i += (size_t)(len < 0 ? -len : len))
+                if ((len = quote_unit(u + i, n - i)) < 0)
+                        break;
+        if (i == n)
+                return xstrdup(s);
+
+        /* at most 4 bytes ("\ooo") per input byte, the quotes, the NUL */
+        char *out = xmalloc(n * 4 + 3), *o = out;
+        *o++ = '"';
+        for (i = 0; i < n;) {
+                len = quote_unit(u + i, n - i);
+                if (len > 0) {
+                        memcpy(o, s + i, (size_t)len);
+                        o += len;
+                        i += (size_t)len;
+                        continue;
+                }
+                for (int k = 0; k < -len; k++, i++) {
+                        static const char named[] = "\a\b\t\n\v\f\r\\\"", letter[] = "abtnvfr\\\"";
+                        const char *m = s[i] ? strchr(named, s[i]) : NULL;
+                        *o++ = '\\';
+                        if (m)
+                                *o++ = letter[m - named];
+                        else {
+                                *o++ = (char)('0' + (u[i] >> 6));
+                                *o++ = (char)('0' + (u[i] >> 3 & 7));
+                                *o++ = (char)('0' + (u[i] & 7));
+                        }
+                }
+        }
+        *o++ = '"';
+        *o = '\0';
+        return out;
+}

@@ -48,6 +48,18 @@ char *sanitize_base64(const void *data, size_t n);
 /* Whether s[0..n) is valid UTF-8 without NUL bytes. */
 bool sanitize_utf8_valid(const char *s, size_t n);
 
+/* A job-made name (a path, a link target) for a line of a text view, as
+ * git writes one: unchanged when it is plain, otherwise in double quotes
+ * with \a \b \t \n \v \f \r \\ \" and \ooo (octal) for every other
+ * byte that needs it. Plain means no C0 control, DEL, backslash, double
+ * quote, invalid UTF-8, C1 control (U+0080-U+009F) or character that
+ * breaks or reorders a line for a reader (U+061C, U+200E, U+200F,
+ * U+2028-U+202E, U+2066-U+2069). So a name is always one line, cannot
+ * pass for other lines of the view (a newline and "@@ ..." in it), and
+ * reads back to its exact bytes (git apply and patch(1) take the quoted
+ * form in a diff header). Caller frees; never NULL. */
+char *sanitize_quote_name(const char *s);
+
 /* argv as one line for people: words joined by spaces, quoted (shell
  * style) when they need it, control characters shown as '?', cut to
  * max_width columns with "…" (0: no limit). Caller frees; never NULL. */

@@ -194,6 +194,52 @@ ESCAPES='\033]52;c;aGk=\007\033]0;title\007\033[2J\302\235evil\r\b\bsafe\n'
         cmp "$BATS_TEST_TMPDIR/copy/f.txt" <(printf "$ESCAPES")
 }
 
+# A name with newlines printed raw would add lines of the job's choosing
+# to the diff a reviewer reads before hutch apply: here a fake hunk that
+# "changes" base to base. Text views quote such a name as git does.
+FORGED='zz\n@@ -1 +1 @@\n-base\n+base'
+
+# no_forged_lines: $output has none of the lines FORGED would make
+no_forged_lines() {
+        if grep -nE '^(@@ -1 \+1 @@|[-+]base)$' <<<"$output"; then
+                echo "a file name forged the lines above" >&2
+                return 1
+        fi
+}
+
+@test "diff, --stat, show and apply quote a file name with newlines, as git does; the patch still applies" {
+        echo base > "$W/README"
+        run -0 "$HUTCH" run -q --workdir "$W" -- sh -c "printf 'evil\n' > \"\$(printf '$FORGED')\"; echo x > 'd\\q\"'"
+        id=$(last_run_id)
+        # the quoted form: one line, backslash and quote escaped too
+        quoted='"b/zz\n@@ -1 +1 @@\n-base\n+base"'
+        run -0 "$HUTCH" diff "$id"
+        echo "$output"
+        no_forged_lines
+        [[ "$output" == *$'\n'"+++ $quoted"$'\n'* ]]
+        [[ "$output" == *'diff --hutch "a/d\\q\"" "b/d\\q\""'* ]]
+        run -0 "$HUTCH" diff --stat "$id"
+        echo "$output"
+        no_forged_lines
+        [[ "$output" == *' "zz\n@@ -1 +1 @@\n-base\n+base"'$'\n'* ]]
+        run -0 "$HUTCH" show "$id"
+        echo "$output"
+        no_forged_lines
+        [[ "$output" == *' "zz\n@@ -1 +1 @@\n-base\n+base"'* ]]
+        # the quoted header is what patch(1) reads: the exact name comes back
+        "$HUTCH" diff "$id" > "$BATS_TEST_TMPDIR/x.patch"
+        cp -r "$W" "$BATS_TEST_TMPDIR/copy"
+        (cd "$BATS_TEST_TMPDIR/copy" && patch -s -p1 < "$BATS_TEST_TMPDIR/x.patch")
+        cmp "$BATS_TEST_TMPDIR/copy/$(printf "$FORGED")" <(echo evil)
+        cmp "$BATS_TEST_TMPDIR/copy/d\\q\"" <(echo x)
+        # a conflict on that name: apply names it quoted too
+        printf 'host\n' > "$W/$(printf "$FORGED")"
+        run -1 "$HUTCH" apply "$id"
+        echo "$output"
+        no_forged_lines
+        [[ "$output" == *' "zz\n@@ -1 +1 @@\n-base\n+base"'* ]]
+}
+
 @test "a profile from an untrusted place cannot widen the sandbox" {
         P="$BATS_TEST_TMPDIR/p.ini"
         for body in "[network]\nmode = host" "[filesystem]\nro = /etc" "[filesystem]\nmask =" \

@@ -10,6 +10,7 @@
 # Exit 0 when the scenario holds; 1 with the reason on stderr.
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -604,6 +605,15 @@ def scenario_workdir(c):
     x = c.run("apply", {"run_id": r["structuredContent"]["id"]})
     check(x["isError"] and "protected" in text_of(x), "a protected path applied: %r" % text_of(x))
     check(not os.path.exists(os.path.join(d, ".git/hooks/pre-commit")), "the hook was written")
+    # a file name with newlines cannot forge lines of the diff the model
+    # (or its user) reads: it is quoted, on one line, as hutch diff does
+    r = c.run("run_command", {"argv": ["sh", "-c",
+                                       "printf 'evil\\n' > \"$(printf 'zz\\n@@ -1 +1 @@\\n-base\\n+base')\""]})
+    forged = re.compile(r"^(@@ -1 \+1 @@|[-+]base)$", re.M)
+    for args in ({"run_id": r["structuredContent"]["id"]}, {"run_id": r["structuredContent"]["id"], "stat": True}):
+        x = c.run("diff", args)
+        check(not x["isError"] and 'zz\\n@@ -1 +1 @@\\n-base\\n+base"' in text_of(x)
+              and not forged.search(text_of(x)), "diff %r: a file name forged lines: %r" % (args, text_of(x)))
     # a run of the same scope on another directory is not applied here
     other_dir = d + "-other"
     os.makedirs(other_dir, exist_ok=True)

@@ -138,6 +138,40 @@ static void code_line(void **state)
         assert_string_equal(e, "sh: a...");
 }
 
+static void quote(const char *in, const char *want)
+{
+        _cleanup_free_ char *out = sanitize_quote_name(in);
+        assert_string_equal(out, want);
+}
+
+static void quote_name(void **state)
+{
+        /* plain names, UTF-8 ones too, stay as they are */
+        quote("", "");
+        quote("sub/b.txt", "sub/b.txt");
+        quote("a b's (1).txt", "a b's (1).txt");
+        quote("caf\xc3\xa9/\xe2\x82\xac", "caf\xc3\xa9/\xe2\x82\xac");
+        /* a newline cannot start a forged diff line */
+        quote("zz\n@@ -1 +1 @@\n-base\n+base", "\"zz\\n@@ -1 +1 @@\\n-base\\n+base\"");
+        quote("\a\b\t\n\v\f\r", "\"\\a\\b\\t\\n\\v\\f\\r\"");
+        /* backslash and quote: the quoted form reads back unambiguously */
+        quote("a\\n", "\"a\\\\n\"");
+        quote("say \"hi\"", "\"say \\\"hi\\\"\"");
+        /* other controls, DEL, ESC, as octal */
+        quote("\x1b[2Jx\x7f\x01", "\"\\033[2Jx\\177\\001\"");
+        /* invalid UTF-8, byte by byte; valid characters around it kept */
+        quote("\xff\xc3\xa9\xc3", "\"\\377\xc3\xa9\\303\"");
+        quote("\xed\xa0\x80", "\"\\355\\240\\200\"");
+        /* C1 controls, line separators and bidi overrides: octal bytes */
+        quote("a\xc2\x9b" "31m", "\"a\\302\\23331m\"");
+        quote("x\xe2\x80\xae.txt", "\"x\\342\\200\\256.txt\"");
+        quote("x\xe2\x80\xa8y", "\"x\\342\\200\\250y\"");
+        quote("\xe2\x81\xa6", "\"\\342\\201\\246\"");
+        quote("\xd8\x9c", "\"\\330\\234\"");
+        /* neighbours of those ranges are ordinary characters */
+        quote("\xc2\xa0\xe2\x80\x94\xe2\x81\xaa", "\xc2\xa0\xe2\x80\x94\xe2\x81\xaa");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -149,6 +183,7 @@ int main(void)
                 cmocka_unit_test(base64_and_utf8),
                 cmocka_unit_test(fold_long_lines),
                 cmocka_unit_test(code_line),
+                cmocka_unit_test(quote_name),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,6 +84,7 @@ struct exec_io {
         bool json, events;
         bool fast;              /* the supervisor writes the end (FINISH): no store here
                                  * unless the exec outlives a heartbeat or FINISH fails */
+        bool handed;            /* the job was asked of init (FDS came) */
         char inbuf[65536];
 };
 
@@ -394,6 +395,8 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                         return k;
                 if (m.op == LIVE_OP_BUSY)
                         return -EBUSY;
+                if (m.op == LIVE_OP_FDS)
+                        x->handed = true;
                 if (m.op == LIVE_OP_FDS && x->job_in >= 0)
                         feed(x, false, false);
                 if (m.op != LIVE_OP_END)
@@ -566,9 +569,19 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 o.exit_code = EXIT_BUSY;
                 snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,
                          SANDBOX_LIVE_JOBS_MAX);
+        } else if (k == -EPIPE && x.handed) {
+                /* the job was started: the sandbox ended under it (its
+                 * init dies with the supervisor), as at a stop */
+                o.status = RUN_CANCELLED;
+                o.exit_code = EXIT_CANCELLED_TERM;
+                o.job_exit_code = -1;
+                o.wall_ms = now_monotonic_ms() - ctx.started_ms;
+                snprintf(o.message, sizeof(o.message),
+                         "sandbox %s ended while the exec ran: its supervisor went away", name);
         } else if (k < 0) {
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_SETUP;
+                o.wall_ms = now_monotonic_ms() - ctx.started_ms;
                 snprintf(o.message, sizeof(o.message), "sandbox %s: %s", name,
                          k == -EPIPE  ? "its supervisor went away"
                          : k == -EPROTO ? "it runs another version of hutch (stop it and start it again)"

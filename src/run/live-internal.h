@@ -213,6 +213,11 @@ int live_record_finish(struct store *s, const char *run_id, const char *buf, siz
  * on this rare path only. 0 or -errno (live-record.c). */
 int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed);
 
+/* The same for a recorded kernel call whose client hung up before its
+ * END (a killed hutch exec --kernel, or hutch mcp): cancelled, with how
+ * the call then ended ("was interrupted", ...) in its message. */
+int live_record_call_lost(struct store *s, const char *run_id, uint64_t wall_ms, const char *how);
+
 /* The outcome of an exec from its END reply (live-exec.c). */
 void live_outcome(const struct live_reply *end, struct run_outcome *o);
 
@@ -250,6 +255,9 @@ void live_job_signal(struct live *l, int32_t pid, bool kill);
 int live_record_call(struct live *l, const char *lang, const char *code, size_t len, const char *cwd, pid_t client,
                      char ret_id[32]);
 int live_finish_call(struct live *l, const char *run_id, const char *buf, size_t n);
+/* A recorded call whose client went away has ended: its row is
+ * completed here (live_record_call_lost()). */
+void live_lost_call(struct live *l, const char *run_id, uint64_t wall_ms, const char *how);
 /* After the client heard DONE: the WAL checkpoint the records made due. */
 void live_record_settle(struct live *l);
 /* A kernel call started (busy) or ended: the idle timeout waits. */

@@ -147,6 +147,8 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                 if (poll(&c, 1, 0) > 0)
                         return -ECANCELED;
         }
+        uint64_t t0 = now_monotonic_ms();
+        bool handed = false;    /* FDS came: the code went to the kernel */
         int r = request(fd, lang, code, len, timeout_ms, cwd);
         if (r < 0)
                 return r;
@@ -177,6 +179,19 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                 if (!p[0].revents)
                         continue;
                 ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+                if (n < (ssize_t)sizeof(struct live_reply) && handed) {
+                        /* the supervisor went away while the code ran:
+                         * the sandbox, its kernel with it, ended under
+                         * the call, as at a stop */
+                        for (int i = 0; i < 2; i++)
+                                take_pending(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee);
+                        *ret = (struct live_kernel_result) { .status = LIVE_KERNEL_DIED, .stopped = true,
+                                                             .wall_ms = now_monotonic_ms() - t0 };
+                        snprintf(ret->message, sizeof(ret->message),
+                                 "the sandbox ended while the call ran: its supervisor went away");
+                        r = 0;
+                        break;
+                }
                 if (n < (ssize_t)sizeof(struct live_reply)) {
                         r = -EPIPE;
                         break;
@@ -196,6 +211,8 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                         r = -EBUSY;
                         break;
                 }
+                if (msg[0] == LIVE_OP_FDS)
+                        handed = true;
                 if (msg[0] == LIVE_OP_FDS && run_id && (size_t)n >= sizeof(struct live_reply))
                         snprintf(run_id, 33, "%.*s", 32, ((struct live_reply *)(void *)msg)->run_id);
                 if (msg[0] != LIVE_OP_END)

@@ -166,6 +166,14 @@ static void call_done(struct live_kernel *k, struct live *l)
         live_busy(l, false);
 }
 
+/* A recorded call whose client hung up before its END (client_says())
+ * has ended: its row, left running, is completed here. */
+static void lost_call(struct live_kernel *k, struct live *l, const char *how)
+{
+        if (k->finish && k->run_id[0])
+                live_lost_call(l, k->run_id, k->started_ms ? now_monotonic_ms() - k->started_ms : 0, how);
+}
+
 static void kill_kernel(struct live_kernel *k, struct live *l, const char *why)
 {
         if (k->killing)
@@ -408,10 +416,14 @@ void live_kernel_job_ended(struct live_kernel *k, struct live *l, int status, in
         if (k->call == CALL_RUNNING) {
                 bool timed_out = k->kill_at_ms && now_monotonic_ms() >= k->kill_at_ms;
                 send_end(k->client, k, st, status, timed_out, !never_ran || k->lost, NULL, 0, NULL, msg);
-                if (k->client >= 0)
+                if (k->client >= 0) {
                         k->call = CALL_HELD;    /* its client drains the pipes */
-                else
+                } else {
+                        char how[240];
+                        snprintf(how, sizeof(how), "then ended: %s", msg);
+                        lost_call(k, l, how);
                         call_done(k, l);
+                }
         }
         /* a kernel that ran had state; one that never ran leaves the
          * loss of the one before it to be said */
@@ -459,6 +471,8 @@ static void reply(struct live_kernel *k, struct live *l, size_t body)
                 k->call = CALL_HELD;
                 k->deadline_ms = k->kill_at_ms = k->reint_at_ms = 0;
         } else {
+                lost_call(k, l, st == LIVE_KERNEL_INTERRUPTED ? "was interrupted; the kernel and its state live on"
+                                                              : "ran to its end before the interrupt took");
                 call_done(k, l);
         }
 }
@@ -507,8 +521,9 @@ static void from_kernel(struct live_kernel *k, struct live *l)
  * output it drained from the pipes) is written and synced, then DONE,
  * and the call is over. On a failure DONE says so and the call stays
  * held until the client, which then records the end itself, hangs up;
- * a client that hangs up without FINISH leaves the row running (gc
- * marks it orphaned, as a killed client's). */
+ * a client that hangs up after END without FINISH leaves the row
+ * running (gc marks it orphaned, as a killed client's). One that hangs
+ * up before END has the end written here (lost_call()). */
 static void finish(struct live_kernel *k, struct live *l)
 {
         static char buf[sizeof(struct live_fin) + LIVE_FIN_DATA_MAX + 1];

@@ -185,3 +185,25 @@ int live_record_lost(struct store *s, const char *run_id, const struct live_repl
         store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
         return r;
 }
+
+int live_record_call_lost(struct store *s, const char *run_id, uint64_t wall_ms, const char *how)
+{
+        _cleanup_run_record_ struct run_record *rec = NULL;
+
+        int r = store_run_get(s, run_id, &rec, NULL);
+        if (r < 0)
+                return r;
+        if (rec->status != RUN_RUNNING)
+                return 0;
+        rec->status = RUN_CANCELLED;
+        rec->exit_code = EXIT_CANCELLED_TERM;
+        rec->signal = 0;
+        free(rec->message);
+        rec->message = xasprintf("its caller went away; the call %s; the output is not recorded", how);
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = wall_ms;
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
+        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
+        return r;
+}

@@ -252,6 +252,13 @@ int live_finish_call(struct live *l, const char *run_id, const char *buf, size_t
         return live_record_finish(l->store, run_id, buf, n);
 }
 
+void live_lost_call(struct live *l, const char *run_id, uint64_t wall_ms, const char *how)
+{
+        if (l->store && live_record_call_lost(l->store, run_id, wall_ms, how) < 0)
+                log_warning("sandbox %s: cannot record the end of kernel call %s: %s", l->opts->name, run_id,
+                            store_error(l->store));
+}
+
 void live_record_settle(struct live *l)
 {
         if (l->store)

@@ -168,6 +168,24 @@ count += 1' >"$BATS_TEST_TMPDIR/first" 2>&1 &
         grep -q "the sandbox stopped while the call ran" "$BATS_TEST_TMPDIR/last"
 }
 
+@test "python: a call whose hutch exec is killed is interrupted and recorded cancelled by the supervisor" {
+        start_sandbox k2b
+        py k2b 'x = 41'
+        "$HUTCH" exec k2b --kernel python -c 'print("in", flush=True); import time; time.sleep(3021)' \
+                >"$BATS_TEST_TMPDIR/out" 2>&1 &
+        client=$!
+        wait_for_file "$BATS_TEST_TMPDIR/out" 100
+        kill -KILL "$client"
+        wait "$client" || true
+        id=$("$HUTCH" ls --sandbox k2b --json | head -n 1 | jq -r .id)
+        # not left running for gc to call orphaned
+        WAIT_TENTHS=50 wait_until eval '"$HUTCH" show "$id" --json | jq -e ".status == \"cancelled\"" >/dev/null'
+        "$HUTCH" show "$id" --json | jq -e '.exit_code == 143 and
+                (.message | startswith("its caller went away; the call was interrupted; the kernel and its state live on"))'
+        py k2b 'x + 1'
+        [ "$output" = "42" ]
+}
+
 @test "python: a kernel that does not stop at its interrupt is killed; the next call says its state was lost" {
         start_sandbox k4
         py k4 'marker = 1'

@@ -158,6 +158,35 @@ teardown() { stop_sandboxes; }
         not_listed s13
         [ ! -e "$HUTCH_STATE_DIR/sandboxes/s13.sock" ]
         start_sandbox s13
+        # an exec running then: the sandbox ended under it, which its
+        # record says as a stop does (143, cancelled, how long it ran)
+        "$HUTCH" exec s13 -- sh -c 'echo started; exec sleep 3019' >"$BATS_TEST_TMPDIR/out" 2>&1 &
+        client=$!
+        wait_for_file "$BATS_TEST_TMPDIR/out" 100
+        sleep 0.3
+        kill -KILL "$(state s13 supervisor_pid)"
+        rc=0
+        wait "$client" || rc=$?
+        [ "$rc" -eq 143 ]
+        id=$("$HUTCH" ls --sandbox s13 --json | head -n 1 | jq -r .id)
+        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and
+                .duration_ms >= 300 and (.message | test("ended while the exec ran: its supervisor went away"))
+                and .stdout == "started\n"'
+        # and a kernel call the same
+        command -v python3 >/dev/null || return 0
+        start_sandbox s13
+        "$HUTCH" exec s13 --kernel python -c 'print("started", flush=True); import time; time.sleep(3019)' \
+                >"$BATS_TEST_TMPDIR/kout" 2>&1 &
+        client=$!
+        wait_for_file "$BATS_TEST_TMPDIR/kout" 100
+        sleep 0.3
+        kill -KILL "$(state s13 supervisor_pid)"
+        rc=0
+        wait "$client" || rc=$?
+        [ "$rc" -eq 143 ]
+        id=$("$HUTCH" ls --sandbox s13 --json | head -n 1 | jq -r .id)
+        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and
+                (.message | test("ended while the call ran: its supervisor went away")) and .stdout == "started\n"'
 }
 
 @test "the idle timeout stops the sandbox by itself, never under a running exec" {

@@ -29,6 +29,43 @@ size_t mcp_utf8_ceil(const char *s, size_t len, size_t i)
         return MIN(i, len);
 }
 
+char *mcp_text_without_nul(const char *s, size_t len, size_t *ret_len)
+{
+        size_t nuls = 0;
+        for (size_t i = 0; i < len; i++)
+                nuls += s[i] == '\0';
+        char *out = xmalloc(len + nuls * (sizeof(MCP_NUL_SHOWN) - 2) + 1), *o = out;
+        for (size_t i = 0; i < len; i++)
+                if (s[i])
+                        *o++ = s[i];
+                else
+                        o = mempcpy(o, MCP_NUL_SHOWN, sizeof(MCP_NUL_SHOWN) - 1);
+        *o = '\0';
+        if (ret_len)
+                *ret_len = (size_t)(o - out);
+        return out;
+}
+
+void mcp_json_without_nul(json_t *v)
+{
+        const char *k;
+        json_t *x;
+        size_t i;
+
+        if (json_is_object(v))
+                json_object_foreach(v, k, x)
+                        mcp_json_without_nul(x);
+        else if (json_is_array(v))
+                json_array_foreach(v, i, x)
+                        mcp_json_without_nul(x);
+        else if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v)) {
+                size_t n;
+                _cleanup_free_ char *t = mcp_text_without_nul(json_string_value(v), json_string_length(v), &n);
+                /* U+FFFD for NUL keeps it valid UTF-8 */
+                (void)json_string_setn(v, t, n);
+        }
+}
+
 char *mcp_cut_text(const char *text, size_t len, size_t budget, const char *run_id, const char *stream,
                    const struct mcp_stream_size *size)
 {
@@ -187,7 +224,7 @@ json_t *mcp_result_error_code(const char *code, bool retryable, const char *fmt,
         return error_result(code, retryable, text);
 }
 
-json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus)
+json_t *mcp_result_from_child(const char *what, const char *out, size_t len, bool overflow, int wstatus)
 {
         char how[64];
         if (WIFEXITED(wstatus))
@@ -195,9 +232,13 @@ json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int ws
         else
                 snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(wstatus));
         if (overflow)
-                return mcp_result_error_code("failed", false, "hutch run %s; its result was over the %u MiB this "
-                                             "server keeps (list_runs and read_output find the run)", how, 32u);
-        json_t *j = out ? json_loadb(out, len, 0, NULL) : NULL;
+                return mcp_result_error_code("failed", false, "%s %s; its result was over the %u MiB this "
+                                             "server keeps (list_runs and read_output find the run)", what, how, 32u);
+        /* the run's text may hold NUL bytes (\u0000, the program wrote
+         * them): taken, and each shown as U+FFFD, so no C string of the
+         * result ends early */
+        json_t *j = out ? json_loadb(out, len, JSON_ALLOW_NUL, NULL) : NULL;
+        mcp_json_without_nul(j);
         const char *schema = json_string_value(json_object_get(j, "schema"));
         json_t *r;
         if (schema && streq(schema, "hutch.result/1"))
@@ -211,8 +252,8 @@ json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int ws
                                           (long long)json_integer_value(json_object_get(j, "exit_code")));
         } else
                 r = mcp_result_error_code("failed", false,
-                                          "hutch run %s without a result (its messages went to the server's stderr)",
-                                          how);
+                                          "%s %s without a result (its messages went to the server's stderr)",
+                                          what, how);
         json_decref(j);
         return r;
 }

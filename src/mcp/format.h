@@ -22,10 +22,25 @@
 /* The CallToolResult of hutch.result/1 object run (borrowed). */
 json_t *mcp_result_from_run(json_t *run);
 
-/* The CallToolResult of what a `hutch run --json` child printed
+/* The CallToolResult of what a `hutch run --json` child (or what: the
+ * child or thread named in a message, "hutch exec", ...) printed
  * (out[0..len), overflow: it printed more than was kept) and how it
- * ended (wstatus from waitpid). */
-json_t *mcp_result_from_child(const char *out, size_t len, bool overflow, int wstatus);
+ * ended (wstatus from waitpid). A NUL byte in its strings shows as
+ * MCP_NUL_SHOWN. */
+json_t *mcp_result_from_child(const char *what, const char *out, size_t len, bool overflow, int wstatus);
+
+/* What a NUL byte of a run's output (or any text of its result) shows
+ * as in a tool's text: U+FFFD, as for invalid UTF-8. A C string can
+ * hold neither a NUL nor what follows it, and a client may read its
+ * text as one; hutch-mcp(1) says so. */
+#define MCP_NUL_SHOWN "\xef\xbf\xbd"
+
+/* s[0..len) with each NUL byte as MCP_NUL_SHOWN: a new string, its
+ * length in *ret_len (may be NULL). */
+char *mcp_text_without_nul(const char *s, size_t len, size_t *ret_len);
+
+/* Every string in v (recursively) with its NUL bytes as MCP_NUL_SHOWN. */
+void mcp_json_without_nul(json_t *v);
 
 /* Put note (NULL: nothing) first in result's first text block, and in
  * its structuredContent's "notes". */

@@ -190,10 +190,12 @@ static const char *stream_text(json_t *idv, const char *stream, const char *scop
         /* the same sanitised text as the run's result carried, so the
          * offsets its cut marker names are offsets here */
         json_t *run = run_record_to_json(rec, true);
-        const char *text = json_string_value(json_object_get(run, stream));
+        json_t *text = json_object_get(run, stream);
         free(page_cache.text);
-        page_cache.text = xstrdup(text ? text : "");
-        page_cache.len = strlen(page_cache.text);
+        /* a NUL byte the program wrote shows as in the result (format.h),
+         * and neither ends the text nor shifts an offset it named */
+        page_cache.text = mcp_text_without_nul(json_string_value(text) ?: "", json_string_length(text),
+                                               &page_cache.len);
         json_decref(run);
         snprintf(page_cache.id, sizeof(page_cache.id), "%s", rec->id);
         snprintf(page_cache.stream, sizeof(page_cache.stream), "%s", stream);

@@ -221,7 +221,7 @@ static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call
 int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
 {
         struct mcp_live *l = find(s, c->session);
-        _cleanup_(json_decrefp) json_t *req = json_loads(c->request, 0, NULL);
+        _cleanup_(json_decrefp) json_t *req = json_loads(c->request, JSON_ALLOW_NUL, NULL);
         _cleanup_free_ char *error = NULL;
         char **argv = NULL, *input = NULL;
         int r;
@@ -441,7 +441,7 @@ static json_t *ps_result(struct mcp_call *c, json_t *r)
 
 json_t *live_call_finished(struct mcp_server *s, struct mcp_call *c, json_t *r, uint64_t now)
 {
-        _cleanup_(json_decrefp) json_t *req = json_loads(c->request, 0, NULL);
+        _cleanup_(json_decrefp) json_t *req = json_loads(c->request, JSON_ALLOW_NUL, NULL);
         json_t *sc = json_object_get(r, "structuredContent");
 
         if (sc && !c->threaded)

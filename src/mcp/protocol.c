@@ -176,6 +176,14 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         _cleanup_(json_decrefp) json_t *empty = json_object();
         if (!args)
                 args = empty;
+        _cleanup_free_ char *nul = mcp_args_nul_path(t, args);
+        if (nul) {
+                /* an argument error like the others: said, never cut */
+                send_result(s, id, modern,
+                            mcp_result_error("%s: %s: holds a NUL byte (\\u0000), which hutch cannot pass in this "
+                                             "string (only stdin and files contents may hold one)", name, nul));
+                return;
+        }
 
         switch (t) {
         case TOOL_READ_OUTPUT:
@@ -345,10 +353,41 @@ void mcp_handle_too_long(struct mcp_server *s)
         send_error(s, NULL, RPC_PARSE_ERROR, m, NULL);
 }
 
+/* Where in a request's params a string holds a NUL byte (a new
+ * string), or NULL. Not tools/call's arguments (handle_call() answers
+ * those as a tool error), nor a progress token (only echoed). */
+static char *params_nul_path(json_t *params, const char *method)
+{
+        const char *k, *mk;
+        json_t *v, *mv;
+
+        json_object_foreach(params, k, v) {
+                char *r = NULL;
+                _cleanup_free_ char *at = mcp_path_join("params", k);
+                if (streq(k, "arguments") && streq(method, "tools/call"))
+                        continue;
+                if (streq(k, "_meta") && json_is_object(v)) {
+                        json_object_foreach(v, mk, mv) {
+                                if (streq(mk, "progressToken"))
+                                        continue;
+                                _cleanup_free_ char *mat = mcp_path_join(at, mk);
+                                if ((r = mcp_json_nul_path(mv, mat)))
+                                        return r;
+                        }
+                        continue;
+                }
+                if ((r = mcp_json_nul_path(v, at)))
+                        return r;
+        }
+        return NULL;
+}
+
 void mcp_handle_line(struct mcp_server *s, const char *line, uint64_t now_ms)
 {
         json_error_t e;
-        _cleanup_(json_decrefp) json_t *m = json_loads(line, JSON_REJECT_DUPLICATES, &e);
+        /* \u0000 is valid JSON: taken, and refused where it matters
+         * (below, handle_call()) with the request's id and its place */
+        _cleanup_(json_decrefp) json_t *m = json_loads(line, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
 
         if (!line[strspn(line, " \t\r")])
                 return;         /* a blank line carries no message */
@@ -382,10 +421,23 @@ void mcp_handle_line(struct mcp_server *s, const char *line, uint64_t now_ms)
                 send_error(s, id, RPC_INVALID_REQUEST, "Invalid Request: method must be a string", NULL);
                 return;
         }
+        if (strlen(json_string_value(method)) != json_string_length(method)) {
+                if (id)
+                        send_error(s, id, RPC_INVALID_REQUEST, "Invalid Request: method holds a NUL byte (\\u0000)",
+                                   NULL);
+                return;
+        }
         if (!id) {
                 if (streq(json_string_value(method), "notifications/cancelled"))
                         handle_cancelled(s, params, now_ms);
                 /* notifications/initialized and any other: nothing to do */
+                return;
+        }
+        _cleanup_free_ char *nul = params_nul_path(params, json_string_value(method));
+        if (nul) {
+                _cleanup_free_ char *msg = xasprintf("Invalid params: %s holds a NUL byte (\\u0000), which hutch "
+                                                     "cannot take there", nul);
+                send_error(s, id, RPC_INVALID_PARAMS, msg, NULL);
                 return;
         }
         handle_request(s, id, json_string_value(method), params, now_ms);

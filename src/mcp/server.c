@@ -111,7 +111,10 @@ static void finish_calls(struct mcp_server *s, uint64_t now)
                         p = &c->next;
                         continue;
                 }
-                json_t *r = mcp_result_from_child(c->out, c->out_len, c->out_overflow, c->wstatus);
+                /* named as it is: a kernel call is a thread, no child */
+                const char *what = c->threaded ? "the session's kernel call"
+                                 : c->kind == CALL_RUN ? "hutch run" : "hutch exec";
+                json_t *r = mcp_result_from_child(what, c->out, c->out_len, c->out_overflow, c->wstatus);
                 if (c->kind != CALL_RUN)
                         /* a cancelled live call still labels its run and
                          * sets its sandbox's idle time */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/util.h"
+#include "mcp/format.h"
 #include "mcp/tools.h"
 #include "workspace/session.h"
 
@@ -245,17 +246,92 @@ char *mcp_session_name(const char *scope, const char *name, char **ret_error)
         bool dflt = !scope || streq(scope, MCP_SCOPE_DEFAULT);
         /* the hutch name must fit session_name_valid()'s 64 bytes */
         size_t max = dflt ? MCP_SESSION_NAME_MAX : 64 - strlen(MCP_SCOPED_SESSION_PREFIX) - strlen(scope) - 1;
-        char *full = name && *name && strlen(name) <= max
+        /* the published pattern, ^[A-Za-z0-9_-][A-Za-z0-9._-]{0,59}$:
+         * session_name_valid() sees the prefix first, so a name of the
+         * call's own starting with '.' ("..", ".hidden") is refused here */
+        char *full = name && *name && *name != '.' && strlen(name) <= max
                 ? (dflt ? xasprintf(MCP_SESSION_PREFIX "%s", name)
                         : xasprintf(MCP_SCOPED_SESSION_PREFIX "%s-%s", scope, name))
                 : NULL;
         if (!full || !session_name_valid(full)) {
                 free(full);
-                *ret_error = xasprintf("session: expected a name of 1 to %zu letters, digits, '.', '_' or '-'%s", max,
-                                       dflt ? "" : " (in this server's scope)");
+                *ret_error = xasprintf("session: expected a name of 1 to %zu letters, digits, '.', '_' or '-', "
+                                       "not starting with '.'%s", max, dflt ? "" : " (in this server's scope)");
                 return NULL;
         }
         return full;
+}
+
+/* (a message names where, briefly) */
+#define NUL_PATH_MAX 512u
+char *mcp_path_join(const char *path, const char *key)
+{
+        size_t n = strlen(key), cut = n > 64 ? mcp_utf8_floor(key, n, 64) : n;
+        if (strlen(path) >= NUL_PATH_MAX)
+                return xstrdup(path);
+        return xasprintf("%s%s%.*s%s", path, *path ? "/" : "", (int)cut, key, cut < n ? "..." : "");
+}
+
+char *mcp_json_nul_path(const json_t *v, const char *path)
+{
+        const char *k;
+        json_t *x;
+        size_t i;
+
+        if (json_is_string(v))
+                return strlen(json_string_value(v)) != json_string_length(v) ? xstrdup(path) : NULL;
+        if (json_is_object(v))
+                json_object_foreach((json_t *)v, k, x) {
+                        _cleanup_free_ char *p = mcp_path_join(path, k);
+                        char *r = mcp_json_nul_path(x, p);
+                        if (r)
+                                return r;
+                }
+        else if (json_is_array(v))
+                json_array_foreach(v, i, x) {
+                        char idx[24];
+                        snprintf(idx, sizeof(idx), "%zu", i);
+                        _cleanup_free_ char *p = mcp_path_join(path, idx);
+                        char *r = mcp_json_nul_path(x, p);
+                        if (r)
+                                return r;
+                }
+        return NULL;
+}
+
+char *mcp_args_nul_path(enum mcp_tool t, const json_t *args)
+{
+        bool run = t == TOOL_RUN_CODE || t == TOOL_RUN_COMMAND;
+        const char *k, *p, *m;
+        json_t *v, *f, *x;
+
+        json_object_foreach((json_t *)args, k, v) {
+                char *r = NULL;
+                /* bytes hutch run passes whole (hutch.request/1 reads
+                 * them with their length); a live session refuses them
+                 * itself (live.c) */
+                if (run && streq(k, "stdin"))
+                        continue;
+                if (run && streq(k, "files") && json_is_object(v)) {
+                        json_object_foreach(v, p, f) {
+                                if (!json_is_object(f))
+                                        continue;       /* its content */
+                                json_object_foreach(f, m, x) {
+                                        if (streq(m, "content"))
+                                                continue;
+                                        _cleanup_free_ char *at = mcp_path_join(k, p), *at2 = mcp_path_join(at, m);
+                                        if ((r = mcp_json_nul_path(x, at2)))
+                                                return r;
+                                }
+                        }
+                        continue;
+                }
+                /* every other string becomes a C string (an argv word, a
+                 * name, a path): cut at its NUL it would be another */
+                if ((r = mcp_json_nul_path(v, k)))
+                        return r;
+        }
+        return NULL;
 }
 
 /* run_command's argv: a non-empty array of strings. Returns 0, or

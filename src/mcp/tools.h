@@ -53,6 +53,18 @@ bool mcp_scope_valid(const char *scope);
  * or NULL with *ret_error when it is not a valid name there. */
 char *mcp_session_name(const char *scope, const char *name, char **ret_error);
 
+/* path/key (key alone when path is ""): the key cut to 64 bytes on a
+ * character, the path grown no further past 512 bytes. A new string. */
+char *mcp_path_join(const char *path, const char *key);
+/* The path (a/b/0, as the argument errors name a place) of the first
+ * string in v holding a NUL byte, v itself at path: a new string, or
+ * NULL when none does. */
+char *mcp_json_nul_path(const json_t *v, const char *path);
+/* The same for tool t's arguments, but for the strings that may hold a
+ * NUL: run_code's and run_command's stdin and files contents, which
+ * hutch run takes as bytes. */
+char *mcp_args_nul_path(enum mcp_tool t, const json_t *args);
+
 /* name -> tool, or _TOOL_INVALID. */
 enum mcp_tool mcp_tool_from_name(const char *name);
 

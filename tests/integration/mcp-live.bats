@@ -77,6 +77,10 @@ scenario() {
         scenario private --era modern
 }
 
+@test "mcp live: a NUL byte an exec or a kernel call writes shows as U+FFFD, the result whole; stdin with one is refused" {
+        scenario nul
+}
+
 @test "mcp live: three calls on one session sent at once run in order, one at a time, in its sandbox" {
         # mcp-session.py's scenario, on a live server (the default) named so
         run -0 python3 "$TESTS_DIR/integration/mcp-session.py" session_queue -- --sessions live

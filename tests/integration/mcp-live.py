@@ -364,6 +364,30 @@ def scenario_private(c):
     check(store_holding([sfile.encode()]), "the session's file was not committed")
 
 
+def scenario_nul(c):
+    """A NUL byte a live exec or a kernel call writes shows as U+FFFD:
+    the result keeps run id, status and what follows it; read_output
+    gives the same; stdin or a file with a NUL is refused, naming it."""
+    c.handshake()
+    F = "\ufffd"
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "printf 'a\\000b\\n'; printf 'e\\000f' >&2"], "session": "x"})
+    sc = r["structuredContent"]
+    check(sc["stdout"] == "a" + F + "b\n" and sc["stderr"] == "e" + F + "f" and sc["id"] in text_of(r)
+          and "live session" in text_of(r), "an exec's NUL: %r" % text_of(r))
+    p = run_ok(c, "read_output", {"run_id": sc["id"], "stream": "stderr"})["structuredContent"]
+    check(p["text"] == "e" + F + "f" and p["total"] == 5 and p["eof"], "read_output: %r" % p)
+    r = run_ok(c, "run_code", {"language": "python", "code": "print('a\\0b')", "session": "nk"})
+    sc = r["structuredContent"]
+    check(sc["labels"].get("kernel") == "python", "not a kernel call: %r" % text_of(r))
+    check(sc["stdout"] == "a" + F + "b\n" and sc["status"] == "success" and sc["id"] in text_of(r),
+          "a kernel call's NUL: %r" % text_of(r))
+    for args, field in [({"stdin": "a\u0000b"}, "stdin"), ({"files": {"f": "a\u0000b"}}, "files/f")]:
+        r = c.run("run_command", dict(args, argv=["cat"], session="x"))
+        check(r["isError"] and text_of(r).startswith(field + ": a live session takes text without NUL"),
+              "%s: %r" % (field, text_of(r)))
+    c.close()
+
+
 def scenario_planted(c):
     """A hostile earlier call plants symlinks at the paths later calls
     of the session would use in the sandbox's /tmp (the script, its

@@ -227,3 +227,129 @@ for line in open(sys.argv[1]):
         run -0 "$HUTCH" ls --json --label "mcp.session=$session_id"
         [ "${#lines[@]}" -eq 1 ]
 }
+
+# client_py [SERVER-ARGS...]: the python on stdin, with c a Client
+# (mcp-session.py's, legacy era) of `hutch mcp SERVER-ARGS`, its
+# handshake done; ok when the code ends, FAIL: and 1 on a check
+client_py() {
+        {
+                cat <<PRELUDE
+import importlib.util, json, subprocess, sys
+spec = importlib.util.spec_from_file_location("ms", "$SESSION")
+ms = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ms)
+check, text_of = ms.check, ms.text_of
+c = ms.Client("legacy", sys.argv[1:], "mcp-nul-$$-$BATS_TEST_NUMBER")
+c.handshake()
+try:
+PRELUDE
+                sed 's/^/    /'
+                printf '%s\n' 'except ms.Fail as e:' '    print("FAIL: %s" % e); c.proc.kill(); sys.exit(1)' \
+                        'c.close()' 'print("ok")'
+        } > "$BATS_TEST_TMPDIR/client.py"
+        python3 "$BATS_TEST_TMPDIR/client.py" "$@"
+}
+
+@test "mcp: a NUL byte in a run's output shows as U+FFFD: the result keeps id, status and what follows; read_output pages all" {
+        run client_py <<'PY'
+F = "\ufffd"
+r = c.run("run_command", {"argv": ["printf", "a\\000b\\n"]})
+sc = r["structuredContent"]
+check(not r["isError"] and sc["status"] == "success" and sc["id"] in text_of(r), "NUL on stdout: %r" % r)
+check(sc["stdout"] == "a" + F + "b\n" and "[stdout]\na" + F + "b\n" in text_of(r), "stdout: %r" % text_of(r))
+r = c.run("run_command", {"argv": ["sh", "-c", "printf 'e\\000f\\n' >&2; echo out"]})
+sc = r["structuredContent"]
+check(not r["isError"] and sc["stderr"] == "e" + F + "f\n" and sc["stdout"] == "out\n", "NUL on stderr: %r" % r)
+# read_output: all of the stream, with the offsets of its text
+r = c.run("run_command", {"argv": ["sh", "-c", "printf 'abc\\000def\\n'; echo tail"]})
+rid, want = r["structuredContent"]["id"], "abc" + F + "def\ntail\n"
+p = c.run("read_output", {"run_id": rid, "stream": "stdout"})["structuredContent"]
+check(p["text"] == want and p["total"] == len(want.encode()) and p["eof"], "read_output: %r" % p)
+p = c.run("read_output", {"run_id": rid, "stream": "stdout", "limit": 4})["structuredContent"]
+check(p["text"] == "abc" and p["next_offset"] == 3 and not p["eof"], "a page ending in the U+FFFD: %r" % p)
+p = c.run("read_output", {"run_id": rid, "stream": "stdout", "offset": 3})["structuredContent"]
+check(p["text"] == F + "def\ntail\n" and p["eof"], "the page after it: %r" % p)
+# a long one is cut; the marker's offset is one of read_output's
+r = c.run("run_code", {"language": "python",
+                       "code": "import sys\nsys.stdout.write(''.join('l%05d\\0\\n' % i for i in range(3000)))"})
+sc, text = r["structuredContent"], text_of(r)
+want = "".join("l%05d" % i + F + "\n" for i in range(3000)).encode()
+check(not r["isError"] and "cut here" in text, "not cut: %r" % text[:300])
+off = int(text.split('"offset": ')[1].split("}")[0])
+got, nxt = b"", 0
+while True:
+    p = c.run("read_output", {"run_id": sc["id"], "stream": "stdout", "offset": nxt, "limit": 20000})["structuredContent"]
+    check(p["total"] == len(want), "total %d, not %d" % (p["total"], len(want)))
+    got += p["text"].encode()
+    nxt = p["next_offset"]
+    if p["eof"]:
+        break
+check(got == want, "the pages are not the stream")
+check(text.split("\n[...")[0].encode().endswith(want[:off]), "the head shown is not bytes 0 to %d" % off)
+PY
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "${lines[-1]}" = ok ]
+}
+
+@test "mcp: \\u0000 in a request: stdin and files content pass it; any other string is refused naming it, with the id" {
+        run client_py <<'PY'
+F = "\ufffd"
+def refused(args, field, tool="run_command"):
+    r = c.run(tool, args)
+    check(r["isError"] and "structuredContent" not in r and ("%s: %s: holds a NUL byte" % (tool, field)) in text_of(r)
+          and r["_meta"]["hutch/error"]["code"] == "bad_request", "%r: %r" % (args, r))
+before = len(c.run("list_runs", {"limit": 100})["structuredContent"]["runs"])
+# the tester's line, as sent
+c.raw('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["cat"],"stdin":"a\\u0000b"}}}\n')
+r = c.tool_result(7, "run_command")
+check(not r["isError"] and r["structuredContent"]["stdout"] == "a" + F + "b", "stdin: %r" % r)
+r = c.run("run_command", {"argv": ["cat", "f", "g"], "files": {"f": "x\u0000y\n", "g": {"content": "z\u0000"}}})
+check(not r["isError"] and r["structuredContent"]["stdout"] == "x" + F + "y\nz" + F, "files: %r" % r)
+after = len(c.run("list_runs", {"limit": 100})["structuredContent"]["runs"])
+refused({"argv": ["a\u0000b"]}, "argv/0")
+refused({"argv": ["echo", "x\u0000"]}, "argv/1")
+refused({"argv": ["true"], "session": "s\u0000x"}, "session")
+refused({"argv": ["true"], "env": {"A": "1\u0000"}}, "env/A")
+refused({"argv": ["true"], "commit": "never\u0000"}, "commit")
+refused({"argv": ["true"], "files": {"f": {"content": "eA==", "encoding": "base64\u0000"}}}, "files/f/encoding")
+refused({"language": "python", "code": "print(1)\u0000"}, "code", "run_code")
+refused({"language": "python\u0000", "code": "1"}, "language", "run_code")
+refused({"run_id": "0\u0000", "stream": "stdout"}, "run_id", "read_output")
+refused({"label": "a=b\u0000"}, "label", "list_runs")
+check(len(c.run("list_runs", {"limit": 100})["structuredContent"]["runs"]) == after == before + 2,
+      "a refused call ran (or stdin/files did not)")
+# outside a tool's arguments: -32602 or -32600, the id kept, the place named
+c.raw('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_command\\u0000x","arguments":{"argv":["true"]}}}\n')
+m = c.wait(8)
+check(m["error"]["code"] == -32602 and "params/name holds a NUL byte" in m["error"]["message"]
+      and "JSON_ALLOW_NUL" not in m["error"]["message"], "tool name: %r" % m)
+c.raw('{"jsonrpc":"2.0","id":"n","method":"ping\\u0000x"}\n')
+m = c.wait("n")
+check(m["error"]["code"] == -32600 and "method" in m["error"]["message"], "method: %r" % m)
+c.raw('{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":"\\u0000"}}\n')
+m = c.wait(9)
+check(m["error"]["code"] == -32602 and "params/cursor" in m["error"]["message"], "params/cursor: %r" % m)
+PY
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "${lines[-1]}" = ok ]
+}
+
+@test "mcp: a session name starting with '.' (\"..\", \".hidden\") is refused naming session; no sandbox starts" {
+        run client_py <<'PY'
+for name in ["..", ".hidden", "."]:
+    r = c.run("run_command", {"argv": ["true"], "session": name})
+    check(r["isError"] and "session: expected a name" in text_of(r) and "not starting with '.'" in text_of(r),
+          "session %r: %r" % (name, r))
+    r = c.run("list_processes", {"session": name})
+    check(r["isError"] and "session: expected a name" in text_of(r), "list_processes %r: %r" % (name, r))
+check(not c.run("list_runs", {})["structuredContent"]["runs"], "a run was made")
+check(not [s for s in ms.hutch_json("sandbox", "ls", "--json") if "mcp-" in s.get("name", "")], "a sandbox started")
+r = c.run("run_command", {"argv": ["true"], "session": "-a.b_c"})
+check(not r["isError"], "a name the pattern allows: %r" % r)
+PY
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "${lines[-1]}" = ok ]
+}

@@ -171,6 +171,46 @@ static void scopes(void **state)
         long_name[60] = '\0';
         assert_null(mcp_session_name("scope", long_name, &err2));
         assert_non_null(strstr(err2, "1 to 54"));
+        /* the published pattern: no leading '.' ("." and ".." are the
+         * directories of a path) */
+        const char *bad[] = { ".", "..", ".hidden", "a/b", "" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *e = NULL;
+                assert_null(mcp_session_name(NULL, bad[i], &e));
+                assert_non_null(strstr(e, "session: "));
+        }
+        _cleanup_free_ char *ok = mcp_session_name(NULL, "-a.b_", &err2);
+        assert_string_equal(ok, "mcp--a.b_");
+}
+
+/* A NUL in a run's text shows as U+FFFD and ends nothing; a NUL in an
+ * argument is found where it is (stdin and files contents exempt). */
+static void nul(void **state)
+{
+        size_t n;
+        _cleanup_free_ char *t = mcp_text_without_nul("a\0b\0", 4, &n);
+        assert_int_equal(n, 8);
+        assert_memory_equal(t, "a\xef\xbf\xbd" "b\xef\xbf\xbd", 9);
+        json_t *run = json_pack("{s:s#, s:[s#]}", "stdout", "x\0y", (int)3, "argv", "\0", (int)1);
+        mcp_json_without_nul(run);
+        assert_string_equal(json_string_value(json_object_get(run, "stdout")), "x\xef\xbf\xbdy");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(run, "argv"), 0)), "\xef\xbf\xbd");
+        json_decref(run);
+
+        json_t *args = json_pack("{s:s#, s:{s:s#, s:{s:s#}}, s:[s, s#]}", "stdin", "a\0", (int)2, "files", "f",
+                                 "b\0", (int)2, "g", "content", "c\0", (int)2, "argv", "ok", "x\0", (int)2);
+        _cleanup_free_ char *p = mcp_args_nul_path(TOOL_RUN_COMMAND, args);
+        assert_string_equal(p, "argv/1");
+        json_array_remove(json_object_get(args, "argv"), 1);
+        assert_null(mcp_args_nul_path(TOOL_RUN_COMMAND, args));
+        /* bytes for a run, not for a tool that takes no such field */
+        _cleanup_free_ char *q = mcp_args_nul_path(TOOL_READ_OUTPUT, args);
+        assert_non_null(q);
+        json_object_set_new(json_object_get(json_object_get(args, "files"), "g"), "encoding",
+                            json_stringn("base64\0", 7));
+        _cleanup_free_ char *r = mcp_args_nul_path(TOOL_RUN_COMMAND, args);
+        assert_string_equal(r, "files/g/encoding");
+        json_decref(args);
 }
 
 static void tools(void **state)
@@ -314,6 +354,7 @@ int main(void)
                 cmocka_unit_test(framing),
                 cmocka_unit_test(cut),
                 cmocka_unit_test(scopes),
+                cmocka_unit_test(nul),
                 cmocka_unit_test(requests),
                 cmocka_unit_test(tools),
                 cmocka_unit_test(live_argv),

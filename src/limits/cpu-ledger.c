@@ -83,10 +83,13 @@ static bool lives_on(const struct cpu_ledger *l, const struct entry *before)
 }
 
 /* The index in the last round of the live process gone's time would have
- * moved to, or -1 when there is none in the tree. */
-static ssize_t anchor_of(const struct cpu_ledger *l, const struct entry *gone)
+ * moved to, or -1 when there is none in the tree; *ret_direct: it is
+ * gone's own parent (else a parent of it left too, and gone, orphaned,
+ * may have been reaped by init instead). */
+static ssize_t anchor_of(const struct cpu_ledger *l, const struct entry *gone, bool *ret_direct)
 {
         pid_t up = gone->ppid;
+        *ret_direct = true;
         for (int depth = 0; depth < ANCHOR_DEPTH; depth++) {
                 const struct entry *p = find(&l->last, up);
                 if (!p)
@@ -94,37 +97,92 @@ static ssize_t anchor_of(const struct cpu_ledger *l, const struct entry *gone)
                 if (lives_on(l, p))
                         return p - l->last.v;
                 up = p->ppid;
+                *ret_direct = false;
         }
         return -1;
 }
 
-uint64_t cpu_ledger_round_end(struct cpu_ledger *l)
+/* A process the walk did not find, alive all the same (a children list
+ * read in parts while others exited, or a parent that left mid-walk):
+ * kept, with its last figures, for the next round. */
+static bool missed(const struct entry *e, cpu_ledger_read read, void *userdata)
 {
-        struct round *now = &l->now, *last = &l->last;
+        uint64_t start, kids;
+        return read && read(e->pid, &start, &kids, userdata) == 0 && start == e->start;
+}
 
-        qsort(now->v, now->n, sizeof(*now->v), by_pid);
-        _cleanup_free_ uint64_t *expected = last->n ? xcalloc(last->n, sizeof(uint64_t)) : NULL;
+/* What the live process at last->v[i] gained in its children's time since
+ * the last round, as it is now (its figure in this round was read before
+ * the walk went on: a child it reaped after that is in it only now). */
+static uint64_t gained(const struct cpu_ledger *l, size_t i, cpu_ledger_read read, void *userdata)
+{
+        const struct entry *before = &l->last.v[i], *after = find(&l->now, before->pid);
+        uint64_t kids = after->kids_ms, start, fresh;
+        if (read && read(before->pid, &start, &fresh, userdata) == 0 && start == before->start && fresh > kids)
+                kids = fresh;
+        return kids > before->kids_ms ? kids - before->kids_ms : 0;
+}
+
+uint64_t cpu_ledger_round_end(struct cpu_ledger *l, pid_t root, cpu_ledger_read read, void *userdata)
+{
+        struct round *last = &l->last;
+        _cleanup_free_ bool *kept = last->n ? xcalloc(last->n, sizeof(bool)) : NULL;
+
+        /* direct[i]: what processes whose parent was last->v[i] had used;
+         * chained[i]: the same for those whose parent left too */
+        _cleanup_free_ uint64_t *direct = last->n ? xcalloc(last->n, sizeof(uint64_t)) : NULL;
+        _cleanup_free_ uint64_t *chained = last->n ? xcalloc(last->n, sizeof(uint64_t)) : NULL;
+        uint64_t unanchored = 0;
+
+        qsort(l->now.v, l->now.n, sizeof(*l->now.v), by_pid);
         for (size_t i = 0; i < last->n; i++) {
                 const struct entry *e = &last->v[i];
                 if (lives_on(l, e))
                         continue;
-                ssize_t a = anchor_of(l, e);
-                if (a < 0)
-                        l->carried_ms += e->own_ms + e->kids_ms;
-                else
-                        expected[a] += e->own_ms + e->kids_ms;
-        }
-        for (size_t i = 0; i < last->n; i++) {
-                if (!expected || !expected[i])
+                if (missed(e, read, userdata)) {
+                        kept[i] = true;
                         continue;
-                const struct entry *before = &last->v[i], *after = find(now, before->pid);
-                uint64_t gained = after->kids_ms > before->kids_ms ? after->kids_ms - before->kids_ms : 0;
-                if (expected[i] > gained)
-                        l->carried_ms += expected[i] - gained;
+                }
+                bool direct_parent;
+                ssize_t a = anchor_of(l, e, &direct_parent);
+                if (a < 0)
+                        unanchored += e->own_ms + e->kids_ms;
+                else
+                        (direct_parent ? direct : chained)[a] += e->own_ms + e->kids_ms;
         }
+
+        /* An orphan is reaped by init, not by the anchor: what the
+         * anchors did not gain of the chained, init's spare gain covers. */
+        uint64_t orphans = unanchored, root_spare = 0;
+        for (size_t i = 0; i < last->n; i++) {
+                uint64_t need = (direct ? direct[i] : 0) + (chained ? chained[i] : 0);
+                bool is_root = last->v[i].pid == root && lives_on(l, &last->v[i]);
+                if (!need && !is_root)
+                        continue;
+                uint64_t got = gained(l, i, read, userdata);
+                uint64_t shortfall = need > got ? need - got : 0;
+                uint64_t chain_short = MIN(shortfall, chained[i]);
+                orphans += chain_short;
+                l->carried_ms += shortfall - chain_short;
+                if (is_root)
+                        root_spare = got > need ? got - need : 0;
+        }
+        l->carried_ms += orphans > root_spare ? orphans - root_spare : 0;
+
+        /* the missed ones go on with their last figures, for next time */
+        bool any = false;
+        for (size_t i = 0; i < last->n; i++)
+                if (kept[i]) {
+                        const struct entry *e = &last->v[i];
+                        cpu_ledger_note(l, e->pid, e->start, e->ppid, e->own_ms, e->kids_ms);
+                        any = true;
+                }
+        if (any)
+                qsort(l->now.v, l->now.n, sizeof(*l->now.v), by_pid);
+
         struct round t = *last;
-        *last = *now;
-        *now = (struct round) { .v = t.v, .cap = t.cap };
+        *last = l->now;
+        l->now = (struct round) { .v = t.v, .cap = t.cap };
         return l->carried_ms;
 }
 

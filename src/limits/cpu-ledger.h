@@ -30,9 +30,19 @@ struct cpu_ledger *cpu_ledger_free(struct cpu_ledger *l);
 void cpu_ledger_note(struct cpu_ledger *l, pid_t pid, uint64_t start, pid_t ppid, uint64_t own_ms,
                      uint64_t kids_ms);
 
+/* Read pid's figures now: its start time and its waited-for children's
+ * cpu (ms). 0, or <0 when there is no such process. */
+typedef int (*cpu_ledger_read)(pid_t pid, uint64_t *ret_start, uint64_t *ret_kids_ms, void *userdata);
+
 /* The round is complete: settle the processes of the last round that are
- * gone. Returns the cpu carried so far, in ms (never decreasing). */
-uint64_t cpu_ledger_round_end(struct cpu_ledger *l);
+ * gone. A round is a walk, not a snapshot: read (may be NULL in tests
+ * that give exact rounds) looks again, now, at a process the walk did
+ * not find (it may live on, missed) and at the live processes it left
+ * its time to (a parent that waited for it after the walk passed it),
+ * so that nothing is carried that a live counter holds. root: the
+ * tree's init, which waits for orphans. Returns the cpu carried so far,
+ * in ms (never decreasing). */
+uint64_t cpu_ledger_round_end(struct cpu_ledger *l, pid_t root, cpu_ledger_read read, void *userdata);
 
 /* The cpu carried so far, in ms. */
 uint64_t cpu_ledger_carried(const struct cpu_ledger *l);

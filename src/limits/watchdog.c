@@ -112,6 +112,19 @@ static int process_cpu(pid_t pid, struct process_cpu *ret)
         return 0;
 }
 
+/* cpu_ledger_read: a process's start time and its children's cpu, now. */
+static int ledger_read(pid_t pid, uint64_t *ret_start, uint64_t *ret_kids_ms, void *userdata)
+{
+        struct process_cpu pc;
+        (void)userdata;
+        int r = process_cpu(pid, &pc);
+        if (r < 0)
+                return r;
+        *ret_start = pc.start;
+        *ret_kids_ms = pc.kids_ms;
+        return 0;
+}
+
 /* The memfd inodes already counted in one round: an open-addressing
  * hash set, so a round costs O(fds), not O(fds^2) (240k memfds took a
  * quadratic walk 17 s, past a 3 s --timeout). */
@@ -301,7 +314,7 @@ int watchdog_step(struct watchdog *w, uint64_t budget_ns, struct tree_sample *re
 
                 if (w->pos > w->len || w->pos > MAX_QUEUE) {
                         *ret = w->sum;
-                        ret->cpu_ms += cpu_ledger_round_end(w->ledger);
+                        ret->cpu_ms += cpu_ledger_round_end(w->ledger, w->root, ledger_read, NULL);
                         round_reset(w);
                         return 1;
                 }

@@ -202,11 +202,13 @@ static json_t *json_clean(const char *s)
         return j ? j : json_null();
 }
 
-static json_t *json_argv(char *const *argv)
+/* clean for a view; the stored argv (store_argv_to_text()) is the
+ * command itself: rerun and --id's same-request check read it back */
+static json_t *json_argv(char *const *argv, bool clean)
 {
         json_t *a = json_array();
         for (size_t i = 0; argv && argv[i]; i++)
-                json_array_append_new(a, json_clean(argv[i]));
+                json_array_append_new(a, clean ? json_clean(argv[i]) : json_text(argv[i]));
         return a;
 }
 
@@ -235,7 +237,7 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         const char *error_code = run_status_error_code(rec->status);
         json_object_set_new(o, "error_code", error_code ? json_string(error_code) : json_null());
         json_object_set_new(o, "retryable", json_boolean(rec->status == RUN_ORPHANED));
-        json_object_set_new(o, "argv", json_argv(rec->argv));
+        json_object_set_new(o, "argv", json_argv(rec->argv, true));
         json_object_set_new(o, "cwd", json_text(rec->cwd));
         json_object_set_new(o, "started_at", json_time(rec->started_at_ms));
         json_object_set_new(o, "finished_at", json_time(rec->finished_at_ms));
@@ -296,7 +298,7 @@ char *run_record_to_json_string(const struct run_record *rec, bool with_output)
 /* argv as JSON array text for the argv column. */
 char *store_argv_to_text(char *const *argv)
 {
-        json_t *a = json_argv(argv);
+        json_t *a = json_argv(argv, false);
         char *s = json_dumps(a, JSON_COMPACT);
         json_decref(a);
         return s ? s : xstrdup("[]");

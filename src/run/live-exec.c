@@ -391,6 +391,12 @@ static int exchange(struct exec_io *x, struct live_reply *end)
                 int k = receive(x, &m);
                 if (k == 0 && m.op != LIVE_OP_BUSY)
                         k = attach_run(x, m.run_id);
+                /* the supervisor went away under a started job: what the
+                 * job wrote before the sandbox ended is still to be read */
+                if (k == -EPIPE && x->handed) {
+                        io_close(&x->job_in);
+                        drain(x);
+                }
                 if (k < 0)
                         return k;
                 if (m.op == LIVE_OP_BUSY)
@@ -439,8 +445,11 @@ static int open_stdin(const struct live_exec_opts *eo, struct exec_io *x)
                 /* a directory opens, and then reads as an error the job
                  * would take for an empty stdin */
                 struct stat st;
-                if (fstat(x->src, &st) == 0 && S_ISDIR(st.st_mode))
+                if (fstat(x->src, &st) == 0 && S_ISDIR(st.st_mode)) {
+                        io_close(&x->src);
+                        x->own_src = false;
                         return log_error_errno(-EISDIR, "exec: --stdin-file %s: %m", eo->stdin_file), EXIT_SETUP;
+                }
         } else if (eo->stdin_relay) {
                 x->src = STDIN_FILENO;
         }

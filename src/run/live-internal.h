@@ -213,9 +213,10 @@ int live_record_finish(struct store *s, const char *run_id, const char *buf, siz
  * on this rare path only. 0 or -errno (live-record.c). */
 int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed);
 
-/* The same for a recorded kernel call whose client hung up before its
- * END (a killed hutch exec --kernel, or hutch mcp): cancelled, with how
- * the call then ended ("was interrupted", ...) in its message. */
+/* The same for a kernel call recorded here (its client asked with
+ * LIVE_EXEC_FINISH: hutch exec --kernel without --json) whose client hung
+ * up before its END: cancelled, with how the call then ended ("was
+ * interrupted", ...) in its message. */
 int live_record_call_lost(struct store *s, const char *run_id, uint64_t wall_ms, const char *how);
 
 /* The outcome of an exec from its END reply (live-exec.c). */

@@ -175,6 +175,14 @@ EOF2
         run -0 "$HUTCH" run -q --id k2 --lang sh -c 'echo a'
         [ "$output" = a ]
         [ "$("$HUTCH" ls --json | wc -l)" -eq 2 ]
+        # the stored command is the command: an escape in it is kept
+        # there (the JSON view shows it cleaned), so the same request
+        # with the same key is the same run
+        esc=$(printf '\033[1mhi')
+        run -0 "$HUTCH" run -q --id k3 -- printf '%s' "$esc"
+        run -0 "$HUTCH" run -q --id k3 -- printf '%s' "$esc"
+        [ "$("$HUTCH" ls --json | wc -l)" -eq 3 ]
+        "$HUTCH" ls --json | head -n 1 | jq -e '.argv == ["printf", "%s", "hi"]'
 }
 
 @test "idempotency: a running run with the key is busy (exit 75), or waited for with --id-wait" {

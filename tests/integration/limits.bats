@@ -71,6 +71,26 @@ print("ok")'
         [[ "$output" == *"cpu time limit 1s exceeded"* ]]
 }
 
+@test "cpu time of children their parent waits for is counted once: a job under its budget runs to its end" {
+        command -v python3 >/dev/null || skip "python3 not installed"
+        # six children of 0.25 s, each waited for: 1.5 s of a 3 s budget,
+        # however the watchdog's walks fall between fork, exit and wait
+        run "$HUTCH" run --cpu-time 3s --timeout 60s -- python3 -c '
+import os, time
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.25:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+print("done")
+'
+        [ "$status" -eq 0 ]
+        [ "$output" = done ]
+}
+
 @test "cpu time of children nobody waits for (SIGCHLD ignored) counts too" {
         command -v python3 >/dev/null || skip "python3 not installed"
         # ten children of 0.4 s each, one after another, reaped by the

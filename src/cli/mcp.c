@@ -26,13 +26,18 @@
 
 #define MCP_CONCURRENT_DEFAULT 4u
 #define MCP_CONCURRENT_MAX 64u
+/* live sandboxes at once: each may hold background work up to a run's
+ * limits until its idle timeout, so the operator's ceilings bound them */
+#define MCP_SESSIONS_DEFAULT 8u
+#define MCP_SESSIONS_MAX 64u
 
 static void help(void)
 {
         printf("Usage: hutch mcp [--profile P] [--max-timeout D] [--max-memory S] [--scope NAME]\n"
                "                 [--max-concurrent N] [--net none|host|allow] [--allow HOST[:PORT]]...\n"
                "                 [--workdir DIR [--allow-apply]] [--sessions live|fresh]\n"
-               "                 [--idle-timeout D] [--publish [HOST_PORT:]PORT]... [--no-kernels]\n"
+               "                 [--idle-timeout D] [--max-sessions N] [--publish [HOST_PORT:]PORT]...\n"
+               "                 [--no-kernels]\n"
                "\n"
                "Serve the Model Context Protocol on stdin and stdout (one JSON-RPC\n"
                "message per line), for an MCP client that starts hutch as its server.\n"
@@ -69,6 +74,11 @@ static void help(void)
                "                          session (files kept, processes not)\n"
                "      --idle-timeout D    a live session's sandbox stops after D without a\n"
                "                          call (default 10m); all stop when the server exits\n"
+               "      --max-sessions N    live sandboxes at once, 1 to 64 (default %u): each\n"
+               "                          may keep background work running up to a run's\n"
+               "                          limits until it stops; a call that would start one\n"
+               "                          more is refused (admission_full, retryable) until one\n"
+               "                          stops at its idle timeout\n"
                "      --publish [HOST_PORT:]PORT  each live session's sandbox relays\n"
                "                          127.0.0.1:HOST_PORT on the host to its PORT (HOST_PORT\n"
                "                          omitted: one the kernel picks; list_ports says which)\n"
@@ -82,7 +92,7 @@ static void help(void)
                "Every run is labelled mcp.client=<client name>, mcp.session=<id> and\n"
                "mcp.scope=<scope>:\n"
                "hutch ls --label mcp.session=ID lists a session's runs. See hutch-mcp(1).\n",
-               MCP_CONCURRENT_DEFAULT);
+               MCP_CONCURRENT_DEFAULT, MCP_SESSIONS_DEFAULT);
 }
 
 /* [HOST_PORT:]PORT: PORT 1-65535, HOST_PORT 0-65535 (0: the kernel
@@ -244,6 +254,7 @@ static const struct option mcp_options[] = {
         { "allow-apply",    no_argument,       NULL, 'Y' },
         { "sessions",       required_argument, NULL, 'L' },
         { "idle-timeout",   required_argument, NULL, 'I' },
+        { "max-sessions",   required_argument, NULL, 'X' },
         { "publish",        required_argument, NULL, 'P' },
         { "kernels",        no_argument,       NULL, 'K' },
         { "no-kernels",     no_argument,       NULL, 'k' },
@@ -260,7 +271,7 @@ struct mcp_opts {
         char *workdir;
         const char *net, *profile;
         uint64_t max_memory;
-        bool max_timeout_set, allow, kernels_set, help;
+        bool max_timeout_set, allow, kernels_set, max_sessions_set, help;
 };
 
 static void mcp_opts_done(struct mcp_opts *o)
@@ -330,6 +341,16 @@ static int mcp_parse(int argc, char **argv, struct mcp_opts *o)
                                 return cli_bad_value("mcp", "idle-timeout", optarg,
                                                      "expected a duration above 0 (30s, 10m)");
                         break;
+                case 'X': {
+                        char *end;
+                        errno = 0;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (errno || *end || !*optarg || *optarg == '-' || v < 1 || v > MCP_SESSIONS_MAX)
+                                return cli_bad_value("mcp", "max-sessions", optarg, "expected 1 to 64");
+                        o->cfg.max_sessions = (unsigned)v;
+                        o->max_sessions_set = true;
+                        break;
+                }
                 case 'S':
                         if (!mcp_scope_valid(optarg))
                                 return cli_bad_value("mcp", "scope", optarg, "expected 1 to 16 letters, digits or '_'");
@@ -353,9 +374,9 @@ static int mcp_check(struct mcp_opts *o)
                 log_error("mcp: --allow goes with --net allow");
                 return EXIT_USAGE;
         }
-        if ((o->publish || o->kernels_set) && !o->cfg.live) {
+        if ((o->publish || o->kernels_set || o->max_sessions_set) && !o->cfg.live) {
                 log_error("mcp: --%s goes with live sessions (not --sessions fresh)",
-                          o->publish ? "publish" : "kernels");
+                          o->publish ? "publish" : o->kernels_set ? "kernels" : "max-sessions");
                 return EXIT_USAGE;
         }
         o->cfg.publish = o->publish;
@@ -389,7 +410,8 @@ int verb_mcp(int argc, char **argv)
         _cleanup_(mcp_opts_done) struct mcp_opts o = {
                 .cfg = { .max_timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
                          .max_concurrent = MCP_CONCURRENT_DEFAULT, .scope = MCP_SCOPE_DEFAULT,
-                         .live = true, .kernels = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS },
+                         .live = true, .kernels = true, .idle_ms = MCP_LIVE_IDLE_DEFAULT_MS,
+                         .max_sessions = MCP_SESSIONS_DEFAULT },
         };
         int r;
 

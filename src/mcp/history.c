@@ -354,6 +354,76 @@ static json_t *file_blocks(const char *run_id, const struct file_record *f, size
         return blocks;
 }
 
+/* Whether the whole of fd's content (total bytes) is UTF-8 text without
+ * NUL: a file is text or binary as a whole, so every page of it comes
+ * back the same way, whatever its page boundaries split. A chunk's last
+ * character, which may be cut, is carried into the next chunk. The
+ * blob was just read whole to check its sha256: this is a second read
+ * of the same size, in fixed memory. */
+static bool file_is_text(int fd, uint64_t total)
+{
+        enum { CHUNK = 64 << 10 };
+        _cleanup_free_ char *buf = xmalloc(CHUNK + 4);
+        size_t carry = 0;
+
+        for (uint64_t at = 0;;) {
+                ssize_t got = pread(fd, buf + carry, CHUNK, (off_t)at);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0)
+                        return false;
+                if (got == 0)
+                        return at >= total && sanitize_utf8_valid(buf, carry);
+                at += (uint64_t)got;
+                size_t n = carry + (size_t)got;
+                size_t last = mcp_utf8_floor(buf, n, n - 1);
+                /* a character is at most 4 bytes: a longer tail is
+                 * stray continuation bytes */
+                if (n - last > 4 || !sanitize_utf8_valid(buf, last))
+                        return false;
+                carry = n - last;
+                memmove(buf, buf + last, carry);
+        }
+}
+
+/* What a text page reads past its limit: up to 3 bytes skipped at
+ * its start, a character of up to 4 when the limit is below one, and
+ * the byte after its end, which says whether the end splits one. */
+#define PAGE_SLACK 8u
+
+/* A page of the bytes data[0..n) read at the call's offset: [start,
+ * end) of them. */
+struct page {
+        size_t start, end;
+        bool text;
+};
+
+/* The page of data[0..n) (at most limit + PAGE_SLACK bytes read at the
+ * call's offset; fewer at the file's end) that get_file returns. A
+ * binary file's page is its limit of bytes as they are. A text file's
+ * (text: the whole file is UTF-8) starts and ends on characters, so
+ * that every page is text and paging by next_offset gets every byte
+ * once: an offset inside a character starts at the next one (a
+ * well-formed file has at most 3 continuation bytes in a row), a limit
+ * that splits one ends before it, and a limit below one character
+ * still gets that character (or the page would not move on). */
+static struct page page_of(const char *data, size_t n, uint64_t limit, bool text)
+{
+        struct page p = { .text = text };
+        size_t cap = (size_t)MIN((uint64_t)n, limit);
+
+        if (!text) {
+                p.end = cap;
+                p.text = n == 0;        /* nothing left: an empty text */
+                return p;
+        }
+        p.start = mcp_utf8_ceil(data, n, 0);
+        p.end = cap < n ? mcp_utf8_floor(data, n, cap) : n;
+        if (p.end <= p.start)
+                p.end = p.start < n ? mcp_utf8_ceil(data, n, p.start + 1) : p.start;
+        return p;
+}
+
 json_t *mcp_get_file(json_t *args, const char *scope)
 {
         static const char *const known[] = { "run_id", "path", "offset", "limit", NULL };
@@ -399,8 +469,9 @@ json_t *mcp_get_file(json_t *args, const char *scope)
                 return e;
         }
         /* one page of at most MCP_FILE_MAX bytes (the blob is checked
-         * whole first: a damaged one is refused, not paged) */
-        _cleanup_free_ char *data = xmalloc(limit + 1);
+         * whole first: a damaged one is refused, not paged); read with
+         * room for a text page's last character and the byte after it */
+        _cleanup_free_ char *data = xmalloc(limit + PAGE_SLACK + 1);
         _cleanup_close_ int fd = -1;
         ssize_t len = -1;
         struct stat st = {};
@@ -415,7 +486,7 @@ json_t *mcp_get_file(json_t *args, const char *scope)
         if (r >= 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
                 r = -errno;
         if (r >= 0) {
-                len = read_full(fd, data, limit);
+                len = read_full(fd, data, limit + PAGE_SLACK);
                 r = len < 0 ? (int)len : 0;
         }
         if (r < 0) {
@@ -426,29 +497,35 @@ json_t *mcp_get_file(json_t *args, const char *scope)
                 file_records_free(files, n);
                 return e;
         }
-        size_t got = (size_t)len;
-        bool eof = offset + got >= total;
-        /* a text page ends on a character: the next starts where it ended */
-        size_t cut = eof ? got : mcp_utf8_floor(data, got, got);
-        bool text = cut > 0 && sanitize_utf8_valid(data, cut);
-        if (text)
-                got = cut;
-        else
-                text = got == 0;
-        eof = offset + got >= total;
-        _cleanup_free_ char *b64 = text ? NULL : base64_encode(data, got, NULL);
-        json_t *content = text ? json_stringn(data, got) : json_string(b64);
+        struct page pg = page_of(data, (size_t)len, limit, file_is_text(fd, total));
+        uint64_t from = offset + pg.start, next = offset + pg.end;
+        bool eof = next >= total;
+        const char *bytes = data + pg.start;
+        size_t got = pg.end - pg.start;
+        _cleanup_free_ char *b64 = pg.text ? NULL : base64_encode(bytes, got, NULL);
+        json_t *content = pg.text ? json_stringn(bytes, got) : json_string(b64);
         json_t *sc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s?, s:s, s:O, s:I, s:I, s:b}", "run_id", rec->id, "path",
                                hit->path, "kind", hit->kind, "size", (json_int_t)total, "sha256", hit->sha256, "mime",
-                               hit->mime, "encoding", text ? "utf-8" : "base64", "content", content, "offset",
-                               (json_int_t)offset, "next_offset", (json_int_t)(offset + got), "eof", eof);
-        json_t *blocks = file_blocks(rec->id, hit, got, text, offset == 0 && eof, content);
+                               hit->mime, "encoding", pg.text ? "utf-8" : "base64", "content", content, "offset",
+                               (json_int_t)from, "next_offset", (json_int_t)next, "eof", eof);
+        json_t *blocks = file_blocks(rec->id, hit, got, pg.text, from == 0 && eof, content);
+        if (pg.start) {
+                /* said, so that a client that computed its own offset
+                 * knows which bytes it got */
+                json_object_set_new(sc, "requested_offset", json_integer((json_int_t)offset));
+                _cleanup_free_ char *why = xasprintf("[offset %llu is inside a UTF-8 character: this page starts at "
+                                                     "the next character, byte %llu]", (unsigned long long)offset,
+                                                     (unsigned long long)from);
+                json_t *m = json_string(why);
+                if (m)
+                        json_array_insert_new(blocks, 0, json_pack("{s:s, s:o}", "type", "text", "text", m));
+        }
         if (!eof) {
                 _cleanup_free_ char *more = xasprintf("[bytes %llu to %llu of %llu; the next page: get_file {\"run_id\": "
                                                       "\"%s\", \"path\": \"%s\", \"offset\": %llu}]",
-                                                      (unsigned long long)offset, (unsigned long long)(offset + got),
+                                                      (unsigned long long)from, (unsigned long long)next,
                                                       (unsigned long long)total, rec->id, hit->path,
-                                                      (unsigned long long)(offset + got));
+                                                      (unsigned long long)next);
                 json_t *m = json_string(more);
                 if (m)
                         json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", m));

@@ -218,6 +218,53 @@ static int kcall_start(struct mcp_server *s, struct mcp_live *l, struct mcp_call
         return 1;
 }
 
+/* The session's name as the model gave it: the hutch session's without
+ * the server's prefix (mcp_session_name()). */
+static const char *model_name(const struct mcp_server *s, const char *full)
+{
+        bool dflt = !s->cfg->scope || streq(s->cfg->scope, MCP_SCOPE_DEFAULT);
+        const char *prefix = dflt ? MCP_SESSION_PREFIX : MCP_SCOPED_SESSION_PREFIX;
+        if (!startswith(full, prefix))
+                return full;
+        const char *p = full + strlen(prefix);
+        size_t n = dflt ? 0 : strlen(s->cfg->scope);
+        if (!dflt && strncmp(p, s->cfg->scope, n) == 0 && p[n] == '-')
+                p += n + 1;
+        return p;
+}
+
+json_t *live_cap_refusal(struct mcp_server *s, const char *session)
+{
+        unsigned n = 0;
+
+        if (!s->cfg->live || !session || find(s, session))
+                return NULL;
+        /* a stopping sandbox still holds its processes until its stop
+         * ends: it counts until then */
+        for (struct mcp_live *l = s->lives; l; l = l->next)
+                n++;
+        if (n < s->cfg->max_sessions)
+                return NULL;
+        _cleanup_free_ char *names = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&names, &len);
+        if (f) {
+                for (struct mcp_live *l = s->lives; l; l = l->next)
+                        fprintf(f, "%s\"%s\"", l == s->lives ? "" : ", ", model_name(s, l->session));
+                fclose(f);
+        }
+        char idle[32] = "";
+        (void)format_duration_ms(s->cfg->idle_ms, idle, sizeof(idle));
+        log_info("mcp: session %s refused: %u live sessions, the --max-sessions cap", session, n);
+        return mcp_result_error_code("admission_full", true,
+                                     "session \"%s\": this server already has %u live sessions, its cap (hutch mcp "
+                                     "--max-sessions %u), so no sandbox starts for a new session now and this call "
+                                     "did not run. Use one of the live sessions (%s), or try again once one stops: a "
+                                     "session's sandbox stops after %s without a call (--idle-timeout); no tool ends "
+                                     "one sooner", model_name(s, session), n, s->cfg->max_sessions,
+                                     names ? names : "?", idle);
+}
+
 int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
 {
         struct mcp_live *l = find(s, c->session);
@@ -227,6 +274,11 @@ int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now)
         int r;
 
         if (!l) {
+                json_t *refused = live_cap_refusal(s, c->session);
+                if (refused) {
+                        mcp_send_call_result(s, c, refused);
+                        return -1;
+                }
                 l = xcalloc(1, sizeof(*l));
                 l->session = xstrdup(c->session);
                 l->name = xasprintf("mcp-%s-%u", s->session, ++s->live_count);

@@ -153,6 +153,20 @@ static json_t *labels_for(struct mcp_server *s, json_t *meta, bool modern)
                          s->cfg->scope ? s->cfg->scope : MCP_SCOPE_DEFAULT);
 }
 
+/* A call of session that would start a live sandbox over
+ * --max-sessions: refused at once, not after a wait for a run slot. A
+ * call queued behind another of its session is checked when it would
+ * start the sandbox (live_dispatch()). */
+static json_t *new_session_refusal(struct mcp_server *s, const char *session)
+{
+        if (!session)
+                return NULL;
+        for (struct mcp_call *o = s->calls; o; o = o->next)
+                if (o->session && streq(o->session, session))
+                        return NULL;
+        return live_cap_refusal(s, session);
+}
+
 static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool modern, uint64_t now_ms)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
@@ -256,6 +270,13 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
                 send_result(s, id, modern, mcp_result_error("%s: the request could not be encoded", name));
                 return;
         }
+        const char *session = json_string_value(json_object_get(req, "session"));
+        json_t *refused = new_session_refusal(s, session);
+        if (refused) {
+                free(text);
+                send_result(s, id, modern, refused);
+                return;
+        }
         json_t *token = json_object_get(meta, "progressToken");
         if (token && !json_is_string(token) && !json_is_integer(token))
                 token = NULL;
@@ -266,7 +287,6 @@ static void handle_call(struct mcp_server *s, json_t *id, json_t *params, bool m
         if (json_is_number(asked) && json_number_value(asked) * 1000.0 > (double)s->cfg->max_timeout_ms)
                 c->note = xasprintf("timeout_s %g is over this server's ceiling: the run had %g s",
                                     json_number_value(asked), s->cfg->max_timeout_ms / 1000.0);
-        const char *session = json_string_value(json_object_get(req, "session"));
         c->session = session ? xstrdup(session) : NULL;
         if (session) {
                 /* this server's own calls on it queue (server.c); a holder

@@ -60,6 +60,12 @@ struct mcp_server {
  * sandbox first when it has none (c stays queued until it is up). 1:
  * c runs; 0: c waits; -1: c was answered (an error) and is to be dropped. */
 int live_dispatch(struct mcp_server *s, struct mcp_call *c, uint64_t now_ms);
+/* With live sessions, a call of session (the hutch session's name)
+ * that would start a sandbox while max_sessions are up (starting, up or
+ * stopping): its error result (admission_full, retryable), naming the
+ * cap, the live sessions and the idle timeout that frees one; NULL when
+ * the session has a sandbox or there is room. */
+json_t *live_cap_refusal(struct mcp_server *s, const char *session);
 /* A live call (CALL_LIVE, CALL_PS) finished with result (stolen; may be
  * NULL for a cancelled call): label its run, say in c->note what a live
  * call is, set when its sandbox goes idle and what its stop does.

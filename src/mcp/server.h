@@ -23,6 +23,8 @@ struct mcp_config {
         const char *scope;              /* --scope: what this server's tools see and
                                          * change (mcp_scope_valid(); MCP_SCOPE_DEFAULT) */
         bool live;                      /* sessions are live sandboxes (--sessions live) */
+        unsigned max_sessions;          /* live sandboxes at once (--max-sessions); a call
+                                         * that would start one more is refused */
         uint64_t idle_ms;
         bool kernels;                   /* unless --no-kernels: run_code python|node in a live
                                          * session's persistent interpreter */

@@ -90,7 +90,7 @@ static const char *const output_text[_TOOL_MAX] = {
                 "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"mime\":{\"type\":[\"string\",\"null\"]},"
                 "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"},"
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"next_offset\":{\"type\":\"integer\",\"minimum\":0},"
-                "\"eof\":{\"type\":\"boolean\"}}}",
+                "\"requested_offset\":{\"type\":\"integer\",\"minimum\":0},\"eof\":{\"type\":\"boolean\"}}}",
         [TOOL_DIFF] = "{\"type\":\"object\",\"required\":[\"run_id\",\"text\",\"truncated\"],\"properties\":{"
                 "\"run_id\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
         [TOOL_APPLY] = "{\"type\":\"object\",\"required\":[\"run_id\",\"applied\",\"exit_code\",\"text\"],\"properties\":{"

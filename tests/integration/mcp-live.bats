@@ -113,6 +113,20 @@ scenario() {
         scenario fallback -- --profile "$BATS_TEST_TMPDIR/gvisor.ini"
 }
 
+@test "mcp live: --max-sessions 2: a third session is refused (admission_full), nothing of it runs; the two still work" {
+        scenario cap -- --max-sessions 2
+        scenario cap_burst -- --max-sessions 2
+        # a session stopped by its idle timeout no longer counts
+        scenario cap_idle -- --max-sessions 1 --idle-timeout 2s
+        run -2 "$HUTCH" mcp --max-sessions 0
+        [[ "$output" == *"max-sessions"* ]]
+        run -2 "$HUTCH" mcp --max-sessions 65
+        run -2 "$HUTCH" mcp --max-sessions 2 --sessions fresh
+        [[ "$output" == *"--max-sessions goes with live sessions"* ]]
+        run -0 "$HUTCH" mcp --help
+        [[ "$output" == *"--max-sessions N"* ]]
+}
+
 @test "mcp live: --sessions and --idle-timeout take only valid values; fresh sessions list no live tools" {
         run -2 "$HUTCH" mcp --sessions sometimes
         [[ "$output" == *"sessions"* ]]

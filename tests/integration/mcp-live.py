@@ -682,6 +682,73 @@ def scenario_idle(c):
     c.close()
 
 
+def check_cap_refusal(r, cap, session):
+    """r is the --max-sessions refusal: retryable admission_full naming
+    the cap, the option, the session and how a slot frees."""
+    t = text_of(r)
+    check(r["isError"] and r["_meta"]["hutch/error"] == {"code": "admission_full", "retryable": True},
+          "a new session over the cap was not refused as admission_full: %r" % r)
+    check("--max-sessions %d" % cap in t and "--idle-timeout" in t and '"%s"' % session in t and
+          "did not run" in t, "the refusal does not say why and how to free a slot: %r" % t)
+
+
+def scenario_cap(c):
+    """--max-sessions 2: two sessions start live sandboxes, a third is
+    refused (admission_full, retryable) and nothing of it runs; the two
+    still serve calls. Three new sessions sent at once: one refused."""
+    c.handshake()
+    bg = "sleep 600 >/dev/null 2>&1 & echo started"
+    for i in (1, 2):
+        run_ok(c, "run_command", {"argv": ["sh", "-c", bg], "session": "cap%d" % i})
+    prefix = server_prefix(c)
+    check(len(sandboxes(prefix)) == 2, "two sessions, sandboxes %r" % sandboxes(prefix))
+    runs = len(c.run("list_runs", {"limit": 100})["structuredContent"]["runs"])
+    marker = sleep_marker()
+    r = c.run("run_command", {"argv": ["sh", "-c", "%s >/dev/null 2>&1 & echo started" % marker],
+                              "session": "cap3"})
+    check_cap_refusal(r, 2, "cap3")
+    check('"cap1"' in text_of(r) and '"cap2"' in text_of(r), "the live sessions are not named: %r" % text_of(r))
+    # nothing of it ran: no sandbox, no run, no session, no process
+    check(len(sandboxes(prefix)) == 2, "a third sandbox: %r" % sandboxes(prefix))
+    check(len(c.run("list_runs", {"limit": 100})["structuredContent"]["runs"]) == runs, "the refused call left a run")
+    check(not os.path.exists(os.path.join(STATE, "sessions", "mcp-cap3")), "the refused call made its session")
+    check(not alive(marker), "the refused call's process runs")
+    # the live sessions still work, in their own sandboxes
+    r = run_ok(c, "run_command", {"argv": ["sh", "-c", "echo again"], "session": "cap1"})
+    check(r["structuredContent"]["stdout"] == "again\n", "session 1 after the refusal: %r" % text_of(r))
+    # a call without a session starts no live sandbox: it still runs
+    run_ok(c, "run_command", {"argv": ["true"]})
+    c.close()
+
+
+def scenario_cap_burst(c):
+    """--max-sessions 2 and three new sessions' calls sent at once (the
+    server admits them all before any sandbox is up): two start, one is
+    refused when it would start a third."""
+    c.handshake()
+    rids = [c.call(None, "run_command", {"argv": ["sh", "-c", "echo hi"], "session": "b%d" % i}) for i in range(3)]
+    rs = [c.tool_result(rid, "run_command") for rid in rids]
+    refused = [i for i, r in enumerate(rs) if r["isError"]]
+    check(len(refused) == 1, "three sessions at once under --max-sessions 2: refused %r: %r"
+          % (refused, [text_of(r) for r in rs]))
+    check_cap_refusal(rs[refused[0]], 2, "b%d" % refused[0])
+    check(len(sandboxes(server_prefix(c))) == 2, "sandboxes: %r" % sandboxes(server_prefix(c)))
+    c.close()
+
+
+def scenario_cap_idle(c):
+    """--max-sessions 1 --idle-timeout 2s: a session whose sandbox
+    stopped at its idle timeout no longer counts."""
+    c.handshake()
+    run_ok(c, "run_command", {"argv": ["true"], "session": "one"})
+    prefix = server_prefix(c)
+    check_cap_refusal(c.run("run_command", {"argv": ["true"], "session": "two"}), 1, "two")
+    wait_until("the idle sandbox stops", lambda: sandboxes(prefix) == [], timeout=30)
+    run_ok(c, "run_command", {"argv": ["true"], "session": "two"})
+    check(len(sandboxes(prefix)) == 1, "sandboxes: %r" % sandboxes(prefix))
+    c.close()
+
+
 def scenario_fallback(c):
     """A profile a live sandbox refuses (runtime gvisor): the call runs
     as a fresh session call, and its result says so."""

@@ -573,6 +573,66 @@ def scenario_files_out(c):
     c.close()
 
 
+def page_all(c, rid, path, limit=None, offset=0, most=200):
+    """Page path of run rid from offset by next_offset; every page must be
+    text. Returns the bytes and the number of pages."""
+    got, off, pages = b"", offset, 0
+    while True:
+        args = {"run_id": rid, "path": path, "offset": off}
+        if limit:
+            args["limit"] = limit
+        p = c.run("get_file", args)
+        check(not p["isError"], "%s at %d: %r" % (path, off, text_of(p)))
+        sc = p["structuredContent"]
+        check(sc["encoding"] == "utf-8", "%s at %d, limit %s: a page of a text file as %s" %
+              (path, off, limit, sc["encoding"]))
+        check(sc["offset"] == off and sc["next_offset"] > off,
+              "%s: page %r" % (path, {k: sc[k] for k in sc if k != "content"}))
+        got += sc["content"].encode()
+        off, pages = sc["next_offset"], pages + 1
+        if sc["eof"]:
+            return got, pages
+        check(pages < most, "%s: no end after %d pages" % (path, pages))
+
+
+def scenario_files_utf8(c):
+    """A text file is text on every page, whatever its page boundaries
+    split: paging by next_offset gets every byte once."""
+    c.handshake()
+    code = ("import os\nos.makedirs('output', exist_ok=True)\n"
+            "open('output/eur.txt', 'w').write('\u20ac' * 1000)\n"
+            "open('output/eur-big.txt', 'w').write('\u20ac' * 700000)\n"
+            "open('output/mixed.txt', 'w').write('a\u00e9b\u20acc\U0001f600\\n' * 12 + 'end')\n")
+    r = c.run("run_code", {"language": "python", "code": code})
+    check(not r["isError"], "writing the files: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    eur = "\u20ac".encode() * 1000
+    mixed = "a\u00e9b\u20acc\U0001f600\n".encode() * 12 + b"end"
+    # the tester's pages: a limit that ends inside a character, an offset
+    # that starts inside one
+    p = c.run("get_file", {"run_id": rid, "path": "output/eur.txt", "offset": 0, "limit": 4})
+    sc = p["structuredContent"]
+    check(sc["encoding"] == "utf-8" and sc["content"] == "\u20ac" and sc["next_offset"] == 3,
+          "offset 0 limit 4: %r" % sc)
+    p = c.run("get_file", {"run_id": rid, "path": "output/eur.txt", "offset": 1, "limit": 6})
+    sc = p["structuredContent"]
+    check(sc["encoding"] == "utf-8" and sc["offset"] == 3 and sc["requested_offset"] == 1 and
+          sc["content"] == "\u20ac" and sc["next_offset"] == 6 and "inside a UTF-8 character" in text_of(p),
+          "offset 1 limit 6: %r" % sc)
+    # a limit below one character still gets it, or paging would not move
+    p = c.run("get_file", {"run_id": rid, "path": "output/eur.txt", "offset": 3, "limit": 1})
+    sc = p["structuredContent"]
+    check(sc["content"] == "\u20ac" and sc["next_offset"] == 6, "limit 1: %r" % sc)
+    for path, data, limits in (("output/eur.txt", eur, (None, 100, 1000)),
+                               ("output/mixed.txt", mixed, (None, 1, 2, 3, 4, 5, 7, 64))):
+        for limit in limits:
+            got, pages = page_all(c, rid, path, limit, most=len(data) + 1)
+            check(got == data, "%s, limit %s: the pages are not the file" % (path, limit))
+    got, pages = page_all(c, rid, "output/eur-big.txt")
+    check(got == eur * 700 and pages == 3, "eur-big.txt: %d bytes in %d pages" % (len(got), pages))
+    c.close()
+
+
 def scenario_workdir(c):
     """hutch mcp --workdir DIR --allow-apply: a run sees DIR, leaves it as it
     was; diff shows the change; apply writes it, and refuses a conflict

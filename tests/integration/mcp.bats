@@ -130,6 +130,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: get_file pages a UTF-8 file as text whatever a page boundary splits; the pages are the file" {
+        run -0 session files_utf8 --era modern
+        echo "$output"
+}
+
 @test "mcp: --workdir DIR: runs see DIR, diff shows a run's change, apply (--allow-apply) writes it, refusing conflicts and protected paths" {
         export MCP_WORKDIR="$BATS_TEST_TMPDIR/repo"
         mkdir -p "$MCP_WORKDIR"

@@ -147,6 +147,25 @@ teardown() { stop_sandboxes; }
         WAIT_TENTHS=50 wait_until eval '[ "$("$HUTCH" show "$sandbox_id" --json | jq -r .status)" = cancelled ]'
 }
 
+# Run `hutch exec $1 ARGS...` (a job that prints "started", then waits),
+# kill sandbox $1's supervisor under it, and check the run: cancelled,
+# 143, how long it ran, its output, and a message with $2.
+kill_under() {
+        local name=$1 says=$2 client rc=0 id
+        shift 2
+        "$HUTCH" exec "$name" "$@" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+        client=$!
+        wait_for_file "$BATS_TEST_TMPDIR/out" 100
+        sleep 0.3
+        kill -KILL "$(state "$name" supervisor_pid)"
+        wait "$client" || rc=$?
+        [ "$rc" -eq 143 ]
+        id=$("$HUTCH" ls --sandbox "$name" --json | head -n 1 | jq -r .id)
+        "$HUTCH" show "$id" --json | jq -e --arg says "$says" '.status == "cancelled" and .exit_code == 143 and
+                .duration_ms >= 300 and (.message | contains($says + ": its supervisor went away")) and
+                .stdout == "started\n"'
+}
+
 @test "a supervisor killed with SIGKILL takes its sandbox with it" {
         start_sandbox s13
         run "$HUTCH" exec s13 -- sh -c 'sleep 3018 >/dev/null 2>&1 &'
@@ -160,33 +179,12 @@ teardown() { stop_sandboxes; }
         start_sandbox s13
         # an exec running then: the sandbox ended under it, which its
         # record says as a stop does (143, cancelled, how long it ran)
-        "$HUTCH" exec s13 -- sh -c 'echo started; exec sleep 3019' >"$BATS_TEST_TMPDIR/out" 2>&1 &
-        client=$!
-        wait_for_file "$BATS_TEST_TMPDIR/out" 100
-        sleep 0.3
-        kill -KILL "$(state s13 supervisor_pid)"
-        rc=0
-        wait "$client" || rc=$?
-        [ "$rc" -eq 143 ]
-        id=$("$HUTCH" ls --sandbox s13 --json | head -n 1 | jq -r .id)
-        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and
-                .duration_ms >= 300 and (.message | test("ended while the exec ran: its supervisor went away"))
-                and .stdout == "started\n"'
+        kill_under s13 "ended while the exec ran" -- sh -c 'echo started; exec sleep 3019'
         # and a kernel call the same
         command -v python3 >/dev/null || return 0
         start_sandbox s13
-        "$HUTCH" exec s13 --kernel python -c 'print("started", flush=True); import time; time.sleep(3019)' \
-                >"$BATS_TEST_TMPDIR/kout" 2>&1 &
-        client=$!
-        wait_for_file "$BATS_TEST_TMPDIR/kout" 100
-        sleep 0.3
-        kill -KILL "$(state s13 supervisor_pid)"
-        rc=0
-        wait "$client" || rc=$?
-        [ "$rc" -eq 143 ]
-        id=$("$HUTCH" ls --sandbox s13 --json | head -n 1 | jq -r .id)
-        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and
-                (.message | test("ended while the call ran: its supervisor went away")) and .stdout == "started\n"'
+        kill_under s13 "ended while the call ran" --kernel python \
+                -c 'print("started", flush=True); import time; time.sleep(3019)'
 }
 
 @test "the idle timeout stops the sandbox by itself, never under a running exec" {

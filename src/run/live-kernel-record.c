@@ -64,7 +64,8 @@ static void outcome_of_call(const char *name, const char *ls, int k, const struc
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
                 snprintf(o->message, sizeof(o->message), "sandbox %s: %s", name,
-                         k == -EBUSY   ? "its kernel is running another call, or restarting; try again"
+                         k == -EBUSY   ? "its kernel is running another call or restarting, or every job slot "
+                                         "of the sandbox is taken; try again"
                          : k == -EPIPE ? "its supervisor went away"
                                        : strerror(-k));
                 return;

@@ -334,8 +334,11 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
                 refuse(fd, LIVE_OP_END, "the code is not UTF-8 text");
                 return;
         }
-        if (k->job == JOB_DOWN && start(k, l, msg, sizeof(msg)) < 0) {
-                refuse(fd, LIVE_OP_END, msg);
+        int r;
+        if (k->job == JOB_DOWN && (r = start(k, l, msg, sizeof(msg))) < 0) {
+                /* every job slot taken: busy, as an exec is then (75,
+                 * retryable), not a failure of the call */
+                refuse(fd, r == -EBUSY ? LIVE_OP_BUSY : LIVE_OP_END, r == -EBUSY ? NULL : msg);
                 return;
         }
         /* the call's row, before the call: without it, no call (its

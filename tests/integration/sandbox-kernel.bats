@@ -129,6 +129,25 @@ x + 1'
 
 started() { "$HUTCH" exec "$1" -- test -e /tmp/started; }
 
+@test "every job slot taken: a kernel call that must start its kernel is busy (75), as an exec is" {
+        start_sandbox k10s
+        local n clients=()
+        for n in $(seq 16); do
+                "$HUTCH" exec k10s -- sh -c "touch /tmp/slot$n; exec sleep 3027" >/dev/null 2>&1 &
+                clients+=($!)
+        done
+        WAIT_TENTHS=100 wait_until eval '[ "$("$HUTCH" ls --sandbox k10s --json | jq -s "map(select(.status == \"running\")) | length")" -ge 16 ]'
+        py k10s '1 + 1'
+        [ "$status" -eq 75 ]
+        [[ "$stderr" == *"every job slot of the sandbox is taken; try again"* ]]
+        run "$HUTCH" exec k10s -- true
+        [ "$status" -eq 75 ]
+        kill "${clients[@]}"
+        wait "${clients[@]}" || true
+        # the slots are free again: the kernel starts
+        WAIT_TENTHS=50 wait_until eval 'py k10s "1 + 1"; [ "$output" = 2 ]'
+}
+
 @test "one call at a time per kernel; an exec's timeout leaves the kernel alone; stop ends a running call" {
         start_sandbox k11
         py k11 'count = 1'

@@ -476,7 +476,7 @@ void cli_mark_protected_files(struct store *s, const struct run_record *rec, jso
                 const char *path = json_string_value(json_object_get(o, "path"));
                 const char *kind = json_string_value(json_object_get(o, "kind"));
                 const struct change *c = path && kind && !streq(kind, "output") ? changeset_find(&cs, path) : NULL;
-                const char *why = c ? protected_change_reason(c, protect) : NULL;
+                const char *why = c ? protected_changeset_reason(&cs, c, -1, protect) : NULL;
                 if (why)
                         json_object_set_new(o, "protected", json_string(why));
         }

@@ -364,7 +364,7 @@ int verb_diff(int argc, char **argv)
         why = xcalloc(cs.n ? cs.n : 1, sizeof(*why));
         for (size_t i = 0; i < cs.n; i++)
                 if (cs.entries[i].skip == CHANGE_SKIP_NONE &&
-                    (why[i] = protected_change_reason(&cs.entries[i], protect)))
+                    (why[i] = protected_changeset_reason(&cs, &cs.entries[i], -1, protect)))
                         n_protected++;
         if (n_protected && !json) {
                 printf("PROTECTED: this run changes %zu path%s that your tools would run as you; "

@@ -410,7 +410,7 @@ static int fault(const struct apply_options *opts, unsigned *n)
 }
 
 /* Phase 0: list the carried entries at protected paths in ret. */
-static void find_protected(const struct changeset *cs, const struct apply_options *opts,
+static void find_protected(const struct changeset *cs, int target_fd, const struct apply_options *opts,
                            struct apply_result *ret)
 {
         for (size_t i = 0; i < cs->n; i++) {
@@ -419,7 +419,7 @@ static void find_protected(const struct changeset *cs, const struct apply_option
 
                 if (c->skip != CHANGE_SKIP_NONE)
                         continue;
-                why = protected_change_reason(c, opts ? opts->protect : NULL);
+                why = protected_changeset_reason(cs, c, target_fd, opts ? opts->protect : NULL);
                 if (!why)
                         continue;
                 ret->protected = xrealloc(ret->protected, (ret->n_protected + 1) * sizeof(*ret->protected));
@@ -477,7 +477,7 @@ int apply_changeset(const struct changeset *cs, int target_fd, const struct appl
          * such a change through */
         enum apply_protected_policy policy = opts ? opts->protected_policy : APPLY_PROTECTED_REFUSE;
         if (policy != APPLY_PROTECTED_ALLOW)
-                find_protected(cs, opts, ret);
+                find_protected(cs, target_fd, opts, ret);
         if (ret->n_protected && policy == APPLY_PROTECTED_SKIP)
                 return apply_unprotected(cs, target_fd, src, opts, ret);
         if (ret->n_protected && policy != APPLY_PROTECTED_ALLOW)

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <string.h>
@@ -77,6 +78,19 @@ static const struct protected_rule rules[] = {
         { ".yarnrc.yml", "yarn runs the file its yarnPath names" },
         { ".pypirc", "upload credentials and repository URLs" },
         { ".ssh", "ssh keys, authorized_keys and config (ProxyCommand)" },
+        { ".bash_aliases", "bash runs it at start (Debian's and Ubuntu's .bashrc source it)" },
+        { ".config/git", "git configuration (hooks, fsmonitor, aliases, credential helpers)" },
+        { ".config/fish", SHELL_REASON },
+        { ".config/autostart", "the desktop session starts its entries at login" },
+        { ".config/nvim", "neovim runs its init.lua and plugins at start" },
+        { ".aws", "the AWS CLI and SDKs run its credential_process" },
+        { ".docker", "docker runs the credential helpers its config names" },
+        { ".cargo/config*", "cargo runs the rustc wrappers, runners and aliases it names" },
+        { ".husky", "git runs its hooks where core.hooksPath points (husky)" },
+        { ".githooks", "git runs its hooks where core.hooksPath points" },
+        { "lefthook.yml", "lefthook runs its commands at git commit" },
+        { ".lefthook.yml", "lefthook runs its commands at git commit" },
+        { "lefthook-local.yml", "lefthook runs its commands at git commit" },
         { NULL, NULL },
 };
 
@@ -217,4 +231,71 @@ const char *protected_change_reason(const struct change *c, char *const *extra)
                         return "symlink to a protected path";
         }
         return NULL;
+}
+
+/* Names git finds in a repository directory: a change below one of them
+ * may be a change to a repository not called .git. */
+static bool git_dir_part(const char *s, size_t n)
+{
+        static const char *const names[] = { "HEAD", "config", "hooks", "objects", "refs", "info", "packed-refs",
+                                             "modules", "worktrees", "commondir", "logs", NULL };
+        for (const char *const *name = names; *name; name++)
+                if (strlen(*name) == n && strncmp(s, *name, n) == 0)
+                        return true;
+        return false;
+}
+
+/* Does path name a file (want_dir false) or directory (true) once the
+ * change set is applied: in cs (not deleted), or else on the host? */
+static bool will_have(const struct changeset *cs, int host_fd, const char *path, bool want_dir)
+{
+        const struct change *c = changeset_find(cs, path);
+        struct stat st;
+        if (c)
+                return c->kind != CHANGE_DELETED && (want_dir ? S_ISDIR(c->mode) : S_ISREG(c->mode));
+        if (host_fd < 0 || fstatat(host_fd, *path ? path : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        return want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+/* git's own test for a repository directory: HEAD, objects/ and refs/. */
+static bool is_git_dir(const struct changeset *cs, int host_fd, const char *dir)
+{
+        char p[PATH_MAX];
+        const char *sep = *dir ? "/" : "";
+        return snprintf(p, sizeof(p), "%s%sHEAD", dir, sep) < (int)sizeof(p) && will_have(cs, host_fd, p, false) &&
+               snprintf(p, sizeof(p), "%s%sobjects", dir, sep) < (int)sizeof(p) && will_have(cs, host_fd, p, true) &&
+               snprintf(p, sizeof(p), "%s%srefs", dir, sep) < (int)sizeof(p) && will_have(cs, host_fd, p, true);
+}
+
+const char *protected_repo_reason(const struct changeset *cs, const struct change *c, int host_fd)
+{
+        char dir[PATH_MAX];
+        size_t len = strlen(c->path);
+
+        if (len >= sizeof(dir))
+                return NULL;
+        /* each component git would read in a repository: is what comes
+         * before it one (by git's test, after the change set)? */
+        for (size_t at = 0; at < len;) {
+                size_t n = strcspn(c->path + at, "/");
+                if (git_dir_part(c->path + at, n)) {
+                        size_t dlen = at ? at - 1 : 0;
+                        memcpy(dir, c->path, dlen);
+                        dir[dlen] = '\0';
+                        if (is_git_dir(cs, host_fd, dir))
+                                return "a git repository without the name .git (HEAD, objects/, refs/): git runs its "
+                                       "config and hooks when you work in it";
+                }
+                at += n;
+                at += c->path[at] == '/';
+        }
+        return NULL;
+}
+
+const char *protected_changeset_reason(const struct changeset *cs, const struct change *c, int host_fd,
+                                       char *const *extra)
+{
+        const char *why = protected_change_reason(c, extra);
+        return why ? why : protected_repo_reason(cs, c, host_fd);
 }

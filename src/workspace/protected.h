@@ -59,3 +59,16 @@ const char *protected_change_reason(const struct change *c, char *const *extra);
 
 /* The same for a bare path (no symlink target). */
 const char *protected_path_reason(const char *path, char *const *extra);
+
+/* A change below a directory that is a git repository by git's own test
+ * (HEAD, objects/ and refs/ in it once cs is applied: in cs, or on the
+ * host through host_fd, the target directory, or -1 for cs alone) but is
+ * not named .git: a bare repository a job lays out, or one already
+ * there, whose config and hooks git runs when the user works in it. Its
+ * reason, or NULL. */
+const char *protected_repo_reason(const struct changeset *cs, const struct change *c, int host_fd);
+
+/* protected_change_reason(), then protected_repo_reason(): what apply,
+ * diff and show check for each change of cs. */
+const char *protected_changeset_reason(const struct changeset *cs, const struct change *c, int host_fd,
+                                       char *const *extra);

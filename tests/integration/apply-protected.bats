@@ -140,6 +140,50 @@ repo_untouched() {
         [ ! -e "$R/ok.txt" ] && [ ! -e "$R/.VSCode" ]
 }
 
+@test "a git repository under another name counts as .git: one the job lays out, and one already there" {
+        # a bare repository the job builds in docs/: git runs its
+        # core.pager as the user at the next git log in docs/
+        run "$HUTCH" run -q --workdir "$R" -- sh -c 'mkdir -p docs/objects docs/refs/heads &&
+                echo "ref: refs/heads/main" > docs/HEAD && touch docs/refs/heads/.keep docs/objects/.keep &&
+                printf "[core]\n\tbare = true\n\tpager = touch pwned\n" > docs/config && echo ok > ok.txt'
+        [ "$status" -eq 0 ]
+        id=$(last_run_id)
+        run "$HUTCH" apply "$id"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"protected  docs/config: a git repository without the name .git"* ]]
+        [ ! -e "$R/ok.txt" ] && [ ! -e "$R/docs" ]
+        # and the diff a reviewer reads says so first
+        run "$HUTCH" diff "$id"
+        [[ "${lines[0]}" == "PROTECTED: "* ]]
+        # one the directory has already: only its config changes
+        git init -q --bare "$R/vendor/fixture"
+        make_tree "$R"
+        run "$HUTCH" run -q --workdir "$R" -- sh -c 'printf "[core]\n\tfsmonitor = touch pwned\n" >> vendor/fixture/config'
+        [ "$status" -eq 0 ]
+        run "$HUTCH" apply "$(last_run_id)"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"protected  vendor/fixture/config: a git repository without the name .git"* ]]
+        # a config/ and a refs/ of a project are not a repository
+        run "$HUTCH" run -q --workdir "$R" -- sh -c 'mkdir -p site/refs && echo x > site/config && echo y > site/refs/r'
+        [ "$status" -eq 0 ]
+        run "$HUTCH" apply "$(last_run_id)"
+        [ "$status" -eq 0 ]
+        [ -e "$R/site/config" ]
+}
+
+@test "hook directories core.hooksPath points at, and home start files beyond the shells', are protected" {
+        local f
+        for f in .husky/pre-commit .githooks/pre-commit lefthook.yml .bash_aliases .config/git/config \
+                .config/fish/config.fish .config/autostart/x.desktop .aws/config .docker/config.json .cargo/config.toml; do
+                run "$HUTCH" run -q --workdir "$R" -- sh -c "mkdir -p \"\$(dirname $f)\" && echo x > $f"
+                [ "$status" -eq 0 ]
+                run "$HUTCH" apply "$(last_run_id)"
+                [ "$status" -eq 1 ]
+                [[ "$output" == *"protected  $f: "* ]]
+                [ ! -e "$R/$f" ]
+        done
+}
+
 @test "a profile's [apply] protect adds paths; it cannot be emptied by a profile outside the trusted dirs" {
         p="$BATS_TEST_TMPDIR/prot.ini"
         printf '[apply]\nprotect = deploy/*.sh\n' > "$p"

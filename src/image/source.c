@@ -82,11 +82,29 @@ static int split_ref(const char *rest, char **ret_path, char **ret_tag)
 
 /* ---- oci: a layout directory --------------------------------------------- */
 
-static int read_json_at(int dirfd, const char *name, json_t **ret)
+/* A file of the layout, which must be a regular file: a FIFO would
+ * block the open (and the read) for good while the store's lock is
+ * held, a device would be read without end. O_NONBLOCK for the open
+ * only: it changes nothing for a regular file. -EINVAL when it is not
+ * one. */
+static int open_layout_file(int dirfd, const char *name)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
         if (fd < 0)
                 return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return -EINVAL;
+        }
+        return fd;
+}
+
+static int read_json_at(int dirfd, const char *name, json_t **ret)
+{
+        _cleanup_close_ int fd = open_layout_file(dirfd, name);
+        if (fd < 0)
+                return fd;
         _cleanup_free_ char *text = xmalloc(IMAGE_JSON_MAX + 1);
         ssize_t n = read_full(fd, text, IMAGE_JSON_MAX + 1);
         if (n < 0)
@@ -105,7 +123,9 @@ static int fetch_from_dir(void *ctx, const char *hex)
                 return 0;
         _cleanup_close_ int b = openat(s->dirfd, "blobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int d = b < 0 ? -1 : openat(b, "sha256", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_close_ int fd = d < 0 ? -1 : openat(d, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = d < 0 ? -1 : open_layout_file(d, hex);
+        if (fd == -EINVAL)
+                return err(s, -EINVAL, xasprintf("blob sha256:%s of the layout is not a regular file", hex));
         if (fd < 0)
                 return err(s, -ENOENT, xasprintf("the image names blob sha256:%s, which the layout does not have", hex));
         int r = blob_put_fd(s->st, fd, hex, s->lim->max_layer_bytes, NULL);
@@ -152,7 +172,10 @@ static int from_layout(struct source *s, const char *path, const char *tag, char
                 return err(s, -errno, xasprintf("%s: %s", path, strerror(errno)));
         int r = read_json_at(s->dirfd, "index.json", &s->index);
         if (r < 0)
-                return err(s, r, xasprintf("%s/index.json: %s", path, r == -EBADMSG ? "not JSON" : strerror(-r)));
+                return err(s, r, xasprintf("%s/index.json: %s", path,
+                                   r == -EBADMSG  ? "not JSON"
+                                   : r == -EINVAL ? "not a regular file"
+                                                  : strerror(-r)));
         r = oci_pick_manifest(s->st, s->index, tag, fetch_from_dir, s, ret_hex, s->error);
         if (r < 0)
                 return r;

@@ -166,3 +166,25 @@ refused() {
         run "$HUTCH" image ls
         [ -z "$output" ]
 }
+
+@test "a FIFO for index.json or a blob is refused at once, and holds no lock" {
+        hostile_layer device "$W/l.tar.gz"
+        image_config "$W/c.json" '[]' null "" "$W/l.tar.gz"
+        oci_layout "$W/fifo" t "$W/c.json" "$W/l.tar.gz" > /dev/null
+        layer=$(sha256sum "$W/l.tar.gz" | cut -c1-64)
+        # a blob first: a reader that waits on it for good would hold
+        # the store's lock against every other import and run
+        rm -f "$W/fifo/blobs/sha256/$layer"
+        mkfifo "$W/fifo/blobs/sha256/$layer"
+        run timeout 20 "$HUTCH" image import "oci:$W/fifo:t" f
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"blob sha256:$layer of the layout is not a regular file"* ]]
+        mv "$W/fifo/index.json" "$W/index.json"
+        mkfifo "$W/fifo/index.json"
+        run timeout 20 "$HUTCH" image import "oci:$W/fifo:t" f
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"/index.json: not a regular file"* ]]
+        run timeout 20 "$HUTCH" image ls
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+}

@@ -91,6 +91,13 @@ static void take_pending(int *fd, struct capture *cap, int out, bool tee)
         }
 }
 
+/* take_pending() of the call's stdout and stderr pipes, io[0] and io[1]. */
+static void take_both_pending(int io[2], struct capture *out, struct capture *err, bool tee)
+{
+        for (int i = 0; i < 2; i++)
+                take_pending(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee);
+}
+
 /* The request; with cwd, a recorded one (LIVE_EXEC_FINISH: the
  * supervisor writes the call's row, and its end at our FINISH). */
 static int request(int fd, enum live_kernel_lang lang, const char *code, size_t len, uint64_t timeout_ms,
@@ -183,8 +190,7 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                         /* the supervisor went away while the code ran:
                          * the sandbox, its kernel with it, ended under
                          * the call, as at a stop */
-                        for (int i = 0; i < 2; i++)
-                                take_pending(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee);
+                        take_both_pending(io, out, err, tee);
                         *ret = (struct live_kernel_result) { .status = LIVE_KERNEL_DIED, .stopped = true,
                                                              .wall_ms = now_monotonic_ms() - t0 };
                         snprintf(ret->message, sizeof(ret->message),
@@ -226,8 +232,7 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                         break;
                 }
                 /* what the call wrote before its reply is in the pipes */
-                for (int i = 0; i < 2; i++)
-                        take_pending(&io[i], i ? err : out, i ? STDERR_FILENO : STDOUT_FILENO, tee);
+                take_both_pending(io, out, err, tee);
                 result_of(&e, msg + sizeof(e), vlen, ret);
                 r = 0;
                 break;

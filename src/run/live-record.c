@@ -149,16 +149,38 @@ int live_record_finish(struct store *s, const char *run_id, const char *buf, siz
         return r < 0 ? r : 0;
 }
 
-int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed)
+/* The end of run_id, still running, as o says (its output went to a
+ * client that is gone, and is not recorded): written with the busy
+ * timeout the supervisor's loop can afford. A row no longer running is
+ * left alone (its client wrote its end after all). 0 or -errno. */
+static int finish_lost(struct store *s, const char *run_id, const struct run_outcome *o)
 {
         _cleanup_run_record_ struct run_record *rec = NULL;
-        struct run_outcome o = { 0 };
 
         int r = store_run_get(s, run_id, &rec, NULL);
         if (r < 0)
                 return r;
         if (rec->status != RUN_RUNNING)
-                return 0;       /* the client wrote its end after all */
+                return 0;
+        rec->status = o->status;
+        rec->exit_code = o->exit_code;
+        rec->signal = o->signal;
+        free(rec->message);
+        rec->message = xstrdup(o->message);
+        rec->finished_at_ms = now_realtime_ms();
+        rec->duration_ms = o->wall_ms;
+        rec->cpu_user_ms = o->cpu_user_ms;
+        rec->cpu_sys_ms = o->cpu_sys_ms;
+        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
+        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
+        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
+        return r;
+}
+
+int live_record_lost(struct store *s, const char *run_id, const struct live_reply *end, bool killed)
+{
+        struct run_outcome o = { 0 };
+
         live_outcome(end, &o);
         if (killed && !end->stopped) {
                 o.status = RUN_CANCELLED;
@@ -171,39 +193,13 @@ int live_record_lost(struct store *s, const char *run_id, const struct live_repl
                 snprintf(o.message + n, sizeof(o.message) - n, "%sits hutch exec went away: the output is "
                          "not recorded", n ? "; " : "");
         }
-        rec->status = o.status;
-        rec->exit_code = o.exit_code;
-        rec->signal = o.signal;
-        free(rec->message);
-        rec->message = xstrdup(o.message);
-        rec->finished_at_ms = now_realtime_ms();
-        rec->duration_ms = o.wall_ms;
-        rec->cpu_user_ms = o.cpu_user_ms;
-        rec->cpu_sys_ms = o.cpu_sys_ms;
-        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
-        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
-        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
-        return r;
+        return finish_lost(s, run_id, &o);
 }
 
 int live_record_call_lost(struct store *s, const char *run_id, uint64_t wall_ms, const char *how)
 {
-        _cleanup_run_record_ struct run_record *rec = NULL;
+        struct run_outcome o = { .status = RUN_CANCELLED, .exit_code = EXIT_CANCELLED_TERM, .wall_ms = wall_ms };
 
-        int r = store_run_get(s, run_id, &rec, NULL);
-        if (r < 0)
-                return r;
-        if (rec->status != RUN_RUNNING)
-                return 0;
-        rec->status = RUN_CANCELLED;
-        rec->exit_code = EXIT_CANCELLED_TERM;
-        rec->signal = 0;
-        free(rec->message);
-        rec->message = xasprintf("its caller went away; the call %s; the output is not recorded", how);
-        rec->finished_at_ms = now_realtime_ms();
-        rec->duration_ms = wall_ms;
-        store_set_busy_timeout(s, LIVE_RECORD_BUSY_MS);
-        r = store_run_finish(s, rec) < 0 ? -EIO : 0;
-        store_set_busy_timeout(s, STORE_BUSY_TIMEOUT_MS);
-        return r;
+        snprintf(o.message, sizeof(o.message), "its caller went away; the call %s; the output is not recorded", how);
+        return finish_lost(s, run_id, &o);
 }

@@ -22,8 +22,8 @@
 #include "sandbox/seccomp.h"
 #include "workspace/snapshot.h"
 
-/* root's job runs as nobody, as the namespace tier maps it */
-#define UNPRIVILEGED_ID 65534
+/* root's job when no uid of its own can be had (landlock-uid.h) */
+#define SHARED_NOBODY_ID 65534
 /* the workspace copy gets at least this long, like a snapshot */
 #define COPY_MIN_MS 10000
 
@@ -111,12 +111,37 @@ int run_isolation_choose(const struct run_config *cfg, bool has_inputs, bool has
 int run_landlock_prepare(const struct run_config *cfg, int lower_fd, uint16_t proxy_port, struct run_landlock *ll,
                          char **ret_error)
 {
-        bool root = geteuid() == 0;
-        uid_t uid = root ? UNPRIVILEGED_ID : getuid();
-        gid_t gid = root ? UNPRIVILEGED_ID : getgid();
+        uid_t uid = getuid();
+        gid_t gid = getgid();
         const char *base = getenv("TMPDIR");
         int r;
 
+        /* root's job gets a uid no other process has (landlock-uid.h):
+         * not nobody, whom the host's other nobody processes share */
+        if (geteuid() == 0) {
+                r = landlock_uid_reserve(&ll->job_uid);
+                if (r == -ERANGE) {
+                        /* a namespace that maps so few ids that neither
+                         * range is in it: nobody, said where it is read */
+                        log_warning("run: the landlock tier: this user namespace maps no uid of hutch's ranges "
+                                    "(%u-%u, %u-%u), so root's job runs as uid %u, which the host's other "
+                                    "nobody processes share (hutch-run(1), ISOLATION)", LANDLOCK_UID_FIRST,
+                                    LANDLOCK_UID_LAST, LANDLOCK_UID_SMALL_FIRST, LANDLOCK_UID_SMALL_LAST,
+                                    SHARED_NOBODY_ID);
+                        ll->shared_uid = true;
+                        uid = SHARED_NOBODY_ID;
+                        gid = SHARED_NOBODY_ID;
+                } else if (r < 0) {
+                        *ret_error = xasprintf("the landlock tier cannot reserve a uid of its own for the job "
+                                               "under %s: %s", LANDLOCK_UID_LOCK_DIR,
+                                               r == -EPERM ? "not a directory of root's alone"
+                                               : r == -EBUSY ? "no free uid found" : strerror(-r));
+                        return r;
+                } else {
+                        uid = ll->job_uid.uid;
+                        gid = (gid_t)ll->job_uid.uid;
+                }
+        }
         if (!base || base[0] != '/')
                 base = "/tmp";
         r = scratch_create(base, uid, gid, &ll->scratch);
@@ -260,9 +285,16 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
                     "are scoped only from Landlock ABI 6), and it keeps the host's capability bounding set "
                     "(dropping it needs CAP_SETPCAP; no_new_privs keeps every capability out of reach)");
                 ADD("the job can change the metadata (mode, times, extended attributes) of the caller's own "
-                    "files anywhere it can name them: Landlock holds content, not metadata; as root the job is "
-                    "uid 65534 and owns nothing of the host's");
+                    "files anywhere it can name them: Landlock holds content, not metadata; as root the job "
+                    "runs under a uid of its own and owns nothing of the host's");
+                ADD("SysV IPC objects the job makes (shared memory, message queues, semaphores) stay after "
+                    "the run under the caller's uid, and its memory limit does not count shared memory no "
+                    "process has attached; as root they are removed with the job's own uid at the end");
         }
+        if (ll->shared_uid)
+                ADD("root's job runs as uid 65534, not a uid of its own (this user namespace maps none of "
+                    "hutch's ranges): the host's other nobody processes own its scratch too, and SysV IPC "
+                    "objects it makes stay after the run");
         for (char **m = ll->plan.missing; m && *m; m++)
                 ADD(*m);
 #undef ADD
@@ -298,7 +330,7 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
         json_object_set_new(report, "uid_map", json_string("none (no user namespace)"));
         json_object_set_new(report, "gid_map", json_string("none (no user namespace)"));
         json_object_set_new(report, "capabilities",
-                            json_string(geteuid() == 0 ? "none (root's job runs as uid 65534, every set empty)"
+                            json_string(geteuid() == 0 ? "none (root's job runs under a uid of its own, every set empty)"
                                                        : "none (the caller's uid, every set empty)"));
         if (cfg->net == NET_ALLOW) {
                 _cleanup_free_ char *net = xasprintf(
@@ -344,6 +376,9 @@ void run_landlock_done(struct run_landlock *ll)
                 if (r < 0 && r != -ENOENT)
                         log_warning("run: cannot remove the landlock tier's scratch: %s", strerror(-r));
         }
+        /* the job's processes are all gone by now: what its uid still
+         * holds is only what outlives processes */
+        landlock_uid_release(&ll->job_uid);
         landlock_plan_done(&ll->plan);
         free(ll->refusal);
         *ll = (struct run_landlock){ 0 };

@@ -9,7 +9,8 @@
  * sandbox_inputs.landlock; run_isolation_report() adds the `isolation`
  * object to the enforcement report; after the job, run_landlock_upper()
  * gives the change set its upper dir; run_landlock_done() removes the
- * scratch.
+ * scratch and, for root, the SysV IPC objects of the job's own uid
+ * (run/landlock-uid.h), and lets that uid go.
  */
 #pragma once
 
@@ -18,6 +19,7 @@
 
 #include "config/run-config.h"
 #include "sandbox/landlock.h"
+#include "run/landlock-uid.h"
 #include "sandbox/sandbox.h"
 #include "workspace/scratch.h"
 
@@ -27,6 +29,8 @@ struct run_landlock {
         char *refusal;          /* what refused them (auto), for stderr and the report */
         int abi;                /* the kernel's Landlock ABI (0: none) */
         bool have_scratch;
+        struct landlock_uid job_uid;    /* root's job: its own uid, held for the run */
+        bool shared_uid;        /* ... none could be had: 65534, reported */
         struct scratch scratch;
         struct landlock_plan plan;
         struct landlock_job job;

@@ -3,7 +3,7 @@
 # job in the landlock tier (HUTCH_SECURITY_ISOLATION=landlock, lib.bash):
 # once as the caller and, when the caller is root, once more as an
 # unprivileged user, whose job then has that user's own uid (as root the
-# job is uid 65534), as gvisor.sh does for the gVisor runtime. Each case
+# job has a uid of its own), as gvisor.sh does for the gVisor runtime. Each case
 # the tier cannot hold is skipped with the reason (landlock_skip), in the
 # words hutch-run(1) ISOLATION uses; every other case must pass as it
 # does in the namespace tier.
@@ -34,7 +34,8 @@ pass() {
 
 files=$(cd "$TESTS_DIR" && ls security/*.bats)
 
-# In this tier a root-run job is uid 65534 on the host's own filesystem:
+# In this tier a root-run job has a host uid of its own on the host's own
+# filesystem (run/landlock-uid.h):
 # the probe must be where that uid can reach it, not in a checkout under
 # root's 0700 home (as on a fresh machine and in CI).
 mkdir -p "$work/rootbin"

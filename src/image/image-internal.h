@@ -94,7 +94,9 @@ struct oci_manifest {
 void oci_manifest_done(struct oci_manifest *m);
 /* Parse manifest document j (checking its media types and digests). */
 int oci_parse_manifest(json_t *j, struct oci_manifest *m, char **ret_error);
-/* Fill info's config fields from config document j (checks os). */
+/* Fill info's config fields from config document j (checks os, and
+ * each Env entry with env_entry_check(): a run could not take a bad
+ * one, so neither import nor run accepts the image). */
 int oci_parse_config(json_t *j, struct image_info *info, char **ret_error);
 /* This host's architecture in OCI's words ("amd64", "arm64", ...). */
 const char *oci_host_arch(void);

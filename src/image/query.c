@@ -97,6 +97,11 @@ int image_resolve(struct image_store *st, const char *ref, struct image_info **r
         if (r >= 0) {
                 r = oci_parse_config(j, info, ret_error);
                 json_decref(j);
+                if (r < 0 && *ret_error) {
+                        char *named = xasprintf("image %s: %s", ref, *ret_error);
+                        free(*ret_error);
+                        *ret_error = named;
+                }
         } else
                 *ret_error = xasprintf("config sha256:%s of %s is missing or damaged", m.config, ref);
         for (size_t i = m.n_layers; r >= 0 && i-- > 0;) {

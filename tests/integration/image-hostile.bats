@@ -188,3 +188,32 @@ refused() {
         [ "$status" -eq 0 ]
         [ -z "$output" ]
 }
+
+# sparse_file PATH SIZE: a file of SIZE bytes that is all hole; skips
+# when the test's file system does not keep holes
+sparse_file() {
+        truncate -s "$2" "$1"
+        [ "$(stat -c %b "$1")" -lt 64 ] || skip "the test dir keeps no holes"
+}
+
+@test "an Env entry a run could not set is refused at import, naming the entry" {
+        hostile_layer device "$W/l.tar.gz"
+        i=0
+        for bad in '"A=one\ntwo"' '"NOEQUALS"' '"=x"' '"1X=y"' '"A=x ;y"' '"A=\u0001"'; do
+                image_config "$W/e$i.json" "[\"PATH=/bin\", $bad]" null "" "$W/l.tar.gz"
+                oci_layout "$W/e$i" t "$W/e$i.json" "$W/l.tar.gz" > /dev/null
+                run "$HUTCH" image import "oci:$W/e$i:t" env$i
+                [ "$status" -eq 1 ]
+                [ "${#lines[@]}" -eq 1 ]
+                [[ "$output" == *"the config's Env[1]: "* ]]
+                i=$((i + 1))
+        done
+        run "$HUTCH" image ls
+        [ -z "$output" ]
+        [ -z "$(ls "$STORE/layers")" ]
+        # what a run takes is taken: '=' and ';' inside a value
+        image_config "$W/ok.json" '["PATH=/bin", "A=x=y;z", "_B="]' null "" "$W/l.tar.gz"
+        oci_layout "$W/ok" t "$W/ok.json" "$W/l.tar.gz" > /dev/null
+        run "$HUTCH" image import "oci:$W/ok:t" ok
+        [ "$status" -eq 0 ]
+}

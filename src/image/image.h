@@ -123,8 +123,11 @@ int image_import(struct image_store *st, const char *src, const char *ref, const
 
 /* The image ref (any "NAME[:TAG]" image_ref_normalize() takes, or
  * "sha256:<hex>" / "NAME@sha256:<hex>" naming a manifest) as a run uses
- * it. -ENOENT when there is no such image, -EBADMSG when its blobs or
- * layers are damaged or missing (*ret_error says which). */
+ * it. A manifest digest resolves only when a ref names that manifest: a
+ * blob in the store is no image (a refused import may leave one until
+ * it is cleaned). -ENOENT when there is no such image, -EBADMSG when its
+ * blobs or layers are damaged or missing, -E2BIG with more than
+ * IMAGE_MAX_LAYERS layers (*ret_error says which). */
 int image_resolve(struct image_store *st, const char *ref, struct image_info **ret, char **ret_error);
 struct image_info *image_info_free(struct image_info *info);
 static inline void image_info_freep(struct image_info **i) { image_info_free(*i); }

@@ -114,10 +114,12 @@ char *image_ref_normalize(const char *s);
  * the name the source carries: the oci: tag, docker's RepoTags; failing
  * that an error). src is "oci:DIR[:TAG]", "oci-archive:FILE[:TAG]" or
  * "docker-archive:FILE[:NAME:TAG]". Every blob is checked against its
- * digest, every new layer unpacked (unpack.c's rules) within lim. On
- * failure nothing is left in the store but blobs already verified
- * (removed by the next gc when no image names them), and *ret_error says
- * what failed where. */
+ * digest, every new layer unpacked (unpack.c's rules) within lim, and
+ * every byte written into blobs charged against lim->max_image_bytes as
+ * it is written; more than IMAGE_MAX_LAYERS layers, or a config Env
+ * entry env_entry_problem() refuses, refuse the image. On failure the
+ * blobs and layers this import made are removed again (only a killed
+ * import leaves tmp/ to gc), and *ret_error says what failed where. */
 int image_import(struct image_store *st, const char *src, const char *ref, const struct image_limits *lim,
                  struct image_import_result *ret, char **ret_error);
 

@@ -196,6 +196,54 @@ sparse_file() {
         [ "$(stat -c %b "$1")" -lt 64 ] || skip "the test dir keeps no holes"
 }
 
+@test "an archive's members are written only when the image uses them, and charged to max_image_size as written" {
+        printf '[image]\nmax_image_size = 8M\n' > "$W/img.ini"
+        hostile_layer device "$W/l.tar.gz"
+        image_config "$W/c.json" '[]' null "" "$W/l.tar.gz"
+        oci_layout "$W/o" t "$W/c.json" "$W/l.tar.gz" > /dev/null
+        # a member no image names: 200M as a blob, a few bytes in the archive
+        sparse_file "$W/o/junk" 200M
+        printf x | dd of="$W/o/junk" bs=1 seek=$((200 << 20)) conv=notrunc status=none
+        tar --sparse -C "$W/o" -cf "$W/o.tar" .
+        [ "$(stat -c %s "$W/o.tar")" -lt 1048576 ]
+        run "$HUTCH" image import -p "$W/img.ini" "oci-archive:$W/o.tar:t" junk
+        [ "$status" -eq 0 ]
+        [ "$(du -sb "$STORE" | cut -f1)" -lt 4194304 ]
+        [ -z "$(ls "$STORE/tmp")" ]
+        "$HUTCH" image rm junk:latest
+        # a layer the image names that unpacks (as a blob) past the
+        # budget: refused as it is written, one line naming bound and
+        # member, and nothing of the import left for gc
+        mkdir -p "$W/z/blobs/sha256"
+        zeros=$(head -c 64M /dev/zero | sha256sum | cut -c1-64)
+        sparse_file "$W/z/blobs/sha256/$zeros" 64M
+        jq -n --arg c "$(sha256sum "$W/c.json" | cut -c1-64)" --argjson cs "$(stat -c %s "$W/c.json")" --arg z "$zeros" \
+                '{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
+                  config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: ("sha256:" + $c), size: $cs},
+                  layers: [{mediaType: "application/vnd.oci.image.layer.v1.tar", digest: ("sha256:" + $z), size: 67108864}]}' \
+                > "$W/m.json"
+        oci_blob "$W/z" "$W/c.json" > /dev/null
+        read -r md ms < <(oci_blob "$W/z" "$W/m.json")
+        jq -n --arg md "$md" --argjson ms "$ms" '{schemaVersion: 2, manifests: [{mediaType:
+                "application/vnd.oci.image.manifest.v1+json", digest: $md, size: $ms}]}' > "$W/z/index.json"
+        tar --sparse -C "$W/z" -cf "$W/z.tar" .
+        [ "$(stat -c %s "$W/z.tar")" -lt 1048576 ]
+        run "$HUTCH" image import -p "$W/img.ini" "oci-archive:$W/z.tar" zeros
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"archive member blobs/sha256/$zeros: the import writes more than max_image_size (8M) into the store"* ]]
+        [ -z "$(ls "$STORE/blobs/sha256")" ]
+        [ -z "$(ls "$STORE/tmp")" ]
+        [ -z "$(ls "$STORE/layers")" ]
+        # the same from a layout directory
+        run "$HUTCH" image import -p "$W/img.ini" "oci:$W/z" zeros
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"blob sha256:$zeros: the import writes more than max_image_size (8M) into the store"* ]]
+        [ -z "$(ls "$STORE/blobs/sha256")" ]
+        run "$HUTCH" image ls
+        [ -z "$output" ]
+}
+
 @test "an Env entry a run could not set is refused at import, naming the entry" {
         hostile_layer device "$W/l.tar.gz"
         i=0

@@ -244,6 +244,32 @@ sparse_file() {
         [ -z "$output" ]
 }
 
+@test "a sparse file of tiny fragments is charged the blocks it takes, not its bytes" {
+        # 4096 bytes of data, one every 8 KiB: 4096 blocks (16M) on disk
+        hostile_layer sparse-frags "$W/sp.tar.gz" 4096
+        image_config "$W/sp.json" '[]' null "" "$W/sp.tar.gz"
+        oci_layout "$W/spo" t "$W/sp.json" "$W/sp.tar.gz" > /dev/null
+        printf '[image]\nmax_layer_size = 4M\n' > "$W/small.ini"
+        before=$(canary_state)
+        run "$HUTCH" image import -p "$W/small.ini" "oci:$W/spo:t" sp
+        [[ "$output" == *"layer entry 'frag': the layer unpacks to more than max_layer_size (4M)"* ]]
+        refused
+        # within a bound that holds it, the charge is what the unpacked
+        # file takes on disk (but the file system's extent records: < 1%)
+        printf '[image]\nmax_layer_size = 64M\n' > "$W/big.ini"
+        run "$HUTCH" image import -p "$W/big.ini" "oci:$W/spo:t" sp
+        [ "$status" -eq 0 ]
+        layer=$(sha256sum "$W/sp.tar.gz" | cut -c1-64)
+        frag="$STORE/layers/$layer/rootfs/frag"
+        [ "$(stat -c %s "$frag")" -eq 33554432 ]
+        [ "$(head -c 8193 "$frag" | tail -c 1)" = x ]
+        disk=$(( $(stat -c %b "$frag") * 512 ))
+        [ "$disk" -lt 33554432 ] || skip "the store keeps no holes"
+        charged=$(jq .bytes "$STORE/layers/$layer/layer.json")
+        [ $((charged * 101 / 100)) -ge "$disk" ]
+        [ "$charged" -ge 16777216 ]
+}
+
 @test "an Env entry a run could not set is refused at import, naming the entry" {
         hostile_layer device "$W/l.tar.gz"
         i=0

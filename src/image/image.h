@@ -43,6 +43,13 @@
 /* defaults of the profile keys [image] max_layer_size and max_image_size */
 #define IMAGE_DEFAULT_MAX_LAYER "4G"
 #define IMAGE_DEFAULT_MAX_IMAGE "16G"
+/* The most layers an image may have: a run stacks them as overlay lower
+ * dirs in one mount(2) option string, which the kernel takes as one page
+ * (4 KiB); past ~240 layers the string no longer fits and no run could
+ * mount the image. Import refuses more, and so does a run (an image
+ * imported before this bound). 128 layers' dirs fit with room to spare
+ * (sandbox/mount-layers.c checks it at build time). */
+#define IMAGE_MAX_LAYERS 128
 
 struct image_store;
 

@@ -131,6 +131,11 @@ int image_import(struct image_store *st, const char *src, const char *ref, const
                 r = oci_parse_manifest(j, &m, ret_error);
         json_decref(j);
         j = NULL;
+        if (r >= 0 && m.n_layers > IMAGE_MAX_LAYERS) {
+                *ret_error = xasprintf("the image has %zu layers, more than the %d a run can stack", m.n_layers,
+                                       IMAGE_MAX_LAYERS);
+                r = -E2BIG;
+        }
         if (r < 0)
                 goto out;
         struct image_info *probe = xcalloc(1, sizeof(*probe));

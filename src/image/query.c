@@ -110,6 +110,12 @@ int image_resolve(struct image_store *st, const char *ref, struct image_info **r
                         *ret_error = xasprintf("manifest sha256:%s of %s is damaged", info->manifest, ref);
                 return -EBADMSG;
         }
+        if (m.n_layers > IMAGE_MAX_LAYERS) {
+                *ret_error = xasprintf("image %s has %zu layers, more than the %d a run can stack", ref, m.n_layers,
+                                       IMAGE_MAX_LAYERS);
+                oci_manifest_done(&m);
+                return -E2BIG;
+        }
         memcpy(info->config, m.config, DIGEST_HEX_SIZE);
         r = blob_read_json(st, m.config, &j);
         if (r >= 0) {

@@ -151,3 +151,32 @@ setup() {
         [ "$status" -eq 125 ]
         [[ "$output" == *"no image sha256:$m2"* ]]
 }
+
+@test "an image of more layers than a run can stack is refused at import; as many as it can runs" {
+        # 127 small layers over busybox's: 128, the most
+        local layers=("$W/l1.tar.gz") i
+        for i in $(seq 2 129); do
+                mkdir -p "$W/many/$i"
+                echo "$i" > "$W/many/$i/f$i"
+                tar --numeric-owner --owner=0 --group=0 -C "$W/many/$i" -cf "$W/many/$i.tar" .
+                layers+=("$W/many/$i.tar")
+        done
+        image_config "$W/c128.json" '["PATH=/bin"]' null "" "${layers[@]:0:128}"
+        oci_layout "$W/oci" 128 "$W/c128.json" "${layers[@]:0:128}" > /dev/null
+        run "$HUTCH" image import "oci:$W/oci:128" many
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"128 layers"* ]]
+        run "$HUTCH" run --image many -- sh -c 'cat /f2 /f128'
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf '2\n128')" ]
+        image_config "$W/c129.json" '["PATH=/bin"]' null "" "${layers[@]}"
+        oci_layout "$W/oci" 129 "$W/c129.json" "${layers[@]}" > /dev/null
+        run "$HUTCH" image import "oci:$W/oci:129" toomany
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"the image has 129 layers, more than the 128 a run can stack"* ]]
+        run "$HUTCH" image ls
+        [[ "$output" != *toomany* ]]
+        # nothing of it stays: the layer only it names is not unpacked
+        [ ! -e "$HUTCH_STATE_DIR/images/layers/$(sha256sum "$W/many/129.tar" | cut -c1-64)" ]
+}

@@ -142,12 +142,7 @@ static const char *check_hostname(const char *s)
 
 bool profile_valid_env_name(const char *s)
 {
-        if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
-                return false;
-        for (; *s; s++)
-                if (!isalnum((unsigned char)*s) && *s != '_')
-                        return false;
-        return true;
+        return env_var_name_valid(s);       /* the one rule an image's Env is held to too */
 }
 
 /* Limits whose enforcement can be demanded with `require`. */

@@ -290,7 +290,7 @@ int profile_set_env(struct run_config *cfg, const char *name, const char *value,
         if (!profile_valid_env_name(name))
                 return profile_fail(ret_error, -EINVAL, where(NULL, "env", origin, file, line),
                                     "expected a variable name (letters, digits, '_'), got \"%s\"", name);
-        if (profile_has_control(value) || has_comment_start(value))
+        if (!env_var_value_valid(value))    /* an image's Env is held to the same (oci.c) */
                 return profile_fail(ret_error, -EINVAL, where(NULL, name, origin, file, line),
                                     "value may not contain control characters or \" ;\"");
         entry = xasprintf("%s=%s", name, value);

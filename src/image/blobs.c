@@ -27,6 +27,7 @@ const char *digest_ref_hex(const char *s)
 int blob_begin(struct image_store *st, struct blob_writer *w, uint64_t max)
 {
         memset(w, 0, sizeof(*w));
+        w->st = st;
         w->fd = -1;
         w->max = max;
         int r = fs_random_name("blob-", w->tmpname, sizeof(w->tmpname));
@@ -43,12 +44,41 @@ int blob_write(struct blob_writer *w, const void *buf, size_t n)
 {
         if (w->max && w->size + n > w->max)
                 return -EFBIG;
+        /* charged before the write: the store never holds more than the
+         * budget, whatever the bytes are (a sparse member's zeros too) */
+        if (w->st->budget && w->st->charged + n > w->st->budget)
+                return -EDQUOT;
+        w->st->charged += n;
         int r = write_all(w->fd, buf, n);
         if (r < 0)
                 return r;
         digest_update(&w->digest, buf, n);
         w->size += n;
         return 0;
+}
+
+void blob_import_begin(struct image_store *st, uint64_t budget)
+{
+        st->charged = 0;
+        st->budget = budget;
+        strv_free(st->new_blobs);
+        strv_free(st->new_layers);
+        st->new_blobs = st->new_layers = NULL;
+        st->n_new_blobs = st->n_new_layers = 0;
+}
+
+void blob_note_new_layer(struct image_store *st, const char *hex)
+{
+        st->new_layers = strv_push(st->new_layers, &st->n_new_layers, hex);
+}
+
+void blob_import_end(struct image_store *st, bool refused)
+{
+        for (size_t i = 0; refused && i < st->n_new_layers; i++)
+                (void)fs_remove_tree_at(st->layersfd, st->new_layers[i]);
+        for (size_t i = 0; refused && i < st->n_new_blobs; i++)
+                (void)unlinkat(st->blobsfd, st->new_blobs[i], 0);
+        blob_import_begin(st, 0);
 }
 
 void blob_abort(struct image_store *st, struct blob_writer *w)
@@ -85,6 +115,8 @@ int blob_commit(struct image_store *st, struct blob_writer *w, const char *expec
                         return -e;
                 fresh = false;
         }
+        if (fresh)
+                st->new_blobs = strv_push(st->new_blobs, &st->n_new_blobs, hex);
         if (ret_hex)
                 memcpy(ret_hex, hex, DIGEST_HEX_SIZE);
         if (ret_new)

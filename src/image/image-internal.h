@@ -22,6 +22,13 @@ struct image_store {
         int blobsfd;            /* <dir>/blobs/sha256 */
         int layersfd;           /* <dir>/layers */
         int tmpfd;              /* <dir>/tmp */
+        /* the import under way (image_import()): every byte it writes
+         * into a blob is charged to charged and may not pass budget
+         * (max_image_size; 0: none); what it made new is listed, to be
+         * removed again when it is refused */
+        uint64_t charged, budget;
+        char **new_blobs, **new_layers;
+        size_t n_new_blobs, n_new_layers;
 };
 
 /* ---- store.c: refs.json (the caller holds the lock) -------------------- */
@@ -39,6 +46,7 @@ int store_use_exclusive(struct image_store *st);
 
 /* A blob being written: hashed as it is written into tmp/. */
 struct blob_writer {
+        struct image_store *st;
         int fd;
         char tmpname[64];
         struct digest digest;
@@ -47,7 +55,8 @@ struct blob_writer {
 
 /* Start a blob; max bounds its size (0: none). 0 or -errno. */
 int blob_begin(struct image_store *st, struct blob_writer *w, uint64_t max);
-/* Append n bytes: 0, -EFBIG past max, or -errno. */
+/* Append n bytes, charged to the store's import budget as they are
+ * written: 0, -EFBIG past max, -EDQUOT past the budget, or -errno. */
 int blob_write(struct blob_writer *w, const void *buf, size_t n);
 /* Finish: when expect_hex is not NULL the content must hash to it
  * (-EBADMSG otherwise, and nothing is stored); the blob is then named
@@ -59,8 +68,19 @@ int blob_commit(struct image_store *st, struct blob_writer *w, const char *expec
 /* Drop a blob being written. NULL-safe on a spent writer. */
 void blob_abort(struct image_store *st, struct blob_writer *w);
 
+/* An import begins: nothing charged, budget bytes (0: none) may be
+ * written into blobs, nothing new yet. */
+void blob_import_begin(struct image_store *st, uint64_t budget);
+/* A layer dir layers/<hex> the import made. */
+void blob_note_new_layer(struct image_store *st, const char *hex);
+/* The import is over: when refused, the blobs and layers it made (which
+ * no ref names: they were not there before it, and it holds the store's
+ * lock) are removed, so a refused import leaves nothing for gc. */
+void blob_import_end(struct image_store *st, bool refused);
+
 /* Copy fd (from its offset to EOF) into the store as blob expect_hex
- * (verified), at most max bytes. 0, -EBADMSG (mismatch), -EFBIG, -errno. */
+ * (verified), at most max bytes. 0, -EBADMSG (mismatch), -EFBIG,
+ * -EDQUOT (the import's budget), -errno. */
 int blob_put_fd(struct image_store *st, int fd, const char *expect_hex, uint64_t max, bool *ret_new);
 /* Store a buffer, returning its hash. */
 int blob_put_buffer(struct image_store *st, const void *buf, size_t n, char ret_hex[DIGEST_HEX_SIZE]);
@@ -94,7 +114,9 @@ struct oci_manifest {
 void oci_manifest_done(struct oci_manifest *m);
 /* Parse manifest document j (checking its media types and digests). */
 int oci_parse_manifest(json_t *j, struct oci_manifest *m, char **ret_error);
-/* Fill info's config fields from config document j (checks os). */
+/* Fill info's config fields from config document j (checks os, and
+ * each Env entry with env_entry_check(): a run could not take a bad
+ * one, so neither import nor run accepts the image). */
 int oci_parse_config(json_t *j, struct image_info *info, char **ret_error);
 /* This host's architecture in OCI's words ("amd64", "arm64", ...). */
 const char *oci_host_arch(void);

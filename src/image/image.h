@@ -43,6 +43,13 @@
 /* defaults of the profile keys [image] max_layer_size and max_image_size */
 #define IMAGE_DEFAULT_MAX_LAYER "4G"
 #define IMAGE_DEFAULT_MAX_IMAGE "16G"
+/* The most layers an image may have: a run stacks them as overlay lower
+ * dirs in one mount(2) option string, which the kernel takes as one page
+ * (4 KiB); past ~240 layers the string no longer fits and no run could
+ * mount the image. Import refuses more, and so does a run (an image
+ * imported before this bound). 128 layers' dirs fit with room to spare
+ * (sandbox/mount-layers.c checks it at build time). */
+#define IMAGE_MAX_LAYERS 128
 
 struct image_store;
 
@@ -114,17 +121,22 @@ char *image_ref_normalize(const char *s);
  * the name the source carries: the oci: tag, docker's RepoTags; failing
  * that an error). src is "oci:DIR[:TAG]", "oci-archive:FILE[:TAG]" or
  * "docker-archive:FILE[:NAME:TAG]". Every blob is checked against its
- * digest, every new layer unpacked (unpack.c's rules) within lim. On
- * failure nothing is left in the store but blobs already verified
- * (removed by the next gc when no image names them), and *ret_error says
- * what failed where. */
+ * digest, every new layer unpacked (unpack.c's rules) within lim, and
+ * every byte written into blobs charged against lim->max_image_bytes as
+ * it is written; more than IMAGE_MAX_LAYERS layers, or a config Env
+ * entry env_entry_problem() refuses, refuse the image. On failure the
+ * blobs and layers this import made are removed again (only a killed
+ * import leaves tmp/ to gc), and *ret_error says what failed where. */
 int image_import(struct image_store *st, const char *src, const char *ref, const struct image_limits *lim,
                  struct image_import_result *ret, char **ret_error);
 
 /* The image ref (any "NAME[:TAG]" image_ref_normalize() takes, or
  * "sha256:<hex>" / "NAME@sha256:<hex>" naming a manifest) as a run uses
- * it. -ENOENT when there is no such image, -EBADMSG when its blobs or
- * layers are damaged or missing (*ret_error says which). */
+ * it. A manifest digest resolves only when a ref names that manifest: a
+ * blob in the store is no image (a refused import may leave one until
+ * it is cleaned). -ENOENT when there is no such image, -EBADMSG when its
+ * blobs or layers are damaged or missing, -E2BIG with more than
+ * IMAGE_MAX_LAYERS layers (*ret_error says which). */
 int image_resolve(struct image_store *st, const char *ref, struct image_info **ret, char **ret_error);
 struct image_info *image_info_free(struct image_info *info);
 static inline void image_info_freep(struct image_info **i) { image_info_free(*i); }

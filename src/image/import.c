@@ -94,6 +94,7 @@ static int ensure_layer(struct image_store *st, const char *hex, const struct im
                 (void)fs_remove_tree_at(st->tmpfd, tmp);
                 return r;
         }
+        blob_note_new_layer(st, hex);
         res->layers_unpacked++;
         res->skipped_specials += stats.specials;
         res->setid_dropped += stats.setid;
@@ -115,19 +116,26 @@ int image_import(struct image_store *st, const char *src, const char *ref, const
                 *ret_error = xasprintf("'%s' is not an image name (NAME[:TAG]: letters, digits, . _ - /)", ref);
                 return -EINVAL;
         }
+        blob_import_begin(st, lim->max_image_bytes);
         r = source_fetch(st, src, lim, manifest, &carried, ret_error);
         if (r < 0)
-                return r;
+                goto out;
         if (!name && !(name = image_ref_normalize(carried))) {
                 *ret_error = xasprintf("the image carries no usable name ('%s'): give one, hutch image import REF NAME[:TAG]",
                                        carried ? carried : "");
-                return -EINVAL;
+                r = -EINVAL;
+                goto out;
         }
         r = blob_read_json(st, manifest, &j);
         if (r >= 0)
                 r = oci_parse_manifest(j, &m, ret_error);
         json_decref(j);
         j = NULL;
+        if (r >= 0 && m.n_layers > IMAGE_MAX_LAYERS) {
+                *ret_error = xasprintf("the image has %zu layers, more than the %d a run can stack", m.n_layers,
+                                       IMAGE_MAX_LAYERS);
+                r = -E2BIG;
+        }
         if (r < 0)
                 goto out;
         struct image_info *probe = xcalloc(1, sizeof(*probe));
@@ -173,6 +181,7 @@ int image_import(struct image_store *st, const char *src, const char *ref, const
                 memcpy(res->manifest, manifest, DIGEST_HEX_SIZE);
         }
 out:
+        blob_import_end(st, r < 0);
         json_decref(j);
         json_decref(refs);
         oci_manifest_done(&m);

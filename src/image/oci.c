@@ -222,6 +222,16 @@ int oci_parse_config(json_t *j, struct image_info *info, char **ret_error)
             string_array(json_object_get(c, "Entrypoint"), &info->entrypoint) < 0 ||
             string_array(json_object_get(c, "Cmd"), &info->cmd) < 0)
                 return bad(ret_error, -EBADMSG, "the config's Env, Entrypoint or Cmd is not a list of strings%s", NULL);
+        /* a run sets each entry by the rule a profile's env is held to:
+         * one it would refuse makes the image unrunnable */
+        for (size_t i = 0; info->env && info->env[i]; i++) {
+                const char *why = env_entry_problem(info->env[i]);
+                if (why) {
+                        if (ret_error && !*ret_error)
+                                *ret_error = xasprintf("the config's Env[%zu]: %s", i, why);
+                        return -EBADMSG;
+                }
+        }
         info->working_dir = opt_string(c, "WorkingDir");
         info->user = opt_string(c, "User");
         return 0;

@@ -34,34 +34,52 @@ struct image_info *image_info_free(struct image_info *info)
         return NULL;
 }
 
-/* The manifest digest ref names: "sha256:<hex>", "NAME@sha256:<hex>" or
- * a ref of refs.json. */
+/* Does a ref of refs name manifest hex? */
+static bool refs_name_manifest(json_t *refs, const char *hex)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(refs, key, v) {
+                const char *h = digest_ref_hex(json_string_value(json_object_get(v, "manifest")));
+                if (h && streq(h, hex))
+                        return true;
+        }
+        return false;
+}
+
+/* The manifest digest ref names: "sha256:<hex>" or "NAME@sha256:<hex>"
+ * (the NAME is a reminder, not checked: a rerun names the image as it
+ * was called then), when some ref of refs.json names that manifest, or
+ * a ref of refs.json. Only refs name imported images: import writes the
+ * ref last, after every layer was unpacked and every bound held, so a
+ * manifest blob a refused import left is not one. */
 static int ref_manifest(struct image_store *st, const char *ref, char hex[DIGEST_HEX_SIZE], char **ret_name)
 {
         const char *at = strstr(ref, "@sha256:");
         const char *direct = startswith(ref, "sha256:") ? ref : at ? at + 1 : NULL;
-        if (direct) {
-                const char *h = digest_ref_hex(direct);
-                if (!h)
-                        return -EINVAL;
-                memcpy(hex, h, DIGEST_HEX_SIZE);
-                *ret_name = xstrdup(ref);
-                return blob_has(st, hex) ? 0 : -ENOENT;
-        }
-        _cleanup_free_ char *name = image_ref_normalize(ref);
-        if (!name)
-                return -EINVAL;
+        _cleanup_free_ char *name = NULL;
+        const char *h = NULL;
         json_t *refs = NULL;
+
+        if (direct && !digest_ref_hex(direct))
+                return -EINVAL;
+        if (!direct && !(name = image_ref_normalize(ref)))
+                return -EINVAL;
         int r = refs_load(st, &refs);
         if (r < 0)
                 return r;
-        const char *h = digest_ref_hex(json_string_value(json_object_get(json_object_get(refs, name), "manifest")));
+        if (direct) {
+                h = digest_ref_hex(direct);
+                if (!refs_name_manifest(refs, h))
+                        h = NULL;
+        } else
+                h = digest_ref_hex(json_string_value(json_object_get(json_object_get(refs, name), "manifest")));
         if (h)
                 memcpy(hex, h, DIGEST_HEX_SIZE);
         json_decref(refs);
         if (!h)
                 return -ENOENT;
-        *ret_name = TAKE_PTR(name);
+        *ret_name = name ? TAKE_PTR(name) : xstrdup(ref);
         return 0;
 }
 
@@ -92,11 +110,22 @@ int image_resolve(struct image_store *st, const char *ref, struct image_info **r
                         *ret_error = xasprintf("manifest sha256:%s of %s is damaged", info->manifest, ref);
                 return -EBADMSG;
         }
+        if (m.n_layers > IMAGE_MAX_LAYERS) {
+                *ret_error = xasprintf("image %s has %zu layers, more than the %d a run can stack", ref, m.n_layers,
+                                       IMAGE_MAX_LAYERS);
+                oci_manifest_done(&m);
+                return -E2BIG;
+        }
         memcpy(info->config, m.config, DIGEST_HEX_SIZE);
         r = blob_read_json(st, m.config, &j);
         if (r >= 0) {
                 r = oci_parse_config(j, info, ret_error);
                 json_decref(j);
+                if (r < 0 && *ret_error) {
+                        char *named = xasprintf("image %s: %s", ref, *ret_error);
+                        free(*ret_error);
+                        *ret_error = named;
+                }
         } else
                 *ret_error = xasprintf("config sha256:%s of %s is missing or damaged", m.config, ref);
         for (size_t i = m.n_layers; r >= 0 && i-- > 0;) {

@@ -12,12 +12,18 @@
  *                          the OCI manifest for them (its digest is then
  *                          the image's manifest digest)
  *
- * Archives are read once, in order, with libarchive: every regular file
- * that can be a blob goes into the store as it is read (a
- * blobs/sha256/<hex> member must hash to <hex>, or the import fails),
- * the JSON members are kept in memory. Nothing from the source is ever
- * used before it was verified: a layer is unpacked only from the
- * store's verified blob.
+ * Archives are read with libarchive, a few times over: the first pass
+ * keeps the JSON members (index.json, manifest.json) in memory and notes
+ * every other member's name, writing nothing; each later pass stores
+ * only the members the image was found to name (the index's manifest,
+ * then the manifest's config and layers), so a member no image uses is
+ * never written, however large it unpacks (a sparse member of a few
+ * bytes in the archive can be gigabytes as a blob). A blobs/sha256/<hex>
+ * member must hash to <hex>, or the import fails. Every byte written is
+ * charged to the import's max_image_size budget as it is written
+ * (blobs.c). The archive must be a regular file, to be read again.
+ * Nothing from the source is ever used before it was verified: a layer
+ * is unpacked only from the store's verified blob.
  */
 #include "config.h"
 
@@ -35,15 +41,19 @@
 
 struct member {
         char *name;     /* member name, canonical */
-        char *hex;      /* its blob, or NULL for a link ... */
-        char *link;     /* ... to this member */
+        char *hex;      /* its blob once stored, or NULL; for a link NULL ... */
+        char *link;     /* ... and it names this member */
+        size_t ordinal; /* its header's place in the archive */
+        bool wanted;    /* the next pass stores it */
 };
 
 struct source {
         struct image_store *st;
         const struct image_limits *lim;
         int dirfd;                      /* oci: the layout's directory */
-        struct member *members;         /* archives: what was stored */
+        int archivefd;                  /* archives: the file, read once per pass */
+        const char *path;
+        struct member *members;         /* archives: every member, in order */
         size_t n_members;
         json_t *index, *docker_manifest;
         uint64_t total;
@@ -115,6 +125,18 @@ static int read_json_at(int dirfd, const char *name, json_t **ret)
         return *ret ? 0 : -EBADMSG;
 }
 
+/* The one line for a blob refused for its size: -EFBIG past
+ * max_layer_size, -EDQUOT past what the import may write in all. */
+static char *too_large(struct source *s, int r, const char *what, const char *name)
+{
+        char b[32];
+        if (r == -EFBIG)
+                return xasprintf("%s%s: larger than max_layer_size (%s)", what, name,
+                                 format_size(s->lim->max_layer_bytes, b, sizeof(b)));
+        return xasprintf("%s%s: the import writes more than max_image_size (%s) into the store", what, name,
+                         format_size(s->lim->max_image_bytes, b, sizeof(b)));
+}
+
 /* copy DIR/blobs/sha256/<hex> into the store, verified */
 static int fetch_from_dir(void *ctx, const char *hex)
 {
@@ -131,8 +153,8 @@ static int fetch_from_dir(void *ctx, const char *hex)
         int r = blob_put_fd(s->st, fd, hex, s->lim->max_layer_bytes, NULL);
         if (r == -EBADMSG)
                 return err(s, r, xasprintf("blob sha256:%s does not match its digest", hex));
-        if (r == -EFBIG)
-                return err(s, r, xasprintf("blob sha256:%s is larger than max_layer_size", hex));
+        if (r == -EFBIG || r == -EDQUOT)
+                return err(s, -EFBIG, too_large(s, r, "blob sha256:", hex));
         if (r < 0)
                 return err(s, r, xasprintf("blob sha256:%s: %s", hex, strerror(-r)));
         return 0;
@@ -195,27 +217,35 @@ static char *member_name(const char *in)
         return *in ? xstrdup(in) : NULL;
 }
 
-static void add_member(struct source *s, char *name, const char *hex, char *link)
+static void add_member(struct source *s, char *name, char *link, size_t ordinal)
 {
         s->members = xrealloc(s->members, (s->n_members + 1) * sizeof(*s->members));
-        s->members[s->n_members++] = (struct member){ name, hex ? xstrdup(hex) : NULL, link };
+        s->members[s->n_members++] = (struct member){ .name = name, .link = link, .ordinal = ordinal };
 }
 
-/* The blob of member name, links followed (a few steps). */
-static const char *member_hex(struct source *s, const char *name)
+/* The regular member name stands for, links followed (a few steps; the
+ * last member of a name wins, as in extraction); NULL when none. */
+static struct member *member_file(struct source *s, const char *name)
 {
         for (int hops = 0; name && hops < 8; hops++) {
-                const char *next = NULL;
+                struct member *m = NULL;
                 for (size_t i = s->n_members; i-- > 0;)
                         if (streq(s->members[i].name, name)) {
-                                if (s->members[i].hex)
-                                        return s->members[i].hex;
-                                next = s->members[i].link;
+                                m = &s->members[i];
                                 break;
                         }
-                name = next;
+                if (!m || !m->link)
+                        return m;
+                name = m->link;
         }
         return NULL;
+}
+
+/* The blob of member name, links followed, once stored. */
+static const char *member_hex(struct source *s, const char *name)
+{
+        struct member *m = member_file(s, name);
+        return m ? m->hex : NULL;
 }
 
 static int keep_json(struct source *s, struct archive *a, const char *name, json_t **slot)
@@ -233,9 +263,9 @@ static int keep_json(struct source *s, struct archive *a, const char *name, json
         return *slot ? 0 : err(s, -EBADMSG, xasprintf("%s is not JSON", name));
 }
 
-static int store_member(struct source *s, struct archive *a, char *name)
+static int store_member(struct source *s, struct archive *a, struct archive_entry *entry, struct member *m)
 {
-        const char *expect = NULL;
+        const char *expect = NULL, *name = m->name;
         char hex[DIGEST_HEX_SIZE];
         struct blob_writer w;
         const void *buf;
@@ -251,24 +281,32 @@ static int store_member(struct source *s, struct archive *a, char *name)
         r = blob_begin(s->st, &w, s->lim->max_layer_bytes);
         if (r < 0)
                 return err(s, r, xasprintf("image store: %s", strerror(-r)));
-        while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-                /* a blob is a plain byte stream: a sparse member is written as it is read */
-                if ((uint64_t)off != w.size) {
-                        static const char zeros[4096];
-                        while (w.size < (uint64_t)off && r >= 0) {
-                                size_t z = (uint64_t)off - w.size < sizeof(zeros) ? (size_t)((uint64_t)off - w.size) : sizeof(zeros);
-                                r = blob_write(&w, zeros, z);
-                        }
+        for (bool tail = false; !tail;) {
+                r = archive_read_data_block(a, &buf, &len, &off);
+                if (r == ARCHIVE_EOF) {
+                        /* a sparse member may end in a hole: the blob is
+                         * its whole size */
+                        tail = true;
+                        off = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : (la_int64_t)w.size;
+                        len = 0;
+                } else if (r != ARCHIVE_OK)
+                        break;
+                /* a blob is a plain byte stream: a sparse member's holes
+                 * are written as zeros, and charged like any byte */
+                static const char zeros[4096];
+                int e = off < 0 || (uint64_t)off < w.size ? -EBADMSG : 0;
+                while (e == 0 && w.size < (uint64_t)off) {
+                        uint64_t gap = (uint64_t)off - w.size;
+                        e = blob_write(&w, zeros, gap < sizeof(zeros) ? (size_t)gap : sizeof(zeros));
                 }
-                int e = blob_write(&w, buf, len);
-                s->total += len;
-                if (e == 0 && s->lim->max_image_bytes && s->total > s->lim->max_image_bytes)
-                        e = -EFBIG;
+                if (e == 0 && len)
+                        e = blob_write(&w, buf, len);
                 if (e < 0) {
                         blob_abort(s->st, &w);
-                        return err(s, e, e == -EFBIG ? xasprintf("archive member %s: larger than max_layer_size "
-                                                                 "or the archive than max_image_size", name)
-                                                     : xasprintf("image store: %s", strerror(-e)));
+                        return err(s, e == -EDQUOT ? -EFBIG : e,
+                                   e == -EFBIG || e == -EDQUOT ? too_large(s, e, "archive member ", name)
+                                   : e == -EBADMSG         ? xasprintf("archive member %s: data out of order", name)
+                                                           : xasprintf("image store: %s", strerror(-e)));
                 }
         }
         if (r != ARCHIVE_EOF) {
@@ -280,7 +318,8 @@ static int store_member(struct source *s, struct archive *a, char *name)
                 return err(s, r, xasprintf("blob sha256:%s does not match its digest", expect));
         if (r < 0)
                 return err(s, r, xasprintf("image store: %s", strerror(-r)));
-        add_member(s, name, hex, NULL);
+        m->hex = xstrdup(hex);
+        m->wanted = false;
         return 0;
 }
 
@@ -311,31 +350,39 @@ static char *link_target(const char *name, const char *target)
         return out;
 }
 
-static int read_archive(struct source *s, const char *path)
+/* One pass over the archive. The first (scan) keeps the JSON members and
+ * notes every other one, reading no data; a later one stores the
+ * members marked wanted, and only them. */
+static int read_archive(struct source *s, bool scan)
 {
         struct archive *a = NULL;
         struct archive_entry *e;
+        size_t ordinal = 0, next = 0;
         int r = unpack_archive_new(&a), h;
 
         if (r < 0)
-                return r;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                archive_read_free(a);
-                return err(s, -errno, xasprintf("%s: %s", path, strerror(errno)));
-        }
-        if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-                r = err(s, -EBADMSG, xasprintf("%s: %s", path, archive_error_string(a)));
+                return err(s, r, xasprintf("%s: %s", s->path, strerror(-r)));
+        if (lseek(s->archivefd, 0, SEEK_SET) < 0 || archive_read_open_fd(a, s->archivefd, 1 << 16) != ARCHIVE_OK) {
+                r = err(s, -EBADMSG, xasprintf("%s: %s", s->path, archive_error_string(a)));
                 goto out;
         }
         while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
+                size_t at = ordinal++;
+                if (!scan) {
+                        while (next < s->n_members && s->members[next].ordinal < at)
+                                next++;
+                        if (next < s->n_members && s->members[next].ordinal == at && s->members[next].wanted &&
+                            (r = store_member(s, a, e, &s->members[next])) < 0)
+                                goto out;
+                        continue;
+                }
                 char *name = member_name(archive_entry_pathname(e));
                 if (!name)
                         continue;
                 if (archive_entry_hardlink(e) || archive_entry_filetype(e) == AE_IFLNK) {
                         const char *t = archive_entry_hardlink(e);
                         char *target = t ? member_name(t) : link_target(name, archive_entry_symlink(e));
-                        add_member(s, name, NULL, target);
+                        add_member(s, name, target, at);
                 } else if (archive_entry_filetype(e) != AE_IFREG)
                         free(name);
                 else if (streq(name, "index.json")) {
@@ -345,15 +392,53 @@ static int read_archive(struct source *s, const char *path)
                         r = keep_json(s, a, name, &s->docker_manifest);
                         free(name);
                 } else
-                        r = store_member(s, a, name);
+                        add_member(s, name, NULL, at);
                 if (r < 0)
                         goto out;
         }
         if (h != ARCHIVE_EOF)
-                r = err(s, -EBADMSG, xasprintf("%s: %s", path, archive_error_string(a)));
+                r = err(s, -EBADMSG, xasprintf("%s: %s", s->path, archive_error_string(a)));
 out:
         archive_read_free(a);
         return r;
+}
+
+/* The archive as a regular file, opened without waiting (a FIFO would
+ * block the open while the store's lock is held), and scanned. */
+static int open_archive(struct source *s, const char *path)
+{
+        struct stat st;
+        s->path = path;
+        s->archivefd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (s->archivefd < 0)
+                return err(s, -errno, xasprintf("%s: %s", path, strerror(errno)));
+        if (fstat(s->archivefd, &st) < 0 || !S_ISREG(st.st_mode))
+                return err(s, -EINVAL, xasprintf("%s: not a regular file", path));
+        return read_archive(s, true);
+}
+
+/* Mark the member blob hex is in the archive for the next pass (none
+ * when the store has it). */
+static int want_blob(void *ctx, const char *hex)
+{
+        struct source *s = ctx;
+        if (blob_has(s->st, hex))
+                return 0;
+        _cleanup_free_ char *name = xasprintf("blobs/sha256/%s", hex);
+        struct member *m = member_file(s, name);
+        if (!m)
+                return err(s, -ENOENT, xasprintf("the image names blob sha256:%s, which the archive does not have", hex));
+        m->wanted = !m->hex;
+        return 0;
+}
+
+/* Bring blob hex from the archive: a pass for it alone (an index's
+ * manifest, a nested index). */
+static int fetch_from_archive(void *ctx, const char *hex)
+{
+        struct source *s = ctx;
+        int r = want_blob(s, hex);
+        return r < 0 ? r : read_archive(s, false);
 }
 
 static bool tag_matches(const char *repo_tag, const char *want)
@@ -381,6 +466,16 @@ static int from_docker(struct source *s, const char *want, char ret_hex[DIGEST_H
                 return err(s, -ENOENT, want ? xasprintf("no image %s in the archive", want)
                                             : xstrdup("the archive holds several images: name one (docker-archive:FILE:NAME:TAG)"));
         const char *cfg_name = json_string_value(json_object_get(pick, "Config"));
+        /* one pass stores the config and the layers, nothing else */
+        struct member *part = cfg_name ? member_file(s, cfg_name) : NULL;
+        if (part)
+                part->wanted = !part->hex;
+        json_array_foreach(json_object_get(pick, "Layers"), i, t)
+                if ((part = json_string_value(t) ? member_file(s, json_string_value(t)) : NULL))
+                        part->wanted = !part->hex;
+        int r = read_archive(s, false);
+        if (r < 0)
+                return r;
         const char *cfg = cfg_name ? member_hex(s, cfg_name) : NULL;
         if (!cfg)
                 return err(s, -ENOENT, xasprintf("manifest.json names config %s, which the archive does not have",
@@ -411,7 +506,9 @@ static int from_docker(struct source *s, const char *want, char ret_hex[DIGEST_H
                               (json_int_t)cs.st_size, "layers", layers);
         _cleanup_free_ char *text = json_dumps(m, JSON_COMPACT);
         json_decref(m);
-        int r = blob_put_buffer(s->st, text, strlen(text), ret_hex);
+        r = blob_put_buffer(s->st, text, strlen(text), ret_hex);
+        if (r == -EDQUOT)
+                return err(s, -EFBIG, too_large(s, r, "the image's manifest", ""));
         if (r < 0)
                 return err(s, r, xasprintf("image store: %s", strerror(-r)));
         t = json_array_get(json_object_get(pick, "RepoTags"), 0);
@@ -437,7 +534,7 @@ static char *base_name(const char *path)
 int source_fetch(struct image_store *st, const char *src, const struct image_limits *lim,
                  char ret_hex[DIGEST_HEX_SIZE], char **ret_name, char **ret_error)
 {
-        struct source s = { .st = st, .lim = lim, .dirfd = -1, .error = ret_error };
+        struct source s = { .st = st, .lim = lim, .dirfd = -1, .archivefd = -1, .error = ret_error };
         _cleanup_free_ char *path = NULL, *tag = NULL;
         const char *rest;
         int r;
@@ -455,13 +552,19 @@ int source_fetch(struct image_store *st, const char *src, const struct image_lim
         if (startswith(src, "oci:"))
                 r = from_layout(&s, path, tag, ret_hex);
         else {
-                r = read_archive(&s, path);
+                r = open_archive(&s, path);
                 if (r >= 0 && startswith(src, "docker-archive:"))
                         r = from_docker(&s, tag, ret_hex, ret_name);
                 else if (r >= 0 && !s.index)
                         r = err(&s, -EBADMSG, xasprintf("%s: not an OCI archive (no index.json)", path));
                 else if (r >= 0) {
-                        r = oci_pick_manifest(st, s.index, tag, no_fetch, &s, ret_hex, ret_error);
+                        r = oci_pick_manifest(st, s.index, tag, fetch_from_archive, &s, ret_hex, ret_error);
+                        /* the config and every layer in one pass, then
+                         * each checked present */
+                        if (r >= 0)
+                                r = fetch_parts(&s, ret_hex, want_blob);
+                        if (r >= 0)
+                                r = read_archive(&s, false);
                         if (r >= 0)
                                 r = fetch_parts(&s, ret_hex, no_fetch);
                 }
@@ -472,6 +575,8 @@ int source_fetch(struct image_store *st, const char *src, const struct image_lim
         }
         if (s.dirfd >= 0)
                 close(s.dirfd);
+        if (s.archivefd >= 0)
+                close(s.archivefd);
         json_decref(s.index);
         json_decref(s.docker_manifest);
         for (size_t i = 0; i < s.n_members; i++) {

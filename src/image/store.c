@@ -32,6 +32,8 @@ struct image_store *image_store_free(struct image_store *st)
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
+        strv_free(st->new_blobs);
+        strv_free(st->new_layers);
         free(st->dir);
         free(st);
         return NULL;

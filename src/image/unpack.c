@@ -36,8 +36,12 @@
  *    overlayfs would read as its own (redirects, whiteouts, opaque dirs
  *    the image did not declare the OCI way).
  *  - size: every data byte written and 512 per entry count against max;
- *    past it the layer is refused. Holes of sparse entries are kept as
- *    holes and cost nothing.
+ *    past it the layer is refused. A sparse entry's holes are kept as
+ *    holes, but the disk gives its data whole blocks: from its first
+ *    hole on, each fragment counts the blocks it touches (the file
+ *    system's block size, at least 4 KiB), each block once. So a file of
+ *    one-byte fragments 8 KiB apart costs what it takes on disk, not a
+ *    byte each; a file without holes counts its bytes, as before.
  *  - OCI whiteouts: ".wh.NAME" becomes an empty file NAME carrying
  *    user.overlay.whiteout, its directory user.overlay.opaque=x (and the
  *    layer's root too), the xattr whiteout overlayfs honours in a lower
@@ -287,17 +291,53 @@ static void apply_xattrs(struct unpack *u, struct archive_entry *e, int fd)
         }
 }
 
+/* What the block [off, off + len) of a file costs. *end is where the file
+ * was charged to so far; a block that starts there (the file has had no
+ * hole yet: *holey false) costs its bytes. Once there was a hole, every
+ * block costs the whole file system blocks it touches, and *end is kept
+ * block-aligned. */
+static uint64_t data_cost(uint64_t off, uint64_t len, uint64_t blk, uint64_t *end, bool *holey)
+{
+        if (!*holey && off == *end) {
+                *end = off + len;
+                return len;
+        }
+        uint64_t cost = 0;
+        if (!*holey) {
+                /* the last block of the data before the first hole is whole on disk */
+                *holey = true;
+                uint64_t up = (*end + blk - 1) / blk * blk;
+                cost = up - *end;
+                *end = up;
+        }
+        uint64_t lo = off / blk * blk, hi = (off + len + blk - 1) / blk * blk;
+        /* going on in the last block charged: that one is paid; a block
+         * further back (data out of order) is paid again, never free */
+        if (lo < *end && lo + blk >= *end)
+                lo = *end;
+        if (hi > lo)
+                cost += hi - lo;
+        if (hi > *end)
+                *end = hi;
+        return cost;
+}
+
 static int write_data(struct unpack *u, struct archive *a, int fd, const char *entry)
 {
         const void *buf;
         size_t len;
         la_int64_t off;
+        uint64_t end = 0, blk = 4096;
+        bool holey = false;
+        struct stat st;
         int r;
 
+        if (fstat(fd, &st) == 0 && st.st_blksize > 4096)
+                blk = (uint64_t)st.st_blksize;
         while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
                 if (off < 0)
                         return fail(u, -EBADMSG, entry, "negative data offset");
-                int c = charge(u, len, entry);
+                int c = charge(u, data_cost((uint64_t)off, len, blk, &end, &holey), entry);
                 if (c < 0)
                         return c;
                 for (size_t done = 0; done < len;) {

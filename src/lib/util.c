@@ -374,3 +374,39 @@ bool is_key_value(const char *s)
 {
         return s[0] != '=' && strchr(s, '=') != NULL;
 }
+
+bool env_var_name_valid(const char *s)
+{
+        if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+                return false;
+        for (; *s; s++)
+                if (!isalnum((unsigned char)*s) && *s != '_')
+                        return false;
+        return true;
+}
+
+bool env_var_value_valid(const char *s)
+{
+        for (const char *p = s; *p; p++) {
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return false;
+                if (*p == ';' && (p == s || isspace((unsigned char)p[-1])))
+                        return false;
+        }
+        return true;
+}
+
+const char *env_entry_problem(const char *entry)
+{
+        const char *eq = strchr(entry, '=');
+        if (!eq)
+                return "no '=' (NAME=VALUE)";
+        if (eq == entry)
+                return "an empty name";
+        _cleanup_free_ char *name = strndup(entry, (size_t)(eq - entry));
+        if (!name || !env_var_name_valid(name))
+                return "the name is not letters, digits and '_' (not starting with a digit)";
+        if (!env_var_value_valid(eq + 1))
+                return "the value holds a control character (a newline?) or a ';' after a blank";
+        return NULL;
+}

@@ -111,3 +111,16 @@ bool startswith(const char *s, const char *prefix);
 /* Whether s is KEY=VALUE with a non-empty KEY (VALUE may be empty): the
  * shape of -e, --label and the label filters. */
 bool is_key_value(const char *s);
+
+/* Environment variables as a run sets them. One rule for every place a
+ * variable comes from (a profile's [env], -e, an image's config Env),
+ * so that what one accepts a run never refuses:
+ *  - a name is a letter or '_', then letters, digits, '_';
+ *  - a value has no control characters (a newline or NUL would split or
+ *    cut it in every environment block and record that holds it) and no
+ *    ';' at its start or after a blank (a profile's comment: the value
+ *    could not be written back into one). */
+bool env_var_name_valid(const char *s);
+bool env_var_value_valid(const char *s);
+/* "NAME=VALUE" under that rule: NULL, or what is wrong with it. */
+const char *env_entry_problem(const char *entry);

@@ -28,6 +28,7 @@
 #include <sys/xattr.h>
 
 #include "config/lang.h"
+#include "image/image.h"
 #include "sandbox/mount.h"
 #include "sandbox/mount-internal.h"
 #include "lib/util.h"
@@ -170,6 +171,13 @@ int setup_code(int code_fd, const char *name, struct setup_failure *fail)
                 return fail_with(fail, r, "bind", LANG_CODE_DIR);
         return bind_rw(RW "/build", LANG_BUILD_DIR, fail);
 }
+
+/* An image's layers must fit one mount(2) option string, which the
+ * kernel copies as one page: image import refuses more than
+ * IMAGE_MAX_LAYERS layers (image.h), and this holds that many. */
+_Static_assert(sizeof("lowerdir=") + IMAGE_MAX_LAYERS * sizeof(RW "/layer-999:") +
+                       sizeof(",upperdir=" RW "/root-upper,workdir=" RW "/root-work,userxattr,xino=on") <= 4096,
+               "IMAGE_MAX_LAYERS layers do not fit an overlay option string");
 
 /* root = DIR[:DIR...]: overlay of the layer clones over NEWROOT. */
 int setup_image_root(int *clones, size_t n, struct setup_failure *fail)

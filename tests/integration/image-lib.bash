@@ -175,6 +175,19 @@ elif kind == "bomb":
             b[:] = bytes(len(b))
             return len(b)
     t.addfile(i, io.BufferedReader(Zeros()))
+elif kind == "sparse-frags":
+    # a PAX (GNU 1.0) sparse file written by hand: arg one-byte fragments
+    # 8 KiB apart, so the archive holds arg bytes of data for a file
+    # that takes arg blocks on disk (tar would store whole blocks)
+    n = int(arg)
+    smap = ("%d\n" % n + "".join("%d\n1\n" % (j * 8192) for j in range(n))).encode()
+    smap += bytes(-len(smap) % 512)
+    payload = smap + b"x" * n
+    i = tarfile.TarInfo("GNUSparseFile.0/frag")
+    i.size = len(payload)
+    i.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "frag",
+                     "GNU.sparse.realsize": str(n * 8192)}
+    t.addfile(i, io.BytesIO(payload))
 elif kind == "xattrs":
     add("x", b"x\n", pax_headers={"SCHILY.xattr.user.kept": "yes",
                                   "SCHILY.xattr.user.overlay.redirect": "/etc",

@@ -119,3 +119,64 @@ setup() {
         [[ "$output" == *"removed 2 image layers and 4 blobs no image uses"* ]]
         [ -z "$(ls "$HUTCH_STATE_DIR/images/layers")" ]
 }
+
+@test "a manifest digest runs only an imported image: not one whose import was refused, not one no name points at" {
+        run "$HUTCH" run --image "$MANIFEST" -- cat /hello.txt
+        [ "$status" -eq 0 ]
+        [ "$output" = "hello from layer two" ]
+        run "$HUTCH" run --image "bb@$MANIFEST" -- cat /hello.txt
+        [ "$output" = "hello from layer two" ]
+        # the same layers (unpacked already), another config: refused for
+        # max_image_size only after its manifest was in the store
+        image_config "$W/c2.json" '["PATH=/bin", "WHICH=refused"]' null "" "$W/l1.tar.gz" "$W/l2.tar.gz"
+        m2=$(oci_layout "$W/oci" 2 "$W/c2.json" "$W/l1.tar.gz" "$W/l2.tar.gz" | cut -d: -f2)
+        printf '[image]\nmax_image_size = 1M\n' > "$W/small.ini"
+        run "$HUTCH" image import -p "$W/small.ini" "oci:$W/oci:2" refused
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"more than max_image_size (1M)"* ]]
+        for ref in "sha256:$m2" "refused@sha256:$m2" "bb@sha256:$m2"; do
+                run "$HUTCH" run --image "$ref" -- sh -c 'echo "$WHICH"'
+                [ "$status" -eq 125 ]
+                [[ "$output" == *"no image $ref"* ]]
+                [[ "$output" != *refused$'\n'* ]]
+        done
+        # imported, then its name pointed at another image: no longer one
+        "$HUTCH" image import "oci:$W/oci:2" two > /dev/null
+        run "$HUTCH" run --image "sha256:$m2" -- sh -c 'echo "$WHICH"'
+        [ "$status" -eq 0 ]
+        [ "$output" = refused ]
+        "$HUTCH" image import "oci:$W/oci:1.0" two > /dev/null
+        [ -e "$HUTCH_STATE_DIR/images/blobs/sha256/$m2" ]
+        run "$HUTCH" run --image "sha256:$m2" -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"no image sha256:$m2"* ]]
+}
+
+@test "an image of more layers than a run can stack is refused at import; as many as it can runs" {
+        # 127 small layers over busybox's: 128, the most
+        local layers=("$W/l1.tar.gz") i
+        for i in $(seq 2 129); do
+                mkdir -p "$W/many/$i"
+                echo "$i" > "$W/many/$i/f$i"
+                tar --numeric-owner --owner=0 --group=0 -C "$W/many/$i" -cf "$W/many/$i.tar" .
+                layers+=("$W/many/$i.tar")
+        done
+        image_config "$W/c128.json" '["PATH=/bin"]' null "" "${layers[@]:0:128}"
+        oci_layout "$W/oci" 128 "$W/c128.json" "${layers[@]:0:128}" > /dev/null
+        run "$HUTCH" image import "oci:$W/oci:128" many
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"128 layers"* ]]
+        run "$HUTCH" run --image many -- sh -c 'cat /f2 /f128'
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf '2\n128')" ]
+        image_config "$W/c129.json" '["PATH=/bin"]' null "" "${layers[@]}"
+        oci_layout "$W/oci" 129 "$W/c129.json" "${layers[@]}" > /dev/null
+        run "$HUTCH" image import "oci:$W/oci:129" toomany
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"the image has 129 layers, more than the 128 a run can stack"* ]]
+        run "$HUTCH" image ls
+        [[ "$output" != *toomany* ]]
+        # nothing of it stays: the layer only it names is not unpacked
+        [ ! -e "$HUTCH_STATE_DIR/images/layers/$(sha256sum "$W/many/129.tar" | cut -c1-64)" ]
+}

@@ -46,29 +46,55 @@ static bool drop_blob(struct blobstore *bs, const char *hex, char *const *secret
         return rel && unlinkat(blobstore_dirfd(bs), rel, 0) == 0;
 }
 
+static void skip_secret(struct changeset *cs, struct change *c)
+{
+        c->sha256[0] = '\0';
+        if (c->skip == CHANGE_SKIP_NONE)
+                cs->n_carried--;
+        c->skip = CHANGE_SKIP_SECRET;
+        c->error = 0;
+}
+
+static bool in_list(char (*list)[DIGEST_HEX_SIZE], size_t n, const char *hex)
+{
+        for (size_t i = 0; i < n; i++)
+                if (streq(list[i], hex))
+                        return true;
+        return false;
+}
+
 size_t scrub_changeset(struct changeset *cs, struct blobstore *bs, char *const *secrets)
 {
-        size_t skipped = 0;
+        size_t skipped = 0, n_dropped = 0;
 
         if (!secrets || !secrets[0])
                 return 0;
+        _cleanup_free_ char (*dropped)[DIGEST_HEX_SIZE] = xcalloc(cs->n + 1, sizeof(*dropped));
         for (size_t i = 0; i < cs->n; i++) {
                 struct change *c = &cs->entries[i];
                 bool named = scrub_name(&c->path, secrets);
                 named |= scrub_name(&c->link_target, secrets);
                 if (named) {
                         (void)drop_blob(bs, c->sha256, secrets);
-                        c->sha256[0] = '\0';
-                        if (c->skip == CHANGE_SKIP_NONE)
-                                cs->n_carried--;
-                        c->skip = CHANGE_SKIP_SECRET;
-                        c->error = 0;
+                        skip_secret(cs, c);
                         skipped++;
                 }
                 /* the user's old version: the job may have read the
                  * value from it, or written it there in a run before */
-                if (c->old_sha256[0] && S_ISREG(c->old_mode))
-                        (void)drop_blob(bs, c->old_sha256, secrets);
+                if (c->old_sha256[0] && S_ISREG(c->old_mode) && drop_blob(bs, c->old_sha256, secrets))
+                        memcpy(dropped[n_dropped++], c->old_sha256, DIGEST_HEX_SIZE);
+        }
+        /* A file the job only renamed, linked or chmod'ed has the old
+         * version's content, so its blob was that one, just dropped: the
+         * caller's scan of new content could no longer open it and would
+         * leave a row that names a missing blob and, as its hash, the
+         * hash of the value. It is skipped like a file that holds one. */
+        for (size_t i = 0; n_dropped && i < cs->n; i++) {
+                struct change *c = &cs->entries[i];
+                if (c->sha256[0] && in_list(dropped, n_dropped, c->sha256)) {
+                        skip_secret(cs, c);
+                        skipped++;
+                }
         }
         return skipped;
 }

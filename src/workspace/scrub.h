@@ -25,8 +25,10 @@ struct blobstore;
  * modified or deleted file goes if it holds a value; the change keeps
  * old_sha256 (a hash of content, which apply needs to see whether the
  * host's version moved), and diff says the old version was not kept.
- * New content that holds a value under a clean path is left to the
- * caller, which records why it was not kept. bs may be NULL (only names
+ * A change whose new content is such a dropped old version (a file the
+ * job only renamed, linked or chmod'ed) is skipped CHANGE_SKIP_SECRET
+ * too. Other new content that holds a value under a clean path is left
+ * to the caller, which records why it was not kept. bs may be NULL (only names
  * are scrubbed). Returns the number of changes skipped. */
 size_t scrub_changeset(struct changeset *cs, struct blobstore *bs, char *const *secrets);
 

@@ -429,6 +429,35 @@ EOF2
         not grep -rqaF "$value" "$HUTCH_STATE_DIR"
 }
 
+@test "secrets: a file holding a value that the job only renamed, linked or chmod'ed keeps no hash of it" {
+        value="mv$(unique)"
+        work="$BATS_TEST_TMPDIR/work"
+        mkdir -p "$work"
+        printf '%s' "$value" > "$work/token"
+        printf '%s' "$value" > "$work/token2"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --json --workdir "$work" --secret TOK -- \
+                sh -c 'ln token token_hl; chmod 600 token; mv token2 moved'
+        [ "$status" -eq 0 ]
+        id=$(echo "$output" | json "o['id']")
+        local hash
+        hash=$(printf '%s' "$value" | sha256sum | cut -d' ' -f1)
+        run "$HUTCH" show --json "$id"
+        [ "$status" -eq 0 ]
+        # the hash of a file that is the value is the hash of the value
+        # (old_sha256, the user's own version's, stays: apply needs it)
+        [ "$(echo "$output" | json "[f['path'] for f in o['files'] if f.get('sha256') == '$hash']")" = "[]" ]
+        files=$(echo "$output" | json "sorted((f['kind'], f['path'], f.get('skip')) for f in o['files'] if f['kind'] != 'deleted')")
+        [[ "$files" == *"('added', 'token_hl', 'secret')"* ]]
+        [[ "$files" == *"('added', 'moved', 'secret')"* ]]
+        [[ "$files" == *"('modified', 'token', 'secret')"* ]]
+        # and apply says it will not apply a partial change set, instead
+        # of failing on a blob that is gone
+        run --separate-stderr "$HUTCH" apply "$id"
+        [ "$status" -eq 1 ]
+        [[ "$stderr" != *"No such file"* ]]
+        not grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}
+
 @test "secrets: an unset variable and an inline value are usage errors" {
         run env -u NOPE_SECRET "$HUTCH" run --secret NOPE_SECRET -- true
         [ "$status" -eq 2 ]

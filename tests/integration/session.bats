@@ -262,6 +262,14 @@ assert s["short"]["bytes"] == 2 and s["short"]["entries"] == 1
         [ ! -e /etc/hutch-test-target ]
 }
 
+@test "a request's files that start a new session are the job's to change, as root too" {
+        run -0 "$HUTCH" run --request - <<< '{"session":"fresh","argv":["sh","-c","echo more >> up.txt && echo more >> d/up.txt && cat up.txt d/up.txt"],"files":{"up.txt":"hello\n","d/up.txt":"hi\n"}}'
+        [ "$(echo "$output" | jq -r .status)" = success ]
+        [ "$(echo "$output" | jq -r .stdout)" = "$(printf 'hello\nmore\nhi\nmore')" ]
+        [ "$(echo "$output" | jq -r .stderr)" = "" ]
+        [ "$(cat "$HUTCH_STATE_DIR/sessions/fresh/tree/up.txt")" = "$(printf 'hello\nmore')" ]
+}
+
 @test "the profile key commit: a profile's always keeps a failed run's changes; --commit overrides it" {
         printf '[sandbox]\ncommit = always\n' > "$BATS_TEST_TMPDIR/keep.ini"
         run -1 "$HUTCH" run -q -p "$BATS_TEST_TMPDIR/keep.ini" --trust-profile --session s -- sh -c 'echo one > f; exit 1'

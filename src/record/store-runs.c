@@ -642,6 +642,47 @@ static int delete_rows_without_run(struct store *s)
         return 0;
 }
 
+int store_run_withdraw(struct store *s, const char *id)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_begin_write(s);
+        if (r < 0)
+                return r;
+        /* only a row still running: an ended run is history, and no
+         * caller may take it back */
+        r = store_prepare(s, "DELETE FROM runs WHERE id = ?1 AND status = 'running'", &st);
+        if (r < 0)
+                goto out;
+        store_bind_text(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc);
+                goto out;
+        }
+        if (sqlite3_changes(s->db) != 1) {
+                r = store_fail_msg(s, -ENOENT, "no running run of that id");
+                goto out;
+        }
+        sqlite3_finalize(TAKE_PTR(st));
+        for (size_t i = 0; i < ELEMENTSOF(run_tables); i++) {
+                _cleanup_free_ char *sql = xasprintf("DELETE FROM %s WHERE run_id = ?1", run_tables[i]);
+                r = store_prepare(s, sql, &st);
+                if (r < 0)
+                        goto out;
+                store_bind_text(st, 1, id);
+                rc = sqlite3_step(st);
+                sqlite3_finalize(TAKE_PTR(st));
+                if (rc != SQLITE_DONE) {
+                        r = store_fail(s, rc);
+                        goto out;
+                }
+        }
+        return store_commit(s);
+out:
+        store_rollback(s);
+        return r;
+}
+
 int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;

@@ -236,6 +236,11 @@ int store_batch_end(struct store *s, bool commit);
 /* Insert rec as a new row (any status; `hutch run` inserts it running,
  * before the job starts). -EEXIST if the id or idempotency key is taken. */
 int store_run_insert(struct store *s, const struct run_record *rec);
+/* Delete run id, still running, with its rows in the other tables: a
+ * row inserted before a request that was then refused before anything
+ * ran (a kernel call a busy sandbox turned away), which is recorded
+ * nowhere, as such a refusal is. -ENOENT when no running row has id. */
+int store_run_withdraw(struct store *s, const char *id);
 /* Set the heartbeat of run id to now_ms. -ENOENT if there is no such row. */
 int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
 /* Write the outcome of rec (status, exit code, signal, message, times,

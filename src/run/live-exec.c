@@ -574,6 +574,9 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 k = exchange(&x, &end);
         }
         if (k == -EBUSY) {
+                /* refused before anything ran: retryable (a JSON
+                 * caller's error says so) */
+                log_set_error_code("sandbox_busy");
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_BUSY;
                 snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,

@@ -54,6 +54,11 @@ struct run_record {
                                  * 124, 125, 126, 127, 128+N, ... (exit-codes.h);
                                  * -1 while running and when orphaned */
         int signal;             /* signal that ended the job; 0: none */
+        int job_exit_code;      /* the code the job itself exited with, also when a
+                                 * cancel or deadline ended it (a job that traps
+                                 * SIGTERM and exits 7: cancelled, exit_code 143,
+                                 * job_exit_code 7); -1: it did not exit (a signal
+                                 * killed it, it never ran) or it is not known */
         char *message;          /* why it ended, in words; may be NULL */
         uint64_t started_at_ms; /* ms since the epoch */
         uint64_t finished_at_ms;/* RUN_UNSET while running or when orphaned */

@@ -246,7 +246,12 @@ static void print_human(struct store *s, const struct run_record *rec)
         field("id:", rec->id);
         field("status:", status);
         if (rec->exit_code >= 0) {
-                snprintf(buf, sizeof(buf), "%d", rec->exit_code);
+                /* a cancel or deadline's code is hutch's: the job's own
+                 * beside it, when it exited by itself meanwhile */
+                if (rec->job_exit_code >= 0 && rec->job_exit_code != rec->exit_code)
+                        snprintf(buf, sizeof(buf), "%d (the job exited %d)", rec->exit_code, rec->job_exit_code);
+                else
+                        snprintf(buf, sizeof(buf), "%d", rec->exit_code);
                 field("exit code:", buf);
         }
         if (rec->signal > 0) {

@@ -12,6 +12,7 @@ bool errcode_retryable(const char *code)
         static const char *const retryable[] = {
                 "store_busy",            /* the store stayed locked past the busy timeout */
                 "admission_full",        /* the node's run cap is reached */
+                "sandbox_busy",          /* exec: the live sandbox's job slots, or its kernel, are in use */
                 "idempotency_in_flight", /* run --id KEY: that run is still running */
                 "wait_timeout",          /* wait: the run is still running */
         };

@@ -7,6 +7,6 @@
 #include <stdbool.h>
 
 /* Whether code is retryable: store_busy, admission_full,
- * idempotency_in_flight, wait_timeout. False for every other code,
+ * idempotency_in_flight, sandbox_busy, wait_timeout. False for every other code,
  * known or not. */
 bool errcode_retryable(const char *code);

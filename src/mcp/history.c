@@ -413,8 +413,11 @@ static struct page page_of(const char *data, size_t n, uint64_t limit, bool text
         size_t cap = (size_t)MIN((uint64_t)n, limit);
 
         if (!text) {
+                /* binary on every page, the empty one at its end too: a
+                 * client that pages it decodes base64 throughout (the
+                 * whole file decides, file_is_text(); an empty file is
+                 * text) */
                 p.end = cap;
-                p.text = n == 0;        /* nothing left: an empty text */
                 return p;
         }
         p.start = mcp_utf8_ceil(data, n, 0);

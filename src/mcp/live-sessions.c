@@ -146,9 +146,13 @@ static void *kcall_main(void *p)
         int code = st ? live_kernel_record(k->name, k->lang, k->code, k->len, k->timeout_ms, k->cancel_fd, k->labels,
                                            k->ui, st, &o, &error)
                       : EXIT_SETUP;
+        /* busy (75): refused before it ran and recorded nowhere, as the
+         * hutch exec of a busy sandbox's command says, retryable */
+        bool busy = !o && code == EXIT_BUSY;
         if (!o)
-                o = json_pack("{s:s, s:s, s:s, s:b, s:i}", "schema", "hutch.error/1", "code", "failed", "message",
-                              error ? error : "no record", "retryable", 0, "exit_code", code);
+                o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:i}", "schema", "hutch.error/1", "error",
+                              busy ? "busy" : "error", "code", busy ? "sandbox_busy" : "failed", "message",
+                              error ? error : "no record", "retryable", busy, "exit_code", code);
         text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
         json_decref(o);
         if (text)

@@ -329,6 +329,8 @@ static int parse_field(struct parser *p, struct exchange_record *x, const char *
                 return get_small(p, v, field, 0, 255, -1, &rec->exit_code);
         if (streq(k, "signal"))
                 return get_small(p, v, field, 1, 64, 0, &rec->signal);
+        if (streq(k, "job_exit_code"))
+                return get_small(p, v, field, 0, 255, -1, &rec->job_exit_code);
         if (streq(k, "message"))
                 return get_text(p, v, field, MAX_MESSAGE, true, &rec->message);
         if (streq(k, "argv"))
@@ -422,6 +424,7 @@ int exchange_parse_record(const char *text, size_t len, struct exchange_record *
         memset(ret, 0, sizeof(*ret));
         ret->rec = run_record_new();
         ret->rec->exit_code = -1;
+        ret->rec->job_exit_code = -1;
         ret->rec->out.total_bytes = ret->rec->err.total_bytes = 0;
 
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);

@@ -126,7 +126,8 @@ static json_t *labels_object(char *const *labels)
 /* The first field in which the incoming record and the stored run
  * differ, or NULL. Not compared: "imported" (this store's own mark) and
  * "idempotency_key" (not imported, see exchange-parse.c); the output
- * only when both sides have it. */
+ * only when both sides have it; job_exit_code only when the incoming
+ * record knows it. */
 static char *first_difference(json_t *incoming, json_t *stored, bool stored_has_output)
 {
         const char *k;
@@ -134,6 +135,10 @@ static char *first_difference(json_t *incoming, json_t *stored, bool stored_has_
 
         json_object_foreach(incoming, k, v) {
                 if (streq(k, "imported") || streq(k, "idempotency_key"))
+                        continue;
+                /* null: not known to the exporter (a hutch before the
+                 * field), which does not contradict a code we have */
+                if (streq(k, "job_exit_code") && json_is_null(v))
                         continue;
                 if (!stored_has_output && (streq(k, "stdout") || streq(k, "stderr") || streq(k, "code")))
                         continue;
@@ -155,9 +160,10 @@ static int insert_run(struct store *s, const struct run_record *rec)
                 "started_at, finished_at, duration_ms, cpu_user_ms, cpu_sys_ms, peak_memory_bytes, "
                 "stdout_bytes, stderr_bytes, stdout_lines, stderr_lines, stdout_truncated, "
                 "stderr_truncated, limits, enforcement, heartbeat_at, session, rerun_of, "
-                "profile_sha256, stdout, stderr, lang, code, output_lost, stdout_sha256, stderr_sha256) "
+                "profile_sha256, stdout, stderr, lang, code, output_lost, stdout_sha256, stderr_sha256, "
+                "job_exit_code) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-                "?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)", &st);
+                "?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, i++, rec->id);
@@ -212,6 +218,10 @@ static int insert_run(struct store *s, const struct run_record *rec)
                 digest_buffer(rec->err.data, rec->err.len, err_hex);
         store_bind_text(st, i++, rec->out.data ? out_hex : NULL);
         store_bind_text(st, i++, rec->err.data ? err_hex : NULL);
+        if (rec->job_exit_code >= 0)
+                sqlite3_bind_int(st, i++, rec->job_exit_code);
+        else
+                sqlite3_bind_null(st, i++);
         rc = sqlite3_step(st);
         return rc == SQLITE_DONE ? 0 : store_fail(s, rc);
 }

@@ -185,6 +185,11 @@ static const char *const migrations[] = {
          * its session (--commit success|always|never); NULL for a run
          * without a session and for older rows */
         "ALTER TABLE run_files_summary ADD COLUMN committed INTEGER;\n",
+
+        /* 12 -> 13: the code the job itself exited with, beside exit_code
+         * (hutch's: 143 for a cancelled run whatever the job did when
+         * told to stop); NULL when it did not exit and for older rows */
+        "ALTER TABLE runs ADD COLUMN job_exit_code INTEGER;\n",
 };
 
 int store_current_schema_version(void)

@@ -21,6 +21,7 @@ struct run_record *run_record_new(void)
         struct run_record *rec = xcalloc(1, sizeof(*rec));
         rec->status = RUN_RUNNING;
         rec->exit_code = -1;
+        rec->job_exit_code = -1;
         rec->started_at_ms = RUN_UNSET;
         rec->finished_at_ms = RUN_UNSET;
         rec->duration_ms = RUN_UNSET;
@@ -229,6 +230,8 @@ json_t *run_record_to_json(const struct run_record *rec, bool with_output)
         json_object_set_new(o, "status", json_string(run_status_to_string(rec->status)));
         json_object_set_new(o, "exit_code", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null());
         json_object_set_new(o, "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null());
+        json_object_set_new(o, "job_exit_code", rec->job_exit_code >= 0 ? json_integer(rec->job_exit_code)
+                                                                         : json_null());
         json_object_set_new(o, "message", json_clean(rec->message));
         /* a failed run's stable error code (hutch-json(7); "code" is a
          * --lang run's program), and whether running it again as it was

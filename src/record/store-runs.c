@@ -44,7 +44,7 @@ static void bind_blob(sqlite3_stmt *st, int i, const struct run_output *o)
         "peak_memory_bytes, stdout_bytes, stderr_bytes, stdout_lines, " \
         "stderr_lines, stdout_truncated, stderr_truncated, limits, "    \
         "enforcement, supervisor_pid, supervisor_start, heartbeat_at, " \
-        "session, idempotency_key, rerun_of, profile_sha256"
+        "session, idempotency_key, rerun_of, profile_sha256, job_exit_code"
 /* ... and a full read adds these. */
 #define DETAIL_COLUMNS ", stdout, stderr, profile_text, lang, code, output_lost, " \
         "stdout_sha256, stderr_sha256"
@@ -127,6 +127,8 @@ static struct run_record *read_row(sqlite3_stmt *st, bool detail)
         rec->idempotency_key = store_column_text(st, i++);
         rec->rerun_of = store_column_text(st, i++);
         rec->profile_sha256 = store_column_text(st, i++);
+        rec->job_exit_code = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
+        i++;
         if (detail) {
                 read_output(st, i++, &rec->out);
                 read_output(st, i++, &rec->err);
@@ -156,7 +158,7 @@ int store_run_insert(struct store *s, const struct run_record *rec)
                     "INSERT INTO runs (" RUN_COLUMNS DETAIL_COLUMNS ") VALUES ("
                     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
                     "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
-                    "?31, ?32, ?33, ?34, ?35, ?36, ?37)", &st);
+                    "?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38)", &st);
         if (r < 0)
                 return r;
         store_bind_text(st, 1, rec->id);
@@ -188,18 +190,19 @@ int store_run_insert(struct store *s, const struct run_record *rec)
         store_bind_text(st, 27, rec->idempotency_key);
         store_bind_text(st, 28, rec->rerun_of);
         store_bind_text(st, 29, rec->profile_sha256);
-        bind_blob(st, 30, &rec->out);
-        bind_blob(st, 31, &rec->err);
-        store_bind_text(st, 32, rec->profile_text);
-        store_bind_text(st, 33, rec->lang);
+        bind_int_or_null(st, 30, rec->job_exit_code, rec->job_exit_code >= 0);
+        bind_blob(st, 31, &rec->out);
+        bind_blob(st, 32, &rec->err);
+        store_bind_text(st, 33, rec->profile_text);
+        store_bind_text(st, 34, rec->lang);
         if (rec->code)
-                sqlite3_bind_blob64(st, 34, rec->code, rec->code_len, SQLITE_TRANSIENT);
+                sqlite3_bind_blob64(st, 35, rec->code, rec->code_len, SQLITE_TRANSIENT);
         else
-                sqlite3_bind_null(st, 34);
+                sqlite3_bind_null(st, 35);
         char out_hex[DIGEST_HEX_SIZE], err_hex[DIGEST_HEX_SIZE];
-        store_bind_text(st, 35, rec->output_lost);
-        store_bind_text(st, 36, output_digest(&rec->out, out_hex));
-        store_bind_text(st, 37, output_digest(&rec->err, err_hex));
+        store_bind_text(st, 36, rec->output_lost);
+        store_bind_text(st, 37, output_digest(&rec->out, out_hex));
+        store_bind_text(st, 38, output_digest(&rec->err, err_hex));
         return store_finish_update(s, TAKE_PTR(st), false);
 }
 
@@ -223,7 +226,7 @@ int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms)
         "stderr_bytes = ?14, stdout_lines = ?15, stderr_lines = ?16, " \
         "stdout_truncated = ?17, stderr_truncated = ?18, limits = ?19, " \
         "enforcement = ?20, heartbeat_at = ?21, output_lost = ?22, " \
-        "stdout_sha256 = ?23, stderr_sha256 = ?24 WHERE id = ?1"
+        "stdout_sha256 = ?23, stderr_sha256 = ?24, job_exit_code = ?25 WHERE id = ?1"
 
 void store_run_prepare_finish(struct store *s)
 {
@@ -277,6 +280,7 @@ static int finish(struct store *s, const struct run_record *rec, const char *out
         store_bind_text(st, 22, output_lost ? output_lost : rec->output_lost);
         store_bind_text(st, 23, output_digest(out, out_hex));
         store_bind_text(st, 24, output_digest(err, err_hex));
+        bind_int_or_null(st, 25, rec->job_exit_code, rec->job_exit_code >= 0);
         /* The files summary goes in the same transaction: one lock and
          * one commit where there were two, and the two land together. */
         int rc = sqlite3_step(st);
@@ -640,6 +644,47 @@ static int delete_rows_without_run(struct store *s)
                         return r;
         }
         return 0;
+}
+
+int store_run_withdraw(struct store *s, const char *id)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_begin_write(s);
+        if (r < 0)
+                return r;
+        /* only a row still running: an ended run is history, and no
+         * caller may take it back */
+        r = store_prepare(s, "DELETE FROM runs WHERE id = ?1 AND status = 'running'", &st);
+        if (r < 0)
+                goto out;
+        store_bind_text(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc);
+                goto out;
+        }
+        if (sqlite3_changes(s->db) != 1) {
+                r = store_fail_msg(s, -ENOENT, "no running run of that id");
+                goto out;
+        }
+        sqlite3_finalize(TAKE_PTR(st));
+        for (size_t i = 0; i < ELEMENTSOF(run_tables); i++) {
+                _cleanup_free_ char *sql = xasprintf("DELETE FROM %s WHERE run_id = ?1", run_tables[i]);
+                r = store_prepare(s, sql, &st);
+                if (r < 0)
+                        goto out;
+                store_bind_text(st, 1, id);
+                rc = sqlite3_step(st);
+                sqlite3_finalize(TAKE_PTR(st));
+                if (rc != SQLITE_DONE) {
+                        r = store_fail(s, rc);
+                        goto out;
+                }
+        }
+        return store_commit(s);
+out:
+        store_rollback(s);
+        return r;
 }
 
 int store_delete_older_than(struct store *s, uint64_t before_ms, bool dry_run)

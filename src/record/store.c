@@ -113,7 +113,7 @@ static const char *const schema_columns[][2] = {
                   "stdout_truncated, stderr_truncated, limits, enforcement, supervisor_pid, "
                   "supervisor_start, heartbeat_at, session, idempotency_key, rerun_of, "
                   "profile_text, profile_sha256, lang, code, output_lost, stdout_sha256, "
-                  "stderr_sha256" },
+                  "stderr_sha256, job_exit_code" },
         { "files", "run_id, path, kind, size, mode, sha256, old_mode, old_sha256, link_target, skip, mime, "
                    "lower_changed" },
         { "run_workspace", "run_id, workdir, session" },

@@ -54,6 +54,11 @@ struct run_record {
                                  * 124, 125, 126, 127, 128+N, ... (exit-codes.h);
                                  * -1 while running and when orphaned */
         int signal;             /* signal that ended the job; 0: none */
+        int job_exit_code;      /* the code the job itself exited with, also when a
+                                 * cancel or deadline ended it (a job that traps
+                                 * SIGTERM and exits 7: cancelled, exit_code 143,
+                                 * job_exit_code 7); -1: it did not exit (a signal
+                                 * killed it, it never ran) or it is not known */
         char *message;          /* why it ended, in words; may be NULL */
         uint64_t started_at_ms; /* ms since the epoch */
         uint64_t finished_at_ms;/* RUN_UNSET while running or when orphaned */
@@ -236,6 +241,11 @@ int store_batch_end(struct store *s, bool commit);
 /* Insert rec as a new row (any status; `hutch run` inserts it running,
  * before the job starts). -EEXIST if the id or idempotency key is taken. */
 int store_run_insert(struct store *s, const struct run_record *rec);
+/* Delete run id, still running, with its rows in the other tables: a
+ * row inserted before a request that was then refused before anything
+ * ran (a kernel call a busy sandbox turned away), which is recorded
+ * nowhere, as such a refusal is. -ENOENT when no running row has id. */
+int store_run_withdraw(struct store *s, const char *id);
 /* Set the heartbeat of run id to now_ms. -ENOENT if there is no such row. */
 int store_run_heartbeat(struct store *s, const char *id, uint64_t now_ms);
 /* Write the outcome of rec (status, exit code, signal, message, times,

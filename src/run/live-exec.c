@@ -162,6 +162,12 @@ void live_outcome(const struct live_reply *e, struct run_outcome *o)
         o->cpu_user_ms = (uint64_t)MAX(e->utime_us, 0) / 1000;
         o->cpu_sys_ms = (uint64_t)MAX(e->stime_us, 0) / 1000;
         o->job_exit_code = -1;
+        /* the job's own exit code, whatever the status says ended it: a
+         * job that exited by itself before its cancel or deadline took
+         * (the status stays why it was stopped, exit_code what hutch
+         * exits with) */
+        if (!e->error && e->status != LIVE_STATUS_UNKNOWN && WIFEXITED(e->status))
+                o->job_exit_code = WEXITSTATUS(e->status);
         if (e->cancelled) {
                 o->status = RUN_CANCELLED;
                 o->exit_code = e->cancelled == SIGINT ? EXIT_CANCELLED_INT : EXIT_CANCELLED_TERM;
@@ -484,6 +490,7 @@ int live_finish(int fd, const struct run_outcome *o, const struct capture *out, 
                 goto out;
         f.status = o->status;
         f.exit_code = o->exit_code;
+        f.job_exit_code = o->job_exit_code;
         f.signal = o->signal;
         f.wall_ms = o->wall_ms;
         f.cpu_user_ms = o->cpu_user_ms;
@@ -574,6 +581,9 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 k = exchange(&x, &end);
         }
         if (k == -EBUSY) {
+                /* refused before anything ran: retryable (a JSON
+                 * caller's error says so) */
+                log_set_error_code("sandbox_busy");
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_BUSY;
                 snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,

@@ -54,7 +54,11 @@ enum {
 
 /* Both ends are one hutch build; a sandbox started by another (an
  * upgrade meanwhile) is refused by either side, not misread. */
-#define LIVE_WIRE_VERSION 5
+#define LIVE_WIRE_VERSION 6
+
+/* live_reply.status of a job whose end was not heard: no wait status
+ * (neither exited nor signalled) */
+#define LIVE_STATUS_UNKNOWN (-1)
 
 struct live_req {
         char op;
@@ -68,7 +72,8 @@ struct live_reply {
         uint16_t version;       /* LIVE_WIRE_VERSION */
         int32_t error;          /* positive errno: the exec failed (error, exec_failed) or the setup */
         int32_t exec_failed;    /* execve failed (127/126) rather than the job's setup */
-        int32_t status;         /* raw wait status */
+        int32_t status;         /* raw wait status; LIVE_STATUS_UNKNOWN: the job's end
+                                 * was not heard (the sandbox ended first) */
         int32_t timed_out;      /* killed at its deadline */
         int32_t stopped;        /* killed because the sandbox stopped */
         int32_t cancelled;      /* killed at the client's LIVE_OP_CANCEL: its signal */
@@ -103,6 +108,7 @@ struct live_fin {
         uint16_t version;
         int32_t status;         /* enum run_status */
         int32_t exit_code, signal;
+        int32_t job_exit_code;  /* the job's own exit code, or -1 (struct run_record) */
         uint64_t wall_ms, cpu_user_ms, cpu_sys_ms, peak_memory_bytes;
         uint64_t out_total, out_lines, err_total, err_lines;
         uint32_t out_len, err_len;

@@ -214,7 +214,10 @@ int live_kernel_call_on(int fd, enum live_kernel_lang lang, const char *code, si
                                                 close(f);
                                 }
                 if (msg[0] == LIVE_OP_BUSY) {
-                        r = -EBUSY;
+                        /* EUSERS: every job slot of the sandbox is
+                         * taken; else the kernel (or the sandbox: a
+                         * fork) is in use */
+                        r = ((struct live_reply *)(void *)msg)->error == EUSERS ? -EUSERS : -EBUSY;
                         break;
                 }
                 if (msg[0] == LIVE_OP_FDS)

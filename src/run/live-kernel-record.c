@@ -33,6 +33,7 @@
 #include "run/live-internal.h"
 #include "run/run-internal.h"
 #include "run/run.h"
+#include "sandbox/sync.h"
 #include "supervise/capture.h"
 
 /* How record_call() runs and records a call. */
@@ -60,14 +61,24 @@ static void outcome_of_call(const char *name, const char *ls, int k, const struc
                 snprintf(o->message, sizeof(o->message), "cancelled before it reached the kernel: nothing ran");
                 return;
         }
+        if (k == -EUSERS) {
+                o->status = RUN_SETUP_ERROR;
+                o->exit_code = EXIT_BUSY;
+                snprintf(o->message, sizeof(o->message),
+                         "sandbox %s: every job slot of the sandbox is taken (%d execs and kernels run); try again",
+                         name, SANDBOX_LIVE_JOBS_MAX);
+                return;
+        }
         if (k < 0) {
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = k == -EBUSY ? EXIT_BUSY : EXIT_SETUP;
-                snprintf(o->message, sizeof(o->message), "sandbox %s: %s", name,
-                         k == -EBUSY   ? "its kernel is running another call or restarting, or every job slot "
-                                         "of the sandbox is taken; try again"
-                         : k == -EPIPE ? "its supervisor went away"
-                                       : strerror(-k));
+                if (k == -EBUSY)
+                        snprintf(o->message, sizeof(o->message),
+                                 "sandbox %s: its %s kernel is running another call (or restarting), or a fork "
+                                 "is copying the sandbox; try again", name, ls);
+                else
+                        snprintf(o->message, sizeof(o->message), "sandbox %s: %s", name,
+                                 k == -EPIPE ? "its supervisor went away" : strerror(-k));
                 return;
         }
         if (res->value) {
@@ -194,6 +205,19 @@ static int record_call(const char *name, enum live_kernel_lang lang, const char 
                 log_info("run %s", run_id);
         outcome_of_call(name, ls, k, &res, co, tee, &o);
         live_kernel_result_done(&res);
+        if (k == -EBUSY || k == -EUSERS) {
+                /* refused busy before anything ran: recorded nowhere, as
+                 * an exec refused busy is; the row we wrote before asking
+                 * is taken back (when that fails, it is completed as the
+                 * refusal below: never left running) */
+                int w = rec ? store_run_withdraw(s, rec->id) : 0;
+                if (w == 0) {
+                        *ret_error = xstrdup(o.message);
+                        exit_code = EXIT_BUSY;
+                        goto out;
+                }
+                log_debug("exec: cannot take back run %s of a busy call: %s", rec->id, strerror(-w));
+        }
         if (how->by_supervisor && run_id[0] && k == 0 && live_finish(how->fd, &o, co, ce) == 0) {
                 /* recorded, durably, by the supervisor */
                 live_say_outcome(&o);
@@ -244,6 +268,10 @@ int live_kernel_exec(const char *name, enum live_kernel_lang lang, const char *c
          * before the call, the end with the JSON printed) */
         struct how how = { .fd = fd, .cancel_fd = -1, .by_supervisor = !json, .print = true, .json = json };
         int r = record_call(name, lang, code, len, timeout_ms, &how, ui, NULL, &error);
+        /* busy, not recorded: the JSON caller's error says retryable, as
+         * an exec's does */
+        if (error && r == EXIT_BUSY)
+                log_set_error_code("sandbox_busy");
         if (error)
                 log_error("exec: %s", error);
         return r;

@@ -277,11 +277,14 @@ static char *request_frame(const char *code, size_t len, size_t *ret_len)
         return f;
 }
 
-static void refuse(int fd, char op, const char *message)
+/* Answer a request we do not run: END with message, or BUSY with why
+ * in its error (EBUSY: the kernel is in use; EUSERS: every job slot of
+ * the sandbox is taken), which the client says. */
+static void refuse(int fd, char op, int why, const char *message)
 {
         struct live_kernel none = { .sock = -1 };
         if (op == LIVE_OP_BUSY) {
-                struct live_reply b = { .op = LIVE_OP_BUSY };
+                struct live_reply b = { .op = LIVE_OP_BUSY, .version = LIVE_WIRE_VERSION, .error = why };
                 (void)send(fd, &b, sizeof(b), MSG_NOSIGNAL);
         } else {
                 send_end(fd, &none, LIVE_KERNEL_UNAVAILABLE, 0, false, false, NULL, 0, NULL, message);
@@ -294,21 +297,21 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
         struct live_kreq req;
         char msg[160], cwd[PATH_MAX];
         if (n < sizeof(req)) {
-                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                refuse(fd, LIVE_OP_END, 0, "malformed kernel request");
                 return;
         }
         memcpy(&req, buf, sizeof(req));
         /* before anything of it is read as ours: no code of another
          * hutch's client runs, to be recorded as failed there */
         if (req.version != LIVE_WIRE_VERSION) {
-                refuse(fd, LIVE_OP_END, "the client is another version of hutch than this sandbox's supervisor");
+                refuse(fd, LIVE_OP_END, 0, "the client is another version of hutch than this sandbox's supervisor");
                 return;
         }
         /* a recorded call's cwd ends the request */
         if (!(req.flags & LIVE_EXEC_FINISH))
                 req.cwd_len = 0;
         if (req.cwd_len >= sizeof(cwd) || req.cwd_len > n - sizeof(req)) {
-                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                refuse(fd, LIVE_OP_END, 0, "malformed kernel request");
                 return;
         }
         n -= req.cwd_len;
@@ -316,7 +319,7 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
         cwd[req.cwd_len] = '\0';
         if (req.lang < 0 || req.lang >= _LIVE_KERNEL_LANG_MAX || n - sizeof(req) > LIVE_KERNEL_CODE_MAX ||
             strlen(cwd) != req.cwd_len) {
-                refuse(fd, LIVE_OP_END, "malformed kernel request");
+                refuse(fd, LIVE_OP_END, 0, "malformed kernel request");
                 return;
         }
         struct live_kernel *k = &ks->k[req.lang];
@@ -325,20 +328,23 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
         if (k->call == CALL_HELD && recv(k->client, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
                 call_done(k, l);
         if (k->call != CALL_NONE || k->killing) {
-                refuse(fd, LIVE_OP_BUSY, NULL);
+                refuse(fd, LIVE_OP_BUSY, EBUSY, NULL);
                 return;
         }
         size_t flen;
         _cleanup_free_ char *frame = request_frame(buf + sizeof(req), n - sizeof(req), &flen);
         if (!frame) {
-                refuse(fd, LIVE_OP_END, "the code is not UTF-8 text");
+                refuse(fd, LIVE_OP_END, 0, "the code is not UTF-8 text");
                 return;
         }
         int r;
         if (k->job == JOB_DOWN && (r = start(k, l, msg, sizeof(msg))) < 0) {
                 /* every job slot taken: busy, as an exec is then (75,
                  * retryable), not a failure of the call */
-                refuse(fd, r == -EBUSY ? LIVE_OP_BUSY : LIVE_OP_END, r == -EBUSY ? NULL : msg);
+                if (r == -EBUSY)
+                        refuse(fd, LIVE_OP_BUSY, EUSERS, NULL);
+                else
+                        refuse(fd, LIVE_OP_END, 0, msg);
                 return;
         }
         /* the call's row, before the call: without it, no call (its
@@ -346,7 +352,7 @@ void live_kernels_request(struct live_kernels *ks, struct live *l, int fd, pid_t
         if ((req.flags & LIVE_EXEC_FINISH) &&
             live_record_call(l, live_kernel_lang_to_string(req.lang), buf + sizeof(req), n - sizeof(req), cwd,
                              client, k->run_id) < 0) {
-                refuse(fd, LIVE_OP_END, "the run store is busy or failing: the call is not recorded");
+                refuse(fd, LIVE_OP_END, 0, "the run store is busy or failing: the call is not recorded");
                 return;
         }
         k->finish = (req.flags & LIVE_EXEC_FINISH) != 0;

@@ -75,7 +75,9 @@ void live_kernel_result_done(struct live_kernel_result *r);
  * interrupts it as its deadline would (the kernel and its state live
  * on) and its end says cancelled. Not recorded. Returns 0
  * with *ret filled, or -errno: -ENOENT/-ECONNREFUSED no such sandbox,
- * -EBUSY the kernel is running another call, -E2BIG code too long,
+ * -EBUSY the kernel is running another call (or restarting, or a fork
+ * is copying the sandbox), -EUSERS every job slot of the sandbox is
+ * taken (both busy: the call did not run), -E2BIG code too long,
  * -EPIPE the supervisor went away. Logs nothing. */
 int live_kernel_call(const char *name, enum live_kernel_lang lang, const char *code, size_t len,
                      uint64_t timeout_ms, int cancel_fd, struct capture *out, struct capture *err, bool tee,

@@ -131,6 +131,7 @@ int live_record_finish(struct store *s, const char *run_id, const char *buf, siz
         f.message[sizeof(f.message) - 1] = '\0';
         rec->status = f.status;
         rec->exit_code = f.exit_code;
+        rec->job_exit_code = f.job_exit_code >= 0 && f.job_exit_code <= 255 ? f.job_exit_code : -1;
         rec->signal = f.signal;
         free(rec->message);
         rec->message = f.message[0] ? xstrdup(f.message) : NULL;
@@ -164,6 +165,7 @@ static int finish_lost(struct store *s, const char *run_id, const struct run_out
                 return 0;
         rec->status = o->status;
         rec->exit_code = o->exit_code;
+        rec->job_exit_code = o->job_exit_code;
         rec->signal = o->signal;
         free(rec->message);
         rec->message = xstrdup(o->message);

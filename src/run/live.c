@@ -698,6 +698,10 @@ static void settle_execs(struct live *l)
         for (size_t i = 0; i < ELEMENTSOF(l->exec); i++)
                 if (l->exec[i].active) {
                         l->exec[i].end.stopped = 1;
+                        /* its end never came: how the job ended is not
+                         * known (a kernel's slot says so by ESHUTDOWN) */
+                        if (!l->exec[i].kernel)
+                                l->exec[i].end.status = LIVE_STATUS_UNKNOWN;
                         exec_done(l, &l->exec[i]);
                 }
         for (size_t i = 0; i < ELEMENTSOF(l->pend); i++)

@@ -72,6 +72,7 @@ void run_finish_record(const struct run_ui *ui, struct store *store, struct run_
 
         rec->status = out->status;
         rec->exit_code = out->exit_code;
+        rec->job_exit_code = out->job_exit_code;
         rec->signal = out->signal;
         rec->message = out->message[0] ? xstrdup(out->message) : NULL;
         rec->finished_at_ms = now_realtime_ms();

@@ -119,7 +119,7 @@ newest_id() {
         run "$HUTCH" show --json "$id"
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -eq 1 ]
-        [ "$(echo "$output" | json "sorted(o)")" = "$(python3 -c 'print(sorted(["schema", "id", "status", "exit_code", "signal", "message", "error_code", "retryable", "argv", "cwd", "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms", "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated", "stderr_truncated", "output_lost", "limits", "enforcement", "profile", "profile_sha256", "rerun_of", "session", "lang", "code", "files", "files_error", "files_unlisted", "committed", "connections", "idempotency_key", "labels", "node", "imported"]))')" ]
+        [ "$(echo "$output" | json "sorted(o)")" = "$(python3 -c 'print(sorted(["schema", "id", "status", "exit_code", "signal", "job_exit_code", "message", "error_code", "retryable", "argv", "cwd", "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms", "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated", "stderr_truncated", "output_lost", "limits", "enforcement", "profile", "profile_sha256", "rerun_of", "session", "lang", "code", "files", "files_error", "files_unlisted", "committed", "connections", "idempotency_key", "labels", "node", "imported"]))')" ]
         [ "$(echo "$output" | json "o['stdout']")" = out ]
         [ "$(echo "$output" | json "o['stderr']")" = err ]
         [ "$(echo "$output" | json "o['started_at'].endswith('Z')")" = true ]

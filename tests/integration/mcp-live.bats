@@ -50,6 +50,10 @@ scenario() {
         scenario nokernels -- --no-kernels
 }
 
+@test "mcp live: a kernel call turned away busy is a retryable error (sandbox_busy), recorded nowhere" {
+        scenario kernel_busy --era modern
+}
+
 @test "mcp live: the server runs kernel calls itself: a slow one holds no other session's call; each is a complete record" {
         scenario kernel_parallel --era modern
         # the server's exit does not wait for a looping kernel call's deadline

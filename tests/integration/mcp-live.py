@@ -169,6 +169,38 @@ def scenario_kernels(c):
     c.close()
 
 
+def scenario_kernel_busy(c):
+    """A kernel call the sandbox turns away busy (its kernel is running
+    another caller's call) is an error the model may retry (sandbox_busy,
+    retryable, exit code 75) and recorded nowhere, as a busy exec is; the
+    retry, once the kernel is free, runs."""
+    c.handshake()
+    run_ok(c, "run_code", {"language": "python", "session": "b", "code": "x = 41"})
+    names = [s["name"] for s in sandboxes(server_prefix(c))]
+    check(len(names) == 1, "the session's sandbox: %r" % names)
+    name = names[0]
+    # another caller holds the kernel until /tmp/go exists
+    other = subprocess.Popen([HUTCH, "exec", name, "--kernel", "python", "-c",
+                              "import os, time\nopen('/tmp/started', 'w').close()\n"
+                              "while not os.path.exists('/tmp/go'): time.sleep(0.01)"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until("the other call", lambda: subprocess.run([HUTCH, "exec", name, "--", "test", "-e", "/tmp/started"])
+                   .returncode == 0)
+        before = len(ms.hutch_json("ls", "--json", "--limit", "100000"))
+        r = c.run("run_code", {"language": "python", "session": "b", "code": "x + 1"})
+        check(r["isError"] and r.get("_meta", {}).get("hutch/error") == {"code": "sandbox_busy", "retryable": True}
+              and "exit_code=75" in text_of(r) and "running another call" in text_of(r),
+              "a busy kernel call: %r" % r)
+        check(len(ms.hutch_json("ls", "--json", "--limit", "100000")) == before, "the busy call was recorded")
+    finally:
+        subprocess.run([HUTCH, "exec", name, "--", "touch", "/tmp/go"])
+        other.wait(timeout=30)
+    r = run_ok(c, "run_code", {"language": "python", "session": "b", "code": "x + 1"})
+    check(r["structuredContent"]["stdout"] == "42\n", "the retry: %r" % text_of(r))
+    c.close()
+
+
 def scenario_kernel_parallel(c):
     """The server runs kernel calls itself (a thread each): a kernel call
     of one session that takes seconds does not hold another session's,

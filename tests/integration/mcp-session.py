@@ -633,6 +633,59 @@ def scenario_files_utf8(c):
     c.close()
 
 
+def scenario_files_nul(c):
+    """A file that is UTF-8 but for a NUL byte is binary as a whole:
+    every page of it base64 (none "text" with \\u0000 in it), the NUL
+    before, on or after a page boundary, the pages the file."""
+    import base64, hashlib
+    c.handshake()
+    files = {"nul-mid.txt": b"line one\n" * 20 + b"a\x00b\n" + b"line two\n" * 20,
+             "nul-end.txt": b"plain text, then one NUL\x00",
+             "nul-first.txt": b"\x00" + b"text after the NUL\n" * 10,
+             # past the text check's 64 KiB chunk, so no single read sees all
+             "nul-far.txt": b"x" * (200 << 10) + b"\x00" + b"y" * 100}
+    code = "import os\nos.makedirs('output', exist_ok=True)\n" + "".join(
+        "open('output/%s', 'wb').write(%r)\n" % (name, data) for name, data in files.items())
+    r = c.run("run_code", {"language": "python", "code": code})
+    check(not r["isError"], "writing the files: %r" % text_of(r))
+    rid = r["structuredContent"]["id"]
+    for name, data in files.items():
+        # a small limit on the small files only: a page per call
+        for limit in (None, 64 << 10) + ((7,) if len(data) < 1000 else ()):
+            got, off, pages = b"", 0, 0
+            while True:
+                args = {"run_id": rid, "path": "output/" + name, "offset": off}
+                if limit:
+                    args["limit"] = limit
+                p = c.run("get_file", args)
+                check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+                sc = p["structuredContent"]
+                check(sc["encoding"] == "base64", "%s at %d, limit %s: a page of a file with NUL as %s: %r" %
+                      (name, off, limit, sc["encoding"], sc["content"][:80]))
+                check(not any(b["type"] == "text" and "\x00" in b["text"] for b in p["content"]),
+                      "%s at %d: a NUL in a text block" % (name, off))
+                got += base64.b64decode(sc["content"])
+                off, pages = sc["next_offset"], pages + 1
+                if sc["eof"]:
+                    break
+                check(pages <= len(data), "%s: no end" % name)
+            check(got == data and hashlib.sha256(got).hexdigest() == sc["sha256"],
+                  "%s, limit %s: the pages are not the file" % (name, limit))
+        # the empty page at its end is binary too, as every other page
+        p = c.run("get_file", {"run_id": rid, "path": "output/" + name, "offset": len(data)})
+        sc = p["structuredContent"]
+        check(not p["isError"] and sc["eof"] and sc["content"] == "" and sc["encoding"] == "base64",
+              "%s at its end: %r" % (name, sc))
+    # an empty file is text (no byte of it is not)
+    r = c.run("run_code", {"language": "python", "code": "import os\nos.makedirs('output', exist_ok=True)\n"
+                                                          "open('output/empty.txt', 'w').close()\n"})
+    p = c.run("get_file", {"run_id": r["structuredContent"]["id"], "path": "output/empty.txt"})
+    sc = p["structuredContent"]
+    check(not p["isError"] and sc["encoding"] == "utf-8" and sc["content"] == "" and sc["eof"],
+          "an empty file: %r" % sc)
+    c.close()
+
+
 def scenario_workdir(c):
     """hutch mcp --workdir DIR --allow-apply: a run sees DIR, leaves it as it
     was; diff shows the change; apply writes it, and refuses a conflict

@@ -135,6 +135,11 @@ EOF2
         echo "$output"
 }
 
+@test "mcp: get_file: a file with a NUL byte is binary on every page, the empty one at its end too" {
+        run -0 session files_nul --era modern
+        echo "$output"
+}
+
 @test "mcp: --workdir DIR: runs see DIR, diff shows a run's change, apply (--allow-apply) writes it, refusing conflicts and protected paths" {
         export MCP_WORKDIR="$BATS_TEST_TMPDIR/repo"
         mkdir -p "$MCP_WORKDIR"

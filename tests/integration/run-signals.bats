@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # hutch run: init, reaping, signals, timeouts, and the sandbox's lifetime.
 
+bats_require_minimum_version 1.5.0
 load lib
 
 setup() { common_setup; }
@@ -26,6 +27,48 @@ setup() { common_setup; }
         run "$HUTCH" run --timeout 500ms -- sh -c 'trap "echo got-term; exit 0" TERM; sleep 10 & wait'
         [ "$status" -eq 124 ]
         [[ "$output" == *got-term* ]]
+}
+
+# The record of the newest run: status exit_code signal job_exit_code.
+last_end() {
+        "$HUTCH" ls --json --limit 1 | jq -r '[.status, .exit_code, .signal, .job_exit_code] | map(tostring) | join(" ")'
+}
+
+@test "a job that traps SIGTERM and exits 7 when stopped: status and hutch's code say why, job_exit_code the job's 7" {
+        local trap7='trap "exit 7" TERM; echo ready; sleep 30 & wait'
+        # at its deadline
+        run --separate-stderr "$HUTCH" run --json --timeout 500ms -- sh -c "$trap7"
+        [ "$status" -eq 124 ]
+        [ "$(jq -r '[.status, .exit_code, .signal, .job_exit_code] | map(tostring) | join(" ")' <<<"$output")" = \
+                "timeout 124 null 7" ]
+        # cancelled: SIGTERM to hutch, and hutch kill
+        local out="$BATS_TEST_TMPDIR/out" pid st id
+        "$HUTCH" run -- sh -c "$trap7" > "$out" &
+        pid=$!
+        wait_for_file "$out"
+        kill -TERM "$pid"
+        st=0; wait "$pid" || st=$?
+        [ "$st" -eq 143 ]
+        [ "$(last_end)" = "cancelled 143 null 7" ]
+        : > "$out"
+        "$HUTCH" run -- sh -c "$trap7" > "$out" &
+        pid=$!
+        wait_for_file "$out"
+        id=$("$HUTCH" ls --json --status running | jq -r .id)
+        run "$HUTCH" kill "$id"
+        st=0; wait "$pid" || st=$?
+        [ "$st" -eq 143 ]
+        [ "$(last_end)" = "cancelled 143 null 7" ]
+        run "$HUTCH" show "$id"
+        [[ "$output" == *"143 (the job exited 7)"* ]]
+        # killed, not exited: no code of its own
+        run "$HUTCH" run --timeout 300ms --grace 300ms -- sh -c 'trap "" TERM; while :; do sleep 0.05; done'
+        [ "$status" -eq 124 ]
+        [[ "$(last_end)" == "timeout 124 "*" null" ]]
+        # a job that ends by itself: its code is hutch's
+        run "$HUTCH" run -- sh -c 'exit 3'
+        [ "$status" -eq 3 ]
+        [ "$(last_end)" = "failed 3 null 3" ]
 }
 
 @test "zombies are reaped: a job leaving 100 zombies exits cleanly" {

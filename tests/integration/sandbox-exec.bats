@@ -166,10 +166,35 @@ print(len(s.recv(64)))'
         [ "$output" = "$id cancelled" ]
         run wait "$client"
         [ "$status" -eq 143 ]
-        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and .stdout == "before\n"'
+        # its group was killed (SIGKILL): the job exited with no code of its own
+        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and .stdout == "before\n"
+                and .job_exit_code == null'
         run "$HUTCH" exec x7 -- sh -c 'ps -o args= -A | grep "^sleep" || true'
         [ "$status" -eq 0 ]
         [ "$output" = "" ]
+}
+
+@test "an exec's record carries the job's own exit code; none when the sandbox stopped under it" {
+        start_sandbox x9
+        # recorded by the supervisor, and (--json) by hutch exec
+        run "$HUTCH" exec x9 -- sh -c 'exit 4'
+        [ "$status" -eq 4 ]
+        "$HUTCH" show "$(last_exec x9)" --json | jq -e '.status == "failed" and .exit_code == 4 and .job_exit_code == 4'
+        run --separate-stderr "$HUTCH" exec x9 --json -- sh -c 'exit 5'
+        [ "$status" -eq 5 ]
+        jq -e '.exit_code == 5 and .job_exit_code == 5' <<<"$output"
+        "$HUTCH" exec x9 -- sh -c 'trap "exit 7" TERM; echo ready; sleep 3026 & wait' > "$BATS_TEST_TMPDIR/out" 2>&1 &
+        client=$!
+        wait_for_file "$BATS_TEST_TMPDIR/out"
+        id=$(last_exec x9)
+        run "$HUTCH" sandbox stop x9
+        [ "$status" -eq 0 ]
+        local st=0
+        wait "$client" || st=$?
+        echo "hutch exec: $st"
+        [ "$st" -eq 143 ]
+        # the job's end was never heard: not a made-up 0
+        "$HUTCH" show "$id" --json | jq -e '.status == "cancelled" and .exit_code == 143 and .job_exit_code == null'
 }
 
 @test "an exec whose hutch exec is killed is recorded cancelled, not left running" {

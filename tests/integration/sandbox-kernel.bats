@@ -129,7 +129,13 @@ x + 1'
 
 started() { "$HUTCH" exec "$1" -- test -e /tmp/started; }
 
-@test "every job slot taken: a kernel call that must start its kernel is busy (75), as an exec is" {
+# The hutch.error/1 of a busy refusal, in $output: retryable, 75.
+busy_error() {
+        [ "$(jq -r '[.schema, .error, .code, .retryable, .exit_code] | join(" ")' <<<"$output")" = \
+                "hutch.error/1 busy sandbox_busy true 75" ]
+}
+
+@test "every job slot taken: a kernel call that must start its kernel is busy (75), recorded nowhere, as an exec is" {
         start_sandbox k10s
         local n clients=()
         for n in $(seq 16); do
@@ -137,11 +143,24 @@ started() { "$HUTCH" exec "$1" -- test -e /tmp/started; }
                 clients+=($!)
         done
         WAIT_TENTHS=100 wait_until eval '[ "$("$HUTCH" ls --sandbox k10s --json | jq -s "map(select(.status == \"running\")) | length")" -ge 16 ]'
+        local runs
+        runs=$("$HUTCH" ls --json | jq -s length)
         py k10s '1 + 1'
         [ "$status" -eq 75 ]
-        [[ "$stderr" == *"every job slot of the sandbox is taken; try again"* ]]
+        [[ "$stderr" == *"every job slot of the sandbox is taken"*"; try again"* ]]
+        # with --json (the client writes the row before asking), the
+        # same: an error object, retryable, and no run
+        py k10s '1 + 1' --json
+        [ "$status" -eq 75 ]
+        busy_error
         run "$HUTCH" exec k10s -- true
         [ "$status" -eq 75 ]
+        run --separate-stderr "$HUTCH" exec k10s --json -- true
+        [ "$status" -eq 75 ]
+        busy_error
+        # none of the four refusals is a run
+        [ "$("$HUTCH" ls --json | jq -s length)" -eq "$runs" ]
+        [ -z "$("$HUTCH" ls --json --label kernel=python)" ]
         kill "${clients[@]}"
         wait "${clients[@]}" || true
         # the slots are free again: the kernel starts
@@ -160,6 +179,12 @@ count += 1' >"$BATS_TEST_TMPDIR/first" 2>&1 &
         py k11 'count'
         [ "$status" -eq 75 ]
         [[ "$stderr" == *"running another call"* ]]
+        py k11 'count' --json
+        [ "$status" -eq 75 ]
+        busy_error
+        # the refused calls are recorded nowhere: one kernel run so far
+        # besides the one running
+        [ "$("$HUTCH" ls --json --label kernel=python | jq -s length)" -eq 2 ]
         # the other language's kernel is free meanwhile
         if command -v node >/dev/null; then
                 run "$HUTCH" exec k11 --kernel node -c '1 + 1'

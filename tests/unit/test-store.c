@@ -89,7 +89,7 @@ static void open_creates(void **state)
         assert_int_equal(stat(dir, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0700);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 12);
+        assert_int_equal(store_current_schema_version(), 13);
         s = store_close(s);
         /* opening again is a no-op migration */
         s = open_ok(f->path);
@@ -145,6 +145,7 @@ static void insert_finish_get(void **state)
         assert_int_equal(got->status, RUN_RUNNING);
         assert_int_equal(got->finished_at_ms, RUN_UNSET);
         assert_int_equal(got->exit_code, -1);
+        assert_int_equal(got->job_exit_code, -1);
         assert_string_equal(got->argv[2], "print('a b')");
         assert_null(got->argv[3]);
         assert_string_equal(got->profile_text, "[limits]\ntimeout = 30s\n");
@@ -159,6 +160,7 @@ static void insert_finish_get(void **state)
         run_output_from_capture(&rec->err, err);
         rec->status = RUN_FAILED;
         rec->exit_code = 3;
+        rec->job_exit_code = 3;
         rec->message = xstrdup("exited with 3");
         rec->finished_at_ms = rec->started_at_ms + 1234;
         rec->duration_ms = 1234;
@@ -171,6 +173,7 @@ static void insert_finish_get(void **state)
         assert_int_equal(store_run_get(s, rec->id, &done, NULL), 0);
         assert_int_equal(done->status, RUN_FAILED);
         assert_int_equal(done->exit_code, 3);
+        assert_int_equal(done->job_exit_code, 3);
         assert_int_equal(done->signal, 0);
         assert_string_equal(done->message, "exited with 3");
         assert_int_equal(done->finished_at_ms, rec->started_at_ms + 1234);
@@ -589,7 +592,7 @@ static void statuses(void **state)
 static void json_view(void **state)
 {
         static const char *const fields[] = {
-                "schema", "id", "status", "exit_code", "signal", "message", "error_code", "retryable",
+                "schema", "id", "status", "exit_code", "signal", "job_exit_code", "message", "error_code", "retryable",
                 "argv", "cwd", "started_at", "finished_at", "duration_ms", "cpu_user_ms", "cpu_sys_ms",
                 "cpu_ms", "peak_memory_mb", "stdout", "stderr", "stdout_bytes",
                 "stderr_bytes", "stdout_lines", "stderr_lines", "stdout_truncated",
@@ -627,6 +630,7 @@ static void json_view(void **state)
         assert_string_equal(json_string_value(json_object_get(j, "status")), "signaled");
         assert_true(json_is_null(json_object_get(j, "exit_code")));
         assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);
+        assert_true(json_is_null(json_object_get(j, "job_exit_code")));
         assert_string_equal(json_string_value(json_object_get(j, "error_code")), "signaled");
         assert_true(json_is_false(json_object_get(j, "retryable")));
         assert_string_equal(json_string_value(json_object_get(j, "started_at")), "2016-07-30T22:36:16.385Z");

@@ -122,7 +122,7 @@ static void triggers_dropped_on_migration(void **state)
 
         s = open_ok(f->path);
         assert_int_equal(store_schema_version(s), store_current_schema_version());
-        assert_int_equal(store_current_schema_version(), 12);
+        assert_int_equal(store_current_schema_version(), 13);
         assert_int_equal(raw_count(f->path, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 0);
         assert_int_equal(rows_of(f->path, OLD), (int)ELEMENTSOF(tables));
         assert_int_equal(store_delete_older_than(s, 2000, false), 1);

@@ -349,11 +349,29 @@ int landlock_plan_apply(const struct landlock_plan *p, const char **ret_path)
 
 int landlock_own_domain(void)
 {
-        /* handling only the making of block devices, which a job can
-         * never do (it takes CAP_MKNOD in the host's user namespace) */
-        struct ll_ruleset_attr attr = { .handled_access_fs = LL_FS_MAKE_BLOCK };
+        int abi = landlock_abi();
+        if (abi < 1)
+                return abi == 0 ? -EOPNOTSUPP : abi;
+        /* Handling the making of block devices, which a job can never do
+         * (it takes CAP_MKNOD in the host's user namespace). And REFER:
+         * unlike every other right, any domain denies linking or renaming
+         * a file into another directory (EXDEV) unless a rule grants it,
+         * which would break git, pip, a compiler's temp files and os.rename
+         * in every exec; granted beneath the job's whole root, it gives
+         * nothing more than no domain would (no right differs from one
+         * directory to another, so a move can gain none). ABI 1 cannot
+         * grant it: there, such moves stay EXDEV (hutch-exec(1)). */
+        struct ll_ruleset_attr attr = { .handled_access_fs = LL_FS_MAKE_BLOCK | (abi >= 2 ? LL_FS_REFER : 0) };
         _cleanup_close_ int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size(1), 0);
         if (ruleset < 0)
                 return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+        if (abi >= 2) {
+                _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (root < 0)
+                        return -errno;
+                struct ll_path_beneath_attr pb = { .allowed_access = LL_FS_REFER, .parent_fd = root };
+                if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
+                        return -errno;
+        }
         return syscall(SYS_landlock_restrict_self, ruleset, 0) < 0 ? -errno : 0;
 }

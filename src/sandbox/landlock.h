@@ -111,6 +111,8 @@ int landlock_plan_apply(const struct landlock_plan *p, const char **ret_path);
  * outside it or its nested domains, in any mode, so it cannot open the
  * /proc/PID/fd, mem, environ, cwd or root of one: a live sandbox's
  * execs, all one uid in one pid namespace, cannot reach each other's
- * stdio pipes that way. no_new_privs must be set. 0, -EOPNOTSUPP when
- * the kernel has no Landlock, or -errno. */
+ * stdio pipes that way. Moving or linking a file into another directory
+ * stays allowed (from ABI 2; ABI 1 denies it, EXDEV, in any domain).
+ * no_new_privs must be set. 0, -EOPNOTSUPP when the kernel has no
+ * Landlock, or -errno. */
 int landlock_own_domain(void);

@@ -285,3 +285,22 @@ c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
         [ "$(jq -r .exit_code <<<"$output")" -eq 3 ]
         [ "$(jq -r .stdout <<<"$output")" = done ]
 }
+
+@test "an exec moves and links files across directories as a run does (its own Landlock domain allows it)" {
+        start_sandbox mv1
+        # rename(2) and link(2) into another directory: what git, pip and
+        # a compiler's temp files do; EXDEV from a domain that denied it
+        run -0 "$HUTCH" exec mv1 -- python3 -c '
+import os
+os.makedirs("/tmp/m/d", exist_ok=True)
+open("/tmp/m/f", "w").close()
+os.rename("/tmp/m/f", "/tmp/m/d/f")
+os.link("/tmp/m/d/f", "/tmp/m/g")
+os.mkdir("/tmp/m/x")
+os.rename("/tmp/m/x", "/tmp/m/d/x")
+print("moved")'
+        [ "$output" = moved ]
+        run -0 "$HUTCH" exec mv1 -- sh -c 'cd /workspace && git init -q r && cd r && echo a > a && git add a &&
+                git -c user.email=t@t -c user.name=t commit -qm m && git log --oneline | wc -l'
+        [ "$output" = 1 ]
+}

@@ -430,10 +430,10 @@ static int supervise_job(struct run *r)
         /* the landlock tier's workspace is a copy: what the job changed
          * in it becomes an overlay-style upper dir */
         if (r->ll.active && r->workspace_fd >= 0 && r->wp.lower_fd >= 0) {
-                int u = run_landlock_upper(&r->ll, r->wp.lower_fd, &r->upper_fd);
-                if (u < 0)
-                        log_warning("run: cannot list what the job changed in its workspace copy: %s",
-                                    strerror(-u));
+                /* a failure is the files' error (run_collect_files()) */
+                r->upper_error = run_landlock_upper(&r->ll, r->wp.lower_fd, &r->upper_fd);
+                if (r->upper_error > 0)
+                        r->upper_error = 0;
         }
         sigprocmask(SIG_SETMASK, &r->old, NULL);
         r->masked = false;
@@ -460,7 +460,7 @@ static int collect(struct run *r)
                             strerror(-k));
         if (r->workspace_fd >= 0)
                 r->files_code = run_collect_files(r->store, r->rec, &r->view, r->a, &r->wp, r->workspace_fd,
-                                                  r->upper_fd, &r->out);
+                                                  r->upper_fd, r->upper_error, &r->out);
         run_scrub_secret_files(r->store, r->rec->id, r->view.secret_env, r->ev);
         if (r->cgroup) {
                 /* init is reaped; nothing of the run may stay behind */

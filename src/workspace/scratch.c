@@ -110,8 +110,12 @@ int scratch_fill(struct scratch *s, int lower_fd, const struct snapshot_limits *
         _cleanup_close_ int ws = open(s->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (ws < 0)
                 return -errno;
-        if (lower_fd < 0)
-                return 0;       /* nothing to compare: no stamps */
+        if (lower_fd < 0) {
+                /* nothing to compare, so no times kept; the stamp still
+                 * marks the scratch as hutch's (hutch gc looks for it) */
+                struct timespec unused;
+                return stamp(s, &unused);
+        }
         /* an original entry changed after this stamp is the host's
          * change, not one the job can have made */
         int r = stamp(s, &s->copy_began);

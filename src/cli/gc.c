@@ -1,6 +1,7 @@
 /* cli/gc.c - `hutch gc`: the history's retention policy. It first records
  * runs whose supervisor died (a running row with a dead supervisor pid
- * becomes status orphaned, finished_at unknown), then deletes finished
+ * becomes status orphaned, finished_at unknown), removes the landlock
+ * tier's scratches that runs no longer running left, then deletes finished
  * runs that started longer ago than --older-than (default 30 days).
  * Rows still running are never deleted. An orphaned run's cgroup, which
  * its killed supervisor could not remove, is removed with it. Then
@@ -11,6 +12,7 @@
  * SQLite's quick_check, and changes nothing in a damaged store. */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,6 +28,7 @@
 #include "config/run-config.h"
 #include "lib/exit-codes.h"
 #include "record/blobstore.h"
+#include "record/exchange.h"
 #include "lib/log.h"
 #include "run/runfiles.h"
 #include "record/store.h"
@@ -39,7 +42,8 @@ static void help(void)
         printf("Usage: hutch gc [--dry-run] [--older-than DURATION]\n"
                "\n"
                "Mark runs whose supervisor died as orphaned (and remove the cgroup each\n"
-               "left behind), then delete finished runs started more than DURATION ago\n"
+               "left behind) and remove the --isolation landlock scratches killed runs\n"
+               "left, then delete finished runs started more than DURATION ago\n"
                "(default " DEFAULT_RETENTION "), remove sessions unused for longer than the\n"
                "profile key session_ttl, delete blobs no run refers to any more, the\n"
                "--snapshot copies killed runs left, and compiled seccomp filters no\n"
@@ -208,6 +212,129 @@ static int gc_snapshots(struct store *s, bool dry_run)
         return EXIT_OK;
 }
 
+/* A run's landlock-tier scratch, as its record names it. */
+struct scratch_ref {
+        char id[ULID_LEN + 1];
+        char *path;
+        uid_t job_uid;
+};
+
+struct scratch_list {
+        struct scratch_ref *refs;
+        size_t n;
+};
+
+/* hutch-XXXXXX, as mkdtemp(3) fills it (workspace/scratch.c) */
+static bool scratch_name(const char *name)
+{
+        if (strncmp(name, "hutch-", 6) != 0 || strlen(name) != 12)
+                return false;
+        for (const char *p = name + 6; *p; p++)
+                if (!isalnum((unsigned char)*p))
+                        return false;
+        return true;
+}
+
+static int scratch_collect(struct run_record *rec, void *userdata)
+{
+        struct scratch_list *l = userdata;
+        json_t *e = rec->enforcement_json ? json_loads(rec->enforcement_json, 0, NULL) : NULL;
+        json_t *iso = json_object_get(e, "isolation");
+        const char *path = json_string_value(json_object_get(iso, "scratch"));
+        json_t *uid = json_object_get(iso, "uid");
+        /* a running run's scratch is its own; dry_run did not mark the dead */
+        bool live = rec->status == RUN_RUNNING && !run_record_is_orphan(rec);
+        if (!live && path && path[0] == '/' && json_is_integer(uid) && json_integer_value(uid) >= 0 &&
+            json_integer_value(uid) < (json_int_t)UINT32_MAX &&
+            streq(json_string_value(json_object_get(iso, "tier")) ?: "", "landlock")) {
+                l->refs = xrealloc(l->refs, (l->n + 1) * sizeof(*l->refs));
+                struct scratch_ref *ref = &l->refs[l->n++];
+                snprintf(ref->id, sizeof(ref->id), "%s", rec->id);
+                ref->path = xstrdup(path);
+                ref->job_uid = (uid_t)json_integer_value(uid);
+        }
+        json_decref(e);
+        run_record_free(rec);
+        return 0;
+}
+
+/* Is parent_fd/name a scratch hutch made for a run whose job ran as
+ * job_uid? A directory, not a symlink, owned by us (the supervisor made
+ * it) or by the job's uid (root's job owns its scratch), holding the
+ * stamp the supervisor writes (a regular file, not a symlink, owned by
+ * either). 0 yes, -ENOENT gone, else -errno or -EPERM (not ours). */
+static int scratch_check(int parent_fd, const char *name, uid_t job_uid)
+{
+        struct stat st, dst, sst;
+        if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != job_uid))
+                return -EPERM;
+        _cleanup_close_ int dfd = openat(parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fstat(dfd, &dst) < 0)
+                return -errno;
+        if (dst.st_dev != st.st_dev || dst.st_ino != st.st_ino)
+                return -EPERM;          /* swapped since we looked */
+        if (fstatat(dfd, "stamp", &sst, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? -EPERM : -errno;
+        if (!S_ISREG(sst.st_mode) || (sst.st_uid != geteuid() && sst.st_uid != job_uid))
+                return -EPERM;
+        return 0;
+}
+
+/* The landlock tier's scratches (hutch-run(1) ISOLATION: a copy of the
+ * workdir, $HOME and $TMPDIR under $TMPDIR or /tmp) whose run is no
+ * longer running: a supervisor removes its own at the end, so these are
+ * what a killed one left. gc finds one only through its run's record
+ * (enforcement.isolation.scratch and .uid), never by scanning /tmp: a
+ * directory no run of this store names, or a run imported from another
+ * node names, is not ours to judge. scratch_check() decides the rest;
+ * removal never follows a symlink (fs_remove_tree_at()). */
+static int gc_scratches(struct store *s, bool dry_run)
+{
+        struct scratch_list l = { 0 };
+        unsigned removed = 0;
+
+        int r = store_run_foreach(s, &STORE_FILTER_ALL, scratch_collect, &l);
+        if (r < 0)
+                log_warning("gc: run store: %s: scratches not looked for", store_error(s));
+        for (size_t i = 0; r >= 0 && i < l.n; i++) {
+                struct scratch_ref *ref = &l.refs[i];
+                _cleanup_free_ char *dir = xstrdup(ref->path);
+                char *slash = strrchr(dir, '/');
+                const char *name = slash + 1;
+                *slash = '\0';
+                if (!scratch_name(name) || store_origin_get(s, ref->id, NULL, NULL) == 0)
+                        continue;
+                _cleanup_close_ int pfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int k = pfd < 0 ? -errno : scratch_check(pfd, name, ref->job_uid);
+                if (k == -ENOENT)
+                        continue;       /* removed by its run, as it should be */
+                if (k < 0) {
+                        printf("left scratch %s of run %s: %s\n", ref->path, ref->id,
+                               k == -EPERM ? "not a hutch scratch (owner or stamp)" : strerror(-k));
+                        continue;
+                }
+                if (dry_run) {
+                        printf("would remove scratch %s of run %s\n", ref->path, ref->id);
+                        continue;
+                }
+                k = fs_remove_tree_at(pfd, name);
+                if (k < 0 && k != -ENOENT)
+                        printf("cannot remove scratch %s of run %s: %s\n", ref->path, ref->id, strerror(-k));
+                else
+                        removed++;
+        }
+        for (size_t i = 0; i < l.n; i++)
+                free(l.refs[i].path);
+        free(l.refs);
+        if (removed)
+                printf("removed %u scratch%s a killed run left\n", removed, removed == 1 ? "" : "es");
+        return EXIT_OK;
+}
+
 int verb_gc(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -273,6 +400,10 @@ int verb_gc(int argc, char **argv)
                         printf("%s\n", line);
         }
 
+        /* before old runs go: their records name the scratches */
+        r = gc_scratches(s, dry_run);
+        if (r != EXIT_OK)
+                return r;
         now = now_realtime_ms();
         cutoff = retention_ms < now ? now - retention_ms : 0;
         r = store_delete_older_than(s, cutoff, dry_run);

@@ -38,6 +38,15 @@ static int close_fd(int fd)
         return -1;
 }
 
+/* s->error says what failed and errno's why (a job that can chmod the
+ * caller's state dir makes these fail): -errno. */
+static int fail_errno(struct store *s, const char *what)
+{
+        int r = -errno;
+        _cleanup_free_ char *msg = xasprintf("%s: %s", what, strerror(-r));
+        return store_fail_msg(s, r, msg);
+}
+
 static char *sibling(const char *path, const char *suffix)
 {
         return xasprintf("%s%s", path, suffix);
@@ -246,7 +255,7 @@ int store_durable_end(struct store *s, int r)
         _cleanup_free_ char *wal = sibling(s->path, "-wal");
         _cleanup_close_ int fd = open(wal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno != ENOENT)
-                return -errno;
+                return fail_errno(s, "cannot open the write-ahead log to sync it");
         if (fd < 0) {
                 /* no WAL: committed to the database; the marker's flush
                  * is then its own */
@@ -255,13 +264,13 @@ int store_durable_end(struct store *s, int r)
                 return 0;
         }
         if (fdatasync(fd) < 0)
-                return store_fail_msg(s, -errno, "cannot sync the write-ahead log");
+                return fail_errno(s, "cannot sync the write-ahead log");
         s->marker_unflushed = false;    /* the device's flush covered it */
         if (s->wal_created) {
                 _cleanup_free_ char *copy = xstrdup(s->path);
                 _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (dfd < 0 || fsync(dfd) < 0)
-                        return store_fail_msg(s, -errno, "cannot sync the state dir");
+                        return fail_errno(s, "cannot sync the state dir");
                 s->wal_created = false;
         }
         return r;

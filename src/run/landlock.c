@@ -274,6 +274,13 @@ static json_t *not_held(const struct run_config *cfg, const struct run_landlock 
         ADD("no unix sockets: Landlock does not hold connecting to one by its path (the caller's session "
             "bus, the docker socket), so socket(AF_UNIX) is refused; socketpair() works for stream and seqpacket pairs (a datagram "
             "pair's socket could send to any path)");
+        if (cfg->net == NET_HOST)
+                ADD("network host: bind(2) is allowed (seccomp cannot tell a socketpair end from an inet socket), "
+                    "so the job can bind a socketpair end to an abstract unix name and hold it in the host's "
+                    "abstract namespace for the run, as in the namespace tier with network host");
+        else
+                ADD("no bind(2): a socketpair end bound to an abstract unix name would hold that name in the "
+                    "host's abstract namespace (Landlock scopes connecting to one, not binding it)");
         ADD("no ipc namespace: the host's SysV IPC objects and POSIX message queues of the job's uid are "
             "reachable");
         if (cfg->disk_bytes)
@@ -342,8 +349,8 @@ void run_isolation_report(json_t *report, const struct run_config *cfg, const st
         } else
                 json_object_set_new(report, "network",
                                     json_string(cfg->net == NET_HOST ? "host"
-                                                                     : "none (seccomp: no socket but socketpair; "
-                                                                       "Landlock: no TCP bind or connect)"));
+                                                                     : "none (seccomp: no socket but socketpair, "
+                                                                       "no bind; Landlock: no TCP bind or connect)"));
         json_t *limits = json_object_get(report, "limits");
         if (cfg->disk_bytes)
                 set_limit(limits, "disk", "watch", DISK_NOT_HELD, true);

@@ -95,8 +95,11 @@ void run_finish_record(const struct run_ui *ui, struct store *store, struct run_
         } else if (r < 0) {
                 /* the job ran; its exit code still stands, but say loudly
                  * that the record is incomplete (gc will mark it) */
+                /* a step that failed without a message of the store's
+                 * still has its errno */
+                const char *why = store_error(store);
                 log_error("run: cannot complete the record of run %s in %s: %s",
-                          rec->id, store_path(store), store_error(store));
+                          rec->id, store_path(store), streq(why, "no error") ? strerror(-r) : why);
                 if (ev)
                         events_warning(ev, "the run's record could not be completed; hutch gc will mark it");
         }

@@ -183,10 +183,11 @@ void run_snapshot_remove(struct workspace_plan *wp);
  * not be recorded, out->message says so too. Returns an exit
  * code to use instead of the job's (1 for a job that exited 0 but whose
  * files were not recorded, or could not be applied), or -1 to keep the
- * job's. */
+ * job's. upper_error: -errno when the landlock tier could not make the
+ * change set's upper dir (then upper_fd is -1), else 0. */
 int run_collect_files(struct store *store, struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
-                      int workspace_fd, int upper_fd, struct run_outcome *out);
+                      int workspace_fd, int upper_fd, int upper_error, struct run_outcome *out);
 
 /* run/egress.c */
 
@@ -280,6 +281,7 @@ struct run {
         struct tty_state tty;
         struct run_outcome out;
         int files_code;                 /* run_collect_files()'s code, or -1 */
+        int upper_error;                /* the landlock tier's change set could not be made: -errno */
         char *err;
 };
 

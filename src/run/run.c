@@ -125,6 +125,24 @@ static void run_start(struct run *r)
         r->slurm_capped = run_apply_slurm(&r->view, r->self_cgroup, &r->slurm);
 }
 
+/* The landlock tier has no user or UTS namespace: a --uid, --gid or
+ * --hostname the caller gave cannot be applied. The record's not_held
+ * says so for the profile's; a flag typed on the command line gets a
+ * line on stderr too, never dropped in silence. */
+static void warn_not_applied(const struct run_args *a)
+{
+        for (size_t i = 0; i + 1 < a->n_overrides; i += 2) {
+                const char *k = a->overrides[i];
+                if (streq(k, "uid") || streq(k, "gid"))
+                        log_warning("run: --%s %s is not applied in the landlock tier: it has no user namespace, "
+                                    "the job runs as %s", k, a->overrides[i + 1],
+                                    geteuid() == 0 ? "an unprivileged uid" : "your own uid and gid");
+                else if (streq(k, "hostname"))
+                        log_warning("run: --hostname %s is not applied in the landlock tier: it has no UTS "
+                                    "namespace, the job sees the host's hostname", a->overrides[i + 1]);
+        }
+}
+
 /* --workdir and --input on the host, the runtime, the egress rules. */
 static int prepare_workspace(struct run *r)
 {
@@ -156,6 +174,8 @@ static int prepare_workspace(struct run *r)
                 log_error("run: %s", r->err);
                 return EXIT_SETUP;
         }
+        if (r->ll.active)
+                warn_not_applied(r->a);
         k = run_egress_prepare(&r->view, r->ll.active, &r->egress, &r->err);
         if (k < 0) {
                 log_error("run: %s", r->err);
@@ -430,10 +450,10 @@ static int supervise_job(struct run *r)
         /* the landlock tier's workspace is a copy: what the job changed
          * in it becomes an overlay-style upper dir */
         if (r->ll.active && r->workspace_fd >= 0 && r->wp.lower_fd >= 0) {
-                int u = run_landlock_upper(&r->ll, r->wp.lower_fd, &r->upper_fd);
-                if (u < 0)
-                        log_warning("run: cannot list what the job changed in its workspace copy: %s",
-                                    strerror(-u));
+                /* a failure is the files' error (run_collect_files()) */
+                r->upper_error = run_landlock_upper(&r->ll, r->wp.lower_fd, &r->upper_fd);
+                if (r->upper_error > 0)
+                        r->upper_error = 0;
         }
         sigprocmask(SIG_SETMASK, &r->old, NULL);
         r->masked = false;
@@ -460,7 +480,7 @@ static int collect(struct run *r)
                             strerror(-k));
         if (r->workspace_fd >= 0)
                 r->files_code = run_collect_files(r->store, r->rec, &r->view, r->a, &r->wp, r->workspace_fd,
-                                                  r->upper_fd, &r->out);
+                                                  r->upper_fd, r->upper_error, &r->out);
         run_scrub_secret_files(r->store, r->rec->id, r->view.secret_env, r->ev);
         if (r->cgroup) {
                 /* init is reaped; nothing of the run may stay behind */

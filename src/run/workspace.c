@@ -301,7 +301,7 @@ static bool nothing_to_collect(const struct runfiles_params *p, const struct run
  * apply), or -1 to keep the job's. */
 int run_collect_files(struct store *store, struct run_record *rec, const struct run_config *cfg,
                       const struct run_args *a, struct workspace_plan *wp,
-                      int workspace_fd, int upper_fd, struct run_outcome *out)
+                      int workspace_fd, int upper_fd, int upper_error, struct run_outcome *out)
 {
         _cleanup_blobstore_ struct blobstore *bs = NULL;
         struct runfiles_result res = { 0 };
@@ -344,11 +344,18 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
          * not until the commit below did */
         if (a->session)
                 rec->committed = 0;
-        if (nothing_to_collect(&p, a))
+        if (!upper_error && nothing_to_collect(&p, a))
                 return -1;
         r = runfiles_open_blobs(store, &bs);
         if (r >= 0)
                 r = runfiles_collect(store, rec->id, bs, &p, &res, &step);
+        if (r >= 0 && upper_error < 0) {
+                /* the landlock tier's copy could not be compared: the
+                 * record must not say the job changed nothing, and
+                 * --apply must not apply the nothing it was left */
+                step = "the workspace copy's change set";
+                r = upper_error;
+        }
         if (r < 0 || res.artifacts_error) {
                 /* the record must not claim a run left nothing behind when
                  * we could not look: files_error, the message, exit code */

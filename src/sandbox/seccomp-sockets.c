@@ -12,6 +12,20 @@
  *                               pairs (it names no path and no peer), and
  *                               a program that binds or connects a unix
  *                               socket fails (the report says so)
+ *   bind(2)                     EACCES with network none, whose only
+ *                               sockets are socketpair ends: bound to an
+ *                               abstract name, one holds that name in the
+ *                               host's abstract namespace for the run (a
+ *                               host service that binds it fails; Landlock
+ *                               ABI 6 scopes connecting and sending to
+ *                               abstract names, not binding them). Seccomp
+ *                               cannot see bind's family (it is behind a
+ *                               pointer), so with network host, whose inet
+ *                               sockets need bind, the name stays the
+ *                               job's to take, as in the namespace tier
+ *                               with network host (abstract names belong
+ *                               to the network namespace); with network
+ *                               allow bind is refused below
  *   socketpair(2)               AF_UNIX SOCK_STREAM and SOCK_SEQPACKET
  *                               only, EPROTONOSUPPORT else: a SOCK_DGRAM
  *                               pair's socket sends to any path named in
@@ -83,6 +97,14 @@ int seccomp_sockets_build(enum seccomp_sockets mode, struct sock_filter *insns, 
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 1, 0));
         EMIT(RET(SECCOMP_RET_ALLOW));
         EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+        if (mode == SECCOMP_SOCKETS_NONE) {
+                /* the only sockets are socketpair ends, and binding one
+                 * to an abstract name holds that name in the host's
+                 * abstract namespace (Landlock scopes connect and send,
+                 * not bind) */
+                EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bind, 0, 1));
+                EMIT(DENY(EACCES));
+        }
         if (mode == SECCOMP_SOCKETS_TCP) {
                 /* the calls that connect or listen, before socket(2) */
                 EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 0, 1));

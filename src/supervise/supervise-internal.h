@@ -83,6 +83,7 @@ struct loop {
         int timer_fd, signal_fd, tty_master, watchdog_fd;
         struct tree_sample worst;       /* what the watchdog saw when it acted */
         uint64_t peak_memory;           /* largest tree memory the watchdog saw */
+        uint64_t tree_cpu_ms;           /* largest tree cpu the watchdog saw */
         struct watchdog *wd;            /* the tree walk, resumed tick to tick */
         struct du *du;                  /* the scratch's walk (hooks->disk_dir), likewise */
         struct du_sample disk_worst;    /* what it saw when it acted */

@@ -122,6 +122,7 @@ static void on_watchdog(struct loop *l)
         if (done < 0)
                 return;
         l->peak_memory = MAX(l->peak_memory, s.memory_bytes);
+        l->tree_cpu_ms = MAX(l->tree_cpu_ms, s.cpu_ms);
         if (tree_memory && s.memory_bytes > l->cfg->memory_bytes) {
                 l->worst = s;
                 loop_event(l, EV_MEMORY_LIMIT, NULL);
@@ -322,6 +323,15 @@ static void meter_job(const struct loop *l, struct run_outcome *out)
         out->cpu_user_ms = usec_to_ms(user);
         out->cpu_sys_ms = usec_to_ms(sys);
         out->peak_rss_bytes = maxrss_kb > 0 ? (uint64_t)maxrss_kb * 1024 : 0;
+        /* Processes killed with init are reaped by no one who reports
+         * their time (the landlock tier's job, init killed by
+         * --cpu-time): the watchdog saw what the tree had used. It
+         * keeps no user/system split, so what it saw beyond the
+         * rusage counts as user time, which a job that ran into its
+         * cpu limit mostly spent. */
+        uint64_t metered = out->cpu_user_ms + out->cpu_sys_ms;
+        if (l->tree_cpu_ms > metered)
+                out->cpu_user_ms += l->tree_cpu_ms - metered;
 }
 
 /* The reader of our stdout or stderr is gone. As in a plain pipe, the

@@ -110,8 +110,12 @@ int scratch_fill(struct scratch *s, int lower_fd, const struct snapshot_limits *
         _cleanup_close_ int ws = open(s->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (ws < 0)
                 return -errno;
-        if (lower_fd < 0)
-                return 0;       /* nothing to compare: no stamps */
+        if (lower_fd < 0) {
+                /* nothing to compare, so no times kept; the stamp still
+                 * marks the scratch as hutch's (hutch gc looks for it) */
+                struct timespec unused;
+                return stamp(s, &unused);
+        }
         /* an original entry changed after this stamp is the host's
          * change, not one the job can have made */
         int r = stamp(s, &s->copy_began);
@@ -182,17 +186,29 @@ static int build_level(const struct scratch *s, int copy_fd, int lower_fd, int u
                 if (mkdirat(upper_fd, *n, 0700) < 0)
                         return -errno;
                 _cleanup_close_ int up = openat(upper_fd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                _cleanup_close_ int cp = openat(copy_fd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (up < 0 || cp < 0)
+                if (up < 0)
                         return -errno;
-                _cleanup_close_ int lo = same_type ? openat(lower_fd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                                        O_CLOEXEC) : -1;
-                r = build_level(s, cp, lo, up, depth + 1);
-                if (r < 0)
+                _cleanup_close_ int cp = openat(copy_fd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cp < 0 && errno != EACCES)
+                        return -errno;
+                _cleanup_close_ int lo = cp >= 0 && same_type
+                        ? openat(lower_fd, *n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+                r = cp >= 0 ? build_level(s, cp, lo, up, depth + 1) : -EACCES;
+                mode_t mode = st.st_mode & 07777;
+                if (r == -EACCES)
+                        /* The job left this dir so that we (its uid, as an
+                         * unprivileged caller) cannot read or search it.
+                         * An upper dir nobody but root can open is what
+                         * the namespace tier's overlay has then: the change
+                         * set records it skipped "unreadable", and apply
+                         * refuses the partial change set. What it holds
+                         * is not looked at, so not claimed either way. */
+                        mode = 0;
+                else if (r < 0)
                         return r;
                 /* the dir's own bits last: a read-only dir of the job's
                  * must still take our links above */
-                if (fchmod(up, st.st_mode & 07777) < 0)
+                if (fchmod(up, mode) < 0)
                         return -errno;
         }
         if (lower_fd < 0)

@@ -9,6 +9,10 @@
  *       workspace/                  a private copy of --workdir (snapshot.h)
  *                                   or empty; the job's working dir
  *       home/  tmp/                 $HOME and $TMPDIR
+ *       stamp                       the supervisor's, made by scratch_fill():
+ *                                   the copy's times, and the mark hutch gc
+ *                                   looks for before it removes a scratch
+ *                                   a killed supervisor left
  *       upper/                      made after the job: what it changed,
  *                                   in overlayfs's terms (changeset.h)
  *

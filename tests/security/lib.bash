@@ -65,8 +65,15 @@ landlock)
 #!/bin/sh
 [ "\$1" = run ] || exec $(printf %q "$HUTCH_BINARY") "\$@"
 shift
-n=\$# prev=
+# --uid and --gid are not applied in this tier, and hutch says so on
+# stderr (hutch-run(1)): dropped, so what a case reads is the job's
+n=\$# prev= drop= job=
 for a do
+        if [ -z "\$job" ]; then
+                [ "\$a" = -- ] && job=1
+                [ -n "\$drop" ] && { drop=; prev=\$a; continue; }
+                case \$a in --uid|--gid) drop=1; prev=\$a; continue ;; --uid=*|--gid=*) prev=\$a; continue ;; esac
+        fi
         [ "\$prev" = -p ] && [ "\$a" = strict ] && a=$(printf %q "$strict")
         set -- "\$@" "\$a"
         prev=\$a

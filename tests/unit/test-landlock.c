@@ -327,6 +327,12 @@ static void socket_families(void **state)
         }
         struct seccomp_data other = { .nr = SYS_getpid, .arch = seccomp_arch_native() };
         assert_int_equal(bpf_run(f, n, &other), ALLOW);
+        /* network none: a socketpair end bound to an abstract name would
+         * hold it in the host's namespace */
+        other.nr = SYS_bind;
+        assert_int_equal(bpf_run(f, n, &other), ERR(EACCES));
+        other.nr = SYS_connect;
+        assert_int_equal(bpf_run(f, n, &other), ALLOW);
 
         assert_int_equal(seccomp_sockets_build(SECCOMP_SOCKETS_TCP, f, ELEMENTSOF(f), &n), 0);
         assert_int_equal(socket_answer(f, n, AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC), ALLOW);
@@ -367,6 +373,9 @@ static void socket_families(void **state)
         assert_int_equal(socket_answer(f, n, AF_INET, SOCK_DGRAM), ALLOW);
         assert_int_equal(socket_answer(f, n, AF_NETLINK, SOCK_RAW), ALLOW);
         assert_int_equal(socket_answer(f, n, AF_PACKET, SOCK_RAW), ERR(EAFNOSUPPORT));
+        /* network host: inet servers bind */
+        d = (struct seccomp_data){ .nr = SYS_bind, .arch = seccomp_arch_native() };
+        assert_int_equal(bpf_run(f, n, &d), ALLOW);
         assert_int_equal(seccomp_sockets_build(_SECCOMP_SOCKETS_MAX, f, ELEMENTSOF(f), &n), -EINVAL);
 
         /* and loaded */

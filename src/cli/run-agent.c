@@ -139,6 +139,10 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg)
                 cfg->secret_env = strv_append(cfg->secret_env, kv);
                 explicit_bzero(kv, strlen(kv));
         }
+        /* under -t the job's output passes the pty's line discipline,
+         * which writes a value's "\n" as "\r\n" */
+        redact_forms_free(cfg->redact_env);
+        cfg->redact_env = redact_forms(cfg->secret_env, cfg->tty);
         return EXIT_OK;
 }
 

@@ -89,6 +89,10 @@ struct run_config {
         char **secret_env;      /* --secret: "NAME=VALUE" for the job's environment only;
                                  * not a profile key, so never in the canonical
                                  * text, the record or `profile show` */
+        char **redact_env;      /* what is redacted from the run's output and
+                                 * record: secret_env, and with a tty each
+                                 * multi-line value as the pty renders it
+                                 * (redact_forms()); NULL: no secrets */
 
         /* [sandbox] */
         uid_t uid;              /* uid: job's uid inside (default 1000) */

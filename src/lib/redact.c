@@ -72,6 +72,48 @@ int secret_resolve(const char *spec, char **ret, char **ret_error)
         return 0;
 }
 
+/* kv with every "\n" of its value written "\r\n", as a pty's ONLCR
+ * does; NULL when its value has none. */
+static char *onlcr_form(const char *kv)
+{
+        const char *eq = strchr(kv, '=');
+        size_t nl = 0, len = strlen(kv);
+        if (!eq || !strchr(eq, '\n'))
+                return NULL;
+        for (const char *p = eq; *p; p++)
+                nl += *p == '\n';
+        char *out = xmalloc(len + nl + 1), *w = out;
+        for (const char *p = kv; *p; p++) {
+                if (p > eq && *p == '\n')
+                        *w++ = '\r';
+                *w++ = *p;
+        }
+        *w = '\0';
+        return out;
+}
+
+char **redact_forms(char *const *secrets, bool tty)
+{
+        char **forms = NULL;
+        for (char *const *s = secrets; s && *s; s++) {
+                forms = strv_append(forms, *s);
+                char *crlf = tty ? onlcr_form(*s) : NULL;
+                if (crlf) {
+                        forms = strv_append(forms, crlf);
+                        explicit_bzero(crlf, strlen(crlf));
+                        free(crlf);
+                }
+        }
+        return forms;
+}
+
+void redact_forms_free(char **forms)
+{
+        for (char **e = forms; e && *e; e++)
+                explicit_bzero(*e, strlen(*e));
+        strv_free(forms);
+}
+
 size_t redact_max_len(char *const *secrets)
 {
         size_t m = 0;

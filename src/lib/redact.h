@@ -20,6 +20,15 @@ bool secret_name_valid(const char *name);
  * *ret_error set ("--secret NAME: not set in the environment", ...). */
 int secret_resolve(const char *spec, char **ret, char **ret_error);
 
+/* The values to look for in what a job wrote: each of secrets
+ * ("NAME=VALUE"), and when the job has a terminal (tty), each value
+ * holding a "\n" once more as the terminal's line discipline renders it
+ * (ONLCR: every "\n" written as "\r\n"), under the same NAME. A new
+ * list (free with redact_forms_free()); NULL when secrets is empty. */
+char **redact_forms(char *const *secrets, bool tty);
+/* Wipe and free a list from redact_forms(). */
+void redact_forms_free(char **forms);
+
 /* Replace, in buf[0..n), every occurrence of each secret's value
  * (secrets: "NAME=VALUE" strings; empty values are ignored) by "[secret
  * NAME]". Longer values are replaced first, so a secret that contains

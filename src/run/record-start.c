@@ -73,7 +73,7 @@ int run_open_record(struct run *r)
                         r->detached_parent = true;
                         return k;
                 }
-                r->ev = events_new(STDOUT_FILENO, r->cfg->secret_env);
+                r->ev = events_new(STDOUT_FILENO, r->cfg->redact_env);
         }
         if (a->session) {
                 /* before the row: a run waiting for its session is not running */

@@ -37,6 +37,30 @@ static void replaces(void **state)
         assert_memory_equal(b, "\0\xff[secret TOKEN]\0", len);
 }
 
+/* Under a tty the pty writes a value's "\n" as "\r\n": that form is
+ * looked for too, under the same name; without a tty it is not added. */
+static void tty_forms(void **state)
+{
+        char *secrets[] = { "KEY=l1\nl2\n", "ONE=plain", NULL };
+        char **forms = redact_forms(secrets, true);
+        assert_non_null(forms);
+        assert_string_equal(forms[0], "KEY=l1\nl2\n");
+        assert_string_equal(forms[1], "KEY=l1\r\nl2\r\n");
+        assert_string_equal(forms[2], "ONE=plain");
+        assert_null(forms[3]);
+        const char in[] = "<l1\r\nl2\r\n>";
+        size_t len;
+        _cleanup_free_ char *out = redact(in, sizeof(in) - 1, forms, &len);
+        assert_non_null(out);
+        assert_string_equal(out, "<[secret KEY]>");
+        redact_forms_free(forms);
+        forms = redact_forms(secrets, false);
+        assert_string_equal(forms[1], "ONE=plain");
+        assert_null(forms[2]);
+        redact_forms_free(forms);
+        assert_null(redact_forms(NULL, true));
+}
+
 static void names(void **state)
 {
         assert_true(secret_name_valid("API_KEY"));
@@ -198,6 +222,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(replaces),
+                cmocka_unit_test(tty_forms),
                 cmocka_unit_test(names),
                 cmocka_unit_test(resolve),
                 cmocka_unit_test(events_never_split),

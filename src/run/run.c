@@ -349,6 +349,10 @@ static int connect_io(struct run *r)
         if (!r->json && !r->ev) {
                 r->host_out = hostio_new(STDOUT_FILENO, true, PASS_BUFFER_BYTES);
                 r->host_err = hostio_new(STDERR_FILENO, true, PASS_BUFFER_BYTES);
+                /* a terminal, or a pipe into a kept CI log: neither may
+                 * get a value the record does not */
+                hostio_set_secrets(r->host_out, r->view.redact_env);
+                hostio_set_secrets(r->host_err, r->view.redact_env);
         }
         r->hooks = (struct supervise_hooks) {
                 .on_output = run_on_output, .on_heartbeat = run_on_heartbeat, .on_job_started = run_on_job_started,

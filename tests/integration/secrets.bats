@@ -44,3 +44,49 @@ last_id() {
         # the database, its WAL and the blobs
         run ! grep -rqaF "$tag" "$HUTCH_STATE_DIR"
 }
+
+@test "secrets: the output passed through to our stdout and stderr is redacted (a CI log)" {
+        value="pass$RANDOM$RANDOM-end"
+        # whole lines, a value split over two writes a second apart, and
+        # a tail at the end that only starts the value
+        run --separate-stderr env TOK="$value" "$HUTCH" run --secret TOK -- sh -c '
+                echo "token is $TOK"; echo "err $TOK" >&2
+                printf %s "${TOK%%-end}"; sleep 1; printf "%s\n" "-end after"
+                printf "last %s" "${TOK%%-end}"'
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        [[ "$stderr" != *"$value"* ]]
+        [ "$output" = "token is [secret TOK]
+[secret TOK] after
+last ${value%%-end}" ]
+        [ "$stderr" = "err [secret TOK]" ]
+}
+
+@test "secrets: output that cannot start a value is passed through at once, not held back" {
+        value="live$RANDOM$RANDOM"
+        env TOK="$value" "$HUTCH" run --secret TOK -- sh -c 'echo "first line"; sleep 3; echo "$TOK"' \
+                > "$BATS_TEST_TMPDIR/out" &
+        pid=$!
+        wait_for_file "$BATS_TEST_TMPDIR/out" 25
+        [ "$(cat "$BATS_TEST_TMPDIR/out")" = "first line" ]
+        wait "$pid"
+        [ "$(cat "$BATS_TEST_TMPDIR/out")" = "first line
+[secret TOK]" ]
+}
+
+@test "secrets: under --tty the terminal gets the redacted output too" {
+        command -v script >/dev/null || skip "script(1) not installed"
+        tag="TT$RANDOM$RANDOM"
+        printf '%sAAAA\n%sBBBB\n' "$tag" "$tag" > "$BATS_TEST_TMPDIR/key"
+        run script -qec "'$HUTCH' run --tty --secret KEY=@'$BATS_TEST_TMPDIR/key' -- sh -c 'printf \"%s\\n\" \"\$KEY\"'" /dev/null
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"[secret KEY]"* ]]
+        [[ "$output" != *"$tag"* ]]
+}
+
+@test "secrets: hutch's own messages that quote the job's argv do not print the value" {
+        value="msg$RANDOM$RANDOM"
+        run -127 --separate-stderr env TOK="$value" "$HUTCH" run --secret TOK -- "/nonexist/$value"
+        [[ "$stderr" == *"command not found: /nonexist/[secret TOK]"* ]]
+        [[ "$stderr" != *"$value"* ]]
+}

@@ -115,6 +115,8 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                 a->secrets = strv_append(a->secrets, *p);
         for (char **p = req->secret_values; p && *p; p++)
                 cfg->secret_env = strv_append(cfg->secret_env, *p);
+        for (char **p = req->private_env; p && *p; p++)
+                cfg->private_env = strv_append(cfg->private_env, *p);
         if (req->stdin_data) {
                 a->stdin_data = req->stdin_data;
                 a->stdin_len = req->stdin_len;

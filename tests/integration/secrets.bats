@@ -90,3 +90,28 @@ last ${value%%-end}" ]
         [[ "$stderr" == *"command not found: /nonexist/[secret TOK]"* ]]
         [[ "$stderr" != *"$value"* ]]
 }
+
+@test "secrets: hutch mcp: a fresh call's env reaches the job, and its record keeps no value of it" {
+        value="fresh$RANDOM$RANDOM"
+        mkfifo "$BATS_TEST_TMPDIR/in"
+        "$HUTCH" mcp < "$BATS_TEST_TMPDIR/in" > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" &
+        pid=$!
+        exec 7> "$BATS_TEST_TMPDIR/in"
+        printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+                '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["sh","-c","printf %s \"$FRESHK\" | sha256sum"],"env":{"FRESHK":"'"$value"'"}}}}' >&7
+        for _ in $(seq 300); do
+                grep -q '"id":2' "$BATS_TEST_TMPDIR/out" && break
+                sleep 0.1
+        done
+        exec 7>&-
+        wait "$pid"
+        # the job got it (its hash, so that the output does not hold it)
+        sum=$(printf %s "$value" | sha256sum | cut -d' ' -f1)
+        grep '"id":2' "$BATS_TEST_TMPDIR/out" | grep -q "$sum"
+        id=$(last_id)
+        run "$HUTCH" show "$id"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        # the database, its WAL and the blobs
+        run ! grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}

@@ -142,6 +142,7 @@ int verb_run(int argc, char **argv)
         /* our own messages quote the job's argv and words */
         if (cfg.redact_env)
                 log_set_filter(redact, cfg.redact_env);
+        a.redact = cfg.redact_env;
         if (a.detach) {
                 /* the caller gets the id; the spool gets the events */
                 a.events = true;

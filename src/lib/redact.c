@@ -196,6 +196,23 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
         return cur;
 }
 
+void redact_str(char **s, char *const *secrets)
+{
+        size_t len;
+        char *clean = *s ? redact(*s, strlen(*s), secrets, &len) : NULL;
+        if (clean) {
+                explicit_bzero(*s, strlen(*s));
+                free(*s);
+                *s = clean;
+        }
+}
+
+void redact_strv(char **v, char *const *secrets)
+{
+        for (char **p = v; p && *p; p++)
+                redact_str(p, secrets);
+}
+
 /* The value of a "NAME=VALUE" secret and its length; NULL for an empty
  * or malformed one, which redacts nothing. */
 static const char *secret_value(const char *kv, size_t *ret_len)

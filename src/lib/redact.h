@@ -36,6 +36,13 @@ void redact_forms_free(char **forms);
  * *ret_len bytes), or NULL when nothing matched. */
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
 
+/* Replace each string of v (NULL-terminated, may be NULL) by its
+ * redacted copy where a value is in it. */
+void redact_strv(char **v, char *const *secrets);
+/* Replace *s (a string, may be NULL) by its redacted copy where a value
+ * is in it. */
+void redact_str(char **s, char *const *secrets);
+
 /* The first of secrets whose value is in what is left to read of fd
  * (read to its end in chunks that overlap by the longest value, so a
  * value across two reads is found), or NULL. */

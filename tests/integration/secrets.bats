@@ -115,3 +115,30 @@ last ${value%%-end}" ]
         # the database, its WAL and the blobs
         run ! grep -rqaF "$value" "$HUTCH_STATE_DIR"
 }
+
+@test "secrets: a value in the argv, a label, the --lang code or the working directory inside is recorded redacted" {
+        value="argv$RANDOM$RANDOM"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --secret TOK --label "k=$value" --json -- echo "x$value"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"$value"* ]]
+        [ "$(echo "$output" | json "o['argv'][1]")" = "x[secret TOK]" ]
+        [ "$(echo "$output" | json "o['labels']['k']")" = "[secret TOK]" ]
+        id=$(echo "$output" | json "o['id']")
+        # the same request under the same key is still the same request
+        key="key-$BATS_TEST_NUMBER-$RANDOM"
+        run --separate-stderr env TOK="$value" "$HUTCH" run --id "$key" --secret TOK --json -- echo "x$value"
+        [ "$status" -eq 0 ]
+        first=$(echo "$output" | json "o['id']")
+        run --separate-stderr env TOK="$value" "$HUTCH" run --id "$key" --secret TOK --json -- echo "x$value"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['id']")" = "$first" ]
+        run --separate-stderr env TOK="$value" "$HUTCH" run --secret TOK --lang python -c "print('$value'[:3])" --json
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['code']")" = "print('[secret TOK]'[:3])" ]
+        run --separate-stderr env TOK="$value" "$HUTCH" run --secret TOK --workdir-inside "/w/$value" -- pwd
+        [ "$status" -eq 0 ]
+        [[ "$("$HUTCH" show "$(last_id)")" == *"/w/[secret TOK]"* ]]
+        [[ "$("$HUTCH" show "$id")" != *"$value"* ]]
+        # the database, its WAL and the blobs
+        run ! grep -rqaF "$value" "$HUTCH_STATE_DIR"
+}

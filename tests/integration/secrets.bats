@@ -142,3 +142,14 @@ last ${value%%-end}" ]
         # the database, its WAL and the blobs
         run ! grep -rqaF "$value" "$HUTCH_STATE_DIR"
 }
+
+@test "secrets: sandbox start refuses --secret, and hutch-sandbox(1) says so instead of offering it" {
+        run -2 env TOK=x "$HUTCH" sandbox start --secret TOK "sb-$RANDOM"
+        [[ "$output" == *"--secret"*"not for a live sandbox"* ]]
+        page="$TESTS_DIR/../man/hutch-sandbox.1"
+        [ -f "$page" ] || skip "no man pages next to the tests"
+        # the list of start's options names neither -o KEY=VALUE (no such
+        # option) nor --secret as accepted
+        run ! grep -q 'fB\\-o\\fR \\fIKEY' "$page"
+        grep -q 'and \\fB\\-\\-secret\\fR (an exec' "$page"
+}

@@ -31,9 +31,11 @@ void redact_forms_free(char **forms);
 
 /* Replace, in buf[0..n), every occurrence of each secret's value
  * (secrets: "NAME=VALUE" strings; empty values are ignored) by "[secret
- * NAME]". Longer values are replaced first, so a secret that contains
- * another is not half replaced. Returns a new buffer (NUL-terminated;
- * *ret_len bytes), or NULL when nothing matched. */
+ * NAME]". What is replaced is the union of all occurrences: a run of
+ * overlapping ones becomes the markers of the values that make it up,
+ * in order ("[secret A][secret B]"), so no part of either is left; one
+ * inside another is said by the longer. Returns a new buffer
+ * (NUL-terminated; *ret_len bytes), or NULL when nothing matched. */
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
 
 /* Replace each string of v (NULL-terminated, may be NULL) by its

@@ -153,3 +153,14 @@ last ${value%%-end}" ]
         run ! grep -q 'fB\\-o\\fR \\fIKEY' "$page"
         grep -q 'and \\fB\\-\\-secret\\fR (an exec' "$page"
 }
+
+@test "secrets: two values that overlap in the output are both redacted whole" {
+        run --separate-stderr env A=abcdefgh12 B=gh12ZYXWVU "$HUTCH" run --secret A --secret B --json -- \
+                sh -c 'printf "%s%s\n" "$A" "${B#gh12}"'
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | json "o['stdout']")" = "[secret A][secret B]" ]
+        run --separate-stderr env A=abcdefgh12 B=gh12ZYXWVU "$HUTCH" run --secret A --secret B -- \
+                sh -c 'printf "%s%s\n" "$A" "${B#gh12}"'
+        [ "$status" -eq 0 ]
+        [ "$output" = "[secret A][secret B]" ]
+}

@@ -175,11 +175,12 @@ static void put_marker(char **out, size_t *len, size_t *cap, const struct finder
 /* Grow the run of matches that ends at end (it started at start): a
  * match that starts inside it and goes on past its end extends it, so
  * that the union of all matches is redacted and no part of a value that
- * overlaps another is left. Each extension is said by the marker of the
- * secret that reaches furthest, unless it is the one said last. Returns
- * the run's end. Linear: each finder reads each byte of the run once. */
+ * overlaps another is left. Each extension that reaches past from is
+ * said by the marker of the secret that reaches furthest, unless it is
+ * the one said last. Returns the run's end. Linear: each finder reads
+ * each byte of the run once. */
 static size_t grow_run(const char *buf, size_t n, struct finder *f, size_t nf, size_t start, size_t end,
-                       const struct finder *said, char **out, size_t *len, size_t *cap)
+                       size_t from, const struct finder *said, char **out, size_t *len, size_t *cap)
 {
         for (size_t k = 0; k < nf; k++) {
                 f[k].scanned = start + 1;
@@ -201,17 +202,24 @@ static size_t grow_run(const char *buf, size_t n, struct finder *f, size_t nf, s
                 }
                 if (!ext)
                         return end;
-                if (ext != said)
+                if (ext != said && ext_end > from) {
                         put_marker(out, len, cap, ext);
-                said = ext;
+                        said = ext;
+                }
                 end = ext_end;
         }
 }
 
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
 {
-        size_t count = 0, nf = 0, pos = 0, len = 0, cap = 0;
+        return redact_range(buf, n, 0, secrets, ret_len);
+}
+
+char *redact_range(const char *buf, size_t n, size_t from, char *const *secrets, size_t *ret_len)
+{
+        size_t count = 0, nf = 0, pos = from, len = 0, cap = 0;
         char *out = NULL;
+        bool changed = false;
 
         for (char *const *s = secrets; s && *s; s++)
                 count++;
@@ -235,18 +243,27 @@ char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
                                 first = &f[k];
                 if (!first)
                         break;
-                size_t start = first->next;
-                put(&out, &len, &cap, buf + pos, start - pos);
-                put_marker(&out, &len, &cap, first);
-                pos = grow_run(buf, n, f, nf, start, start + first->vlen, first, &out, &len, &cap);
+                size_t start = first->next, end;
+                const struct finder *said = NULL;
+                if (start > pos)
+                        put(&out, &len, &cap, buf + pos, start - pos);
+                if (start + first->vlen > from) {
+                        put_marker(&out, &len, &cap, first);
+                        said = first;
+                }
+                end = grow_run(buf, n, f, nf, start, start + first->vlen, from, said, &out, &len, &cap);
+                changed |= end > from;
+                pos = MAX(pos, end);
                 for (size_t k = 0; k < nf; k++)
-                        if (f[k].next < pos) {
-                                size_t at = find_between(buf, n, &f[k], pos, n);
+                        if (f[k].next < end) {
+                                size_t at = find_between(buf, n, &f[k], end, n);
                                 f[k].next = at == SIZE_MAX ? n : at;
                         }
         }
-        if (!out)
+        if (!changed) {
+                free(out);
                 return NULL;
+        }
         put(&out, &len, &cap, buf + pos, n - pos);
         out[len] = '\0';
         *ret_len = len;
@@ -268,6 +285,12 @@ void redact_strv(char **v, char *const *secrets)
 {
         for (char **p = v; p && *p; p++)
                 redact_str(p, secrets);
+}
+
+size_t redact_lookbehind(char *const *secrets)
+{
+        size_t m = redact_max_len(secrets);
+        return m ? m - 1 : 0;
 }
 
 /* The end of the last full match of a value that starts before buf[cut]
@@ -317,11 +340,15 @@ static size_t value_prefix(const char *buf, size_t n, char *const *secrets)
 
 size_t redact_cut(const char *buf, size_t n, char *const *secrets)
 {
-        size_t cut = n - value_prefix(buf, n, secrets), end;
+        size_t held = value_prefix(buf, n, secrets), cut = n - held, end;
 
-        /* the cut only grows, so this ends */
+        /* The cut only grows, so this ends. The match moved past holds
+         * the start of the longest tail that could start a value (it
+         * straddled the first cut): that value may overlap the match, so
+         * all that follows the match waits (less than held bytes), and
+         * the next bytes look back at the match (redact_range()). */
         while ((end = match_across(buf, n, cut, secrets)) > cut)
-                cut = n - value_prefix(buf + end, n - end, secrets);
+                cut = end;
         return cut;
 }
 

@@ -37,6 +37,11 @@ void redact_forms_free(char **forms);
  * inside another is said by the longer. Returns a new buffer
  * (NUL-terminated; *ret_len bytes), or NULL when nothing matched. */
 char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len);
+/* The same for a stream: buf[0..from) was passed on already and is only
+ * looked at for a run of matches that goes on past it (a value that
+ * overlaps one already replaced); what is returned is the redacted form
+ * of buf[from..n), or NULL when no match reaches into it. */
+char *redact_range(const char *buf, size_t n, size_t from, char *const *secrets, size_t *ret_len);
 
 /* Replace each string of v (NULL-terminated, may be NULL) by its
  * redacted copy where a value is in it. */
@@ -55,11 +60,18 @@ const char *redact_find_fd(int fd, char *const *secrets);
  * across two chunks is still found. */
 size_t redact_max_len(char *const *secrets);
 
+/* How many of the bytes a stream passed on it keeps to look back at
+ * (redact_range()'s from): the longest value less one byte, so that a
+ * value that overlaps one already replaced is still found whole. */
+size_t redact_lookbehind(char *const *secrets);
+
 /* How much of buf[0..n), the latest bytes of a stream that goes on, can
  * be redacted and passed on now; the rest waits for more bytes. What
  * waits is a tail that could start a value. The cut never falls inside
  * a full match: a value whose end could also start it ("abcXabc") would
  * otherwise leave whole, in two pieces each redacted alone; the cut
  * moves past that match, which is then redacted whole, and what follows
- * is judged again. At most the longest value minus one byte waits. */
+ * it waits (a value may overlap it: the next bytes are redacted with
+ * redact_range(), looking back at it). At most the longest value minus
+ * one byte waits. */
 size_t redact_cut(const char *buf, size_t n, char *const *secrets);

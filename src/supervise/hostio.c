@@ -59,11 +59,13 @@ struct hostio {
         size_t cap, off, len;
         size_t alloc;           /* data's size: cap, or more after a redaction grew
                                  * what was sent past the room it had */
-        /* hostio_set_secrets(): the values to redact, and the latest
-         * bytes sent that could still start one (not yet passed on) */
+        /* hostio_set_secrets(): the values to redact; held_seen bytes
+         * passed on already, kept to look back at (a value that overlaps
+         * one replaced), then the latest bytes sent that could still
+         * start one (not yet passed on) */
         char *const *secrets;
         char *held;
-        size_t held_len;
+        size_t held_len, held_seen;
 };
 
 static bool ready(int fd, short events)
@@ -234,7 +236,7 @@ static void drop_held(struct hostio *h)
                 explicit_bzero(h->held, h->held_len);
         free(h->held);
         h->held = NULL;
-        h->held_len = 0;
+        h->held_len = h->held_seen = 0;
 }
 
 void hostio_set_gone(struct hostio *h)
@@ -328,7 +330,7 @@ void hostio_set_secrets(struct hostio *h, char *const *secrets)
  * else what cannot start a value (redact_cut()); the rest stays held. */
 static int send_redacted(struct hostio *h, const char *buf, size_t n, bool end)
 {
-        size_t len = h->held_len + n, cut, clean_len = 0;
+        size_t len = h->held_len + n, skip = h->held_seen, cut, clean_len = 0, back;
         char *work = xmalloc(len + 1), *clean;
 
         if (h->held_len)
@@ -336,15 +338,17 @@ static int send_redacted(struct hostio *h, const char *buf, size_t n, bool end)
         if (n)
                 memcpy(work + h->held_len, buf, n);
         drop_held(h);
-        cut = end ? len : redact_cut(work, len, h->secrets);
-        clean = redact(work, cut, h->secrets, &clean_len);
-        if (cut < len) {
-                h->held_len = len - cut;
+        cut = end ? len : MAX(redact_cut(work, len, h->secrets), skip);
+        clean = redact_range(work, cut, skip, h->secrets, &clean_len);
+        back = end ? 0 : MIN(cut, redact_lookbehind(h->secrets));
+        if (len - cut + back) {
+                h->held_len = len - cut + back;
+                h->held_seen = back;
                 h->held = xmalloc(h->held_len);
-                memcpy(h->held, work + cut, h->held_len);
+                memcpy(h->held, work + cut - back, h->held_len);
         }
-        const char *p = clean ? clean : work;
-        size_t left = clean ? clean_len : cut;
+        const char *p = clean ? clean : work + skip;
+        size_t left = clean ? clean_len : cut - skip;
         /* straight to the fd while nothing older waits, as below */
         if (!h->gone && h->len == 0)
                 (void)put_all(h, &p, &left);
@@ -359,7 +363,7 @@ static int send_redacted(struct hostio *h, const char *buf, size_t n, bool end)
 
 int hostio_release(struct hostio *h)
 {
-        if (!h->secrets || h->held_len == 0)
+        if (!h->secrets || h->held_len == h->held_seen)
                 return h->gone ? -EPIPE : 0;
         return send_redacted(h, NULL, 0, true);
 }

@@ -163,4 +163,14 @@ last ${value%%-end}" ]
                 sh -c 'printf "%s%s\n" "$A" "${B#gh12}"'
         [ "$status" -eq 0 ]
         [ "$output" = "[secret A][secret B]" ]
+        # the first whole in one write, the rest of the second a second
+        # later: passed through, stored and streamed as events alike
+        job='printf %s "$A"; sleep 1; printf "%s\n" "${B#gh12}"'
+        run --separate-stderr env A=abcdefgh12 B=gh12ZYXWVU "$HUTCH" run --secret A --secret B -- sh -c "$job"
+        [ "$status" -eq 0 ]
+        [ "$output" = "[secret A][secret B]" ]
+        [ "$("$HUTCH" show --json "$(last_id)" | json "o['stdout']")" = "[secret A][secret B]" ]
+        run --separate-stderr env A=abcdefgh12 B=gh12ZYXWVU "$HUTCH" run --secret A --secret B --events -- sh -c "$job"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *ZYXWVU* ]]
 }

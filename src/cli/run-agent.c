@@ -115,6 +115,8 @@ int run_apply_request(struct run_args *a, struct run_config *cfg, struct request
                 a->secrets = strv_append(a->secrets, *p);
         for (char **p = req->secret_values; p && *p; p++)
                 cfg->secret_env = strv_append(cfg->secret_env, *p);
+        for (char **p = req->private_env; p && *p; p++)
+                cfg->private_env = strv_append(cfg->private_env, *p);
         if (req->stdin_data) {
                 a->stdin_data = req->stdin_data;
                 a->stdin_len = req->stdin_len;
@@ -139,6 +141,10 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg)
                 cfg->secret_env = strv_append(cfg->secret_env, kv);
                 explicit_bzero(kv, strlen(kv));
         }
+        /* under -t the job's output passes the pty's line discipline,
+         * which writes a value's "\n" as "\r\n" */
+        redact_forms_free(cfg->redact_env);
+        cfg->redact_env = redact_forms(cfg->secret_env, cfg->tty);
         return EXIT_OK;
 }
 
@@ -149,16 +155,25 @@ int run_resolve_secrets(const struct run_args *a, struct run_config *cfg)
  * mistake, not a cache hit. */
 static bool same_request(const struct run_args *a, char *const *argv, const struct run_record *rec)
 {
+        /* the record keeps a secret's value redacted (run_redact_start()):
+         * compare what it would keep of this request */
         if (a->lang || rec->lang) {
                 if (!a->lang || !rec->lang || !streq(a->lang, rec->lang))
                         return false;
-                return !a->code || (rec->code && strlen(a->code) == rec->code_len &&
-                                    memcmp(a->code, rec->code, rec->code_len) == 0);
+                if (!a->code)
+                        return true;
+                size_t len = strlen(a->code);
+                _cleanup_free_ char *clean = redact(a->code, len, a->redact, &len);
+                const char *code = clean ? clean : a->code;
+                return rec->code && len == rec->code_len && memcmp(code, rec->code, len) == 0;
         }
         size_t i = 0;
-        for (; argv && argv[i] && rec->argv && rec->argv[i]; i++)
-                if (!streq(argv[i], rec->argv[i]))
+        for (; argv && argv[i] && rec->argv && rec->argv[i]; i++) {
+                _cleanup_free_ char *mine = xstrdup(argv[i]);
+                redact_str(&mine, a->redact);
+                if (!streq(mine, rec->argv[i]))
                         return false;
+        }
         return !(argv && argv[i]) && !(rec->argv && rec->argv[i]);
 }
 

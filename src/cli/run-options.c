@@ -64,9 +64,9 @@ static void run_help(FILE *f)
 "                           --label, hutch stats --label)\n"
 "      --secret NAME[=@FILE]  pass the caller's variable NAME (or FILE's contents)\n"
 "                           to the job as NAME; its value is never stored and\n"
-"                           is replaced by [secret NAME] in captured output and\n"
-"                           JSON. -e values ARE stored in the history: use\n"
-"                           --secret for credentials\n"
+"                           is replaced by [secret NAME] in the output (passed\n"
+"                           through or captured) and JSON. -e values ARE stored\n"
+"                           in the history: use --secret for credentials\n"
 
 "      --net MODE           none (default: only loopback), host, or allow:\n"
 "                           TCP only where --allow says, through hutch\n"

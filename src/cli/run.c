@@ -20,6 +20,7 @@
 #include "lib/exit-codes.h"
 #include "config/lang.h"
 #include "lib/log.h"
+#include "lib/redact.h"
 #include "config/profile.h"
 #include "config/request.h"
 #include "config/run-config.h"
@@ -138,6 +139,10 @@ int verb_run(int argc, char **argv)
         code = run_resolve_secrets(&a, &cfg);
         if (code != EXIT_OK)
                 goto out;
+        /* our own messages quote the job's argv and words */
+        if (cfg.redact_env)
+                log_set_filter(redact, cfg.redact_env);
+        a.redact = cfg.redact_env;
         if (a.detach) {
                 /* the caller gets the id; the spool gets the events */
                 a.events = true;
@@ -207,6 +212,7 @@ out:
         strv_free(a.secrets);
         run_request_cleanup(&a);
         request_done(&req);
+        log_set_filter(NULL, NULL);
         run_config_done(&cfg);
         if (exiting_init > 0)
                 sandbox_reap(exiting_init);

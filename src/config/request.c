@@ -36,7 +36,7 @@ struct parser {
         char *error;
         /* lengths of the vectors being built: appending is then
          * constant time, where strv_append() walks the vector */
-        size_t n_overrides, n_argv, n_labels, n_secret_specs, n_secret_values;
+        size_t n_overrides, n_argv, n_labels, n_secret_specs, n_secret_values, n_private_env;
 };
 
 /* The error is one line on a terminal or in a log, whatever the document
@@ -168,7 +168,9 @@ static int parse_limits(struct parser *p, const json_t *o)
         return 0;
 }
 
-/* An object of string values, as "KEY=VALUE" strings. */
+/* An object of string values, as "KEY=VALUE" strings: labels into
+ * *ret; variables (env) into the profile's [env], or into *ret when
+ * given (private_env, which is not recorded). */
 static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, bool env, char ***ret,
                        size_t *ret_n)
 {
@@ -192,7 +194,7 @@ static int parse_pairs(struct parser *p, const json_t *o, const char *pointer, b
                 if (r < 0)
                         return r;
                 kv = xasprintf("%s=%s", k, value);
-                if (env) {
+                if (env && !ret) {
                         r = add_override(p, ptr, "env", kv);
                         if (r < 0)
                                 return r;
@@ -436,6 +438,8 @@ static int parse_top(struct parser *p, json_t *root)
                         r = parse_files(p, v);
                 else if (streq(k, "env"))
                         r = parse_pairs(p, v, "/env", true, NULL, NULL);
+                else if (streq(k, "private_env"))
+                        r = parse_pairs(p, v, "/private_env", true, &req->private_env, &p->n_private_env);
                 else if (streq(k, "labels"))
                         r = parse_pairs(p, v, "/labels", false, &req->labels, &p->n_labels);
                 else if (streq(k, "secrets"))
@@ -567,6 +571,9 @@ void request_done(struct request *r)
                 for (char **s = r->secret_values; *s; s++)
                         explicit_bzero(*s, strlen(*s));
         strv_free(r->secret_values);
+        for (char **s = r->private_env; s && *s; s++)
+                explicit_bzero(*s, strlen(*s));
+        strv_free(r->private_env);
         free(r->stdin_data);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);

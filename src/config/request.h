@@ -36,6 +36,8 @@ struct request {
         char **labels;          /* "KEY=VALUE" */
         char **secret_specs;    /* --secret forms: "NAME" or "NAME=@FILE" */
         char **secret_values;   /* inline secrets, resolved: "NAME=VALUE" */
+        char **private_env;     /* private_env: "NAME=VALUE" for the job's environment
+                                 * only, never recorded (hutch mcp's fresh calls) */
         char *stdin_data;       /* stdin, or NULL */
         size_t stdin_len;
         struct request_file *files;

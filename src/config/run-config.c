@@ -31,6 +31,12 @@ void run_config_done(struct run_config *cfg)
         for (char **e = cfg->secret_env; e && *e; e++)
                 explicit_bzero(*e, strlen(*e));
         strv_free(cfg->secret_env);
+        for (char **e = cfg->private_env; e && *e; e++)
+                explicit_bzero(*e, strlen(*e));
+        strv_free(cfg->private_env);
+        for (char **e = cfg->redact_env; e && *e; e++)
+                explicit_bzero(*e, strlen(*e));
+        strv_free(cfg->redact_env);
         free(cfg->hostname);
         free(cfg->home);
         free(cfg->workdir_inside);

@@ -89,6 +89,13 @@ struct run_config {
         char **secret_env;      /* --secret: "NAME=VALUE" for the job's environment only;
                                  * not a profile key, so never in the canonical
                                  * text, the record or `profile show` */
+        char **private_env;     /* a request's private_env: "NAME=VALUE" for the job's
+                                 * environment only, like secret_env, but not
+                                 * redacted (hutch mcp's fresh calls' env) */
+        char **redact_env;      /* what is redacted from the run's output and
+                                 * record: secret_env, and with a tty each
+                                 * multi-line value as the pty renders it
+                                 * (redact_forms()); NULL: no secrets */
 
         /* [sandbox] */
         uid_t uid;              /* uid: job's uid inside (default 1000) */

@@ -29,11 +29,22 @@ static char *tag;              /* log_set_tag() */
 /* log_set_writer(): the writer, and whether stderr stalled once */
 static int (*writer)(int fd, const void *buf, size_t n, uint64_t stall_ms);
 static bool stalled;
+/* log_set_filter(): what rewrites a message's text (a run's secrets
+ * redacted from it) */
+static char *(*filter)(const char *text, size_t len, char *const *ctx, size_t *ret_len);
+static char *const *filter_ctx;
 
 /* how long one message waits for a reader that takes nothing */
 #define LOG_STALL_MS 500
 
 void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms)) { writer = w; }
+
+void log_set_filter(char *(*f)(const char *text, size_t len, char *const *ctx, size_t *ret_len),
+                    char *const *ctx)
+{
+        filter = f;
+        filter_ctx = ctx;
+}
 
 void log_set_level(enum log_level level) { current_level = level; }
 enum log_level log_get_level(void) { return current_level; }
@@ -90,7 +101,13 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
                 errno = saved;
                 return;
         }
-        char *clean = log_escape(text, (size_t)n);
+        size_t filtered_len = 0;
+        char *filtered = filter ? filter(text, (size_t)n, filter_ctx, &filtered_len) : NULL;
+        char *clean = filtered ? log_escape(filtered, filtered_len) : log_escape(text, (size_t)n);
+        if (filtered) {
+                explicit_bzero(filtered, filtered_len);
+                free(filtered);
+        }
         if (keep_first_error && level == LOG_QUIET && !__atomic_load_n(&first_error, __ATOMIC_ACQUIRE)) {
                 /* hutch mcp's kernel calls log from threads: one wins */
                 char *mine = xstrdup(clean), *none = NULL;

@@ -43,6 +43,13 @@ void log_keep_first_error(void);
  * hostio_write_bounded(). */
 void log_set_writer(int (*w)(int fd, const void *buf, size_t n, uint64_t stall_ms));
 const char *log_first_error(void);
+/* From now on, pass each message's text (before its control bytes are
+ * escaped) through f with ctx: f returns a new string of *ret_len bytes
+ * to say instead, or NULL to say it as it is. hutch run sets redact()
+ * with its secrets (redact.h): its messages quote the job's argv and
+ * output, which may hold a value. f NULL: none. */
+void log_set_filter(char *(*f)(const char *text, size_t len, char *const *ctx, size_t *ret_len),
+                    char *const *ctx);
 /* The stable code (hutch-json(7), a static string: "store_busy",
  * "admission_full", ...) of the error hutch is about to end with, where
  * its exit code alone does not tell it; NULL when none was set. For the

@@ -72,6 +72,48 @@ int secret_resolve(const char *spec, char **ret, char **ret_error)
         return 0;
 }
 
+/* kv with every "\n" of its value written "\r\n", as a pty's ONLCR
+ * does; NULL when its value has none. */
+static char *onlcr_form(const char *kv)
+{
+        const char *eq = strchr(kv, '=');
+        size_t nl = 0, len = strlen(kv);
+        if (!eq || !strchr(eq, '\n'))
+                return NULL;
+        for (const char *p = eq; *p; p++)
+                nl += *p == '\n';
+        char *out = xmalloc(len + nl + 1), *w = out;
+        for (const char *p = kv; *p; p++) {
+                if (p > eq && *p == '\n')
+                        *w++ = '\r';
+                *w++ = *p;
+        }
+        *w = '\0';
+        return out;
+}
+
+char **redact_forms(char *const *secrets, bool tty)
+{
+        char **forms = NULL;
+        for (char *const *s = secrets; s && *s; s++) {
+                forms = strv_append(forms, *s);
+                char *crlf = tty ? onlcr_form(*s) : NULL;
+                if (crlf) {
+                        forms = strv_append(forms, crlf);
+                        explicit_bzero(crlf, strlen(crlf));
+                        free(crlf);
+                }
+        }
+        return forms;
+}
+
+void redact_forms_free(char **forms)
+{
+        for (char **e = forms; e && *e; e++)
+                explicit_bzero(*e, strlen(*e));
+        strv_free(forms);
+}
+
 size_t redact_max_len(char *const *secrets)
 {
         size_t m = 0;
@@ -83,77 +125,6 @@ size_t redact_max_len(char *const *secrets)
         return m;
 }
 
-/* One pass for one secret; returns a new buffer or NULL if no match. */
-static char *replace_one(const char *buf, size_t n, const char *value, size_t vlen,
-                         const char *marker, size_t mlen, size_t *ret_len)
-{
-        const char *p = buf, *end = buf + n, *hit;
-        size_t cap = n + 64, len = 0;
-        char *out = NULL;
-
-        while (p < end && (hit = memmem(p, (size_t)(end - p), value, vlen))) {
-                if (!out)
-                        out = xmalloc(cap);
-                size_t need = len + (size_t)(hit - p) + mlen + 1;
-                if (need > cap)
-                        out = xrealloc(out, cap = need * 2);
-                memcpy(out + len, p, (size_t)(hit - p));
-                len += (size_t)(hit - p);
-                memcpy(out + len, marker, mlen);
-                len += mlen;
-                p = hit + vlen;
-        }
-        if (!out)
-                return NULL;
-        if (len + (size_t)(end - p) + 1 > cap)
-                out = xrealloc(out, len + (size_t)(end - p) + 1);
-        memcpy(out + len, p, (size_t)(end - p));
-        len += (size_t)(end - p);
-        out[len] = '\0';
-        *ret_len = len;
-        return out;
-}
-
-char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
-{
-        size_t count = 0;
-        char *cur = NULL;
-        size_t cur_len = n;
-
-        for (char *const *s = secrets; s && *s; s++)
-                count++;
-        /* longest value first */
-        _cleanup_free_ const char **order = xcalloc(count + 1, sizeof(*order));
-        for (size_t i = 0; i < count; i++)
-                order[i] = secrets[i];
-        for (size_t i = 1; i < count; i++)
-                for (size_t j = i; j > 0; j--) {
-                        const char *a = strchr(order[j - 1], '='), *b = strchr(order[j], '=');
-                        if (a && b && strlen(a) >= strlen(b))
-                                break;
-                        const char *t = order[j - 1];
-                        order[j - 1] = order[j];
-                        order[j] = t;
-                }
-        for (size_t i = 0; i < count; i++) {
-                const char *eq = strchr(order[i], '=');
-                if (!eq || !eq[1])
-                        continue;
-                _cleanup_free_ char *marker = xasprintf("[secret %.*s]", (int)(eq - order[i]), order[i]);
-                size_t len;
-                char *next = replace_one(cur ? cur : buf, cur_len, eq + 1, strlen(eq + 1),
-                                         marker, strlen(marker), &len);
-                if (next) {
-                        free(cur);
-                        cur = next;
-                        cur_len = len;
-                }
-        }
-        if (cur)
-                *ret_len = cur_len;
-        return cur;
-}
-
 /* The value of a "NAME=VALUE" secret and its length; NULL for an empty
  * or malformed one, which redacts nothing. */
 static const char *secret_value(const char *kv, size_t *ret_len)
@@ -163,6 +134,163 @@ static const char *secret_value(const char *kv, size_t *ret_len)
                 return NULL;
         *ret_len = strlen(v);
         return v;
+}
+
+/* One secret as redact() sweeps the buffer. */
+struct finder {
+        const char *kv;         /* "NAME=VALUE" */
+        const char *value;
+        size_t vlen;
+        size_t next;            /* its first match at or after the sweep's position (n: none) */
+        size_t scanned;         /* while a run grows: matches starting before this were seen */
+        size_t last_end;        /* ... and the end of the last of them (0: none) */
+};
+
+/* The first match of f's value at or after from and before limit
+ * (SIZE_MAX: none); only the bytes such a match can span are read. */
+static size_t find_between(const char *buf, size_t n, const struct finder *f, size_t from, size_t limit)
+{
+        size_t to = limit >= n ? n : MIN(n, limit + f->vlen - 1);
+        if (from >= to || to - from < f->vlen)
+                return SIZE_MAX;
+        const char *hit = memmem(buf + from, to - from, f->value, f->vlen);
+        return hit ? (size_t)(hit - buf) : SIZE_MAX;
+}
+
+static void put(char **out, size_t *len, size_t *cap, const void *p, size_t k)
+{
+        if (*len + k + 1 > *cap)
+                *out = xrealloc(*out, *cap = (*len + k + 1) * 2);
+        memcpy(*out + *len, p, k);
+        *len += k;
+}
+
+static void put_marker(char **out, size_t *len, size_t *cap, const struct finder *f)
+{
+        put(out, len, cap, "[secret ", 8);
+        put(out, len, cap, f->kv, (size_t)(f->value - 1 - f->kv));
+        put(out, len, cap, "]", 1);
+}
+
+/* Grow the run of matches that ends at end (it started at start): a
+ * match that starts inside it and goes on past its end extends it, so
+ * that the union of all matches is redacted and no part of a value that
+ * overlaps another is left. Each extension that reaches past from is
+ * said by the marker of the secret that reaches furthest, unless it is
+ * the one said last. Returns the run's end. Linear: each finder reads
+ * each byte of the run once. */
+static size_t grow_run(const char *buf, size_t n, struct finder *f, size_t nf, size_t start, size_t end,
+                       size_t from, const struct finder *said, char **out, size_t *len, size_t *cap)
+{
+        for (size_t k = 0; k < nf; k++) {
+                f[k].scanned = start + 1;
+                f[k].last_end = 0;
+        }
+        for (;;) {
+                struct finder *ext = NULL;
+                size_t ext_end = end, at;
+                for (size_t k = 0; k < nf; k++) {
+                        while ((at = find_between(buf, n, &f[k], f[k].scanned, end)) != SIZE_MAX) {
+                                f[k].last_end = at + f[k].vlen;
+                                f[k].scanned = at + 1;
+                        }
+                        f[k].scanned = MAX(f[k].scanned, end);
+                        if (f[k].last_end > ext_end) {
+                                ext_end = f[k].last_end;
+                                ext = &f[k];
+                        }
+                }
+                if (!ext)
+                        return end;
+                if (ext != said && ext_end > from) {
+                        put_marker(out, len, cap, ext);
+                        said = ext;
+                }
+                end = ext_end;
+        }
+}
+
+char *redact(const char *buf, size_t n, char *const *secrets, size_t *ret_len)
+{
+        return redact_range(buf, n, 0, secrets, ret_len);
+}
+
+char *redact_range(const char *buf, size_t n, size_t from, char *const *secrets, size_t *ret_len)
+{
+        size_t count = 0, nf = 0, pos = from, len = 0, cap = 0;
+        char *out = NULL;
+        bool changed = false;
+
+        for (char *const *s = secrets; s && *s; s++)
+                count++;
+        _cleanup_free_ struct finder *f = xcalloc(count + 1, sizeof(*f));
+        for (size_t i = 0; i < count; i++) {
+                size_t vlen;
+                const char *v = secret_value(secrets[i], &vlen);
+                if (!v)
+                        continue;
+                f[nf] = (struct finder) { .kv = secrets[i], .value = v, .vlen = vlen };
+                size_t at = find_between(buf, n, &f[nf], 0, n);
+                f[nf].next = at == SIZE_MAX ? n : at;
+                nf++;
+        }
+        for (;;) {
+                /* the earliest match; of those at one place, the longest */
+                struct finder *first = NULL;
+                for (size_t k = 0; k < nf; k++)
+                        if (f[k].next < n && (!first || f[k].next < first->next ||
+                                              (f[k].next == first->next && f[k].vlen > first->vlen)))
+                                first = &f[k];
+                if (!first)
+                        break;
+                size_t start = first->next, end;
+                const struct finder *said = NULL;
+                if (start > pos)
+                        put(&out, &len, &cap, buf + pos, start - pos);
+                if (start + first->vlen > from) {
+                        put_marker(&out, &len, &cap, first);
+                        said = first;
+                }
+                end = grow_run(buf, n, f, nf, start, start + first->vlen, from, said, &out, &len, &cap);
+                changed |= end > from;
+                pos = MAX(pos, end);
+                for (size_t k = 0; k < nf; k++)
+                        if (f[k].next < end) {
+                                size_t at = find_between(buf, n, &f[k], end, n);
+                                f[k].next = at == SIZE_MAX ? n : at;
+                        }
+        }
+        if (!changed) {
+                free(out);
+                return NULL;
+        }
+        put(&out, &len, &cap, buf + pos, n - pos);
+        out[len] = '\0';
+        *ret_len = len;
+        return out;
+}
+
+void redact_str(char **s, char *const *secrets)
+{
+        size_t len;
+        char *clean = *s ? redact(*s, strlen(*s), secrets, &len) : NULL;
+        if (clean) {
+                explicit_bzero(*s, strlen(*s));
+                free(*s);
+                *s = clean;
+        }
+}
+
+void redact_strv(char **v, char *const *secrets)
+{
+        for (char **p = v; p && *p; p++)
+                redact_str(p, secrets);
+}
+
+size_t redact_lookbehind(char *const *secrets)
+{
+        size_t m = redact_max_len(secrets);
+        return m ? m - 1 : 0;
 }
 
 /* The end of the last full match of a value that starts before buf[cut]
@@ -212,11 +340,15 @@ static size_t value_prefix(const char *buf, size_t n, char *const *secrets)
 
 size_t redact_cut(const char *buf, size_t n, char *const *secrets)
 {
-        size_t cut = n - value_prefix(buf, n, secrets), end;
+        size_t held = value_prefix(buf, n, secrets), cut = n - held, end;
 
-        /* the cut only grows, so this ends */
+        /* The cut only grows, so this ends. The match moved past holds
+         * the start of the longest tail that could start a value (it
+         * straddled the first cut): that value may overlap the match, so
+         * all that follows the match waits (less than held bytes), and
+         * the next bytes look back at the match (redact_range()). */
         while ((end = match_across(buf, n, cut, secrets)) > cut)
-                cut = n - value_prefix(buf + end, n - end, secrets);
+                cut = end;
         return cut;
 }
 

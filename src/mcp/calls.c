@@ -60,6 +60,22 @@ void call_free(struct mcp_call *c)
         free(c);
 }
 
+/* The request a fresh run gets: the call's env as private_env, which
+ * reaches the job's environment and nothing else. As env it would be
+ * the resolved profile's [env], kept in the record, where hutch-mcp(1)
+ * promises that a call's record, fresh or live, keeps no env. NULL when
+ * the request has no env (it goes as it is). */
+static char *fresh_request(const char *request)
+{
+        _cleanup_(json_decrefp) json_t *req = json_loads(request, JSON_ALLOW_NUL, NULL);
+        json_t *env = req ? json_object_get(req, "env") : NULL;
+        if (!env)
+                return NULL;
+        json_object_set(req, "private_env", env);
+        json_object_del(req, "env");
+        return json_dumps(req, JSON_COMPACT);
+}
+
 int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
 {
         int in[2] = { -1, -1 }, out[2] = { -1, -1 };
@@ -78,6 +94,13 @@ int call_spawn(struct mcp_call *c, int exe_fd, char *const *extra_args)
                 argv = xcalloc(n + 1, sizeof(char *));
                 memcpy(argv, c->argv, n * sizeof(char *));
                 goto spawn;
+        }
+        char *fresh = fresh_request(c->request);
+        if (fresh) {
+                free(c->input);
+                c->input = fresh;
+                c->request_len = strlen(fresh);
+                c->request_off = 0;
         }
         argv[n++] = (char *)"hutch";
         argv[n++] = (char *)"run";

@@ -52,6 +52,24 @@ void run_redact_record(struct run_record *rec, char *const *secrets)
         }
 }
 
+void run_redact_start(struct run_record *rec, char **labels, char *const *secrets)
+{
+        if (!secrets || !secrets[0])
+                return;
+        redact_strv(rec->argv, secrets);
+        redact_strv(labels, secrets);
+        redact_str(&rec->cwd, secrets);
+        redact_str(&rec->profile_text, secrets);
+        size_t len;
+        char *code = rec->code ? redact(rec->code, rec->code_len, secrets, &len) : NULL;
+        if (code) {
+                explicit_bzero(rec->code, rec->code_len);
+                free(rec->code);
+                rec->code = code;
+                rec->code_len = len;
+        }
+}
+
 /* The name of the first secret whose value is in fd's content, or NULL.
  * Read in chunks that overlap by the longest value, so a value across
  * two reads is found. */

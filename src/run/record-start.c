@@ -73,7 +73,7 @@ int run_open_record(struct run *r)
                         r->detached_parent = true;
                         return k;
                 }
-                r->ev = events_new(STDOUT_FILENO, r->cfg->secret_env);
+                r->ev = events_new(STDOUT_FILENO, r->cfg->redact_env);
         }
         if (a->session) {
                 /* before the row: a run waiting for its session is not running */
@@ -253,6 +253,14 @@ int run_record_start(struct run *r)
                 rec->lang = xstrdup(r->lang);
                 rec->code = slurp_fd(r->lj->code_fd, &rec->code_len);
         }
+        /* what hutch does not keep of a request (its stdin, its files)
+         * is said in labels, so hutch rerun can refuse to run without it */
+        _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
+        if (a->stdin_data)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
+        if (a->stage_dir || a->n_session_files)
+                labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
+        run_redact_start(rec, labels, r->view.redact_env);
         k = store_batch_begin(r->store);
         if (k == 0)
                 k = store_run_insert(r->store, rec);
@@ -263,13 +271,6 @@ int run_record_start(struct run *r)
                 r->key_taken = true;
                 return EXIT_SETUP;
         }
-        /* what hutch does not keep of a request (its stdin, its files)
-         * is said in labels, so hutch rerun can refuse to run without it */
-        _cleanup_strv_ char **labels = strv_extend(NULL, a->labels);
-        if (a->stdin_data)
-                labels = strv_append(labels, RUN_LABEL_REQUEST_STDIN "=yes");
-        if (a->stage_dir || a->n_session_files)
-                labels = strv_append(labels, RUN_LABEL_REQUEST_FILES "=yes");
         if (k == 0 && (store_labels_set(r->store, rec->id, labels) < 0 ||
                        run_label_slurm(r->store, rec->id, &r->slurm, a->labels) < 0))
                 k = -EIO;

@@ -83,7 +83,7 @@ void run_finish_record(const struct run_ui *ui, struct store *store, struct run_
                                                                : MAX(out->peak_rss_bytes, out->peak_tree_memory_bytes);
         (void)run_output_from_capture(&rec->out, cap_out);
         (void)run_output_from_capture(&rec->err, cap_err);
-        run_redact_record(rec, cfg->secret_env);
+        run_redact_record(rec, cfg->redact_env);
         r = store_run_finish(store, rec);
         if (r > 0) {
                 log_warning("run: run %s is recorded without its output: %s", rec->id, rec->output_lost);

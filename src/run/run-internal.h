@@ -38,6 +38,10 @@ struct store;
 /* Replace every secret's value in rec's stored output and message by
  * "[secret NAME]" (secrets: "NAME=VALUE"; NULL is a no-op). */
 void run_redact_record(struct run_record *rec, char *const *secrets);
+/* What the caller gave may hold a value by mistake (double quotes in
+ * sh -c "... $TOK ..."): the row keeps rec's argv, cwd, resolved profile
+ * text and --lang code, and the labels, with each value replaced. */
+void run_redact_start(struct run_record *rec, char **labels, char *const *secrets);
 
 /* After the files of run run_id are recorded (and applied): drop every
  * blob of the run's new content that holds a secret's value, and mark

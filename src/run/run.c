@@ -106,7 +106,7 @@ static void run_start(struct run *r)
         r->view.home = xstrdup(cfg->uid == 0 && streq(cfg->home, "/home/sandbox") ? "/root" : cfg->home);
         /* a detached run's events go to its spool, made after the fork */
         if (r->a->events && !r->a->detach)
-                r->ev = events_new(STDOUT_FILENO, cfg->secret_env);
+                r->ev = events_new(STDOUT_FILENO, cfg->redact_env);
 
         stdio_keep_open();
         /* Job control must never stop the supervisor: not when it puts
@@ -344,8 +344,8 @@ static int connect_io(struct run *r)
         r->cap_out = capture_new(r->view.capture_bytes);
         r->cap_err = capture_new(r->view.capture_bytes);
         /* redacted as it is read, before the head/tail cut can split a value */
-        capture_set_secrets(r->cap_out, r->view.secret_env);
-        capture_set_secrets(r->cap_err, r->view.secret_env);
+        capture_set_secrets(r->cap_out, r->view.redact_env);
+        capture_set_secrets(r->cap_err, r->view.redact_env);
         r->ctx = (struct run_ctx) { .store = r->store, .rec = r->rec, .out = r->cap_out, .err = r->cap_err,
                                     .ev = r->ev, .init_pid = r->sb.pid, .started_ms = now_monotonic_ms() };
         if (r->ev) {
@@ -369,6 +369,10 @@ static int connect_io(struct run *r)
         if (!r->json && !r->ev) {
                 r->host_out = hostio_new(STDOUT_FILENO, true, PASS_BUFFER_BYTES);
                 r->host_err = hostio_new(STDERR_FILENO, true, PASS_BUFFER_BYTES);
+                /* a terminal, or a pipe into a kept CI log: neither may
+                 * get a value the record does not */
+                hostio_set_secrets(r->host_out, r->view.redact_env);
+                hostio_set_secrets(r->host_err, r->view.redact_env);
         }
         r->hooks = (struct supervise_hooks) {
                 .on_output = run_on_output, .on_heartbeat = run_on_heartbeat, .on_job_started = run_on_job_started,
@@ -474,14 +478,14 @@ static int collect(struct run *r)
             strncmp(r->out.message, "setup: seccomp:", 15) == 0)
                 run_forget_seccomp(&r->view, &r->out);
         /* every connection of the job has ended */
-        k = run_egress_record(r->store, r->rec->id, &r->egress, r->view.secret_env);
+        k = run_egress_record(r->store, r->rec->id, &r->egress, r->view.redact_env);
         if (k < 0)
                 log_warning("run: the record of run %s's connections is incomplete: %s", r->rec->id,
                             strerror(-k));
         if (r->workspace_fd >= 0)
                 r->files_code = run_collect_files(r->store, r->rec, &r->view, r->a, &r->wp, r->workspace_fd,
                                                   r->upper_fd, r->upper_error, &r->out);
-        run_scrub_secret_files(r->store, r->rec->id, r->view.secret_env, r->ev);
+        run_scrub_secret_files(r->store, r->rec->id, r->view.redact_env, r->ev);
         if (r->cgroup) {
                 /* init is reaped; nothing of the run may stay behind */
                 k = cgroup_run_remove(r->cgroup, 2000);

@@ -72,6 +72,9 @@ struct run_args {
         const char *id_key;     /* --id KEY: idempotency key */
         bool id_wait;           /* --id-wait: wait for a running run with the key */
         char **secrets;         /* --secret NAME|NAME=@FILE, as given */
+        char *const *redact;    /* the values the record keeps redacted
+                                 * (run_config.redact_env), for comparing a
+                                 * request with a recorded one */
         bool events;            /* --events: JSON lines as things happen */
         bool detach;            /* --detach: print the id, go on in the background */
         bool log_id;            /* --log-id: messages carry the run id (log_set_tag()) */

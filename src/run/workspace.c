@@ -325,7 +325,7 @@ int run_collect_files(struct store *store, struct run_record *rec, const struct 
                  * change set that claims more is holes, and is not expanded */
                 .changes = { .max_files = (size_t)cfg->max_changes, .max_bytes = cfg->disk_bytes,
                              .max_path = (size_t)cfg->max_path, .since = wp->lower_since },
-                .secrets = cfg->secret_env,
+                .secrets = cfg->redact_env,
         };
         /* Collection has its own cap, as long as the job's wall timeout
          * and at least RUN_COLLECT_MIN_MS (hutch-run(1)): the job chooses

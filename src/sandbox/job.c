@@ -42,6 +42,22 @@ static _Noreturn void fail(int sync_fd, int kind, int error, const char *step, c
         _exit(EXIT_SETUP);
 }
 
+/* Append each "NAME=VALUE" of list to env (*n entries), emptying an
+ * earlier entry of the same name (dropped by the caller). */
+static char **override_env(char **env, size_t *n, char *const *list)
+{
+        for (char *const *e = list; e && *e; e++) {
+                size_t klen = strcspn(*e, "=");
+                for (size_t k = 0; k < *n; k++)
+                        if (strncmp(env[k], *e, klen + 1) == 0) {
+                                free(env[k]);
+                                env[k] = xstrdup("");
+                        }
+                env = strv_push(env, n, *e);
+        }
+        return env;
+}
+
 static char **build_env(const struct run_config *cfg, const struct sandbox_inputs *in)
 {
         char **env = NULL;
@@ -76,16 +92,10 @@ static char **build_env(const struct run_config *cfg, const struct sandbox_input
                         }
                 env = strv_push(env, &n, *e);
         }
-        /* --secret last: a secret is what the caller passed */
-        for (char **e = cfg->secret_env; e && *e; e++) {
-                size_t klen = strcspn(*e, "=");
-                for (size_t k = 0; k < n; k++)
-                        if (strncmp(env[k], *e, klen + 1) == 0) {
-                                free(env[k]);
-                                env[k] = xstrdup("");
-                        }
-                env = strv_push(env, &n, *e);
-        }
+        /* a request's private_env, then --secret last: a secret is what
+         * the caller passed */
+        env = override_env(env, &n, cfg->private_env);
+        env = override_env(env, &n, cfg->secret_env);
         /* drop the overridden (emptied) slots */
         size_t w = 0;
         for (size_t i = 0; env[i]; i++) {

@@ -32,12 +32,14 @@ struct capture {
         char last;              /* last byte appended (valid if total > 0) */
         /* With secrets, what is kept is the stream redacted before it is
          * cut (a value across the head's end would otherwise be kept
-         * in part); kept_* count that stream, pending its bytes that
-         * could still start a value. Without, kept_* equal the above. */
+         * in part); kept_* count that stream. pending holds seen_len
+         * bytes kept already (to look back at: redact_lookbehind()),
+         * then the bytes that could still start a value. Without,
+         * kept_* equal the above. */
         char *const *secrets;
         uint64_t kept_total, kept_newlines;
         char *pending;
-        size_t pending_len;
+        size_t pending_len, seen_len;
 };
 
 #define HIGHS 0x8080808080808080ULL
@@ -179,21 +181,23 @@ static void keep(struct capture *c, const char *p, size_t n)
 static void keep_redacted(struct capture *c, const char *p, size_t n, bool flush)
 {
         _cleanup_free_ char *work = xmalloc(c->pending_len + n + 1), *clean = NULL;
-        size_t len = c->pending_len + n, cut, clean_len;
+        size_t len = c->pending_len + n, skip = c->seen_len, cut, clean_len, back;
 
         memcpy(work, c->pending, c->pending_len);
         if (n)
                 memcpy(work + c->pending_len, p, n);
-        cut = flush ? len : redact_cut(work, len, c->secrets);
-        clean = redact(work, cut, c->secrets, &clean_len);
-        keep(c, clean ? clean : work, clean ? clean_len : cut);
+        cut = flush ? len : MAX(redact_cut(work, len, c->secrets), skip);
+        clean = redact_range(work, cut, skip, c->secrets, &clean_len);
+        keep(c, clean ? clean : work + skip, clean ? clean_len : cut - skip);
         if (clean)
                 explicit_bzero(clean, clean_len);
+        back = flush ? 0 : MIN(cut, redact_lookbehind(c->secrets));
         free(c->pending);
-        c->pending_len = len - cut;
+        c->pending_len = len - cut + back;
+        c->seen_len = back;
         c->pending = c->pending_len ? xmalloc(c->pending_len) : NULL;
         if (c->pending_len)
-                memcpy(c->pending, work + cut, c->pending_len);
+                memcpy(c->pending, work + cut - back, c->pending_len);
         explicit_bzero(work, len);
 }
 
@@ -224,7 +228,7 @@ uint64_t capture_total_lines(const struct capture *c)
 
 bool capture_truncated(const struct capture *c)
 {
-        return c->kept_total + c->pending_len > (uint64_t)c->head_len + c->tail_len;
+        return c->kept_total + (c->pending_len - c->seen_len) > (uint64_t)c->head_len + c->tail_len;
 }
 
 size_t capture_limit(const struct capture *c)
@@ -262,7 +266,7 @@ static struct capture *finished_copy(const struct capture *c)
 
 int capture_render(const struct capture *c, char **ret, size_t *ret_len, bool *ret_truncated)
 {
-        if (c->pending_len) {
+        if (c->pending_len > c->seen_len) {
                 _cleanup_capture_ struct capture *d = finished_copy(c);
                 return capture_render(d, ret, ret_len, ret_truncated);
         }

@@ -17,7 +17,9 @@
 struct pending {
         char *buf;
         size_t len;
-        uint64_t offset;        /* of buf[0] in the stream */
+        size_t seen;            /* buf's first bytes, emitted already: looked back
+                                 * at for a value that overlaps one replaced */
+        uint64_t offset;        /* of buf[seen] in the stream */
 };
 
 struct events {
@@ -154,12 +156,14 @@ void events_output(struct events *ev, enum output_stream stream, const void *buf
                 len = p->len + n;
         }
         /* never inside a full match, never before the start of a value
-         * that may go on (redact.h) */
-        cut = redact_cut(work, len, ev->secrets);
-        clean = redact(work, cut, ev->secrets, &clean_len);
-        data = clean ? clean : work;
+         * that may go on (redact.h); the first p->seen bytes were
+         * emitted already, and are there to look back at */
+        size_t skip = p->seen;
+        cut = MAX(redact_cut(work, len, ev->secrets), skip);
+        clean = redact_range(work, cut, skip, ev->secrets, &clean_len);
+        data = clean ? clean : work + skip;
         if (!clean)
-                clean_len = cut;
+                clean_len = cut - skip;
         /* An incomplete UTF-8 character at the end of what is emitted is
          * the job's own bytes, never part of a match (a marker is
          * ASCII): those bytes wait too. */
@@ -167,31 +171,34 @@ void events_output(struct events *ev, enum output_stream stream, const void *buf
         cut -= part;
         if (clean_len > part)
                 emit_output(ev, stream, data, clean_len - part, p->offset);
-        p->offset += cut;
-        /* what waits is at most 3 bytes or a value's length: tiny */
-        size_t hold = len - cut;
+        p->offset += cut - skip;
+        /* what waits is at most 3 bytes or a value's length, and what is
+         * looked back at a value's length: tiny */
+        size_t back = MIN(cut, redact_lookbehind(ev->secrets)), hold = len - cut + back;
         char *keep = hold ? xmalloc(hold) : NULL;
         if (hold)
-                memcpy(keep, work + cut, hold);
+                memcpy(keep, work + cut - back, hold);
         free(p->buf);
         p->buf = keep;
         p->len = hold;
+        p->seen = back;
 }
 
 void events_flush(struct events *ev)
 {
         for (int i = 0; i < 2; i++) {
                 struct pending *p = &ev->streams[i];
-                if (!p->len)
-                        continue;
-                size_t len;
-                _cleanup_free_ char *clean = redact(p->buf, p->len, ev->secrets, &len);
-                emit_output(ev, i ? STREAM_STDERR : STREAM_STDOUT, clean ? clean : p->buf,
-                            clean ? len : p->len, p->offset);
-                p->offset += p->len;
+                size_t held = p->len - p->seen;
+                if (held) {
+                        size_t len;
+                        _cleanup_free_ char *clean = redact_range(p->buf, p->len, p->seen, ev->secrets, &len);
+                        emit_output(ev, i ? STREAM_STDERR : STREAM_STDOUT, clean ? clean : p->buf + p->seen,
+                                    clean ? len : held, p->offset);
+                        p->offset += held;
+                }
                 free(p->buf);
                 p->buf = NULL;
-                p->len = 0;
+                p->len = p->seen = 0;
         }
 }
 

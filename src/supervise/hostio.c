@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "supervise/hostio.h"
+#include "lib/redact.h"
 #include "lib/util.h"
 
 enum mode {
@@ -56,6 +57,15 @@ struct hostio {
         bool tty, fifo, gone;
         char *data;             /* output buffer: pending bytes at data[off..off+len) */
         size_t cap, off, len;
+        size_t alloc;           /* data's size: cap, or more after a redaction grew
+                                 * what was sent past the room it had */
+        /* hostio_set_secrets(): the values to redact; held_seen bytes
+         * passed on already, kept to look back at (a value that overlaps
+         * one replaced), then the latest bytes sent that could still
+         * start one (not yet passed on) */
+        char *const *secrets;
+        char *held;
+        size_t held_len, held_seen;
 };
 
 static bool ready(int fd, short events)
@@ -72,7 +82,7 @@ struct hostio *hostio_new(int fd, bool output, size_t capacity)
         h->fd = fd;
         h->mode = MODE_PLAIN;
         if (output) {
-                h->cap = capacity;
+                h->cap = h->alloc = capacity;
                 h->data = xmalloc(MAX(capacity, (size_t)1));
         }
         if (fstat(fd, &st) < 0) {
@@ -115,6 +125,9 @@ struct hostio *hostio_free(struct hostio *h)
                 return NULL;
         if (h->own_fd)
                 close(h->fd);
+        if (h->held)
+                explicit_bzero(h->held, h->held_len);
+        free(h->held);
         free(h->data);
         free(h);
         return NULL;
@@ -170,7 +183,7 @@ ssize_t hostio_read(struct hostio *h, void *buf, size_t n)
 
 size_t hostio_room(const struct hostio *h)
 {
-        return h->gone ? 0 : h->cap - h->len;
+        return h->gone || h->len >= h->cap ? 0 : h->cap - h->len;
 }
 
 size_t hostio_pending(const struct hostio *h)
@@ -182,16 +195,17 @@ void hostio_grow(struct hostio *h, size_t extra)
 {
         if (!h->data || extra == 0)
                 return;
-        h->data = xrealloc(h->data, h->cap + extra);
         h->cap += extra;
+        if (h->cap > h->alloc)
+                h->data = xrealloc(h->data, h->alloc = h->cap);
 }
 
 void hostio_push(struct hostio *h, const void *buf, size_t n)
 {
         if (h->gone || n == 0)
                 return;
-        n = MIN(n, h->cap - h->len);
-        if (h->off + h->len + n > h->cap) {
+        n = MIN(n, h->cap > h->len ? h->cap - h->len : 0);
+        if (h->off + h->len + n > h->alloc) {
                 memmove(h->data, h->data + h->off, h->len);
                 h->off = 0;
         }
@@ -199,10 +213,37 @@ void hostio_push(struct hostio *h, const void *buf, size_t n)
         h->len += n;
 }
 
+/* Queue all n bytes, past the capacity if need be: what a redaction
+ * made of bytes that had room. The excess is bounded by what one send
+ * can grow to, and room stays 0 until the reader took it. */
+static void push_over(struct hostio *h, const char *buf, size_t n)
+{
+        if (h->gone || n == 0)
+                return;
+        if (h->off + h->len + n > h->alloc) {
+                memmove(h->data, h->data + h->off, h->len);
+                h->off = 0;
+        }
+        if (h->len + n > h->alloc)
+                h->data = xrealloc(h->data, h->alloc = h->len + n);
+        memcpy(h->data + h->off + h->len, buf, n);
+        h->len += n;
+}
+
+static void drop_held(struct hostio *h)
+{
+        if (h->held)
+                explicit_bzero(h->held, h->held_len);
+        free(h->held);
+        h->held = NULL;
+        h->held_len = h->held_seen = 0;
+}
+
 void hostio_set_gone(struct hostio *h)
 {
         h->gone = true;
         h->off = h->len = 0;
+        drop_held(h);
 }
 
 bool hostio_gone(const struct hostio *h)
@@ -280,9 +321,59 @@ int hostio_flush(struct hostio *h)
         return h->gone ? -EPIPE : 0;
 }
 
+void hostio_set_secrets(struct hostio *h, char *const *secrets)
+{
+        h->secrets = secrets && secrets[0] ? secrets : NULL;
+}
+
+/* Pass on the redacted form of held + buf[0..n): all of it with end,
+ * else what cannot start a value (redact_cut()); the rest stays held. */
+static int send_redacted(struct hostio *h, const char *buf, size_t n, bool end)
+{
+        size_t len = h->held_len + n, skip = h->held_seen, cut, clean_len = 0, back;
+        char *work = xmalloc(len + 1), *clean;
+
+        if (h->held_len)
+                memcpy(work, h->held, h->held_len);
+        if (n)
+                memcpy(work + h->held_len, buf, n);
+        drop_held(h);
+        cut = end ? len : MAX(redact_cut(work, len, h->secrets), skip);
+        clean = redact_range(work, cut, skip, h->secrets, &clean_len);
+        back = end ? 0 : MIN(cut, redact_lookbehind(h->secrets));
+        if (len - cut + back) {
+                h->held_len = len - cut + back;
+                h->held_seen = back;
+                h->held = xmalloc(h->held_len);
+                memcpy(h->held, work + cut - back, h->held_len);
+        }
+        const char *p = clean ? clean : work + skip;
+        size_t left = clean ? clean_len : cut - skip;
+        /* straight to the fd while nothing older waits, as below */
+        if (!h->gone && h->len == 0)
+                (void)put_all(h, &p, &left);
+        push_over(h, p, left);
+        if (clean)
+                explicit_bzero(clean, clean_len);
+        free(clean);
+        explicit_bzero(work, len);
+        free(work);
+        return hostio_flush(h);
+}
+
+int hostio_release(struct hostio *h)
+{
+        if (!h->secrets || h->held_len == h->held_seen)
+                return h->gone ? -EPIPE : 0;
+        return send_redacted(h, NULL, 0, true);
+}
+
 int hostio_send(struct hostio *h, const void *buf, size_t n)
 {
         const char *p = buf;
+
+        if (h->secrets)
+                return h->gone ? -EPIPE : send_redacted(h, buf, n, false);
 
         /* Straight from buf while nothing older waits: a reader that keeps
          * up (a terminal, a pipe into the next program, /dev/null) costs
@@ -295,6 +386,7 @@ int hostio_send(struct hostio *h, const void *buf, size_t n)
 
 size_t hostio_drain(struct hostio *h, uint64_t stall_ms)
 {
+        (void)hostio_release(h);
         for (;;) {
                 if (hostio_flush(h) < 0 || h->len == 0)
                         return h->len;

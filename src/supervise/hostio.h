@@ -60,12 +60,23 @@ int hostio_flush(struct hostio *h);
  * straight from buf when nothing is pending, the rest is queued behind
  * what is. Returns as hostio_flush(). */
 int hostio_send(struct hostio *h, const void *buf, size_t n);
+/* From now on redact secrets ("NAME=VALUE", redact.h; not copied, must
+ * outlive h) from what is sent: each value becomes "[secret NAME]". A
+ * send passes on at once all but a tail that could start a value (at
+ * most the longest value minus one byte), which waits for the next send,
+ * hostio_release() or hostio_drain(). A redaction can grow what had room
+ * past the capacity: it is queued all the same (room is then 0). */
+void hostio_set_secrets(struct hostio *h, char *const *secrets);
+/* Pass on, redacted, what a send held back: the stream ended. Returns as
+ * hostio_flush(). */
+int hostio_release(struct hostio *h);
 /* Mark the reader gone (a poll() said POLLERR or POLLHUP). */
 void hostio_set_gone(struct hostio *h);
 bool hostio_gone(const struct hostio *h);
 
-/* After the run: write out what is pending, waiting for the reader, but
- * giving up when it takes nothing for stall_ms. Returns the bytes
+/* After the run: release what is held (hostio_release()), write out
+ * what is pending, waiting for the reader, but giving up when it takes
+ * nothing for stall_ms. Returns the bytes
  * dropped (0: everything was written). */
 size_t hostio_drain(struct hostio *h, uint64_t stall_ms);
 

@@ -394,8 +394,14 @@ static bool relay(struct loop *l, int fd, enum output_stream stream, size_t *mov
                 ssize_t n = read(fd, l->buf, want);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return true;
-                if (n <= 0)
-                        return false;   /* EOF, or EIO from a pty whose slave closed */
+                if (n <= 0) {
+                        /* EOF, or EIO from a pty whose slave closed: a
+                         * tail held back as a possible secret's start
+                         * is all there is of it (hostio_set_secrets()) */
+                        if (dst)
+                                (void)hostio_release(dst);
+                        return false;
+                }
                 *moved += (size_t)n;
                 if (l->hooks && l->hooks->on_output)
                         l->hooks->on_output(l->hooks->userdata, stream, l->buf, (size_t)n);

@@ -5,11 +5,14 @@
  * bytes no marker contains (digits and bytes >= 0x80), so that no marker
  * can join with the text around it into a value. Then no value may be
  * left anywhere in what redact() returns, and a NULL answer means the
- * input held no value at all. (Cutting a stream into chunks is the
- * caller's part, supervise/events.c, and not fuzzed here.)
+ * input held no value at all. The same text is then redacted as a
+ * stream is (supervise/: capture, events, the pass-through), in chunks
+ * the text picks: no value may be left in what comes out either, and
+ * the bytes left as they are must be those redact() leaves.
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,63 @@ static int holds_value(const char *buf, size_t n, char *const *secrets)
                         return 1;
         }
         return 0;
+}
+
+/* text[0..n) as a stream redacts it: chunks of 1 to 6 bytes (each
+ * chunk's first byte picks its length), each through redact_cut() and
+ * redact_range(), looking back at what went out. */
+static char *redact_stream(const char *text, size_t n, char *const *secrets, size_t *ret_len)
+{
+        char *held = NULL, *out = xmalloc(1);
+        size_t held_len = 0, seen = 0, len = 0;
+
+        for (size_t at = 0; at <= n;) {
+                bool end = at == n;
+                size_t k = end ? 0 : MIN(n - at, (size_t)1 + (unsigned char)text[at] % 6);
+                size_t wlen = held_len + k, skip = seen, cut, clean_len;
+                char *work = xmalloc(wlen + 1);
+                if (held_len)
+                        memcpy(work, held, held_len);
+                memcpy(work + held_len, text + at, k);
+                cut = end ? wlen : MAX(redact_cut(work, wlen, secrets), skip);
+                check(cut >= skip && cut <= wlen, "cut outside the new bytes");
+                check(wlen - cut + 1 <= MAX(redact_max_len(secrets), (size_t)1), "more than the longest value less one byte waits");
+                char *clean = redact_range(work, cut, skip, secrets, &clean_len);
+                const char *p = clean ? clean : work + skip;
+                size_t pn = clean ? clean_len : cut - skip;
+                out = xrealloc(out, len + pn + 1);
+                memcpy(out + len, p, pn);
+                len += pn;
+                free(clean);
+                size_t back = end ? 0 : MIN(cut, redact_lookbehind(secrets));
+                free(held);
+                held_len = wlen - cut + back;
+                held = xmalloc(held_len + 1);
+                memcpy(held, work + cut - back, held_len);
+                seen = back;
+                free(work);
+                if (end)
+                        break;
+                at += k;
+        }
+        free(held);
+        out[len] = '\0';
+        *ret_len = len;
+        return out;
+}
+
+/* buf[0..n) without its "[secret X]" markers (X one letter). */
+static size_t plain_bytes(const char *buf, size_t n, char *out)
+{
+        size_t w = 0;
+        for (size_t i = 0; i < n;) {
+                if (n - i >= 10 && memcmp(buf + i, "[secret ", 8) == 0 && buf[i + 9] == ']') {
+                        i += 10;
+                        continue;
+                }
+                out[w++] = buf[i++];
+        }
+        return w;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -71,6 +131,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check(!holds_value(r, len, secrets), "a secret value is left in the output");
         } else
                 check(!holds_value(text, n, secrets), "NULL returned for output holding a value");
+
+        size_t slen;
+        char *streamed = redact_stream(text, n, secrets, &slen);
+        check(!holds_value(streamed, slen, secrets), "a secret value is left in the streamed output");
+        if (!memchr(text, '[', n)) {
+                /* no '[' of the job's: every "[secret X]" is a marker */
+                char *a = xmalloc(slen + 1), *b = xmalloc((r ? len : n) + 1);
+                size_t an = plain_bytes(streamed, slen, a), bn = plain_bytes(r ? r : text, r ? len : n, b);
+                check(an == bn && memcmp(a, b, an) == 0, "the stream left other bytes than redact()");
+                free(a);
+                free(b);
+        }
+        free(streamed);
         free(r);
 
         for (size_t i = 0; i < n_secrets; i++)

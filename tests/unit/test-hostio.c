@@ -106,6 +106,67 @@ static void queues_behind_pending_bytes(void **state)
         close(p[1]);
 }
 
+/* With secrets, a value becomes its marker, also when split over two
+ * sends; only a tail that could start a value waits, and
+ * hostio_release() passes it on at the end. */
+static void redacts_what_it_passes_on(void **state)
+{
+        (void)state;
+        int p[2];
+        char got[256];
+        char *secrets[] = { "TOK=secret123", NULL };
+        make_pipe(p);
+        struct hostio *h = hostio_new(p[1], true, CAP);
+        hostio_set_secrets(h, secrets);
+
+        assert_int_equal(hostio_send(h, "a secr", 6), 0);
+        assert_int_equal(drain(p[0], got, sizeof(got)), 2);
+        assert_memory_equal(got, "a ", 2);
+        assert_int_equal(hostio_send(h, "et123 b\n", 8), 0);
+        size_t n = drain(p[0], got, sizeof(got));
+        assert_int_equal(n, strlen("[secret TOK] b\n"));
+        assert_memory_equal(got, "[secret TOK] b\n", n);
+        /* nothing that could start the value: passed on whole, at once */
+        assert_int_equal(hostio_send(h, "plain", 5), 0);
+        assert_int_equal(drain(p[0], got, sizeof(got)), 5);
+        assert_int_equal(hostio_send(h, "x sec", 5), 0);
+        assert_int_equal(drain(p[0], got, sizeof(got)), 2);
+        assert_int_equal(hostio_release(h), 0);
+        assert_int_equal(drain(p[0], got, sizeof(got)), 3);
+        assert_memory_equal(got, "sec", 3);
+        hostio_free(h);
+        close(p[0]);
+        close(p[1]);
+}
+
+/* A marker longer than the value it replaces is queued whole past the
+ * capacity the send had room in; room is then 0, and nothing is lost. */
+static void redaction_may_outgrow_the_room(void **state)
+{
+        (void)state;
+        int p[2];
+        static char fill[4096], got[8192];
+        char *secrets[] = { "LONGNAME=ab", NULL };
+        make_pipe(p);
+        memset(fill, 'f', sizeof(fill));
+        assert_int_equal(write(p[1], fill, sizeof(fill)), (ssize_t)sizeof(fill));
+        struct hostio *h = hostio_new(p[1], true, 4);
+        hostio_set_secrets(h, secrets);
+
+        assert_int_equal(hostio_send(h, "ab", 2), 0);
+        assert_int_equal(hostio_pending(h), strlen("[secret LONGNAME]"));
+        assert_int_equal(hostio_room(h), 0);
+        assert_int_equal(drain(p[0], got, sizeof(got)), sizeof(fill));
+        assert_int_equal(hostio_flush(h), 0);
+        size_t n = drain(p[0], got, sizeof(got));
+        assert_int_equal(n, strlen("[secret LONGNAME]"));
+        assert_memory_equal(got, "[secret LONGNAME]", n);
+        assert_int_equal(hostio_room(h), 4);
+        hostio_free(h);
+        close(p[0]);
+        close(p[1]);
+}
+
 /* /dev/full says ENOSPC: a full disk drops the output but is no reader
  * that left. */
 static void full_disk_drops_but_goes_on(void **state)
@@ -161,6 +222,8 @@ int main(void)
                 cmocka_unit_test(queues_behind_pending_bytes),
                 cmocka_unit_test(full_disk_drops_but_goes_on),
                 cmocka_unit_test(reader_gone_is_epipe),
+                cmocka_unit_test(redacts_what_it_passes_on),
+                cmocka_unit_test(redaction_may_outgrow_the_room),
                 cmocka_unit_test(socket_writes_through),
         };
         /* as in the supervisor: a write to a pipe without a reader must

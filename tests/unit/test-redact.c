@@ -37,6 +37,55 @@ static void replaces(void **state)
         assert_memory_equal(b, "\0\xff[secret TOKEN]\0", len);
 }
 
+/* Under a tty the pty writes a value's "\n" as "\r\n": that form is
+ * looked for too, under the same name; without a tty it is not added. */
+static void tty_forms(void **state)
+{
+        char *secrets[] = { "KEY=l1\nl2\n", "ONE=plain", NULL };
+        char **forms = redact_forms(secrets, true);
+        assert_non_null(forms);
+        assert_string_equal(forms[0], "KEY=l1\nl2\n");
+        assert_string_equal(forms[1], "KEY=l1\r\nl2\r\n");
+        assert_string_equal(forms[2], "ONE=plain");
+        assert_null(forms[3]);
+        const char in[] = "<l1\r\nl2\r\n>";
+        size_t len;
+        _cleanup_free_ char *out = redact(in, sizeof(in) - 1, forms, &len);
+        assert_non_null(out);
+        assert_string_equal(out, "<[secret KEY]>");
+        redact_forms_free(forms);
+        forms = redact_forms(secrets, false);
+        assert_string_equal(forms[1], "ONE=plain");
+        assert_null(forms[2]);
+        redact_forms_free(forms);
+        assert_null(redact_forms(NULL, true));
+}
+
+/* Overlapping values: every byte of either is covered; one inside
+ * another is said once, by the longer; a value overlapping itself
+ * ("aa" in "aaaaa") is one marker; adjacent ones stay two. */
+static void overlaps(void **state)
+{
+        (void)state;
+        char *secrets[] = { "A=abcdefgh12", "B=gh12ZYXWVU", "IN=def", "AA=aa", NULL };
+        static const struct { const char *in, *out; } cases[] = {
+                { "<abcdefgh12ZYXWVU>", "<[secret A][secret B]>" },
+                { "<gh12ZYXWVU abcdefgh12>", "<[secret B] [secret A]>" },
+                { "xdefx", "x[secret IN]x" },
+                { "abcdefgh12", "[secret A]" },
+                { "xaaaaay", "x[secret AA]y" },
+                { "abcdefgh12abcdefgh12ZYXWVU", "[secret A][secret A][secret B]" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                size_t len;
+                _cleanup_free_ char *out = redact(cases[i].in, strlen(cases[i].in), secrets, &len);
+                assert_non_null(out);
+                if (strcmp(out, cases[i].out) != 0)
+                        fail_msg("%s: got %s, not %s", cases[i].in, out, cases[i].out);
+                assert_int_equal(len, strlen(out));
+        }
+}
+
 static void names(void **state)
 {
         assert_true(secret_name_valid("API_KEY"));
@@ -119,16 +168,37 @@ static bool holds_value(const char *text, char *const *secrets)
         return false;
 }
 
+/* text without its "[secret NAME]" markers: the job's bytes that were
+ * left as they are. */
+static char *plain_bytes(const char *text)
+{
+        char *out = xstrdup(text), *w = out;
+        for (const char *p = text; *p;) {
+                const char *close = strncmp(p, "[secret ", 8) == 0 ? strchr(p, ']') : NULL;
+                if (close) {
+                        p = close + 1;
+                        continue;
+                }
+                *w++ = *p++;
+        }
+        *w = '\0';
+        return out;
+}
+
 /* Check one text cut at cuts[0..ncuts): no value comes out whole, and
- * unless matches overlap (where which secret wins may depend on the
- * cuts), the text is what redacting it whole gives. */
+ * the bytes left as they are are those redacting it whole leaves (no
+ * part of a value that overlaps another comes out); unless matches
+ * overlap (where which markers say a run may depend on the cuts), the
+ * text is what redacting it whole gives. */
 static void check_cuts(const char *text, const size_t *cuts, size_t ncuts, char *const *secrets,
                        bool overlapping)
 {
         size_t len;
         _cleanup_free_ char *want = redact(text, strlen(text), secrets, &len);
         _cleanup_free_ char *got = stream_through_events(text, cuts, ncuts, secrets);
-        if (holds_value(got, secrets) || (!overlapping && strcmp(got, want ? want : text) != 0))
+        _cleanup_free_ char *got_plain = plain_bytes(got), *want_plain = plain_bytes(want ? want : text);
+        if (holds_value(got, secrets) || strcmp(got_plain, want_plain) != 0 ||
+            (!overlapping && strcmp(got, want ? want : text) != 0))
                 fail_msg("'%s' cut at %zu and %zu: got '%s', want '%s'", text, ncuts ? cuts[0] : 0,
                          ncuts > 1 ? cuts[1] : 0, got, want ? want : text);
 }
@@ -147,14 +217,37 @@ static void events_never_split(void **state)
         (void)state;
         for (const char **t = texts; *t; t++) {
                 size_t n = strlen(*t);
-                /* "Xa" and "aaaa" overlap in the last three */
-                bool overlapping = t - texts >= 7;
+                /* "Xa" and "aaaa" overlap in the last three; so do the
+                 * two TOKENs of "abcXabcXabc" and the AAs of "aaaaaaa":
+                 * redacted whole, the union of the matches is one
+                 * marker; a stream cut inside such a run redacts each
+                 * side alone (no value whole in either) */
+                bool overlapping = t - texts >= 7 || strcmp(*t, "abcXabcXabc") == 0 ||
+                                   strcmp(*t, "aaaaaaa") == 0;
                 check_cuts(*t, NULL, 0, secrets, false);
                 for (size_t i = 0; i <= n; i++)
                         for (size_t j = i; j <= n; j++) {
                                 size_t cuts[2] = { i, j };
                                 check_cuts(*t, cuts, 1, secrets, overlapping);
                                 check_cuts(*t, cuts, 2, secrets, overlapping);
+                        }
+        }
+}
+
+/* Two values that overlap, the first whole in one write and the rest of
+ * the second in the next: nothing of the second comes out. */
+static void events_overlap_across_writes(void **state)
+{
+        char *secrets[] = { "A=abcdefgh12", "B=gh12ZYXWVU", NULL };
+        const char *texts[] = { "abcdefgh12ZYXWVU", "x abcdefgh12ZYXWVU y", "gh12ZYXWVU", NULL };
+        (void)state;
+        for (const char **t = texts; *t; t++) {
+                size_t n = strlen(*t);
+                for (size_t i = 0; i <= n; i++)
+                        for (size_t j = i; j <= n; j++) {
+                                size_t cuts[2] = { i, j };
+                                check_cuts(*t, cuts, 1, secrets, true);
+                                check_cuts(*t, cuts, 2, secrets, true);
                         }
         }
 }
@@ -198,9 +291,12 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(replaces),
+                cmocka_unit_test(tty_forms),
+                cmocka_unit_test(overlaps),
                 cmocka_unit_test(names),
                 cmocka_unit_test(resolve),
                 cmocka_unit_test(events_never_split),
+                cmocka_unit_test(events_overlap_across_writes),
                 cmocka_unit_test(base64),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

@@ -85,6 +85,22 @@ static void secrets_object(void **state)
         request_done(&r);
 }
 
+/* private_env: the job's environment, kept apart from the profile's
+ * [env] overrides (which the record keeps) */
+static void private_env(void **state)
+{
+        (void)state;
+        struct request r;
+        _cleanup_free_ char *ptr = NULL, *err = NULL;
+        assert_int_equal(parse("{\"argv\":[\"true\"],\"private_env\":{\"P\":\"pv\"},\"env\":{\"E\":\"ev\"}}",
+                               &r, &ptr, &err), 0);
+        assert_string_equal(r.private_env[0], "P=pv");
+        assert_null(r.private_env[1]);
+        for (char **o = r.overrides; o && *o; o++)
+                assert_null(strstr(*o, "pv"));
+        request_done(&r);
+}
+
 /* Each bad document, the pointer it must name, and a word of the message. */
 static void errors(void **state)
 {
@@ -103,6 +119,7 @@ static void errors(void **state)
                 { "{\"argv\":[\"x\"],\"limits\":{\"memory_mb\":99999999999999999}}", "/limits/memory_mb", "", -EINVAL },
                 { "{\"argv\":[\"x\"],\"env\":{\"A\":1}}", "/env/A", "string", -EINVAL },
                 { "{\"argv\":[\"x\"],\"env\":{\"1A\":\"v\"}}", "/env/1A", "variable name", -EINVAL },
+                { "{\"argv\":[\"x\"],\"private_env\":{\"1A\":\"v\"}}", "/private_env/1A", "variable name", -EINVAL },
                 { "{\"argv\":[\"x\"],\"labels\":{\"a=b\":\"v\"}}", "/labels/a=b", "without '='", -EINVAL },
                 { "{\"argv\":[\"x\"],\"network\":\"sometimes\"}", "/network", "", -EINVAL },
                 { "{\"argv\":[\"x\"],\"network\":\"allow\"}", "/network", "from a profile", -EINVAL },
@@ -139,6 +156,7 @@ int main(void)
                 cmocka_unit_test(full),
                 cmocka_unit_test(language),
                 cmocka_unit_test(secrets_object),
+                cmocka_unit_test(private_env),
                 cmocka_unit_test(errors),
         };
         cmocka_set_message_output(CM_OUTPUT_TAP);

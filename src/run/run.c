@@ -57,7 +57,9 @@
 #include "run/landlock.h"
 #include "run/live-internal.h"
 #include "run/live-limits.h"
+#include "image/image.h"
 #include "sandbox/gvisor.h"
+#include "sandbox/mount.h"
 #include "sandbox/ns.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
@@ -68,6 +70,9 @@
 #include "workspace/session.h"
 
 #define HEARTBEAT_MS 5000
+
+/* what image import accepts, the root overlay can stack */
+_Static_assert(IMAGE_MAX_LAYERS <= MOUNT_MAX_LAYERS, "image import accepts more layers than a root can stack");
 /* the buffer between the job's output and the caller's reader: bounds
  * hutch's memory while the reader is slow or stopped (supervise.c) */
 #define PASS_BUFFER_BYTES (256u << 10)

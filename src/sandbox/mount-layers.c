@@ -28,7 +28,6 @@
 #include <sys/xattr.h>
 
 #include "config/lang.h"
-#include "image/image.h"
 #include "sandbox/mount.h"
 #include "sandbox/mount-internal.h"
 #include "lib/util.h"
@@ -173,11 +172,11 @@ int setup_code(int code_fd, const char *name, struct setup_failure *fail)
 }
 
 /* An image's layers must fit one mount(2) option string, which the
- * kernel copies as one page: image import refuses more than
- * IMAGE_MAX_LAYERS layers (image.h), and this holds that many. */
-_Static_assert(sizeof("lowerdir=") + IMAGE_MAX_LAYERS * sizeof(RW "/layer-999:") +
+ * kernel copies as one page: MOUNT_MAX_LAYERS (mount.h) of them do, and
+ * image import refuses more (run.c checks that the two agree). */
+_Static_assert(sizeof("lowerdir=") + MOUNT_MAX_LAYERS * sizeof(RW "/layer-999:") +
                        sizeof(",upperdir=" RW "/root-upper,workdir=" RW "/root-work,userxattr,xino=on") <= 4096,
-               "IMAGE_MAX_LAYERS layers do not fit an overlay option string");
+               "MOUNT_MAX_LAYERS layers do not fit an overlay option string");
 
 /* root = DIR[:DIR...]: overlay of the layer clones over NEWROOT. */
 int setup_image_root(int *clones, size_t n, struct setup_failure *fail)

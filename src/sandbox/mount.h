@@ -7,6 +7,10 @@
 
 #include "config/run-config.h"
 
+/* The most image layers one root overlay can stack: its option string,
+ * which the kernel copies as one page, holds that many. */
+#define MOUNT_MAX_LAYERS 128
+
 /* Where the failing step went wrong, for the supervisor's one-line
  * report: "hutch: setup: <step> <path>: <reason>". */
 struct setup_failure {

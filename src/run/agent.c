@@ -23,16 +23,16 @@
 #include "run/runfiles.h"
 #include "supervise/events.h"
 
-/* Redact one stored stream in place. */
-static void redact_output(struct run_output *o, char *const *secrets)
+/* Redact a stored buffer (a stream, the code) in place. */
+static void redact_buffer(char **data, size_t *n, char *const *secrets)
 {
         size_t len;
-        char *clean = o->data ? redact(o->data, o->len, secrets, &len) : NULL;
+        char *clean = *data ? redact(*data, *n, secrets, &len) : NULL;
         if (clean) {
-                explicit_bzero(o->data, o->len);
-                free(o->data);
-                o->data = clean;
-                o->len = len;
+                explicit_bzero(*data, *n);
+                free(*data);
+                *data = clean;
+                *n = len;
         }
 }
 
@@ -40,16 +40,9 @@ void run_redact_record(struct run_record *rec, char *const *secrets)
 {
         if (!secrets || !secrets[0])
                 return;
-        redact_output(&rec->out, secrets);
-        redact_output(&rec->err, secrets);
-        if (rec->message) {
-                size_t len;
-                char *clean = redact(rec->message, strlen(rec->message), secrets, &len);
-                if (clean) {
-                        free(rec->message);
-                        rec->message = clean;
-                }
-        }
+        redact_buffer(&rec->out.data, &rec->out.len, secrets);
+        redact_buffer(&rec->err.data, &rec->err.len, secrets);
+        redact_str(&rec->message, secrets);
 }
 
 void run_redact_start(struct run_record *rec, char **labels, char *const *secrets)
@@ -60,14 +53,7 @@ void run_redact_start(struct run_record *rec, char **labels, char *const *secret
         redact_strv(labels, secrets);
         redact_str(&rec->cwd, secrets);
         redact_str(&rec->profile_text, secrets);
-        size_t len;
-        char *code = rec->code ? redact(rec->code, rec->code_len, secrets, &len) : NULL;
-        if (code) {
-                explicit_bzero(rec->code, rec->code_len);
-                free(rec->code);
-                rec->code = code;
-                rec->code_len = len;
-        }
+        redact_buffer(&rec->code, &rec->code_len, secrets);
 }
 
 /* The name of the first secret whose value is in fd's content, or NULL.

@@ -190,6 +190,7 @@ void live_outcome(const struct live_reply *e, struct run_outcome *o)
         } else if (e->error == EBUSY && streq(e->step, "record the exec")) {
                 /* another hutch held the store's write lock past the
                  * supervisor's wait: nothing ran, nothing is recorded */
+                log_set_error_code("store_busy");
                 o->status = RUN_SETUP_ERROR;
                 o->exit_code = EXIT_BUSY;
                 o->error = e->error;
@@ -586,8 +587,9 @@ int live_exec(const char *name, char **argv, const struct live_exec_opts *eo, co
                 log_set_error_code("sandbox_busy");
                 o.status = RUN_SETUP_ERROR;
                 o.exit_code = EXIT_BUSY;
-                snprintf(o.message, sizeof(o.message), "sandbox %s is running %d execs already; try again", name,
-                         SANDBOX_LIVE_JOBS_MAX);
+                snprintf(o.message, sizeof(o.message),
+                         "sandbox %s: every job slot of the sandbox is taken (%d execs and kernels run); try again",
+                         name, SANDBOX_LIVE_JOBS_MAX);
         } else if (k == -EPIPE && x.handed) {
                 /* the job was started: the sandbox ended under it (its
                  * init dies with the supervisor), as at a stop */

@@ -241,6 +241,10 @@ c.execute("COMMIT")' "$HUTCH_STATE_DIR/hutch.db" "$BATS_TEST_TMPDIR/locked" &
         [[ "$output" != *never* ]]
         echo "refused after $(( (${t2/./} - ${t1/./}) / 1000 )) ms"
         [ $(( (${t2/./} - ${t1/./}) / 1000 )) -lt 3000 ]
+        # a JSON caller is told which retryable refusal it is
+        run --separate-stderr "$HUTCH" exec x9 --json -- echo never
+        [ "$status" -eq 75 ]
+        [ "$(echo "$output" | jq -r '[.code, .retryable] | join(" ")')" = "store_busy true" ]
         wait "$holder"
         # the other exec still ended at its deadline
         wait_for_file "$BATS_TEST_TMPDIR/timed" 100

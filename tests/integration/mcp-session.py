@@ -527,6 +527,24 @@ def scenario_scopes(c):
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
 
+def file_pages(c, rid, name, limit=None, max_pages=None):
+    """Each page of output/NAME of run RID that get_file gives, following
+    next_offset to eof, as (offset asked, result); fewer than max_pages."""
+    off, pages = 0, 0
+    while True:
+        args = {"run_id": rid, "path": "output/" + name, "offset": off}
+        if limit:
+            args["limit"] = limit
+        p = c.run("get_file", args)
+        check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+        yield off, p
+        sc = p["structuredContent"]
+        off, pages = sc["next_offset"], pages + 1
+        if sc["eof"]:
+            return
+        check(max_pages is None or pages < max_pages, "%s: no end" % name)
+
+
 def scenario_files_out(c):
     """A 3 MiB file fetched in pages with offset/limit (text and binary); a
     PNG artifact as an image content block."""
@@ -541,22 +559,14 @@ def scenario_files_out(c):
     rid = r["structuredContent"]["id"]
     files = {f["path"]: f for f in r["structuredContent"]["files"]}
     for name, limit in (("big.txt", None), ("big.bin", 700000)):
-        got, off, pages = b"", 0, 0
-        while True:
-            args = {"run_id": rid, "path": "output/" + name, "offset": off}
-            if limit:
-                args["limit"] = limit
-            p = c.run("get_file", args)
-            check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+        got, pages = b"", 0
+        for off, p in file_pages(c, rid, name, limit, max_pages=20):
             sc = p["structuredContent"]
             check(sc["offset"] == off and sc["size"] == files[name]["size"], "%s: page %r" %
                   (name, {k: sc[k] for k in sc if k != "content"}))
             got += sc["content"].encode() if sc["encoding"] == "utf-8" else base64.b64decode(sc["content"])
-            off, pages = sc["next_offset"], pages + 1
+            pages += 1
             check(len(sc["content"]) <= 1400000, "a page over the bound")
-            if sc["eof"]:
-                break
-            check(pages < 20, "no end")
         check(pages >= 3, "%s in %d pages" % (name, pages))
         check(hashlib.sha256(got).hexdigest() == files[name]["sha256"], "%s: the pages are not the file" % name)
     x = c.run("get_file", {"run_id": rid, "path": "output/big.txt", "offset": 10 ** 9})
@@ -652,23 +662,14 @@ def scenario_files_nul(c):
     for name, data in files.items():
         # a small limit on the small files only: a page per call
         for limit in (None, 64 << 10) + ((7,) if len(data) < 1000 else ()):
-            got, off, pages = b"", 0, 0
-            while True:
-                args = {"run_id": rid, "path": "output/" + name, "offset": off}
-                if limit:
-                    args["limit"] = limit
-                p = c.run("get_file", args)
-                check(not p["isError"], "%s at %d: %r" % (name, off, text_of(p)))
+            got = b""
+            for off, p in file_pages(c, rid, name, limit, max_pages=len(data) + 1):
                 sc = p["structuredContent"]
                 check(sc["encoding"] == "base64", "%s at %d, limit %s: a page of a file with NUL as %s: %r" %
                       (name, off, limit, sc["encoding"], sc["content"][:80]))
                 check(not any(b["type"] == "text" and "\x00" in b["text"] for b in p["content"]),
                       "%s at %d: a NUL in a text block" % (name, off))
                 got += base64.b64decode(sc["content"])
-                off, pages = sc["next_offset"], pages + 1
-                if sc["eof"]:
-                    break
-                check(pages <= len(data), "%s: no end" % name)
             check(got == data and hashlib.sha256(got).hexdigest() == sc["sha256"],
                   "%s, limit %s: the pages are not the file" % (name, limit))
         # the empty page at its end is binary too, as every other page
